@@ -1,0 +1,43 @@
+"""The agent interface: a stateless object that takes one turn at a time."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from pydantic import BaseModel
+
+from .context import RunContext
+from .messages import Message
+from .thread import ChatMessageThread, Thread
+from .usage import Usage
+
+
+class Result(BaseModel):
+    """What one turn produced besides the messages it appended to the thread.
+
+    ``final_response`` set means the run is finished; ``None`` means "call me again"
+    (for example after running the tools the model asked for).
+    """
+
+    final_response: Message | None = None
+    usage: Usage = Usage()
+
+    @property
+    def done(self) -> bool:
+        return self.final_response is not None
+
+
+class Agent(ABC):
+    """An agent keeps no conversation of its own: the thread comes in on every call.
+
+    ``messages`` are new messages not yet in ``thread`` (the user's prompt on the
+    first turn, usually nothing after). The agent appends what it reads and
+    produces to ``thread``; the engine records exactly those messages.
+    """
+
+    @abstractmethod
+    async def run(self, messages: list[Message], thread: Thread, context: RunContext) -> Result: ...
+
+    def create_thread(self) -> Thread:
+        """A new, empty thread this agent can work with."""
+        return ChatMessageThread()

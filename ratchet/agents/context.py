@@ -1,0 +1,61 @@
+"""RunContext: what an agent turn may know and use besides its messages and thread."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from pydantic import TypeAdapter
+
+T = TypeVar("T")
+
+
+def _no_checkpoint(progress: dict[str, Any]) -> None:
+    return None
+
+
+async def _no_events(event: Any) -> None:
+    return None
+
+
+@dataclass
+class RunContext:
+    """The context of one agent turn.
+
+    Within a turn an agent can make its expensive steps skip-on-retry with
+    :meth:`once`: the first attempt records each finished step (the engine
+    heartbeats it to Temporal), and a retried attempt of the same turn gets the
+    recorded value back instead of doing the step again.
+    """
+
+    run_id: str = "local"
+    agent: str = "agent"
+    turn: int = 1
+    attempt: int = 1
+    completed: Mapping[str, Any] = field(default_factory=dict)
+    """Steps earlier attempts of this turn finished, by key (raw JSON values)."""
+    checkpoint: Callable[[dict[str, Any]], None] = _no_checkpoint
+    event_sink: Callable[[Any], Awaitable[None]] = _no_events
+    _recorded: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._recorded = dict(self.completed)
+
+    def idempotency_key(self, call_id: str) -> str:
+        """A key for a tool call's side effect, the same on every attempt of this turn."""
+        return f"{self.run_id}/turn-{self.turn}/{call_id}"
+
+    async def once(self, key: str, step: Callable[[], Awaitable[T]], result_type: type[T]) -> T:
+        """Run ``step`` unless an earlier attempt of this turn already finished it."""
+        adapter: TypeAdapter[T] = TypeAdapter(result_type)
+        if key in self._recorded:
+            return adapter.validate_python(self._recorded[key])
+        value = await step()
+        self._recorded[key] = adapter.dump_python(value, mode="json")
+        self.checkpoint(dict(self._recorded))
+        return value
+
+    async def emit(self, event: Any) -> None:
+        """Send an event to whoever observes the run."""
+        await self.event_sink(event)

@@ -1,0 +1,73 @@
+"""Messages: the typed unit of every thread."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+def new_id(prefix: str = "msg") -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:16]}"
+
+
+class ToolCall(BaseModel):
+    """A tool call the model asked for. ``arguments`` is the model's raw JSON text."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+    def parsed_arguments(self) -> dict[str, Any]:
+        """The arguments as a dict; raises ``ValueError`` when the model sent bad JSON."""
+        value = json.loads(self.arguments or "{}")
+        if not isinstance(value, dict):
+            raise ValueError(f"expected a JSON object, got {type(value).__name__}")
+        return value
+
+    def describe(self, limit: int = 60) -> str:
+        """``lookup(city="Oslo")``, shortened to ``limit`` characters for summaries."""
+        try:
+            args = ", ".join(f"{k}={json.dumps(v)}" for k, v in self.parsed_arguments().items())
+        except ValueError:
+            args = self.arguments
+        text = f"{self.name}({args})"
+        return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class Message(BaseModel):
+    """One message of a conversation. Its ``id`` is stable for the message's lifetime."""
+
+    role: Role
+    content: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None
+    is_error: bool = False
+    id: str = Field(default_factory=new_id)
+
+    @classmethod
+    def system(cls, text: str) -> Message:
+        return cls(role="system", content=text)
+
+    @classmethod
+    def user(cls, text: str) -> Message:
+        return cls(role="user", content=text)
+
+    @classmethod
+    def assistant(cls, text: str | None = None, tool_calls: list[ToolCall] | None = None) -> Message:
+        return cls(role="assistant", content=text, tool_calls=tool_calls or [])
+
+    @classmethod
+    def tool(cls, call: ToolCall, content: str, *, is_error: bool = False) -> Message:
+        return cls(
+            role="tool", content=content, tool_call_id=call.id, name=call.name, is_error=is_error
+        )
+
+    @property
+    def text(self) -> str:
+        return self.content or ""

@@ -1,0 +1,7 @@
+"""Model clients."""
+
+from .base import ModelClient, ModelResponse
+from .openai_chat import OpenAIChatModel
+from .scripted import ScriptedModel
+
+__all__ = ["ModelClient", "ModelResponse", "OpenAIChatModel", "ScriptedModel"]

@@ -1,0 +1,34 @@
+"""The model interface every agent talks to."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+from pydantic import BaseModel
+
+from ..context import RunContext
+from ..messages import Message
+from ..tools import Tool
+from ..usage import Usage
+
+
+class ModelResponse(BaseModel):
+    """One model reply: an assistant message (text and/or tool calls) and its cost."""
+
+    message: Message
+    usage: Usage = Usage()
+    model: str | None = None
+
+
+class ModelClient(ABC):
+    """Turns a conversation into the next assistant message.
+
+    Implementations raise :class:`ratchet.errors.ModelError` for service failures,
+    with ``retryable`` set; they never retry themselves (Temporal does).
+    """
+
+    @abstractmethod
+    async def create(
+        self, messages: Sequence[Message], tools: Sequence[Tool], context: RunContext
+    ) -> ModelResponse: ...

@@ -1,0 +1,161 @@
+"""OpenAIChatModel: any OpenAI-compatible Chat Completions service."""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import openai
+
+from ...errors import ConfigurationError, ModelError
+from ..context import RunContext
+from ..messages import Message, ToolCall
+from ..tools import Tool
+from ..usage import Usage
+from .base import ModelClient, ModelResponse
+
+RETRYABLE_STATUS = {408, 409, 429}
+
+
+class OpenAIChatModel(ModelClient):
+    """Chat Completions through the ``openai`` client.
+
+    The base URL and key come from ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` unless
+    given, so any OpenAI-compatible server works. The client is made with
+    ``max_retries=0``: Temporal retries the turn, and every attempt is in history.
+    """
+
+    def __init__(
+        self,
+        model: str = "gpt-4o-mini",
+        *,
+        client: openai.AsyncOpenAI | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 120.0,
+        **request_options: Any,
+    ) -> None:
+        self.model = model
+        self._client = client
+        self._client_args = {"base_url": base_url, "api_key": api_key, "timeout": timeout}
+        self.request_options = request_options
+
+    @property
+    def client(self) -> openai.AsyncOpenAI:
+        if self._client is None:
+            try:
+                self._client = openai.AsyncOpenAI(max_retries=0, **self._client_args)
+            except openai.OpenAIError as e:
+                raise ConfigurationError(
+                    f"Cannot create the OpenAI client: {e} "
+                    "Set OPENAI_API_KEY (and OPENAI_BASE_URL for another compatible server)."
+                ) from e
+        return self._client
+
+    async def create(
+        self, messages: Sequence[Message], tools: Sequence[Tool], context: RunContext
+    ) -> ModelResponse:
+        request: dict[str, Any] = {
+            "model": self.model,
+            "messages": [to_openai_message(m) for m in messages],
+            **self.request_options,
+        }
+        if tools:
+            request["tools"] = [t.spec() for t in tools]
+        try:
+            completion = await self.client.chat.completions.create(**request)
+        except openai.OpenAIError as e:
+            raise classify_openai_error(e) from e
+        if not completion.choices:
+            raise ModelError("The model returned no choices.", retryable=True)
+        reply = completion.choices[0].message
+        calls = [
+            ToolCall(id=c.id, name=c.function.name, arguments=c.function.arguments or "{}")
+            for c in (reply.tool_calls or [])
+            if getattr(c, "function", None) is not None
+        ]
+        usage = Usage(requests=1)
+        if completion.usage is not None:
+            usage = Usage(
+                requests=1,
+                input_tokens=completion.usage.prompt_tokens or 0,
+                output_tokens=completion.usage.completion_tokens or 0,
+            )
+        return ModelResponse(
+            message=Message.assistant(reply.content, calls), usage=usage, model=completion.model
+        )
+
+
+def to_openai_message(message: Message) -> dict[str, Any]:
+    if message.role == "tool":
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.text}
+    if message.role == "assistant":
+        out: dict[str, Any] = {"role": "assistant", "content": message.content}
+        if message.tool_calls:
+            out["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in message.tool_calls
+            ]
+        return out
+    return {"role": message.role, "content": message.text}
+
+
+def classify_openai_error(error: openai.OpenAIError) -> ModelError:
+    """Map an ``openai`` exception to a ModelError that says whether to retry."""
+    if isinstance(error, openai.APITimeoutError):
+        return ModelError("The model request timed out.", retryable=True, status=408)
+    if isinstance(error, openai.APIConnectionError):
+        return ModelError(f"Cannot reach the model service: {error}", retryable=True)
+    if isinstance(error, openai.APIStatusError):
+        status = error.status_code
+        detail = _error_detail(error)
+        if status in RETRYABLE_STATUS or status >= 500:
+            return ModelError(
+                f"The model service answered {status}: {detail}",
+                retryable=True,
+                status=status,
+                retry_after=retry_after_seconds(error.response.headers),
+            )
+        hint = {
+            400: "the request was rejected; check the model name, messages and tool schemas",
+            401: "the API key was refused; check OPENAI_API_KEY",
+            403: "the key may not use this model or endpoint",
+            404: "the model or endpoint does not exist; check the model name and OPENAI_BASE_URL",
+        }.get(status, "the request will not succeed if repeated")
+        return ModelError(
+            f"The model service answered {status}: {detail} ({hint}).",
+            retryable=False,
+            status=status,
+        )
+    if isinstance(error, openai.APIResponseValidationError):
+        return ModelError(f"The model service sent a malformed response: {error}", retryable=True)
+    return ModelError(f"The model call failed: {type(error).__name__}: {error}", retryable=True)
+
+
+def _error_detail(error: openai.APIStatusError) -> str:
+    body = error.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])
+    return error.message
+
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """Seconds from ``retry-after-ms`` or ``retry-after`` (delta or HTTP date)."""
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms:
+        try:
+            return float(raw_ms) / 1000
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if not raw:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(raw)
+        return max(0.0, parsed.timestamp() - time.time()) if parsed else None

@@ -1,0 +1,131 @@
+"""Run state, split as session data and execution data.
+
+``AgentSession`` lives across executions (ids, the thread, metadata, cache).
+``ExecutionState`` exists only while a run is in progress; between executions it
+is ``None`` and the status reads PENDING. ``AgentState`` holds both and has two
+serialisations: session-only (model A, to start a fresh execution) and full
+(model B, to resume one mid-way). Both round-trip exactly.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from .messages import Message, new_id
+from .usage import Usage
+
+
+class AgentStatus(str, Enum):
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    AWAITING_APPROVAL = "AWAITING_APPROVAL"
+    AWAITING_INPUT = "AWAITING_INPUT"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+
+class SessionInfo(BaseModel):
+    id: str
+    started_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def new(cls, now: datetime, id: str | None = None) -> SessionInfo:
+        return cls(id=id or new_id("session"), started_at=now, updated_at=now)
+
+    def touch(self, now: datetime) -> SessionInfo:
+        return self.model_copy(update={"updated_at": now})
+
+
+class StepResult(BaseModel):
+    """One completed turn, as the execution remembers it."""
+
+    turn: int
+    started_at: datetime
+    completed_at: datetime
+    message_ids: list[str] = Field(default_factory=list)
+    tool_calls: list[str] = Field(default_factory=list)
+    usage: Usage = Usage()
+    final: bool = False
+
+
+class ExecutionState(BaseModel):
+    execution_id: str
+    status: AgentStatus = AgentStatus.RUNNING
+    started_at: datetime
+    current_step_started_at: datetime | None = None
+    step_results: list[StepResult] = Field(default_factory=list)
+    usage: Usage = Usage()
+
+    @classmethod
+    def start(cls, execution_id: str, now: datetime) -> ExecutionState:
+        return cls(execution_id=execution_id, started_at=now)
+
+    @property
+    def step_count(self) -> int:
+        return len(self.step_results)
+
+    def mark_step_started(self, now: datetime) -> ExecutionState:
+        return self.model_copy(update={"current_step_started_at": now})
+
+    def with_step_result(self, step: StepResult) -> ExecutionState:
+        return self.model_copy(
+            update={
+                "step_results": [*self.step_results, step],
+                "usage": self.usage + step.usage,
+                "current_step_started_at": None,
+            }
+        )
+
+    def with_status(self, status: AgentStatus) -> ExecutionState:
+        return self.model_copy(update={"status": status})
+
+
+class ThreadData(BaseModel):
+    """A thread as stored in session data."""
+
+    id: str = Field(default_factory=lambda: new_id("thread"))
+    messages: list[Message] = Field(default_factory=list)
+
+
+class AgentSession(BaseModel):
+    """Session data: everything kept from one execution to the next."""
+
+    agent_id: str
+    parent_agent_id: str | None = None
+    thread: ThreadData = Field(default_factory=ThreadData)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    cache: dict[str, Any] = Field(default_factory=dict)
+    info: SessionInfo
+
+    @classmethod
+    def new(cls, agent_id: str, now: datetime, *, session_id: str | None = None) -> AgentSession:
+        return cls(agent_id=agent_id, info=SessionInfo.new(now, session_id))
+
+
+class AgentState(BaseModel):
+    """Session data plus the execution in progress, if any."""
+
+    session: AgentSession
+    execution: ExecutionState | None = None
+
+    @property
+    def status(self) -> AgentStatus:
+        return self.execution.status if self.execution else AgentStatus.PENDING
+
+    def to_session_data(self) -> dict[str, Any]:
+        """Model A: session only. Loading it starts a fresh execution."""
+        return self.model_dump(mode="json", exclude={"execution"})
+
+    def to_full_data(self) -> dict[str, Any]:
+        """Model B: session and execution, to resume a run mid-way."""
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> AgentState:
+        return cls.model_validate(data)

@@ -1,0 +1,24 @@
+"""Token and request accounting."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+
+class Usage(BaseModel):
+    """What a model call, a turn or a run consumed."""
+
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            requests=self.requests + other.requests,
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+        )

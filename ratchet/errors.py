@@ -1,0 +1,100 @@
+"""Ratchet's errors.
+
+One base, two branches: mistakes by the developer using Ratchet, which a code or
+configuration change fixes, and failures of a run, which happen at run time::
+
+    RatchetError
+    ├── UsageError              fix the code or configuration that called Ratchet
+    │   ├── ConfigurationError  settings, registration, environment
+    │   ├── AgentNotFoundError  an agent name no worker has registered
+    │   ├── InvalidInputError   a prompt, message or argument Ratchet cannot run
+    │   └── ScriptExhaustedError a ScriptedModel asked for more replies than it holds
+    └── RunError                a run could not finish
+        ├── ModelError          the model service failed (``retryable`` says if it may pass)
+        ├── MaxTurnsExceededError
+        └── RunFailedError      raised by the client: the run's workflow failed
+
+This module imports nothing from Temporal, so agent code can raise these freely.
+"""
+
+from __future__ import annotations
+
+
+class RatchetError(Exception):
+    """Base of every error Ratchet raises on purpose."""
+
+
+class UsageError(RatchetError):
+    """Ratchet was called wrongly; the message says what to change."""
+
+
+class ConfigurationError(UsageError):
+    """A setting, registration or environment value is missing or wrong."""
+
+
+class AgentNotFoundError(UsageError):
+    """No agent of that name is registered on the worker that took the turn."""
+
+    def __init__(self, name: str, registered: list[str], task_queue: str | None = None) -> None:
+        where = f' on task queue "{task_queue}"' if task_queue else ""
+        known = ", ".join(sorted(registered)) or "(none)"
+        super().__init__(
+            f'Agent "{name}" is not registered{where}; registered: {known}. '
+            "Pass it to build_worker(agents={...}) or fix the name."
+        )
+        self.name = name
+        self.registered = registered
+
+
+class InvalidInputError(UsageError):
+    """A prompt, message or argument that cannot be run."""
+
+
+class ScriptExhaustedError(UsageError):
+    """A ScriptedModel was asked for a reply its script does not have."""
+
+
+class RunError(RatchetError):
+    """A run could not finish."""
+
+
+class ModelError(RunError):
+    """The model service failed.
+
+    ``retryable`` tells the engine whether another attempt may succeed;
+    ``retry_after`` (seconds) is the delay the service asked for, if any.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool,
+        status: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.status = status
+        self.retry_after = retry_after
+
+
+class MaxTurnsExceededError(RunError):
+    """The run used every turn it was allowed without a final answer."""
+
+    def __init__(self, max_turns: int) -> None:
+        super().__init__(
+            f"The run reached max_turns={max_turns} without a final answer. "
+            "Raise max_turns (RunOptions / --max-turns) if the task needs more turns."
+        )
+        self.max_turns = max_turns
+
+
+class RunFailedError(RunError):
+    """The run's workflow failed; ``cause`` is the first failure's message."""
+
+    def __init__(self, workflow_id: str, cause: str, error_type: str | None = None) -> None:
+        super().__init__(f"Run {workflow_id} failed: {cause}")
+        self.workflow_id = workflow_id
+        self.cause = cause
+        self.error_type = error_type

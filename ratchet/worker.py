@@ -1,0 +1,129 @@
+"""Build and run a Ratchet worker.
+
+    python -m ratchet.worker --agents myapp.agents:AGENTS    (or: ratchet worker)
+
+``AGENTS`` is a dict of agent name to an ``Agent`` or a zero-argument factory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import logging
+import signal
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from ratchet.activities.turn import AgentFactory, TurnActivities
+from ratchet.errors import ConfigurationError
+from ratchet.workflows.agent_run import AgentRunWorkflow
+from ratchet.workflows.client import DEFAULT_TASK_QUEUE, AgentClient
+
+DEFAULT_AGENTS = "ratchet.examples:AGENTS"
+
+
+def build_worker(
+    client: Client | AgentClient,
+    agents: Mapping[str, AgentFactory],
+    *,
+    task_queue: str | None = None,
+    workflows: list[type] | None = None,
+    max_concurrent_turns: int = 50,
+    **worker_options: Any,
+) -> Worker:
+    """A worker that hosts ``agents`` and runs ``AgentRunWorkflow`` (plus ``workflows``).
+
+    Pass your own workflows that call ``run_agent`` in ``workflows``.
+    """
+    if not agents:
+        raise ConfigurationError("build_worker() needs at least one agent: agents={'name': factory}.")
+    if isinstance(client, AgentClient):
+        task_queue = task_queue or client.task_queue
+        client = client.temporal
+    task_queue = task_queue or DEFAULT_TASK_QUEUE
+    turns = TurnActivities(agents, task_queue=task_queue)
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[AgentRunWorkflow, *(workflows or [])],
+        activities=[turns.run_turn],
+        max_concurrent_activities=max_concurrent_turns,
+        workflow_runner=SandboxedWorkflowRunner(
+            restrictions=SandboxRestrictions.default.with_passthrough_modules("ratchet.agents", "ratchet.errors", "pydantic")
+        ),
+        **worker_options,
+    )
+
+
+def load_agents(spec: str) -> Mapping[str, AgentFactory]:
+    """Import ``module:attribute`` naming a dict of agents (or a function returning one)."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise ConfigurationError(f"--agents {spec!r} must look like 'package.module:AGENTS'.")
+    try:
+        value = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as e:
+        raise ConfigurationError(f"Cannot load agents from {spec!r}: {e}") from e
+    agents = value() if callable(value) else value
+    if not isinstance(agents, Mapping) or not agents:
+        raise ConfigurationError(f"{spec!r} must be a non-empty dict of name -> agent or factory.")
+    return agents
+
+
+async def serve(
+    agents: Mapping[str, AgentFactory],
+    *,
+    target: str | None = None,
+    namespace: str | None = None,
+    task_queue: str = DEFAULT_TASK_QUEUE,
+    ready_line: bool = True,
+) -> None:
+    """Run a worker until SIGINT/SIGTERM, then shut down gracefully."""
+    client = await AgentClient.connect(target, namespace=namespace, task_queue=task_queue)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    worker = build_worker(client, agents, task_queue=task_queue)
+    async with worker:
+        if ready_line:
+            names = ", ".join(sorted(agents))
+            print(f"worker ready: task queue {task_queue!r}, agents: {names}", flush=True)
+        await stop.wait()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="ratchet worker", description="Run a Ratchet worker.")
+    add_worker_arguments(parser)
+    args = parser.parse_args(argv)
+    return run_worker_command(args)
+
+
+def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--agents", default=DEFAULT_AGENTS, help="module:ATTR dict of agents")
+    parser.add_argument("--address", help="Temporal address (default: TEMPORAL_ADDRESS or localhost:7233)")
+    parser.add_argument("--namespace", help="Temporal namespace (default: TEMPORAL_NAMESPACE or default)")
+    parser.add_argument("--task-queue", default=DEFAULT_TASK_QUEUE)
+
+
+def run_worker_command(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        agents = load_agents(args.agents)
+        asyncio.run(
+            serve(agents, target=args.address, namespace=args.namespace, task_queue=args.task_queue)
+        )
+    except ConfigurationError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

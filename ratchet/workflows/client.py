@@ -1,0 +1,160 @@
+"""AgentClient: start agent runs and read their results from outside a workflow."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.envconfig import ClientConfig
+from temporalio.exceptions import ApplicationError, FailureError
+
+from ratchet.agents.messages import Message
+from ratchet.agents.state import AgentSession, AgentState
+from ratchet.errors import RunFailedError
+
+from .agent_run import AgentRunWorkflow, RunInput
+from .presets import RunOptions
+from .runner import RunResult, new_messages
+
+DEFAULT_TASK_QUEUE = "ratchet"
+
+
+def run_workflow_id(agent: str) -> str:
+    """A readable id: ``run-<agent>-<short id>``."""
+    slug = re.sub(r"[^a-z0-9]+", "-", agent.lower()).strip("-") or "agent"
+    return f"run-{slug}-{uuid.uuid4().hex[:10]}"
+
+
+class RunHandle:
+    """A started run."""
+
+    def __init__(self, handle: WorkflowHandle[Any, RunResult], ui_url: str | None) -> None:
+        self._handle = handle
+        self._ui_url = ui_url
+
+    @property
+    def id(self) -> str:
+        return self._handle.id
+
+    @property
+    def run_id(self) -> str | None:
+        return self._handle.result_run_id or self._handle.run_id
+
+    @property
+    def workflow(self) -> WorkflowHandle[Any, RunResult]:
+        """The Temporal handle, for anything this class does not wrap."""
+        return self._handle
+
+    @property
+    def ui_url(self) -> str | None:
+        if not self._ui_url:
+            return None
+        ns = self._handle._client.namespace  # noqa: SLF001 - the handle knows its namespace
+        tail = f"/{self.run_id}" if self.run_id else ""
+        return f"{self._ui_url.rstrip('/')}/namespaces/{ns}/workflows/{self.id}{tail}/history"
+
+    async def result(self) -> RunResult:
+        """Wait for the run; raise :class:`RunFailedError` with the cause if it failed."""
+        try:
+            return await self._handle.result()
+        except WorkflowFailureError as e:
+            cause: BaseException | None = e.cause
+            while isinstance(cause, FailureError) and cause.cause is not None and not (
+                isinstance(cause, ApplicationError)
+            ):
+                cause = cause.cause
+            message = cause.message if isinstance(cause, FailureError) else str(e)
+            kind = cause.type if isinstance(cause, ApplicationError) else type(cause).__name__
+            raise RunFailedError(self.id, message, kind) from e
+
+    async def state(self) -> AgentState:
+        """Session and execution as the run holds them now."""
+        return await self._handle.query(AgentRunWorkflow.state)
+
+    async def cancel(self) -> None:
+        await self._handle.cancel()
+
+
+class AgentClient:
+    """Talks to Temporal on behalf of agent code. Connect once and reuse."""
+
+    def __init__(
+        self, client: Client, *, task_queue: str = DEFAULT_TASK_QUEUE, ui_url: str | None = None
+    ) -> None:
+        if client.data_converter.payload_converter_class is not pydantic_data_converter.payload_converter_class:
+            client = Client(**{**client.config(), "data_converter": pydantic_data_converter})
+        self.temporal = client
+        self.task_queue = task_queue
+        self.ui_url = ui_url
+
+    @classmethod
+    async def connect(
+        cls,
+        target: str | None = None,
+        *,
+        namespace: str | None = None,
+        task_queue: str = DEFAULT_TASK_QUEUE,
+        profile: str | None = None,
+        ui_url: str | None = None,
+        **connect_options: Any,
+    ) -> AgentClient:
+        """Connect using ``temporalio.envconfig`` (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
+        TLS and API-key settings, config-file profiles); arguments override it."""
+        config: dict[str, Any] = dict(ClientConfig.load_client_connect_config(profile=profile))
+        if target:
+            config["target_host"] = target
+        if namespace:
+            config["namespace"] = namespace
+        config.setdefault("target_host", "localhost:7233")
+        config.update(connect_options)
+        client = await Client.connect(**config, data_converter=pydantic_data_converter)
+        return cls(client, task_queue=task_queue, ui_url=ui_url)
+
+    async def start_run(
+        self,
+        agent: str,
+        prompt: str | Sequence[Message],
+        *,
+        session: AgentSession | None = None,
+        options: RunOptions | None = None,
+        workflow_id: str | None = None,
+    ) -> RunHandle:
+        """Start a run and return at once. Raises ``InvalidInputError`` for an empty prompt."""
+        messages = new_messages(prompt)
+        handle = await self.temporal.start_workflow(
+            AgentRunWorkflow.run,
+            RunInput(agent=agent, messages=messages, session=session, options=options or RunOptions()),
+            id=workflow_id or run_workflow_id(agent),
+            task_queue=self.task_queue,
+            static_summary=f"{agent}: {_excerpt(messages)}",
+        )
+        return RunHandle(handle, self.ui_url)
+
+    async def run(
+        self,
+        agent: str,
+        prompt: str | Sequence[Message],
+        *,
+        session: AgentSession | None = None,
+        options: RunOptions | None = None,
+        workflow_id: str | None = None,
+    ) -> RunResult:
+        """Run ``agent`` on ``prompt`` to its final answer."""
+        handle = await self.start_run(
+            agent, prompt, session=session, options=options, workflow_id=workflow_id
+        )
+        return await handle.result()
+
+    def get_run(self, workflow_id: str) -> RunHandle:
+        return RunHandle(
+            self.temporal.get_workflow_handle_for(AgentRunWorkflow.run, workflow_id), self.ui_url
+        )
+
+
+def _excerpt(messages: Sequence[Message], limit: int = 80) -> str:
+    text = next((m.text for m in messages if m.role == "user" and m.text), messages[-1].text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

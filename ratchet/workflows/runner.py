@@ -1,0 +1,227 @@
+"""The agent loop, as a helper any workflow can call.
+
+``AgentRunWorkflow`` is this loop plus queries; a workflow of your own can call
+``run_agent`` (or keep an ``AgentRunner``) to compose agents with other steps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from typing import NoReturn
+
+from pydantic import BaseModel, Field
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError, FailureError
+
+with workflow.unsafe.imports_passed_through():
+    from ratchet.activities.turn import TURN_ACTIVITY, TurnInput, TurnOutput
+    from ratchet.agents.messages import Message
+    from ratchet.agents.state import (
+        AgentSession,
+        AgentState,
+        AgentStatus,
+        ExecutionState,
+        StepResult,
+        ThreadData,
+    )
+    from ratchet.agents.usage import Usage
+    from ratchet.errors import InvalidInputError, MaxTurnsExceededError
+
+    from .presets import RunOptions, turn_retry_policy
+
+
+class RunResult(BaseModel):
+    """How a run ended. The thread itself is not in it: ask the run's ``state``."""
+
+    workflow_id: str
+    agent: str
+    status: AgentStatus
+    final_response: Message | None = None
+    usage: Usage = Usage()
+    turns: int = 0
+    session_id: str | None = None
+    thread: ThreadData | None = Field(default=None, exclude=True)
+    """The whole thread, for workflow code that called ``run_agent``; never serialised."""
+
+    @property
+    def output(self) -> str:
+        return self.final_response.text if self.final_response else ""
+
+
+def new_messages(prompt: str | Sequence[Message]) -> list[Message]:
+    """Validate a prompt and give every message an id (workflow-deterministic)."""
+    if isinstance(prompt, str):
+        messages = [Message.user(prompt)] if prompt.strip() else []
+    else:
+        messages = list(prompt)
+    if not messages or all(not (m.content or "").strip() and not m.tool_calls for m in messages):
+        raise InvalidInputError(
+            "The prompt is empty: pass a non-empty string or at least one message with content."
+        )
+    return messages
+
+
+class AgentRunner:
+    """Runs an agent turn by turn inside a workflow, holding its session and execution."""
+
+    def __init__(
+        self,
+        agent: str,
+        *,
+        session: AgentSession | None = None,
+        thread: ThreadData | Sequence[Message] | None = None,
+        options: RunOptions | None = None,
+    ) -> None:
+        self.agent = agent
+        self.options = options or RunOptions()
+        session = session or AgentSession.new(
+            agent, workflow.now(), session_id=f"session-{workflow.uuid4().hex[:12]}"
+        )
+        if thread is not None:
+            data = thread if isinstance(thread, ThreadData) else ThreadData(messages=list(thread))
+            session = session.model_copy(update={"thread": data})
+        self.state = AgentState(session=session)
+
+    async def run(self, messages: str | Sequence[Message]) -> RunResult:
+        try:
+            pending = new_messages(messages)
+        except InvalidInputError as e:
+            raise ApplicationError(str(e), type="InvalidInputError", non_retryable=True) from e
+        execution = ExecutionState.start(str(workflow.uuid4()), workflow.now())
+        self.state.execution = execution
+        previous: list[Message] = []
+        for turn in range(1, self.options.max_turns + 1):
+            self._set_execution(self._execution.mark_step_started(workflow.now()))
+            output = await self._take_turn(turn, pending, previous)
+            added = self._apply(turn, pending, output)
+            if output.final_id is not None:
+                self._set_execution(self._execution.with_status(AgentStatus.COMPLETED))
+                return self._result(next(m for m in added if m.id == output.final_id))
+            pending, previous = [], added
+        self._fail("MaxTurnsExceededError", str(MaxTurnsExceededError(self.options.max_turns)))
+
+    @property
+    def _execution(self) -> ExecutionState:
+        assert self.state.execution is not None
+        return self.state.execution
+
+    def _set_execution(self, execution: ExecutionState) -> None:
+        self.state.execution = execution
+
+    async def _take_turn(
+        self, turn: int, pending: list[Message], previous: list[Message]
+    ) -> TurnOutput:
+        session = self.state.session
+        try:
+            return await workflow.execute_activity(
+                TURN_ACTIVITY,
+                TurnInput(
+                    run_id=workflow.info().workflow_id,
+                    agent=self.agent,
+                    turn=turn,
+                    thread=session.thread,
+                    new_messages=pending,
+                ),
+                result_type=TurnOutput,
+                task_queue=self.options.task_queue,
+                start_to_close_timeout=self.options.turn_timeout,
+                heartbeat_timeout=self.options.heartbeat_timeout,
+                retry_policy=turn_retry_policy(self.options),
+                summary=turn_summary(turn, pending, previous),
+            )
+        except asyncio.CancelledError:
+            self._set_execution(self._execution.with_status(AgentStatus.CANCELLED))
+            raise
+        except ActivityError as e:
+            cause = e.cause
+            message = cause.message if isinstance(cause, FailureError) else str(e)
+            kind = cause.type if isinstance(cause, ApplicationError) else type(cause).__name__
+            self._fail(kind or "TurnFailed", f"Turn {turn} of agent {self.agent!r} failed: {message}")
+
+    def _apply(self, turn: int, pending: list[Message], output: TurnOutput) -> list[Message]:
+        by_id = {m.id: m for m in pending}
+        added = [by_id[a] if isinstance(a, str) else a for a in output.added]
+        session = self.state.session
+        thread = session.thread.model_copy(update={"messages": [*session.thread.messages, *added]})
+        now = workflow.now()
+        self.state.session = session.model_copy(
+            update={"thread": thread, "info": session.info.touch(now)}
+        )
+        step = StepResult(
+            turn=turn,
+            started_at=self._execution.current_step_started_at or now,
+            completed_at=now,
+            message_ids=[m.id for m in added],
+            tool_calls=[c.describe() for m in added for c in m.tool_calls],
+            usage=output.usage,
+            final=output.final_id is not None,
+        )
+        self._set_execution(self._execution.with_step_result(step))
+        workflow.set_current_details(progress_markdown(self.agent, self._execution))
+        return added
+
+    def _result(self, final: Message) -> RunResult:
+        execution = self._execution
+        return RunResult(
+            workflow_id=workflow.info().workflow_id,
+            agent=self.agent,
+            status=execution.status,
+            final_response=final,
+            usage=execution.usage,
+            turns=execution.step_count,
+            session_id=self.state.session.info.id,
+            thread=self.state.session.thread,
+        )
+
+    def _fail(self, kind: str, message: str) -> NoReturn:
+        self._set_execution(self._execution.with_status(AgentStatus.FAILED))
+        workflow.set_current_details(progress_markdown(self.agent, self._execution, error=message))
+        raise ApplicationError(message, type=kind, non_retryable=True)
+
+
+async def run_agent(
+    agent: str,
+    messages: str | Sequence[Message],
+    *,
+    thread: ThreadData | Sequence[Message] | None = None,
+    session: AgentSession | None = None,
+    options: RunOptions | None = None,
+) -> RunResult:
+    """Run ``agent`` to its final answer from inside any workflow; one activity per turn.
+
+    The result's ``thread`` holds the whole conversation for the next step of your
+    workflow; it is never written to history unless you return it yourself.
+    """
+    return await AgentRunner(agent, session=session, thread=thread, options=options).run(messages)
+
+
+def turn_summary(turn: int, pending: Sequence[Message], previous: Sequence[Message]) -> str:
+    """What the UI shows for a turn activity: what this turn is given to work on."""
+    calls = [c.describe(40) for m in previous for c in m.tool_calls]
+    if calls:
+        shown = ", ".join(calls[:3]) + (f" +{len(calls) - 3}" if len(calls) > 3 else "")
+        return f"turn {turn} · after {shown}"
+    text = next((m.text for m in reversed(pending) if m.text), "")
+    if text:
+        text = text if len(text) <= 60 else text[:59] + "…"
+        return f"turn {turn} · {json.dumps(text, ensure_ascii=False)}"
+    return f"turn {turn}"
+
+
+def progress_markdown(agent: str, execution: ExecutionState, error: str | None = None) -> str:
+    """The run's current details for the UI: one row per checkpointed turn."""
+    lines = [
+        f"**{agent}** · {execution.status.value} · {execution.step_count} turns · "
+        f"{execution.usage.total_tokens} tokens",
+        "",
+        "| turn | did |",
+        "|---|---|",
+    ]
+    for step in execution.step_results:
+        did = "final answer" if step.final else ", ".join(step.tool_calls) or "(no tools)"
+        lines.append(f"| {step.turn} | {did.replace('|', '/')} |")
+    if error:
+        lines += ["", f"**Failed:** {error}"]
+    return "\n".join(lines)
