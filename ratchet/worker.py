@@ -54,10 +54,17 @@ def build_worker(
         workflows=[AgentRunWorkflow, *(workflows or [])],
         activities=[turns.run_turn],
         max_concurrent_activities=max_concurrent_turns,
-        workflow_runner=SandboxedWorkflowRunner(
-            restrictions=SandboxRestrictions.default.with_passthrough_modules("ratchet.agents", "ratchet.errors", "pydantic")
-        ),
+        workflow_runner=workflow_runner(),
         **worker_options,
+    )
+
+
+def workflow_runner() -> SandboxedWorkflowRunner:
+    """The sandbox Ratchet's workflows run in (and replay tests replay in)."""
+    return SandboxedWorkflowRunner(
+        restrictions=SandboxRestrictions.default.with_passthrough_modules(
+            "ratchet.agents", "ratchet.errors", "pydantic", "openai"
+        )
     )
 
 
@@ -82,6 +89,7 @@ async def serve(
     target: str | None = None,
     namespace: str | None = None,
     task_queue: str = DEFAULT_TASK_QUEUE,
+    max_concurrent_turns: int = 50,
     ready_line: bool = True,
 ) -> None:
     """Run a worker until SIGINT/SIGTERM, then shut down gracefully."""
@@ -90,7 +98,9 @@ async def serve(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    worker = build_worker(client, agents, task_queue=task_queue)
+    worker = build_worker(
+        client, agents, task_queue=task_queue, max_concurrent_turns=max_concurrent_turns
+    )
     async with worker:
         if ready_line:
             names = ", ".join(sorted(agents))
@@ -110,6 +120,7 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--address", help="Temporal address (default: TEMPORAL_ADDRESS or localhost:7233)")
     parser.add_argument("--namespace", help="Temporal namespace (default: TEMPORAL_NAMESPACE or default)")
     parser.add_argument("--task-queue", default=DEFAULT_TASK_QUEUE)
+    parser.add_argument("--max-concurrent-turns", type=int, default=50)
 
 
 def run_worker_command(args: argparse.Namespace) -> int:
@@ -117,7 +128,13 @@ def run_worker_command(args: argparse.Namespace) -> int:
     try:
         agents = load_agents(args.agents)
         asyncio.run(
-            serve(agents, target=args.address, namespace=args.namespace, task_queue=args.task_queue)
+            serve(
+                agents,
+                target=args.address,
+                namespace=args.namespace,
+                task_queue=args.task_queue,
+                max_concurrent_turns=args.max_concurrent_turns,
+            )
         )
     except ConfigurationError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -32,7 +32,9 @@ class ToolCall(BaseModel):
     def describe(self, limit: int = 60) -> str:
         """``lookup(city="Oslo")``, shortened to ``limit`` characters for summaries."""
         try:
-            args = ", ".join(f"{k}={json.dumps(v)}" for k, v in self.parsed_arguments().items())
+            args = ", ".join(
+                f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in self.parsed_arguments().items()
+            )
         except ValueError:
             args = self.arguments
         text = f"{self.name}({args})"
