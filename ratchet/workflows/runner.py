@@ -13,7 +13,12 @@ from typing import NoReturn
 
 from pydantic import BaseModel, Field
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError, FailureError
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    FailureError,
+    is_cancelled_exception,
+)
 
 with workflow.unsafe.imports_passed_through():
     from ratchet.activities.turn import TURN_ACTIVITY, TurnInput, TurnOutput
@@ -131,10 +136,11 @@ class AgentRunner:
                 retry_policy=turn_retry_policy(self.options),
                 summary=turn_summary(turn, pending, previous),
             )
-        except asyncio.CancelledError:
-            self._set_execution(self._execution.with_status(AgentStatus.CANCELLED))
-            raise
-        except ActivityError as e:
+        except (asyncio.CancelledError, ActivityError) as e:
+            if is_cancelled_exception(e):
+                self._set_execution(self._execution.with_status(AgentStatus.CANCELLED))
+                raise
+            assert isinstance(e, ActivityError)
             cause = e.cause
             message = cause.message if isinstance(cause, FailureError) else str(e)
             kind = cause.type if isinstance(cause, ApplicationError) else type(cause).__name__

@@ -1,0 +1,133 @@
+"""Fixtures: a real Temporal dev server (subprocess, free port), clients, workers."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from ratchet.devserver import DevServer
+from ratchet.workflows import AgentClient
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def temporal_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
+    server = DevServer.start(ui=False, log_dir=tmp_path_factory.mktemp("temporal"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+async def client(temporal_server: DevServer) -> AgentClient:
+    return await AgentClient.connect(temporal_server.address)
+
+
+@pytest.fixture
+def task_queue() -> str:
+    return f"test-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+async def agent_client(client: AgentClient, task_queue: str) -> AsyncIterator[AgentClient]:
+    yield AgentClient(client.temporal, task_queue=task_queue)
+
+
+@pytest.fixture
+def event_log(tmp_path: Path) -> Path:
+    """A file test agents append to, so calls made in other processes can be counted."""
+    path = tmp_path / "events.log"
+    path.touch()
+    return path
+
+
+def release_dir(event_log: Path) -> Path:
+    """Where tests drop gate files that let a blocked ``step`` tool finish."""
+    path = event_log.parent / "release"
+    path.mkdir(exist_ok=True)
+    return path
+
+
+def release(event_log: Path, run_id: str, n: int) -> None:
+    (release_dir(event_log) / f"{run_id}-{n}").touch()
+
+
+class WorkerProcess:
+    """``python -m ratchet.worker`` in a child process, for crash tests."""
+
+    def __init__(self, server: DevServer, task_queue: str, event_log: Path, *extra: str) -> None:
+        env = {
+            **os.environ,
+            "TEMPORAL_ADDRESS": server.address,
+            "RATCHET_TEST_LOG": str(event_log),
+            "RATCHET_TEST_RELEASE_DIR": str(release_dir(event_log)),
+            "PYTHONPATH": str(ROOT),
+        }
+        self.output: list[str] = []
+        self._ready = threading.Event()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "ratchet.worker", "--agents", "tests.agents:AGENTS",
+             "--task-queue", task_queue, *extra],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            text=True,
+        )
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def _pump(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.output.append(line)
+            if "worker ready" in line:
+                self._ready.set()
+        self._ready.set()
+
+    def wait_ready(self, timeout: float = 60) -> WorkerProcess:
+        if not self._ready.wait(timeout) or self.process.poll() is not None:
+            raise AssertionError("worker did not start:\n" + "".join(self.output))
+        return self
+
+    def kill(self) -> float:
+        """SIGKILL; returns the wall-clock time of the kill."""
+        self.process.kill()
+        killed_at = time.time()
+        self.process.wait()
+        return killed_at
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+@pytest.fixture
+def worker_processes(temporal_server: DevServer, task_queue: str, event_log: Path):
+    started: list[WorkerProcess] = []
+
+    def start(*extra: str) -> WorkerProcess:
+        worker = WorkerProcess(temporal_server, task_queue, event_log, *extra)
+        started.append(worker)
+        return worker.wait_ready()
+
+    yield start
+    for worker in started:
+        worker.stop()

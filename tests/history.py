@@ -1,0 +1,37 @@
+"""Reading a run's Temporal history in tests."""
+
+from __future__ import annotations
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
+
+from ratchet.workflows import RunHandle
+
+
+async def events(handle: RunHandle) -> list[HistoryEvent]:
+    return [e async for e in handle.workflow.fetch_history_events()]
+
+
+def of_type(history: list[HistoryEvent], kind: int) -> list[HistoryEvent]:
+    return [e for e in history if e.event_type == kind]
+
+
+async def turn_activities(handle: RunHandle) -> list[HistoryEvent]:
+    """The ActivityTaskScheduled events of a run (one per turn)."""
+    return of_type(await events(handle), EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+
+
+async def attempts(handle: RunHandle) -> list[int]:
+    """The attempt number each completed-or-failed turn ended on."""
+    started = of_type(await events(handle), EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED)
+    return [e.activity_task_started_event_attributes.attempt for e in started]
+
+
+def summary(event: HistoryEvent) -> str:
+    """The UI summary an event carries (user metadata)."""
+    import temporalio.converter
+
+    (value,) = temporalio.converter.default().payload_converter.from_payloads(
+        [event.user_metadata.summary]
+    )
+    return value
