@@ -13,6 +13,7 @@ import importlib
 import logging
 import signal
 import sys
+from datetime import timedelta
 from collections.abc import Mapping
 from typing import Any
 
@@ -55,6 +56,10 @@ def build_worker(
         activities=[turns.run_turn],
         max_concurrent_activities=max_concurrent_turns,
         workflow_runner=workflow_runner(),
+        # A run whose worker died moves to another worker within seconds.
+        sticky_queue_schedule_to_start_timeout=worker_options.pop(
+            "sticky_queue_schedule_to_start_timeout", timedelta(seconds=3)
+        ),
         **worker_options,
     )
 

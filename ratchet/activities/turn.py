@@ -17,7 +17,7 @@ from temporalio.exceptions import ApplicationError
 
 from ratchet.agents.agent import Agent, Result
 from ratchet.agents.context import RunContext
-from ratchet.agents.messages import Message
+from ratchet.agents.messages import Message, new_id
 from ratchet.agents.state import ThreadData
 from ratchet.agents.thread import ChatMessageThread
 from ratchet.agents.usage import Usage
@@ -123,12 +123,15 @@ class TurnActivities:
                 "return a ratchet.agents.Result."
             )
         added = thread.messages[before:]
-        if result.final_response is not None and all(m.id != result.final_response.id for m in added):
-            added.append(result.final_response)
+        final = result.final_response
+        if final is not None and all(m is not final for m in added):
+            added.append(final)
+        for message in added:
+            message.id = message.id or new_id()
         known = {m.id for m in input.new_messages}
         return TurnOutput(
             added=[m.id if m.id in known else m for m in added],
-            final_id=result.final_response.id if result.final_response else None,
+            final_id=final.id if final is not None else None,
             usage=result.usage,
         )
 

@@ -42,7 +42,12 @@ class ToolCall(BaseModel):
 
 
 class Message(BaseModel):
-    """One message of a conversation. Its ``id`` is stable for the message's lifetime."""
+    """One message of a conversation.
+
+    ``id`` is given when the message enters a run (by the client, the workflow or
+    the turn that produced it) and never changes after. It is empty until then,
+    because a message built in workflow code must not draw a random id.
+    """
 
     role: Role
     content: str | None = None
@@ -50,7 +55,7 @@ class Message(BaseModel):
     tool_call_id: str | None = None
     name: str | None = None
     is_error: bool = False
-    id: str = Field(default_factory=new_id)
+    id: str = ""
 
     @classmethod
     def system(cls, text: str) -> Message:

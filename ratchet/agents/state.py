@@ -104,8 +104,17 @@ class AgentSession(BaseModel):
     info: SessionInfo
 
     @classmethod
-    def new(cls, agent_id: str, now: datetime, *, session_id: str | None = None) -> AgentSession:
-        return cls(agent_id=agent_id, info=SessionInfo.new(now, session_id))
+    def new(
+        cls,
+        agent_id: str,
+        now: datetime,
+        *,
+        session_id: str | None = None,
+        thread_id: str | None = None,
+    ) -> AgentSession:
+        """A fresh session. Workflow code passes both ids (it must not draw random ones)."""
+        thread = ThreadData(id=thread_id) if thread_id else ThreadData()
+        return cls(agent_id=agent_id, thread=thread, info=SessionInfo.new(now, session_id))
 
 
 class AgentState(BaseModel):

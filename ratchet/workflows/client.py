@@ -12,7 +12,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.envconfig import ClientConfig
 from temporalio.exceptions import ApplicationError, FailureError
 
-from ratchet.agents.messages import Message
+from ratchet.agents.messages import Message, new_id
 from ratchet.agents.state import AgentSession, AgentState
 from ratchet.errors import RunFailedError
 
@@ -124,7 +124,7 @@ class AgentClient:
         workflow_id: str | None = None,
     ) -> RunHandle:
         """Start a run and return at once. Raises ``InvalidInputError`` for an empty prompt."""
-        messages = new_messages(prompt)
+        messages = new_messages(prompt, new_id)
         handle = await self.temporal.start_workflow(
             AgentRunWorkflow.run,
             RunInput(agent=agent, messages=messages, session=session, options=options or RunOptions()),

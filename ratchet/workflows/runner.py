@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from pydantic import BaseModel, Field
@@ -55,17 +55,23 @@ class RunResult(BaseModel):
         return self.final_response.text if self.final_response else ""
 
 
-def new_messages(prompt: str | Sequence[Message]) -> list[Message]:
-    """Validate a prompt and give every message an id (workflow-deterministic)."""
+def new_messages(prompt: str | Sequence[Message], make_id: Callable[[], str]) -> list[Message]:
+    """Validate a prompt and give each message without an id one from ``make_id``."""
     if isinstance(prompt, str):
         messages = [Message.user(prompt)] if prompt.strip() else []
     else:
-        messages = list(prompt)
+        messages = [m.model_copy() for m in prompt]
     if not messages or all(not (m.content or "").strip() and not m.tool_calls for m in messages):
         raise InvalidInputError(
             "The prompt is empty: pass a non-empty string or at least one message with content."
         )
+    for message in messages:
+        message.id = message.id or make_id()
     return messages
+
+
+def _workflow_id() -> str:
+    return f"msg_{workflow.uuid4().hex[:16]}"
 
 
 class AgentRunner:
@@ -82,16 +88,20 @@ class AgentRunner:
         self.agent = agent
         self.options = options or RunOptions()
         session = session or AgentSession.new(
-            agent, workflow.now(), session_id=f"session-{workflow.uuid4().hex[:12]}"
+            agent,
+            workflow.now(),
+            session_id=f"session-{workflow.uuid4().hex[:12]}",
+            thread_id=f"thread-{workflow.uuid4().hex[:12]}",
         )
         if thread is not None:
-            data = thread if isinstance(thread, ThreadData) else ThreadData(messages=list(thread))
-            session = session.model_copy(update={"thread": data})
+            if not isinstance(thread, ThreadData):
+                thread = ThreadData(id=session.thread.id, messages=list(thread))
+            session = session.model_copy(update={"thread": thread})
         self.state = AgentState(session=session)
 
     async def run(self, messages: str | Sequence[Message]) -> RunResult:
         try:
-            pending = new_messages(messages)
+            pending = new_messages(messages, _workflow_id)
         except InvalidInputError as e:
             raise ApplicationError(str(e), type="InvalidInputError", non_retryable=True) from e
         execution = ExecutionState.start(str(workflow.uuid4()), workflow.now())

@@ -8,7 +8,7 @@ from typing import Any, Union
 
 from ...errors import ScriptExhaustedError
 from ..context import RunContext
-from ..messages import Message, ToolCall, new_id
+from ..messages import Message, ToolCall
 from ..tools import Tool
 from ..usage import Usage
 from .base import ModelClient, ModelResponse
@@ -93,10 +93,9 @@ class ScriptedModel(ModelClient):
 def _as_message(reply: str | Message, index: int) -> Message:
     if isinstance(reply, str):
         return Message.assistant(reply)
-    # A script reuses its Message objects, so each reply gets a fresh message id.
     # Tool call ids must be the same on every attempt, so they come from the position.
     calls = [
         call.model_copy(update={"id": call.id or f"call_{index}_{j}"})
         for j, call in enumerate(reply.tool_calls)
     ]
-    return reply.model_copy(update={"tool_calls": calls, "id": new_id()}, deep=True)
+    return reply.model_copy(update={"tool_calls": calls}, deep=True)

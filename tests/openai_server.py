@@ -1,0 +1,165 @@
+"""A local HTTP server speaking the OpenAI Chat Completions API, for tests.
+
+A test scripts the replies in order; each POST to ``/v1/chat/completions`` is
+recorded and answered with the next one, so the real ``openai`` client is tested
+over real HTTP. When the script runs out the server answers 500, so a test that
+makes more requests than it planned for fails instead of passing by accident.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+CHAT_PATH = "/v1/chat/completions"
+
+
+@dataclass
+class Request:
+    """One request the server received: header names are lower-case."""
+
+    path: str
+    headers: dict[str, str]
+    body: Any
+    received_at: float
+    """``time.monotonic()`` when it arrived."""
+
+
+@dataclass
+class Reply:
+    """One HTTP response."""
+
+    status: int
+    body: bytes
+    headers: dict[str, str]
+
+
+def _json_reply(status: int, payload: Any, headers: dict[str, str] | None = None) -> Reply:
+    return Reply(
+        status, json.dumps(payload).encode(), {"content-type": "application/json", **(headers or {})}
+    )
+
+
+def _error_reply(status: int, message: str, type: str, headers: dict[str, str] | None = None) -> Reply:
+    return _json_reply(status, {"error": {"message": message, "type": type}}, headers)
+
+
+class OpenAIServer:
+    """Answers Chat Completions requests from a FIFO script; use it as a context manager."""
+
+    def __init__(self) -> None:
+        self.requests: list[Request] = []
+        self._script: deque[Callable[[Request], Reply]] = deque()
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._httpd.owner = self  # type: ignore[attr-defined]
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def __enter__(self) -> OpenAIServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join()
+
+    def text(self, content: str, *, prompt_tokens: int = 10, completion_tokens: int = 5) -> None:
+        """Script a reply with assistant text."""
+        self._completion({"role": "assistant", "content": content}, "stop", prompt_tokens, completion_tokens)
+
+    def tool_calls(
+        self, *calls: tuple[str, str, str], prompt_tokens: int = 10, completion_tokens: int = 5
+    ) -> None:
+        """Script a reply asking for tools; each call is ``(id, name, arguments JSON text)``."""
+        message = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": id, "type": "function", "function": {"name": name, "arguments": arguments}}
+                for id, name, arguments in calls
+            ],
+        }
+        self._completion(message, "tool_calls", prompt_tokens, completion_tokens)
+
+    def error(
+        self,
+        status: int,
+        message: str,
+        *,
+        type: str = "api_error",
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        """Script an HTTP error with an OpenAI-style JSON body and optional extra headers."""
+        self._script.append(lambda request: _error_reply(status, message, type, headers))
+
+    def raw(self, body: str, *, status: int = 200, content_type: str = "application/json") -> None:
+        """Script a response with exactly this body, e.g. malformed JSON."""
+        self._script.append(lambda request: Reply(status, body.encode(), {"content-type": content_type}))
+
+    def _completion(
+        self, message: dict[str, Any], finish_reason: str, prompt_tokens: int, completion_tokens: int
+    ) -> None:
+        def reply(request: Request) -> Reply:
+            return _json_reply(200, {
+                "id": f"chatcmpl-{len(self.requests)}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": request.body.get("model"),
+                "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+                "usage": {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": completion_tokens,
+                    "total_tokens": prompt_tokens + completion_tokens,
+                },
+            })
+
+        self._script.append(reply)
+
+    def _answer(self, request: Request) -> Reply:
+        with self._lock:
+            self.requests.append(request)
+            if request.path != CHAT_PATH:
+                return _error_reply(404, f"The test server only serves {CHAT_PATH}.", "not_found")
+            if not self._script:
+                return _error_reply(
+                    500,
+                    f"The test server's script ran out at request {len(self.requests)}.",
+                    "script_exhausted",
+                )
+            make = self._script.popleft()
+        return make(request)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        raw = self.rfile.read(int(self.headers.get("content-length", 0)))
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = raw.decode(errors="replace")
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        reply = self.server.owner._answer(  # type: ignore[attr-defined]
+            Request(self.path, headers, body, time.monotonic())
+        )
+        self.send_response(reply.status)
+        for name, value in reply.headers.items():
+            self.send_header(name, value)
+        self.send_header("content-length", str(len(reply.body)))
+        self.end_headers()
+        self.wfile.write(reply.body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Keep test output quiet."""

@@ -1,0 +1,94 @@
+"""Worker processes killed with SIGKILL in the middle of a run."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from datetime import timedelta
+from pathlib import Path
+
+from ratchet.workflows import AgentClient, RunOptions
+
+from .agents import EventLog
+from .conftest import release
+from .history import attempts
+
+HEARTBEAT = timedelta(seconds=3)
+OPTIONS = RunOptions(heartbeat_timeout=HEARTBEAT, initial_retry_interval=timedelta(milliseconds=100))
+
+
+async def wait_for_event(log: EventLog, predicate, timeout: float = 60) -> dict:
+    """Wait until the event log holds a matching record (tools write it as they run)."""
+    async with asyncio.timeout(timeout):
+        while True:
+            for record in log.read():
+                if predicate(record):
+                    return record
+            await asyncio.sleep(0.02)
+
+
+async def test_killed_worker_resumes_without_rerunning_completed_turns(
+    agent_client: AgentClient, worker_processes, event_log: Path
+):
+    log = EventLog(event_log)
+    first = worker_processes()
+    handle = await agent_client.start_run("steps", "do three steps", options=OPTIONS)
+    run = handle.id
+    release(event_log, run, 1)
+    await wait_for_event(log, lambda r: r["kind"] == "tool_start" and r["n"] == 2)
+    killed_at = first.kill()
+
+    second = worker_processes()
+    release(event_log, run, 2)
+    release(event_log, run, 3)
+    result = await handle.result()
+
+    assert result.output == "all 3 steps done"
+    records = log.read()
+    model_calls = Counter(r["turn"] for r in records if r["kind"] == "model")
+    tool_ends = Counter(r["n"] for r in records if r["kind"] == "tool_end")
+    # Turn 1 completed before the kill: neither its model call nor its tool ran again.
+    assert model_calls[1] == 1 and tool_ends[1] == 1
+    assert model_calls[3] == 1 and model_calls[4] == 1
+    assert tool_ends == {1: 1, 2: 1, 3: 1}
+    # The interrupted turn 2 ran again on the new worker, within the heartbeat timeout.
+    retry = next(
+        r for r in records if r["kind"] == "tool_start" and r["n"] == 2 and r["pid"] == second.pid
+    )
+    assert retry["attempt"] == 2
+    assert retry["time"] - killed_at < HEARTBEAT.total_seconds() + 2.0
+    assert {r["pid"] for r in records if r["kind"] == "tool_end"} == {first.pid, second.pid}
+    assert await attempts(handle) == [1, 2, 1, 1]
+
+
+async def test_two_workers_share_runs_and_losing_one_loses_nothing(
+    agent_client: AgentClient, worker_processes, event_log: Path
+):
+    log = EventLog(event_log)
+    # Two turns at a time per worker: six blocked runs must spread over both.
+    a = worker_processes("--max-concurrent-turns", "2")
+    b = worker_processes("--max-concurrent-turns", "2")
+    handles = [
+        await agent_client.start_run("steps", f"run {i}", options=OPTIONS) for i in range(6)
+    ]
+    holders: dict[str, int] = {}
+    async with asyncio.timeout(60):
+        while len(holders) < 4:
+            for r in log.read():
+                if r["kind"] == "tool_start" and r["n"] == 1:
+                    holders[r["run"]] = r["pid"]
+            await asyncio.sleep(0.02)
+    assert Counter(holders.values()) == {a.pid: 2, b.pid: 2}
+
+    a.kill()
+    for handle in handles:
+        for n in (1, 2, 3):
+            release(event_log, handle.id, n)
+    results = await asyncio.gather(*(h.result() for h in handles))
+
+    assert [r.output for r in results] == ["all 3 steps done"] * 6
+    ends = Counter((r["run"], r["n"]) for r in log.read() if r["kind"] == "tool_end")
+    assert set(ends) == {(h.id, n) for h in handles for n in (1, 2, 3)}
+    assert all(count == 1 for count in ends.values())
+    b_turns = {r["run"] for r in log.read() if r["kind"] == "tool_end" and r["pid"] == b.pid}
+    assert b_turns == {h.id for h in handles}

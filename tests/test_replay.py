@@ -1,0 +1,61 @@
+"""Recorded histories must replay against today's workflow code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from temporalio import workflow
+from temporalio.client import WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+
+from ratchet.worker import workflow_runner
+from ratchet.workflows import AgentRunWorkflow, RunInput, RunResult
+
+from .user_workflows import ResearchAndReview
+
+HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
+
+
+def load(path: Path) -> WorkflowHistory:
+    return WorkflowHistory.from_json(path.stem, path.read_text())
+
+
+def replayer(*workflows: type) -> Replayer:
+    return Replayer(
+        workflows=list(workflows),
+        data_converter=pydantic_data_converter,
+        workflow_runner=workflow_runner(),
+    )
+
+
+def test_histories_are_recorded():
+    assert {p.stem for p in HISTORIES} >= {
+        "agent_run_completed",
+        "agent_run_max_turns",
+        "research_and_review",
+    }
+
+
+@pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
+async def test_recorded_history_replays_without_nondeterminism(path: Path):
+    result = await replayer(AgentRunWorkflow, ResearchAndReview).replay_workflow(load(path))
+    assert result.replay_failure is None
+
+
+@workflow.defn(name="AgentRunWorkflow", sandboxed=False)
+class AgentRunWorkflowThatSkipsTurns:
+    """A changed workflow: it answers without running any turn activity."""
+
+    @workflow.run
+    async def run(self, input: RunInput) -> RunResult:
+        raise RuntimeError("not reached")
+
+
+async def test_a_changed_workflow_fails_replay():
+    history = load(next(p for p in HISTORIES if p.stem == "agent_run_completed"))
+    result = await replayer(AgentRunWorkflowThatSkipsTurns).replay_workflow(
+        history, raise_on_replay_failure=False
+    )
+    assert result.replay_failure is not None
