@@ -43,11 +43,15 @@ class Reply:
 
 def _json_reply(status: int, payload: Any, headers: dict[str, str] | None = None) -> Reply:
     return Reply(
-        status, json.dumps(payload).encode(), {"content-type": "application/json", **(headers or {})}
+        status,
+        json.dumps(payload).encode(),
+        {"content-type": "application/json", **(headers or {})},
     )
 
 
-def _error_reply(status: int, message: str, type: str, headers: dict[str, str] | None = None) -> Reply:
+def _error_reply(
+    status: int, message: str, type: str, headers: dict[str, str] | None = None
+) -> Reply:
     return _json_reply(status, {"error": {"message": message, "type": type}}, headers)
 
 
@@ -78,7 +82,9 @@ class OpenAIServer:
 
     def text(self, content: str, *, prompt_tokens: int = 10, completion_tokens: int = 5) -> None:
         """Script a reply with assistant text."""
-        self._completion({"role": "assistant", "content": content}, "stop", prompt_tokens, completion_tokens)
+        self._completion(
+            {"role": "assistant", "content": content}, "stop", prompt_tokens, completion_tokens
+        )
 
     def tool_calls(
         self, *calls: tuple[str, str, str], prompt_tokens: int = 10, completion_tokens: int = 5
@@ -107,24 +113,33 @@ class OpenAIServer:
 
     def raw(self, body: str, *, status: int = 200, content_type: str = "application/json") -> None:
         """Script a response with exactly this body, e.g. malformed JSON."""
-        self._script.append(lambda request: Reply(status, body.encode(), {"content-type": content_type}))
+        self._script.append(
+            lambda request: Reply(status, body.encode(), {"content-type": content_type})
+        )
 
     def _completion(
-        self, message: dict[str, Any], finish_reason: str, prompt_tokens: int, completion_tokens: int
+        self,
+        message: dict[str, Any],
+        finish_reason: str,
+        prompt_tokens: int,
+        completion_tokens: int,
     ) -> None:
         def reply(request: Request) -> Reply:
-            return _json_reply(200, {
-                "id": f"chatcmpl-{len(self.requests)}",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": request.body.get("model"),
-                "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
-                "usage": {
-                    "prompt_tokens": prompt_tokens,
-                    "completion_tokens": completion_tokens,
-                    "total_tokens": prompt_tokens + completion_tokens,
+            return _json_reply(
+                200,
+                {
+                    "id": f"chatcmpl-{len(self.requests)}",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": request.body.get("model"),
+                    "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+                    "usage": {
+                        "prompt_tokens": prompt_tokens,
+                        "completion_tokens": completion_tokens,
+                        "total_tokens": prompt_tokens + completion_tokens,
+                    },
                 },
-            })
+            )
 
         self._script.append(reply)
 

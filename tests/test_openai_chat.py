@@ -8,7 +8,15 @@ from datetime import timedelta
 
 import pytest
 
-from ratchet.agents import Message, OpenAIChatModel, RunContext, ToolCall, ToolCallingAgent, Usage, tool
+from ratchet.agents import (
+    Message,
+    OpenAIChatModel,
+    RunContext,
+    ToolCall,
+    ToolCallingAgent,
+    Usage,
+    tool,
+)
 from ratchet.errors import ModelError, RunFailedError
 from ratchet.worker import build_worker
 from ratchet.workflows import AgentClient, RunOptions
@@ -205,7 +213,7 @@ async def test_malformed_json_body_is_a_retryable_model_error(server, model):
 
 
 async def test_reply_without_choices_is_a_retryable_model_error(server, model):
-    server.raw('{"id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-test", "choices": []}')
+    server.raw('{"id": "chatcmpl-1", "object": "chat.completion", "choices": []}')
 
     error = await ask(model)
 
@@ -240,7 +248,9 @@ async def test_run_waits_out_a_rate_limit_and_sends_tool_results_back(
     agent_client: AgentClient, server: OpenAIServer
 ):
     server.error(429, "Slow down.", type="rate_limit_error", headers={"Retry-After": "0.2"})
-    server.tool_calls(("call_1", "lookup", '{"city": "Oslo"}'), prompt_tokens=20, completion_tokens=3)
+    server.tool_calls(
+        ("call_1", "lookup", '{"city": "Oslo"}'), prompt_tokens=20, completion_tokens=3
+    )
     server.text("Snow in Oslo.", prompt_tokens=30, completion_tokens=4)
     model = chat_model(server)
 
@@ -254,9 +264,11 @@ async def test_run_waits_out_a_rate_limit_and_sends_tool_results_back(
     assert await attempts(handle) == [2, 1]
     first, retry, second_turn = server.requests
     assert retry.received_at - first.received_at >= 0.2, "Retry-After was not honoured"
-    assert first.body["messages"] == retry.body["messages"] == [
-        {"role": "user", "content": "Weather in Oslo?"}
-    ]
+    assert (
+        first.body["messages"]
+        == retry.body["messages"]
+        == [{"role": "user", "content": "Weather in Oslo?"}]
+    )
     assert second_turn.body["messages"][1:] == [
         {
             "role": "assistant",

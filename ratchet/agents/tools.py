@@ -7,7 +7,7 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, get_type_hints, overload
+from typing import Any, get_args, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
@@ -92,7 +92,7 @@ def _build(fn: Callable[..., Any], name: str | None, description: str | None) ->
     context_param = None
     for param in inspect.signature(fn).parameters.values():
         annotation = hints.get(param.name, Any)
-        if annotation is RunContext:
+        if annotation is RunContext or RunContext in get_args(annotation):
             context_param = param.name
             continue
         default = ... if param.default is inspect.Parameter.empty else param.default

@@ -25,7 +25,7 @@ class OpenAIChatModel(ModelClient):
 
     The base URL and key come from ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` unless
     given, so any OpenAI-compatible server works. The client is made with
-    ``max_retries=2``: Temporal retries the turn, and every attempt is in history.
+    ``max_retries=0``: Temporal retries the turn, and every attempt is in history.
     """
 
     def __init__(
@@ -47,7 +47,7 @@ class OpenAIChatModel(ModelClient):
     def client(self) -> openai.AsyncOpenAI:
         if self._client is None:
             try:
-                self._client = openai.AsyncOpenAI(max_retries=2, **self._client_args)
+                self._client = openai.AsyncOpenAI(max_retries=0, **self._client_args)
             except openai.OpenAIError as e:
                 raise ConfigurationError(
                     f"Cannot create the OpenAI client: {e} "
@@ -69,9 +69,11 @@ class OpenAIChatModel(ModelClient):
             completion = await self.client.chat.completions.create(**request)
         except openai.OpenAIError as e:
             raise classify_openai_error(e) from e
-        except KeyError as e:
+        except json.JSONDecodeError as e:
             # The client parses the body itself and lets a JSON error through unwrapped.
-            raise ModelError(f"The model service sent a malformed response: {e}", retryable=True) from e
+            raise ModelError(
+                f"The model service sent a malformed response: {e}", retryable=True
+            ) from e
         if not completion.choices:
             raise ModelError("The model returned no choices.", retryable=True)
         reply = completion.choices[0].message
