@@ -30,7 +30,9 @@ def main(argv: list[str] | None = None) -> int:
     run = commands.add_parser("run", help="run an agent on a prompt and print its answer")
     run.add_argument("agent")
     run.add_argument("prompt")
-    run.add_argument("--address", help="Temporal address (default: TEMPORAL_ADDRESS or localhost:7233)")
+    run.add_argument(
+        "--address", help="Temporal address (default: TEMPORAL_ADDRESS or localhost:7233)"
+    )
     run.add_argument("--namespace")
     run.add_argument("--task-queue", default="ratchet")
     run.add_argument("--max-turns", type=int, default=RunOptions().max_turns)
@@ -61,7 +63,10 @@ def main(argv: list[str] | None = None) -> int:
 def serve_dev_server(args: argparse.Namespace) -> int:
     for port in (args.port, args.ui_port):
         if not port_is_free(port):
-            print(f"error: port {port} is in use; pick another with --port / --ui-port.", file=sys.stderr)
+            print(
+                f"error: port {port} is in use; pick another with --port / --ui-port.",
+                file=sys.stderr,
+            )
             return 2
     with DevServer.start(port=args.port, ui_port=args.ui_port, db_path=args.db_file) as server:
         print(f"Temporal dev server on {server.address}; Web UI at {server.ui_url}")
@@ -92,7 +97,9 @@ async def run_once(args: argparse.Namespace) -> int:
         task_queue=args.task_queue,
         ui_url=args.ui_url or default_ui_url(args.address),
     )
-    handle = await client.start_run(args.agent, args.prompt, options=RunOptions(max_turns=args.max_turns))
+    handle = await client.start_run(
+        args.agent, args.prompt, options=RunOptions(max_turns=args.max_turns)
+    )
     print(f"workflow: {handle.id}", flush=True)
     if handle.ui_url:
         print(f"ui: {handle.ui_url}", flush=True)

@@ -38,8 +38,15 @@ class WorkerProcess:
         self._changed = asyncio.Event()
         self._loop = loop
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "ratchet.worker", "--agents", "ratchet.examples:AGENTS",
-             "--task-queue", TASK_QUEUE],
+            [
+                sys.executable,
+                "-m",
+                "ratchet.worker",
+                "--agents",
+                "ratchet.examples:AGENTS",
+                "--task-queue",
+                TASK_QUEUE,
+            ],
             env=env_with_address(server),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -131,13 +138,16 @@ def _short(text: str, limit: int = 48) -> str:
 async def run_demo(keep: bool, state_dir: Path) -> int:
     offline = not os.environ.get("OPENAI_API_KEY")
     print("Ratchet demo: a durable agent run survives a killed worker.")
-    print(f"  model: {'ScriptedModel (offline; set OPENAI_API_KEY for a real model)' if offline else 'OpenAI'}")
+    model = "ScriptedModel (offline; set OPENAI_API_KEY for a real model)" if offline else "OpenAI"
+    print(f"  model: {model}")
     server = DevServer.start(log_dir=state_dir)
     workers: list[WorkerProcess] = []
     try:
         print(f"  Temporal dev server on {server.address}, Web UI at {server.ui_url}")
         loop = asyncio.get_running_loop()
-        client = await AgentClient.connect(server.address, task_queue=TASK_QUEUE, ui_url=server.ui_url)
+        client = await AgentClient.connect(
+            server.address, task_queue=TASK_QUEUE, ui_url=server.ui_url
+        )
         first = WorkerProcess("worker A", server, loop)
         workers.append(first)
         await first.wait_for("worker ready")
@@ -153,14 +163,18 @@ async def run_demo(keep: bool, state_dir: Path) -> int:
         second = WorkerProcess("worker B", server, loop)
         workers.append(second)
         await second.wait_for("worker ready")
-        print(f"  worker B started (pid {second.process.pid}); the interrupted turn is retried "
-              f"once worker A misses its {options.heartbeat_timeout.total_seconds():.0f}s heartbeat")
+        print(
+            f"  worker B started (pid {second.process.pid}); the interrupted turn is retried "
+            f"once worker A misses its {options.heartbeat_timeout.total_seconds():.0f}s heartbeat"
+        )
         result = await handle.result()
         await follower
         rerun = [c for c in second.tool_calls if c in first.tool_calls[:-1]]
         print(f"\nAnswer: {result.output}")
-        print(f"\n{result.turns} turns, {result.usage.total_tokens} tokens. Tool calls finished "
-              f"before the kill and run again by worker B: {len(rerun)}.")
+        print(
+            f"\n{result.turns} turns, {result.usage.total_tokens} tokens. Tool calls finished "
+            f"before the kill and run again by worker B: {len(rerun)}."
+        )
         print(f"Open the run in the Temporal UI: {handle.ui_url}")
         if keep:
             print("\n--keep: server and UI stay up; press Ctrl-C to stop.")

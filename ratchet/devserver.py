@@ -81,12 +81,19 @@ class DevServer:
         log_dir.mkdir(parents=True, exist_ok=True)
         server = cls(port=port, ui_port=ui_port, log_path=log_dir / "temporal.log", db_path=db_path)
         command = [
-            temporal_binary(), "server", "start-dev",
-            "--ip", "127.0.0.1",
-            "--port", str(port),
-            "--log-level", "warn",
+            temporal_binary(),
+            "server",
+            "start-dev",
+            "--ip",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warn",
         ]
-        command += ["--ui-port", str(ui_port), "--ui-disable-news-fetch"] if ui_port else ["--headless"]
+        command += (
+            ["--ui-port", str(ui_port), "--ui-disable-news-fetch"] if ui_port else ["--headless"]
+        )
         if db_path:
             command += ["--db-filename", str(db_path)]
         with open(server.log_path, "ab") as log:

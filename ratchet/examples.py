@@ -12,7 +12,10 @@ import sys
 from ratchet.agents import Agent, OpenAIChatModel, ScriptedModel, ToolCallingAgent, tool
 
 FORECASTS = {"oslo": "light snow, -3 °C", "lisbon": "sunny, 19 °C", "tokyo": "cloudy, 12 °C"}
-DEMO_PROMPT = "I'm choosing between Oslo and Lisbon for a weekend. Which has better weather, and what should I pack?"
+DEMO_PROMPT = (
+    "I'm choosing between Oslo and Lisbon for a weekend. "
+    "Which has better weather, and what should I pack?"
+)
 DEMO_TOOL_SECONDS = 1.0
 
 

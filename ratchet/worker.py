@@ -13,8 +13,8 @@ import importlib
 import logging
 import signal
 import sys
-from datetime import timedelta
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
 from temporalio.client import Client
@@ -43,7 +43,9 @@ def build_worker(
     Pass your own workflows that call ``run_agent`` in ``workflows``.
     """
     if not agents:
-        raise ConfigurationError("build_worker() needs at least one agent: agents={'name': factory}.")
+        raise ConfigurationError(
+            "build_worker() needs at least one agent: agents={'name': factory}."
+        )
     if isinstance(client, AgentClient):
         task_queue = task_queue or client.task_queue
         client = client.temporal
@@ -122,14 +124,20 @@ def main(argv: list[str] | None = None) -> int:
 
 def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--agents", default=DEFAULT_AGENTS, help="module:ATTR dict of agents")
-    parser.add_argument("--address", help="Temporal address (default: TEMPORAL_ADDRESS or localhost:7233)")
-    parser.add_argument("--namespace", help="Temporal namespace (default: TEMPORAL_NAMESPACE or default)")
+    parser.add_argument(
+        "--address", help="Temporal address (default: TEMPORAL_ADDRESS or localhost:7233)"
+    )
+    parser.add_argument(
+        "--namespace", help="Temporal namespace (default: TEMPORAL_NAMESPACE or default)"
+    )
     parser.add_argument("--task-queue", default=DEFAULT_TASK_QUEUE)
     parser.add_argument("--max-concurrent-turns", type=int, default=50)
 
 
 def run_worker_command(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     try:
         agents = load_agents(args.agents)
         asyncio.run(

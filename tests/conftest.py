@@ -74,8 +74,16 @@ class WorkerProcess:
         self.output: list[str] = []
         self._ready = threading.Event()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "ratchet.worker", "--agents", "tests.agents:AGENTS",
-             "--task-queue", task_queue, *extra],
+            [
+                sys.executable,
+                "-m",
+                "ratchet.worker",
+                "--agents",
+                "tests.agents:AGENTS",
+                "--task-queue",
+                task_queue,
+                *extra,
+            ],
             cwd=ROOT,
             env=env,
             stdout=subprocess.PIPE,

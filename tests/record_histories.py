@@ -35,7 +35,9 @@ async def record() -> None:
             except RunFailedError:
                 pass
             user = await client.temporal.start_workflow(
-                ResearchAndReview.run, "temporal", id=f"review-{uuid.uuid4().hex[:8]}",
+                ResearchAndReview.run,
+                "temporal",
+                id=f"review-{uuid.uuid4().hex[:8]}",
                 task_queue="record",
             )
             await user.result()

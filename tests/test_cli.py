@@ -14,12 +14,19 @@ from .conftest import ROOT, release
 RATCHET = [sys.executable, "-m", "ratchet.cli"]
 
 
-def ratchet(*args: str, server: DevServer | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def ratchet(
+    *args: str, server: DevServer | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
     if server is not None:
         env["TEMPORAL_ADDRESS"] = server.address
     return subprocess.run(
-        [*RATCHET, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout,
+        [*RATCHET, *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
         stdin=subprocess.DEVNULL,
     )
 
@@ -40,8 +47,16 @@ def test_run_prints_the_answer_workflow_id_and_ui_link(
 ):
     worker_processes()
     run = subprocess.Popen(
-        [*RATCHET, "run", "steps", "do it", "--task-queue", task_queue,
-         "--ui-url", "http://ui.example:8233"],
+        [
+            *RATCHET,
+            "run",
+            "steps",
+            "do it",
+            "--task-queue",
+            task_queue,
+            "--ui-url",
+            "http://ui.example:8233",
+        ],
         cwd=ROOT,
         env={**os.environ, "TEMPORAL_ADDRESS": temporal_server.address},
         stdout=subprocess.PIPE,
@@ -56,7 +71,9 @@ def test_run_prints_the_answer_workflow_id_and_ui_link(
         release(event_log, workflow_id, n)
     out, err = run.communicate(timeout=120)
     assert run.returncode == 0, err
-    assert ui_line.startswith(f"ui: http://ui.example:8233/namespaces/default/workflows/{workflow_id}/")
+    assert ui_line.startswith(
+        f"ui: http://ui.example:8233/namespaces/default/workflows/{workflow_id}/"
+    )
     assert out.rstrip().endswith("all 3 steps done")
 
 

@@ -14,12 +14,14 @@ from .conftest import release
 from .history import attempts
 
 HEARTBEAT = timedelta(seconds=3)
-OPTIONS = RunOptions(heartbeat_timeout=HEARTBEAT, initial_retry_interval=timedelta(milliseconds=100))
+OPTIONS = RunOptions(
+    heartbeat_timeout=HEARTBEAT, initial_retry_interval=timedelta(milliseconds=100)
+)
 
 
-async def wait_for_event(log: EventLog, predicate, timeout: float = 60) -> dict:
+async def wait_for_event(log: EventLog, predicate, within: float = 60) -> dict:
     """Wait until the event log holds a matching record (tools write it as they run)."""
-    async with asyncio.timeout(timeout):
+    async with asyncio.timeout(within):
         while True:
             for record in log.read():
                 if predicate(record):
@@ -68,9 +70,7 @@ async def test_two_workers_share_runs_and_losing_one_loses_nothing(
     # Two turns at a time per worker: six blocked runs must spread over both.
     a = worker_processes("--max-concurrent-turns", "2")
     b = worker_processes("--max-concurrent-turns", "2")
-    handles = [
-        await agent_client.start_run("steps", f"run {i}", options=OPTIONS) for i in range(6)
-    ]
+    handles = [await agent_client.start_run("steps", f"run {i}", options=OPTIONS) for i in range(6)]
     holders: dict[str, int] = {}
     async with asyncio.timeout(60):
         while len(holders) < 4:

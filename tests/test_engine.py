@@ -57,7 +57,15 @@ async def test_run_completes_with_one_activity_per_turn(agent_client: AgentClien
         'turn 3 · after lookup(city="Lisbon"), add(a=2, b=3)',
     ]
     thread = state.session.thread.messages
-    assert [m.role for m in thread] == ["user", "assistant", "tool", "assistant", "tool", "tool", "assistant"]
+    assert [m.role for m in thread] == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "tool",
+        "assistant",
+    ]
     assert [m.content for m in thread if m.role == "tool"] == ["snow", "sun", "5"]
     assert state.execution is not None and state.execution.step_count == 3
     assert [s.tool_calls for s in state.execution.step_results] == [
@@ -67,7 +75,9 @@ async def test_run_completes_with_one_activity_per_turn(agent_client: AgentClien
     ]
 
 
-async def test_model_sees_tool_errors_for_bad_arguments_and_unknown_tools(agent_client: AgentClient):
+async def test_model_sees_tool_errors_for_bad_arguments_and_unknown_tools(
+    agent_client: AgentClient,
+):
     seen: list[Message] = []
 
     def script(messages, context: RunContext):
@@ -147,7 +157,9 @@ async def test_max_turns_fails_the_run_naming_the_limit(agent_client: AgentClien
 
 
 async def test_script_running_out_fails_the_run_instead_of_retrying(agent_client: AgentClient):
-    async with build_worker(agent_client, {"weather": weather_agent([ScriptedModel.call("add", a=1, b=2)])}):
+    async with build_worker(
+        agent_client, {"weather": weather_agent([ScriptedModel.call("add", a=1, b=2)])}
+    ):
         handle = await agent_client.start_run("weather", "hi", options=FAST)
         with pytest.raises(RunFailedError, match="has 1 replies but was asked for reply 2"):
             await handle.result()
@@ -165,7 +177,12 @@ async def test_a_session_continues_in_a_new_run(agent_client: AgentClient):
         state = await second.state()
     assert result.output == "second answer"
     assert result.session_id == session.info.id
-    assert [m.content for m in state.session.thread.messages] == ["one", "first answer", "two", "second answer"]
+    assert [m.content for m in state.session.thread.messages] == [
+        "one",
+        "first answer",
+        "two",
+        "second answer",
+    ]
 
 
 async def test_cancelled_run_stops_its_turn(agent_client: AgentClient):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping
 from datetime import timedelta
-from typing import Any, Union
+from typing import Any
 
 from pydantic import BaseModel, Field
 from temporalio import activity
@@ -26,7 +26,7 @@ from ratchet.errors import AgentNotFoundError, ModelError, UsageError
 TURN_ACTIVITY = "ratchet.turn"
 DEFAULT_HEARTBEAT_INTERVAL = 2.0
 
-AgentFactory = Union[Agent, Callable[[], Agent]]
+AgentFactory = Agent | Callable[[], Agent]
 
 
 class TurnInput(BaseModel):
@@ -47,7 +47,7 @@ class TurnOutput(BaseModel):
     (those are already in history, so they are not written again).
     """
 
-    added: list[Union[Message, str]] = Field(default_factory=list)
+    added: list[Message | str] = Field(default_factory=list)
     final_id: str | None = None
     usage: Usage = Usage()
 
@@ -55,7 +55,9 @@ class TurnOutput(BaseModel):
 class TurnActivities:
     """Hosts the registered agents. One instance per worker; agents are built once."""
 
-    def __init__(self, agents: Mapping[str, AgentFactory], *, task_queue: str | None = None) -> None:
+    def __init__(
+        self, agents: Mapping[str, AgentFactory], *, task_queue: str | None = None
+    ) -> None:
         self._factories = dict(agents)
         self._agents: dict[str, Agent] = {}
         self._task_queue = task_queue

@@ -33,7 +33,8 @@ class ToolCall(BaseModel):
         """``lookup(city="Oslo")``, shortened to ``limit`` characters for summaries."""
         try:
             args = ", ".join(
-                f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in self.parsed_arguments().items()
+                f"{k}={json.dumps(v, ensure_ascii=False)}"
+                for k, v in self.parsed_arguments().items()
             )
         except ValueError:
             args = self.arguments
@@ -66,7 +67,9 @@ class Message(BaseModel):
         return cls(role="user", content=text)
 
     @classmethod
-    def assistant(cls, text: str | None = None, tool_calls: list[ToolCall] | None = None) -> Message:
+    def assistant(
+        cls, text: str | None = None, tool_calls: list[ToolCall] | None = None
+    ) -> Message:
         return cls(role="assistant", content=text, tool_calls=tool_calls or [])
 
     @classmethod

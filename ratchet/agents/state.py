@@ -10,7 +10,7 @@ serialisations: session-only (model A, to start a fresh execution) and full
 from __future__ import annotations
 
 from datetime import datetime
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -19,7 +19,7 @@ from .messages import Message, new_id
 from .usage import Usage
 
 
-class AgentStatus(str, Enum):
+class AgentStatus(StrEnum):
     PENDING = "PENDING"
     RUNNING = "RUNNING"
     AWAITING_APPROVAL = "AWAITING_APPROVAL"

@@ -54,7 +54,8 @@ class ToolCallingAgent(Agent):
         if tool is None:
             known = ", ".join(sorted(self.tools)) or "(none)"
             return Message.tool(
-                call, f"Error: there is no tool named {call.name!r}. Available tools: {known}.",
+                call,
+                f"Error: there is no tool named {call.name!r}. Available tools: {known}.",
                 is_error=True,
             )
         return await context.once(f"tool:{call.id}", lambda: tool.invoke(call, context), Message)

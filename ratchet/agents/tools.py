@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from .context import RunContext
 from .messages import Message, ToolCall
 
+
 @dataclass(frozen=True)
 class Tool:
     """A callable the model may ask for, with the JSON schema of its arguments."""
@@ -76,8 +77,11 @@ class Tool:
                 # A sync tool must not block the worker's event loop.
                 value = await asyncio.to_thread(self.fn, **kwargs)
         except Exception as e:  # noqa: BLE001 - the model decides what to do with a failed tool
-            return Message.tool(call, f"Error: {self.name} failed: {type(e).__name__}: {e}", is_error=True)
+            return Message.tool(
+                call, f"Error: {self.name} failed: {type(e).__name__}: {e}", is_error=True
+            )
         return Message.tool(call, _to_text(value))
+
 
 def _to_text(value: Any) -> str:
     if isinstance(value, str):
@@ -85,6 +89,7 @@ def _to_text(value: Any) -> str:
     if isinstance(value, BaseModel):
         return value.model_dump_json()
     return json.dumps(value, default=str)
+
 
 def _build(fn: Callable[..., Any], name: str | None, description: str | None) -> Tool:
     hints = get_type_hints(fn)
@@ -110,10 +115,13 @@ def _build(fn: Callable[..., Any], name: str | None, description: str | None) ->
         context_param=context_param,
     )
 
+
 @overload
 def tool(fn: Callable[..., Any], /) -> Tool: ...
 @overload
-def tool(*, name: str | None = None, description: str | None = None) -> Callable[[Callable[..., Any]], Tool]: ...
+def tool(
+    *, name: str | None = None, description: str | None = None
+) -> Callable[[Callable[..., Any]], Tool]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
     /,
@@ -129,5 +137,6 @@ def tool(
     if fn is not None:
         return _build(fn, name, description)
     return lambda f: _build(f, name, description)
+
 
 ToolFunction = Callable[..., Any] | Callable[..., Awaitable[Any]]

@@ -63,8 +63,10 @@ class RunHandle:
             return await self._handle.result()
         except WorkflowFailureError as e:
             cause: BaseException | None = e.cause
-            while isinstance(cause, FailureError) and cause.cause is not None and not (
-                isinstance(cause, ApplicationError)
+            while (
+                isinstance(cause, FailureError)
+                and cause.cause is not None
+                and not (isinstance(cause, ApplicationError))
             ):
                 cause = cause.cause
             message = cause.message if isinstance(cause, FailureError) else str(e)
@@ -85,7 +87,10 @@ class AgentClient:
     def __init__(
         self, client: Client, *, task_queue: str = DEFAULT_TASK_QUEUE, ui_url: str | None = None
     ) -> None:
-        if client.data_converter.payload_converter_class is not pydantic_data_converter.payload_converter_class:
+        if (
+            client.data_converter.payload_converter_class
+            is not pydantic_data_converter.payload_converter_class
+        ):
             client = Client(**{**client.config(), "data_converter": pydantic_data_converter})
         self.temporal = client
         self.task_queue = task_queue
@@ -127,7 +132,9 @@ class AgentClient:
         messages = new_messages(prompt, new_id)
         handle = await self.temporal.start_workflow(
             AgentRunWorkflow.run,
-            RunInput(agent=agent, messages=messages, session=session, options=options or RunOptions()),
+            RunInput(
+                agent=agent, messages=messages, session=session, options=options or RunOptions()
+            ),
             id=workflow_id or run_workflow_id(agent),
             task_queue=self.task_queue,
             static_summary=f"{agent}: {_excerpt(messages)}",

@@ -154,7 +154,9 @@ class AgentRunner:
             cause = e.cause
             message = cause.message if isinstance(cause, FailureError) else str(e)
             kind = cause.type if isinstance(cause, ApplicationError) else type(cause).__name__
-            self._fail(kind or "TurnFailed", f"Turn {turn} of agent {self.agent!r} failed: {message}")
+            self._fail(
+                kind or "TurnFailed", f"Turn {turn} of agent {self.agent!r} failed: {message}"
+            )
 
     def _apply(self, turn: int, pending: list[Message], output: TurnOutput) -> list[Message]:
         by_id = {m.id: m for m in pending}

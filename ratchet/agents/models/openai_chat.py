@@ -101,7 +101,11 @@ def to_openai_message(message: Message) -> dict[str, Any]:
         out: dict[str, Any] = {"role": "assistant", "content": message.content}
         if message.tool_calls:
             out["tool_calls"] = [
-                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                }
                 for c in message.tool_calls
             ]
         return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import Any, Union
+from typing import Any
 
 from ...errors import ScriptExhaustedError
 from ..context import RunContext
@@ -13,7 +13,7 @@ from ..tools import Tool
 from ..usage import Usage
 from .base import ModelClient, ModelResponse
 
-Reply = Union[str, Message, BaseException]
+Reply = str | Message | BaseException
 ScriptFunction = Callable[[Sequence[Message], RunContext], Reply]
 
 
@@ -50,7 +50,9 @@ class ScriptedModel(ModelClient):
     @staticmethod
     def raw_call(tool_name: str, raw_arguments: str) -> Message:
         """A reply whose arguments are sent exactly as given (e.g. malformed JSON)."""
-        return Message.assistant(tool_calls=[ToolCall(id="", name=tool_name, arguments=raw_arguments)])
+        return Message.assistant(
+            tool_calls=[ToolCall(id="", name=tool_name, arguments=raw_arguments)]
+        )
 
     def assert_consumed(self) -> None:
         """Raise unless every scripted reply was asked for (list scripts only)."""
