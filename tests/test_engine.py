@@ -7,7 +7,17 @@ from datetime import timedelta
 import pytest
 from temporalio.client import WorkflowExecutionStatus
 
-from ratchet.agents import AgentStatus, Message, RunContext, ScriptedModel, ToolCallingAgent, tool
+from ratchet.agents import (
+    Agent,
+    AgentStatus,
+    Message,
+    ModelResponse,
+    Result,
+    RunContext,
+    ScriptedModel,
+    ToolCallingAgent,
+    tool,
+)
 from ratchet.errors import InvalidInputError, ModelError, RunFailedError
 from ratchet.worker import build_worker
 from ratchet.workflows import AgentClient, RunOptions
@@ -208,3 +218,28 @@ async def test_cancelled_run_stops_its_turn(agent_client: AgentClient):
             await handle.result()
         description = await handle.workflow.describe()
     assert description.status == WorkflowExecutionStatus.CANCELED
+
+
+async def test_a_retried_turn_skips_the_model_call_an_earlier_attempt_finished(
+    agent_client: AgentClient,
+):
+    model = ScriptedModel(["the answer"])
+
+    class CrashesAfterTheModelCall(Agent):
+        async def run(self, messages, thread, context: RunContext) -> Result:
+            await thread.on_new_messages(messages)
+            reply = await context.once(
+                "model", lambda: model.create(thread.messages, [], context), ModelResponse
+            )
+            if context.attempt == 1:
+                raise RuntimeError("worker lost the turn after the model answered")
+            await thread.on_new_messages([reply.message])
+            return Result(final_response=reply.message, usage=reply.usage)
+
+    async with build_worker(agent_client, {"crashy": CrashesAfterTheModelCall()}):
+        handle = await agent_client.start_run("crashy", "go", options=FAST)
+        result = await handle.result()
+    assert result.output == "the answer"
+    # Attempt 2 took the reply from attempt 1's heartbeat details, not a second call.
+    assert model.requests == 1
+    assert await attempts(handle) == [2]

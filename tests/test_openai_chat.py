@@ -72,6 +72,23 @@ async def ask(model: OpenAIChatModel, *messages: Message) -> ModelError:
     return failure.value
 
 
+# How one lookup(city="Oslo") round looks on the wire: the call and its result.
+OSLO_TOOL_ROUND = [
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "lookup", "arguments": '{"city": "Oslo"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_1", "content": "snow"},
+]
+
+
 async def test_text_reply_becomes_an_assistant_message_with_usage(server, model):
     server.text("It snows in Oslo.", prompt_tokens=42, completion_tokens=7)
     call = ToolCall(id="call_1", name="lookup", arguments='{"city": "Oslo"}')
@@ -95,18 +112,7 @@ async def test_text_reply_becomes_an_assistant_message_with_usage(server, model)
     assert request.body["messages"] == [
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "Weather in Oslo?"},
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": "call_1",
-                    "type": "function",
-                    "function": {"name": "lookup", "arguments": '{"city": "Oslo"}'},
-                }
-            ],
-        },
-        {"role": "tool", "tool_call_id": "call_1", "content": "snow"},
+        *OSLO_TOOL_ROUND,
     ]
     assert request.body["tools"] == [LOOKUP_SPEC]
 
@@ -269,20 +275,7 @@ async def test_run_waits_out_a_rate_limit_and_sends_tool_results_back(
         == retry.body["messages"]
         == [{"role": "user", "content": "Weather in Oslo?"}]
     )
-    assert second_turn.body["messages"][1:] == [
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": "call_1",
-                    "type": "function",
-                    "function": {"name": "lookup", "arguments": '{"city": "Oslo"}'},
-                }
-            ],
-        },
-        {"role": "tool", "tool_call_id": "call_1", "content": "snow"},
-    ]
+    assert second_turn.body["messages"][1:] == OSLO_TOOL_ROUND
 
 
 async def test_run_fails_after_one_attempt_when_the_key_is_refused(
