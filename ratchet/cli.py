@@ -10,10 +10,16 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ratchet._exit import hard_exit
 from ratchet.devserver import DevServer, port_is_free
 from ratchet.errors import RatchetError, RunFailedError
 from ratchet.worker import add_worker_arguments, run_worker_command
 from ratchet.workflows import AgentClient, RunOptions
+
+
+def entry() -> None:
+    """The ``ratchet`` console script."""
+    hard_exit(main())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -114,4 +120,4 @@ async def run_once(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

@@ -21,6 +21,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from ratchet._exit import hard_exit
 from ratchet.activities.turn import AgentFactory, TurnActivities
 from ratchet.errors import ConfigurationError
 from ratchet.workflows.agent_run import AgentRunWorkflow
@@ -156,4 +157,4 @@ def run_worker_command(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    hard_exit(main())

@@ -13,10 +13,24 @@ from pathlib import Path
 
 import pytest
 
+from ratchet._exit import hard_exit
 from ratchet.devserver import DevServer
 from ratchet.workflows import AgentClient
 
 ROOT = Path(__file__).resolve().parent.parent
+_exit_status: list[int] = []
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    _exit_status.append(int(exitstatus))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Leave with pytest's own exit code, skipping interpreter finalisation, which
+    can abort (exit 134) while Temporal's runtime threads are alive (sdk-python#300)."""
+    if _exit_status:
+        hard_exit(_exit_status[-1])
 
 
 @pytest.fixture(scope="session")

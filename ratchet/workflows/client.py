@@ -32,9 +32,12 @@ def run_workflow_id(agent: str) -> str:
 class RunHandle:
     """A started run."""
 
-    def __init__(self, handle: WorkflowHandle[Any, RunResult], ui_url: str | None) -> None:
+    def __init__(
+        self, handle: WorkflowHandle[Any, RunResult], ui_url: str | None, namespace: str
+    ) -> None:
         self._handle = handle
         self._ui_url = ui_url
+        self._namespace = namespace
 
     @property
     def id(self) -> str:
@@ -53,7 +56,7 @@ class RunHandle:
     def ui_url(self) -> str | None:
         if not self._ui_url:
             return None
-        ns = self._handle._client.namespace  # noqa: SLF001 - the handle knows its namespace
+        ns = self._namespace
         tail = f"/{self.run_id}" if self.run_id else ""
         return f"{self._ui_url.rstrip('/')}/namespaces/{ns}/workflows/{self.id}{tail}/history"
 
@@ -139,7 +142,7 @@ class AgentClient:
             task_queue=self.task_queue,
             static_summary=f"{agent}: {_excerpt(messages)}",
         )
-        return RunHandle(handle, self.ui_url)
+        return RunHandle(handle, self.ui_url, self.temporal.namespace)
 
     async def run(
         self,
@@ -157,9 +160,8 @@ class AgentClient:
         return await handle.result()
 
     def get_run(self, workflow_id: str) -> RunHandle:
-        return RunHandle(
-            self.temporal.get_workflow_handle_for(AgentRunWorkflow.run, workflow_id), self.ui_url
-        )
+        handle = self.temporal.get_workflow_handle_for(AgentRunWorkflow.run, workflow_id)
+        return RunHandle(handle, self.ui_url, self.temporal.namespace)
 
 
 def _excerpt(messages: Sequence[Message], limit: int = 80) -> str:
