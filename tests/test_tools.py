@@ -86,3 +86,11 @@ async def test_scripted_model_fails_loudly():
         assert "has 1 replies but was asked for reply 2" in str(e)
     else:
         raise AssertionError("an exhausted script answered")
+
+
+def test_idempotency_keys_differ_between_runs_in_one_workflow():
+    first = RunContext(run_id="wf-1", execution_id="exec-a", turn=1)
+    second = RunContext(run_id="wf-1", execution_id="exec-b", turn=1)
+    retry = RunContext(run_id="wf-1", execution_id="exec-a", turn=1, attempt=2)
+    assert first.idempotency_key("call_0_0") == retry.idempotency_key("call_0_0")
+    assert first.idempotency_key("call_0_0") != second.idempotency_key("call_0_0")

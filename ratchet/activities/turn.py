@@ -35,6 +35,7 @@ class TurnInput(BaseModel):
     version: int = 1
     run_id: str
     agent: str
+    execution_id: str = ""
     turn: int
     thread: ThreadData
     new_messages: list[Message] = Field(default_factory=list)
@@ -98,6 +99,7 @@ class TurnActivities:
 
         context = RunContext(
             run_id=input.run_id,
+            execution_id=input.execution_id,
             agent=input.agent,
             turn=input.turn,
             attempt=info.attempt,

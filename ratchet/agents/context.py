@@ -30,6 +30,9 @@ class RunContext:
     """
 
     run_id: str = "local"
+    """The workflow id of the run (several runs may share one in a user's workflow)."""
+    execution_id: str = ""
+    """Unique per run, even when one workflow runs several agents."""
     agent: str = "agent"
     turn: int = 1
     attempt: int = 1
@@ -44,7 +47,7 @@ class RunContext:
 
     def idempotency_key(self, call_id: str) -> str:
         """A key for a tool call's side effect, the same on every attempt of this turn."""
-        return f"{self.run_id}/turn-{self.turn}/{call_id}"
+        return f"{self.run_id}/{self.execution_id}/turn-{self.turn}/{call_id}"
 
     async def once(self, key: str, step: Callable[[], Awaitable[T]], result_type: type[T]) -> T:
         """Run ``step`` unless an earlier attempt of this turn already finished it."""

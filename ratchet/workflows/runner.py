@@ -134,6 +134,7 @@ class AgentRunner:
                 TURN_ACTIVITY,
                 TurnInput(
                     run_id=workflow.info().workflow_id,
+                    execution_id=self._execution.execution_id,
                     agent=self.agent,
                     turn=turn,
                     thread=session.thread,
