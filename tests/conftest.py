@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import threading
@@ -14,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ratchet._exit import hard_exit
-from ratchet.devserver import DevServer
+from ratchet.devserver import DevServer, env_with_address
 from ratchet.workflows import AgentClient
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -79,8 +78,7 @@ class WorkerProcess:
 
     def __init__(self, server: DevServer, task_queue: str, event_log: Path, *extra: str) -> None:
         env = {
-            **os.environ,
-            "TEMPORAL_ADDRESS": server.address,
+            **env_with_address(server),
             "RATCHET_TEST_LOG": str(event_log),
             "RATCHET_TEST_RELEASE_DIR": str(release_dir(event_log)),
             "PYTHONPATH": str(ROOT),

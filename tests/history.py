@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import temporalio.converter
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
@@ -29,8 +30,6 @@ async def attempts(handle: RunHandle) -> list[int]:
 
 def summary(event: HistoryEvent) -> str:
     """The UI summary an event carries (user metadata)."""
-    import temporalio.converter
-
     (value,) = temporalio.converter.default().payload_converter.from_payloads(
         [event.user_metadata.summary]
     )

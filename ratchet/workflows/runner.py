@@ -70,7 +70,7 @@ def new_messages(prompt: str | Sequence[Message], make_id: Callable[[], str]) ->
     return messages
 
 
-def _workflow_id() -> str:
+def _workflow_message_id() -> str:
     return f"msg_{workflow.uuid4().hex[:16]}"
 
 
@@ -101,7 +101,7 @@ class AgentRunner:
 
     async def run(self, messages: str | Sequence[Message]) -> RunResult:
         try:
-            pending = new_messages(messages, _workflow_id)
+            pending = new_messages(messages, _workflow_message_id)
         except InvalidInputError as e:
             raise ApplicationError(str(e), type="InvalidInputError", non_retryable=True) from e
         execution = ExecutionState.start(str(workflow.uuid4()), workflow.now())
