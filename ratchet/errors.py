@@ -54,8 +54,16 @@ class ScriptExhaustedError(UsageError):
     """A ScriptedModel was asked for a reply its script does not have."""
 
 
+class PayloadTooLargeError(UsageError):
+    """A turn produced more data than one Temporal payload can carry."""
+
+
 class RunError(RatchetError):
     """A run could not finish."""
+
+
+class ThreadResolutionError(RunError):
+    """A worker could not obtain the thread version a turn refers to."""
 
 
 class ModelError(RunError):

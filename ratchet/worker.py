@@ -22,7 +22,8 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from ratchet._exit import hard_exit
-from ratchet.activities.turn import AgentFactory, TurnActivities
+from ratchet.activities.threads import ThreadCache
+from ratchet.activities.turn import PAYLOAD_LIMIT, AgentFactory, TurnActivities
 from ratchet.errors import ConfigurationError
 from ratchet.workflows.agent_run import AgentRunWorkflow
 from ratchet.workflows.client import DEFAULT_TASK_QUEUE, AgentClient
@@ -37,11 +38,13 @@ def build_worker(
     task_queue: str | None = None,
     workflows: list[type] | None = None,
     max_concurrent_turns: int = 50,
+    thread_cache: ThreadCache | None = None,
     **worker_options: Any,
 ) -> Worker:
     """A worker that hosts ``agents`` and runs ``AgentRunWorkflow`` (plus ``workflows``).
 
-    Pass your own workflows that call ``run_agent`` in ``workflows``.
+    Pass your own workflows that call ``run_agent`` in ``workflows``. The worker
+    keeps the threads it has seen in ``thread_cache`` (default: 256 MiB).
     """
     if not agents:
         raise ConfigurationError(
@@ -51,7 +54,13 @@ def build_worker(
         task_queue = task_queue or client.task_queue
         client = client.temporal
     task_queue = task_queue or DEFAULT_TASK_QUEUE
-    turns = TurnActivities(agents, task_queue=task_queue)
+    external = client.data_converter.external_storage is not None
+    turns = TurnActivities(
+        agents,
+        task_queue=task_queue,
+        thread_cache=thread_cache,
+        payload_limit=None if external else PAYLOAD_LIMIT,
+    )
     return Worker(
         client,
         task_queue=task_queue,

@@ -52,7 +52,13 @@ class LoggingModel(ModelClient):
     async def create(
         self, messages: Sequence[Message], tools: Sequence[Tool], context: RunContext
     ) -> ModelResponse:
-        self.log.write("model", run=context.run_id, turn=context.turn, attempt=context.attempt)
+        self.log.write(
+            "model",
+            run=context.run_id,
+            turn=context.turn,
+            attempt=context.attempt,
+            messages=len(messages),
+        )
         return await self.inner.create(messages, tools, context)
 
 

@@ -3,7 +3,8 @@
     python -m tests.record_histories
 
 Run it when a workflow changes on purpose (behind ``workflow.patched`` or as a new
-workflow type) and commit the new files next to the old ones, never instead of them.
+workflow type) and commit the new files next to the old ones, never instead of them:
+it writes only histories that are not recorded yet.
 """
 
 from __future__ import annotations
@@ -41,11 +42,20 @@ async def record() -> None:
                 task_queue="record",
             )
             await user.result()
+            by_reference = await client.start_run(
+                "researcher",
+                "What is Temporal?",
+                options=RunOptions(thread_mode="reference"),
+            )
+            await by_reference.result()
             for name, handle in [
                 ("agent_run_completed", completed.workflow),
                 ("agent_run_max_turns", failed.workflow),
                 ("research_and_review", user),
+                ("agent_run_thread_by_reference", by_reference.workflow),
             ]:
+                if (HISTORIES / f"{name}.json").exists():
+                    continue
                 history = await handle.fetch_history()
                 (HISTORIES / f"{name}.json").write_text(history.to_json())
                 print(f"recorded {name}: {len(history.events)} events")

@@ -14,8 +14,13 @@ from .conftest import release
 from .history import attempts
 
 HEARTBEAT = timedelta(seconds=3)
+STICKY = timedelta(seconds=3)
+"""build_worker's sticky timeout: how long a query waits for a dead worker's workflow."""
 OPTIONS = RunOptions(
-    heartbeat_timeout=HEARTBEAT, initial_retry_interval=timedelta(milliseconds=100)
+    heartbeat_timeout=HEARTBEAT,
+    initial_retry_interval=timedelta(milliseconds=100),
+    # By reference even while small: the second worker must page the thread in.
+    thread_mode="reference",
 )
 
 
@@ -52,13 +57,18 @@ async def test_killed_worker_resumes_without_rerunning_completed_turns(
     # Turn 1 completed before the kill: neither its model call nor its tool ran again.
     assert model_calls[1] == 1 and tool_ends[1] == 1
     assert model_calls[3] == 1 and model_calls[4] == 1
+    # The new worker had never seen the thread; it fetched it whole from the workflow.
+    seen = {r["turn"]: r["messages"] for r in records if r["kind"] == "model"}
+    assert seen == {1: 1, 2: 3, 3: 5, 4: 7}
     assert tool_ends == {1: 1, 2: 1, 3: 1}
-    # The interrupted turn 2 ran again on the new worker, within the heartbeat timeout.
+    # The interrupted turn 2 ran again on the new worker once the heartbeat timed out;
+    # paging the thread in from the workflow waited for the workflow to leave the dead
+    # worker's sticky queue.
     retry = next(
         r for r in records if r["kind"] == "tool_start" and r["n"] == 2 and r["pid"] == second.pid
     )
     assert retry["attempt"] == 2
-    assert retry["time"] - killed_at < HEARTBEAT.total_seconds() + 2.0
+    assert retry["time"] - killed_at < (HEARTBEAT + STICKY).total_seconds() + 3.0
     assert {r["pid"] for r in records if r["kind"] == "tool_end"} == {first.pid, second.pid}
     assert await attempts(handle) == [1, 2, 1, 1]
 

@@ -35,6 +35,7 @@ def test_histories_are_recorded():
         "agent_run_completed",
         "agent_run_max_turns",
         "research_and_review",
+        "agent_run_thread_by_reference",
     }
 
 

@@ -7,41 +7,62 @@ turn. Every field added later gets a default, so recorded histories still decode
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from ratchet.agents.agent import Agent, Result
+from ratchet.agents.compact import CompactModel
 from ratchet.agents.context import RunContext
 from ratchet.agents.messages import Message, new_id
 from ratchet.agents.state import ThreadData
 from ratchet.agents.thread import ChatMessageThread
 from ratchet.agents.usage import Usage
-from ratchet.errors import AgentNotFoundError, ModelError, UsageError
+from ratchet.errors import (
+    AgentNotFoundError,
+    ModelError,
+    PayloadTooLargeError,
+    ThreadResolutionError,
+    UsageError,
+)
+
+from .threads import ThreadCache, ThreadRef, resolve_thread
 
 TURN_ACTIVITY = "ratchet.turn"
 DEFAULT_HEARTBEAT_INTERVAL = 2.0
+PAYLOAD_LIMIT = 2 * 1024 * 1024
+CHECKPOINT_BUDGET = 512 * 1024
+"""Most bytes of finished steps a turn keeps in its heartbeat details."""
+"""Temporal refuses a payload over 2 MB; a turn result that large fails, not retries."""
 
 AgentFactory = Agent | Callable[[], Agent]
 
 
-class TurnInput(BaseModel):
-    """What a turn needs: which agent, the thread so far, and messages new to it."""
+class TurnInput(CompactModel):
+    """What a turn needs: which agent, the thread so far, and messages new to it.
+
+    Version 1 carries the whole ``thread``. Version 2 always carries ``thread_ref``
+    and, for small threads only, the ``thread`` itself as well (inline mode);
+    otherwise the worker resolves the reference from its cache or the workflow.
+    """
 
     version: int = 1
-    run_id: str
+    run_id: str = ""
+    """The workflow id (idempotency keys start with it); version 2 leaves it to the worker."""
     agent: str
     execution_id: str = ""
     turn: int
-    thread: ThreadData
+    thread: ThreadData | None = None
+    thread_ref: ThreadRef | None = None
     new_messages: list[Message] = Field(default_factory=list)
 
 
-class TurnOutput(BaseModel):
+class TurnOutput(CompactModel):
     """What a turn appended to the thread, in order.
 
     An entry is a new message, or the id of one of the input's ``new_messages``
@@ -57,11 +78,19 @@ class TurnActivities:
     """Hosts the registered agents. One instance per worker; agents are built once."""
 
     def __init__(
-        self, agents: Mapping[str, AgentFactory], *, task_queue: str | None = None
+        self,
+        agents: Mapping[str, AgentFactory],
+        *,
+        task_queue: str | None = None,
+        thread_cache: ThreadCache | None = None,
+        payload_limit: int | None = PAYLOAD_LIMIT,
     ) -> None:
         self._factories = dict(agents)
         self._agents: dict[str, Agent] = {}
         self._task_queue = task_queue
+        self.thread_cache = thread_cache if thread_cache is not None else ThreadCache()
+        self.payload_limit = payload_limit
+        """Fail a turn whose result is larger; ``None`` when payloads go to external storage."""
 
     @property
     def agent_names(self) -> list[str]:
@@ -79,7 +108,7 @@ class TurnActivities:
     async def run_turn(self, input: TurnInput) -> TurnOutput:
         try:
             return await self._run_turn(input)
-        except UsageError as e:
+        except (UsageError, ThreadResolutionError) as e:
             raise ApplicationError(str(e), type=type(e).__name__, non_retryable=True) from e
         except ModelError as e:
             delay = timedelta(seconds=e.retry_after) if e.retry_after is not None else None
@@ -91,14 +120,23 @@ class TurnActivities:
         info = activity.info()
         agent = self.agent(input.agent)
         progress: dict[str, Any] = _earlier_progress(info.heartbeat_details)
+        sizes: dict[str, int] = {}
 
         def checkpoint(recorded: dict[str, Any]) -> None:
+            # Heartbeat details are one payload: steps are kept in order while they fit
+            # the budget; a step left out runs again if the turn is retried.
             progress.clear()
-            progress.update(recorded)
+            used = 0
+            for key, value in recorded.items():
+                if key not in sizes:
+                    sizes[key] = len(json.dumps(value, default=str))
+                if used + sizes[key] <= CHECKPOINT_BUDGET:
+                    progress[key] = value
+                    used += sizes[key]
             activity.heartbeat(progress)
 
         context = RunContext(
-            run_id=input.run_id,
+            run_id=input.run_id or info.workflow_id,
             execution_id=input.execution_id,
             agent=input.agent,
             turn=input.turn,
@@ -106,10 +144,17 @@ class TurnActivities:
             completed=dict(progress),
             checkpoint=checkpoint,
         )
-        thread = ChatMessageThread(input.thread.messages, id=input.thread.id)
-        before = len(thread)
+        thread = ChatMessageThread(id=self._thread_id(input))
+        before = 0
+
+        async def turn() -> Any:
+            nonlocal thread, before
+            thread = ChatMessageThread(await self._thread_messages(input), id=thread.id)
+            before = len(thread)
+            return await agent.run(list(input.new_messages), thread, context)
+
         interval = _heartbeat_interval(info.heartbeat_timeout)
-        task = asyncio.create_task(agent.run(list(input.new_messages), thread, context))
+        task = asyncio.create_task(turn())
         try:
             # Heartbeat while the agent works, so a dead worker is noticed within the
             # heartbeat timeout and cancellation reaches the turn.
@@ -133,11 +178,58 @@ class TurnActivities:
         for message in added:
             message.id = message.id or new_id()
         known = {m.id for m in input.new_messages}
-        return TurnOutput(
+        output = TurnOutput(
             added=[m.id if m.id in known else m for m in added],
             final_id=final.id if final is not None else None,
             usage=result.usage,
         )
+        self._check_size(input, output)
+        if input.thread_ref is not None:
+            self.thread_cache.put(input.thread_ref.key, [*thread.messages[:before], *added])
+        return output
+
+    @staticmethod
+    def _thread_id(input: TurnInput) -> str:
+        if input.thread_ref is not None:
+            return input.thread_ref.id
+        return input.thread.id if input.thread is not None else ""
+
+    async def _thread_messages(self, input: TurnInput) -> list[Message]:
+        if input.thread is not None:
+            return list(input.thread.messages)
+        if input.thread_ref is not None:
+            return await resolve_thread(self.thread_cache, input.thread_ref)
+        return []
+
+    def _check_size(self, input: TurnInput, output: TurnOutput) -> None:
+        if self.payload_limit is None:
+            return
+        size = len(output.model_dump_json())
+        if size <= self.payload_limit:
+            return
+        largest = max((m for m in output.added if isinstance(m, Message)), key=_json_size)
+        raise PayloadTooLargeError(
+            f"Turn {input.turn} of agent {input.agent!r} produced a {_mb(size)} result, over "
+            f"Temporal's {_mb(self.payload_limit)} payload limit; the largest message is "
+            f"{_describe(largest)} at {_mb(_json_size(largest))}. Return less from the tool "
+            "(store the data elsewhere and return a reference or a summary), or give the "
+            "client external payload storage: AgentClient.connect(..., payload_storage=...)."
+        )
+
+
+def _json_size(message: Message) -> int:
+    return len(message.model_dump_json())
+
+
+def _mb(size: int) -> str:
+    return f"{size / (1024 * 1024):.1f} MB"
+
+
+def _describe(message: Message) -> str:
+    if message.role == "tool":
+        name = f"tool {message.name!r}" if message.name else "a tool"
+        return f"the result of {name} (call {message.tool_call_id})"
+    return f"a {message.role} message"
 
 
 def _earlier_progress(details: Any) -> dict[str, Any]:

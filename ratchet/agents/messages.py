@@ -6,7 +6,9 @@ import json
 import uuid
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from .compact import CompactModel
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -15,7 +17,7 @@ def new_id(prefix: str = "msg") -> str:
     return f"{prefix}_{uuid.uuid4().hex[:16]}"
 
 
-class ToolCall(BaseModel):
+class ToolCall(CompactModel):
     """A tool call the model asked for. ``arguments`` is the model's raw JSON text."""
 
     id: str
@@ -42,7 +44,7 @@ class ToolCall(BaseModel):
         return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-class Message(BaseModel):
+class Message(CompactModel):
     """One message of a conversation.
 
     ``id`` is given when the message enters a run (by the client, the workflow or

@@ -90,6 +90,8 @@ class ThreadData(BaseModel):
     """A thread as stored in session data."""
 
     id: str = Field(default_factory=lambda: new_id("thread"))
+    generation: int = 0
+    """Bumped each time the working thread is rewritten (compaction)."""
     messages: list[Message] = Field(default_factory=list)
 
 

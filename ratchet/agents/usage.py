@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from .compact import CompactModel
 
 
-class Usage(BaseModel):
+class Usage(CompactModel):
     """What a model call, a turn or a run consumed."""
 
     requests: int = 0

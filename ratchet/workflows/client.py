@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import uuid
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.converter import ExternalStorage, StorageDriver
 from temporalio.envconfig import ClientConfig
 from temporalio.exceptions import ApplicationError, FailureError
 
 from ratchet.agents.messages import Message, new_id
 from ratchet.agents.state import AgentSession, AgentState
 from ratchet.errors import RunFailedError
+from ratchet.storage import external_storage
 
 from .agent_run import AgentRunWorkflow, RunInput
 from .presets import RunOptions
@@ -90,11 +94,12 @@ class AgentClient:
     def __init__(
         self, client: Client, *, task_queue: str = DEFAULT_TASK_QUEUE, ui_url: str | None = None
     ) -> None:
-        if (
-            client.data_converter.payload_converter_class
-            is not pydantic_data_converter.payload_converter_class
-        ):
-            client = Client(**{**client.config(), "data_converter": pydantic_data_converter})
+        converter = client.data_converter
+        if converter.payload_converter_class is not pydantic_data_converter.payload_converter_class:
+            converter = dataclasses.replace(
+                pydantic_data_converter, external_storage=converter.external_storage
+            )
+            client = Client(**{**client.config(), "data_converter": converter})
         self.temporal = client
         self.task_queue = task_queue
         self.ui_url = ui_url
@@ -108,10 +113,17 @@ class AgentClient:
         task_queue: str = DEFAULT_TASK_QUEUE,
         profile: str | None = None,
         ui_url: str | None = None,
+        payload_storage: ExternalStorage | StorageDriver | str | Path | None = None,
         **connect_options: Any,
     ) -> AgentClient:
         """Connect using ``temporalio.envconfig`` (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
-        TLS and API-key settings, config-file profiles); arguments override it."""
+        TLS and API-key settings, config-file profiles); arguments override it.
+
+        ``payload_storage`` (a directory, a driver, or an ``ExternalStorage``) keeps
+        payloads over 256 KiB out of history, so a turn may carry more than
+        Temporal's 2 MB payload limit. Workers built from this client use it too;
+        every client and worker of a namespace must share the same storage.
+        """
         config: dict[str, Any] = dict(ClientConfig.load_client_connect_config(profile=profile))
         if target:
             config["target_host"] = target
@@ -119,7 +131,12 @@ class AgentClient:
             config["namespace"] = namespace
         config.setdefault("target_host", "localhost:7233")
         config.update(connect_options)
-        client = await Client.connect(**config, data_converter=pydantic_data_converter)
+        converter = pydantic_data_converter
+        if payload_storage is not None:
+            converter = dataclasses.replace(
+                converter, external_storage=external_storage(payload_storage)
+            )
+        client = await Client.connect(**config, data_converter=converter)
         return cls(client, task_queue=task_queue, ui_url=ui_url)
 
     async def start_run(

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Literal
 
-from pydantic import BaseModel
 from temporalio.common import RetryPolicy
 
+from ratchet.agents.compact import CompactModel
 
-class RunOptions(BaseModel):
+
+class RunOptions(CompactModel):
     """How a run is executed. Every field has a default so old histories decode."""
 
     max_turns: int = 25
@@ -21,6 +23,12 @@ class RunOptions(BaseModel):
     initial_retry_interval: timedelta = timedelta(seconds=1)
     task_queue: str | None = None
     """Task queue for the turn activities; default: the workflow's own."""
+    thread_mode: Literal["auto", "reference", "inline"] = "auto"
+    """How a turn gets the thread. ``reference``: an id and version the worker
+    resolves, so history grows linearly. ``inline``: the whole thread in every turn's
+    input (quadratic history). ``auto``: inline while the thread is at most
+    ``inline_thread_bytes``, by reference after that."""
+    inline_thread_bytes: int = 2048
 
 
 def turn_retry_policy(options: RunOptions) -> RetryPolicy:

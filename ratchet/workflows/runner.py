@@ -21,6 +21,7 @@ from temporalio.exceptions import (
 )
 
 with workflow.unsafe.imports_passed_through():
+    from ratchet.activities.threads import ThreadRef
     from ratchet.activities.turn import TURN_ACTIVITY, TurnInput, TurnOutput
     from ratchet.agents.messages import Message
     from ratchet.agents.state import (
@@ -35,6 +36,10 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.errors import InvalidInputError, MaxTurnsExceededError
 
     from .presets import RunOptions, turn_retry_policy
+    from .threads import thread_registry
+
+THREAD_REF_PATCH = "ratchet.thread-ref"
+"""Runs started before threads by reference replay with the thread inline."""
 
 
 class RunResult(BaseModel):
@@ -97,15 +102,28 @@ class AgentRunner:
             if not isinstance(thread, ThreadData):
                 thread = ThreadData(id=session.thread.id, messages=list(thread))
             session = session.model_copy(update={"thread": thread})
+        if any(not m.id for m in session.thread.messages):
+            # A reference names a version by its last message's id: every message needs one.
+            messages = [
+                m if m.id else m.model_copy(update={"id": _workflow_message_id()})
+                for m in session.thread.messages
+            ]
+            session = session.model_copy(
+                update={"thread": session.thread.model_copy(update={"messages": messages})}
+            )
         self.state = AgentState(session=session)
+        self._thread_bytes = sum(len(m.model_dump_json()) for m in session.thread.messages)
+        thread_registry().register(lambda: self.state.session.thread)
 
     async def run(self, messages: str | Sequence[Message]) -> RunResult:
         try:
             pending = new_messages(messages, _workflow_message_id)
         except InvalidInputError as e:
             raise ApplicationError(str(e), type="InvalidInputError", non_retryable=True) from e
-        execution = ExecutionState.start(str(workflow.uuid4()), workflow.now())
-        self.state.execution = execution
+        self._by_reference = workflow.patched(THREAD_REF_PATCH)
+        # Every turn's input carries the execution id; the shorter form is unique enough.
+        execution_id = workflow.uuid4().hex[:12] if self._by_reference else str(workflow.uuid4())
+        self.state.execution = ExecutionState.start(execution_id, workflow.now())
         previous: list[Message] = []
         for turn in range(1, self.options.max_turns + 1):
             self._set_execution(self._execution.mark_step_started(workflow.now()))
@@ -128,18 +146,10 @@ class AgentRunner:
     async def _take_turn(
         self, turn: int, pending: list[Message], previous: list[Message]
     ) -> TurnOutput:
-        session = self.state.session
         try:
             return await workflow.execute_activity(
                 TURN_ACTIVITY,
-                TurnInput(
-                    run_id=workflow.info().workflow_id,
-                    execution_id=self._execution.execution_id,
-                    agent=self.agent,
-                    turn=turn,
-                    thread=session.thread,
-                    new_messages=pending,
-                ),
+                self._turn_input(turn, pending),
                 result_type=TurnOutput,
                 task_queue=self.options.task_queue,
                 start_to_close_timeout=self.options.turn_timeout,
@@ -159,11 +169,37 @@ class AgentRunner:
                 kind or "TurnFailed", f"Turn {turn} of agent {self.agent!r} failed: {message}"
             )
 
+    def _turn_input(self, turn: int, pending: list[Message]) -> TurnInput:
+        thread = self.state.session.thread
+        info = workflow.info()
+        common = dict(
+            execution_id=self._execution.execution_id,
+            agent=self.agent,
+            turn=turn,
+            new_messages=pending,
+        )
+        if not self._by_reference:
+            return TurnInput(version=1, run_id=info.workflow_id, thread=thread, **common)
+        mode = self.options.thread_mode
+        inline = bool(thread.messages) and (
+            mode == "inline"
+            or (mode == "auto" and self._thread_bytes <= self.options.inline_thread_bytes)
+        )
+        ref = ThreadRef(
+            id=thread.id,
+            generation=thread.generation,
+            version=len(thread.messages),
+            last_id=thread.messages[-1].id if thread.messages else None,
+        )
+        # Version 2 leaves out run_id: the worker reads it from the activity's info.
+        return TurnInput(version=2, thread=thread if inline else None, thread_ref=ref, **common)
+
     def _apply(self, turn: int, pending: list[Message], output: TurnOutput) -> list[Message]:
         by_id = {m.id: m for m in pending}
         added = [by_id[a] if isinstance(a, str) else a for a in output.added]
         session = self.state.session
         thread = session.thread.model_copy(update={"messages": [*session.thread.messages, *added]})
+        self._thread_bytes += sum(len(m.model_dump_json()) for m in added)
         now = workflow.now()
         self.state.session = session.model_copy(
             update={"thread": thread, "info": session.info.touch(now)}

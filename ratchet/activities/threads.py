@@ -1,0 +1,191 @@
+"""Threads by reference: the turn activity gets a handle, not the whole thread.
+
+A thread version is immutable (version ``v`` of a thread is its first ``v``
+messages), so a worker can keep the versions it has seen. The workflow sends a
+``ThreadRef`` (id, generation, version, id of the last message) plus only the
+messages it added itself; the worker takes the prefix from its ``ThreadCache``
+or, on a worker that has never seen the thread, pages it in from the workflow
+that holds it with the ``ratchet.thread`` query. Each message is written to
+history once: in the activity input or result of the turn that added it.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+from temporalio import activity
+from temporalio.client import Client, WorkflowQueryFailedError
+
+from ratchet.agents.compact import CompactModel
+from ratchet.agents.messages import Message
+from ratchet.errors import ThreadResolutionError
+
+THREAD_QUERY = "ratchet.thread"
+PAGE_BYTES = 1024 * 1024
+"""Largest page of messages one query answer carries (well under gRPC limits)."""
+
+
+class ThreadRef(CompactModel):
+    """A version of a thread, and the workflow that can answer for it."""
+
+    id: str
+    generation: int = 0
+    """Bumped when the working thread is rewritten (compaction); versions restart."""
+    version: int
+    """How many messages this version holds."""
+    last_id: str | None = None
+    """Id of message ``version - 1``; proves a cached prefix is this version's."""
+    workflow_id: str | None = None
+    """The workflow holding the thread; default: the one that scheduled the turn."""
+    run_id: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.id}#{self.generation}"
+
+
+class ThreadPageRequest(BaseModel):
+    key: str
+    start: int
+    end: int
+    max_bytes: int = PAGE_BYTES
+
+
+class ThreadPage(BaseModel):
+    messages: list[Message]
+    next: int
+    """Index of the first message not in this page (``end`` when complete)."""
+
+
+@dataclass
+class CacheStats:
+    hits: int = 0
+    misses: int = 0
+    evictions: int = 0
+    pages: int = 0
+    """Query answers fetched from workflows on misses."""
+
+
+class ThreadCache:
+    """Per-worker LRU of thread versions, bounded by the JSON size of the messages.
+
+    An entry holds the longest version of a thread the worker has seen; any
+    shorter version is a prefix of it, checked by the id of its last message (ids
+    are unique per message, so a prefix whose last id matches is that version).
+    Messages are shared, not copied: agents must not mutate messages in a thread.
+    """
+
+    def __init__(self, max_bytes: int = 256 * 1024 * 1024, *, page_bytes: int = PAGE_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self.page_bytes = page_bytes
+        self.stats = CacheStats()
+        self._entries: OrderedDict[str, tuple[list[Message], list[int]]] = OrderedDict()
+        self._bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def size_bytes(self) -> int:
+        return self._bytes
+
+    def get(self, ref: ThreadRef) -> list[Message] | None:
+        entry = self._entries.get(ref.key)
+        if entry is not None and _holds(entry[0], ref):
+            self._entries.move_to_end(ref.key)
+            self.stats.hits += 1
+            return entry[0][: ref.version]
+        self.stats.misses += 1
+        return None
+
+    def put(self, key: str, messages: Sequence[Message]) -> None:
+        """Remember a version of a thread (usually the previous one plus a turn)."""
+        old = self._entries.pop(key, None)
+        known: list[int] = []
+        if old is not None:
+            self._bytes -= sum(old[1])
+            # Reuse the measurements of the prefix this version shares with the old one.
+            while (
+                len(known) < min(len(old[0]), len(messages))
+                and old[0][len(known)] is messages[len(known)]
+            ):
+                known.append(old[1][len(known)])
+        sizes = known + [_size(m) for m in messages[len(known) :]]
+        total = sum(sizes)
+        if total > self.max_bytes:
+            return  # larger than the whole cache: the next turn pages it in again
+        self._entries[key] = (list(messages), sizes)
+        self._bytes += total
+        while self._bytes > self.max_bytes:
+            _, (_, evicted) = self._entries.popitem(last=False)
+            self._bytes -= sum(evicted)
+            self.stats.evictions += 1
+
+
+def _holds(messages: list[Message], ref: ThreadRef) -> bool:
+    if len(messages) < ref.version:
+        return False
+    if ref.version == 0:
+        return True
+    return messages[ref.version - 1].id == ref.last_id
+
+
+def _size(message: Message) -> int:
+    return len(message.model_dump_json())
+
+
+async def fetch_thread(
+    client: Client, ref: ThreadRef, *, page_bytes: int = PAGE_BYTES, stats: CacheStats | None = None
+) -> list[Message]:
+    """Page a thread version in from the workflow that holds it."""
+    if ref.workflow_id is None:
+        info = activity.info()
+        ref = ref.model_copy(
+            update={"workflow_id": info.workflow_id, "run_id": info.workflow_run_id}
+        )
+    handle = client.get_workflow_handle(ref.workflow_id or "", run_id=ref.run_id)
+    messages: list[Message] = []
+    while len(messages) < ref.version:
+        try:
+            page = await handle.query(
+                THREAD_QUERY,
+                ThreadPageRequest(
+                    key=ref.key, start=len(messages), end=ref.version, max_bytes=page_bytes
+                ),
+                result_type=ThreadPage,
+            )
+        except WorkflowQueryFailedError as e:
+            raise ThreadResolutionError(
+                f"Workflow {ref.workflow_id!r} could not give thread {ref.key!r}: {e}"
+            ) from e
+        if stats is not None:
+            stats.pages += 1
+        if not page.messages:
+            raise ThreadResolutionError(
+                f"Workflow {ref.workflow_id!r} returned no messages for thread {ref.key!r} "
+                f"from index {len(messages)} (expected {ref.version})."
+            )
+        messages += page.messages
+    if not _holds(messages, ref):
+        raise ThreadResolutionError(
+            f"Thread {ref.key!r} from workflow {ref.workflow_id!r} does not match the turn's "
+            f"reference (version {ref.version}, last message {ref.last_id!r})."
+        )
+    return messages[: ref.version]
+
+
+async def resolve_thread(cache: ThreadCache, ref: ThreadRef) -> list[Message]:
+    """The messages of ``ref``: from this worker's cache, else from the workflow."""
+    if ref.version == 0:
+        return []
+    cached = cache.get(ref)
+    if cached is not None:
+        return cached
+    messages = await fetch_thread(
+        activity.client(), ref, page_bytes=cache.page_bytes, stats=cache.stats
+    )
+    cache.put(ref.key, messages)
+    return messages

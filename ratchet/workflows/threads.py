@@ -1,0 +1,58 @@
+"""Workflow side of threads by reference: answer the ``ratchet.thread`` query.
+
+Every ``AgentRunner`` in a workflow registers its thread here, so a worker that
+receives a turn for a thread it has never seen can page the messages in from
+the workflow. The workflow's thread is rebuilt from history on replay, so the
+answer is always the checkpointed one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from ratchet.activities.threads import THREAD_QUERY, ThreadPage, ThreadPageRequest
+    from ratchet.agents.state import ThreadData
+
+
+class ThreadRegistry:
+    """The threads of one workflow, by ``id#generation``."""
+
+    def __init__(self) -> None:
+        self._threads: dict[str, Callable[[], ThreadData]] = {}
+
+    def register(self, thread: Callable[[], ThreadData]) -> None:
+        current = thread()
+        self._threads[f"{current.id}#{current.generation}"] = thread
+
+    def page(self, request: ThreadPageRequest) -> ThreadPage:
+        source = self._threads.get(request.key)
+        thread = source() if source is not None else None
+        if thread is None or f"{thread.id}#{thread.generation}" != request.key:
+            raise ApplicationError(
+                f"This workflow holds no thread {request.key!r}; known: "
+                f"{', '.join(sorted(self._threads)) or '(none)'}.",
+                type="ThreadResolutionError",
+            )
+        end = min(request.end, len(thread.messages))
+        messages, size = [], 0
+        for message in thread.messages[request.start : end]:
+            size += len(message.model_dump_json())
+            if messages and size > request.max_bytes:
+                break
+            messages.append(message)
+        return ThreadPage(messages=messages, next=request.start + len(messages))
+
+
+def thread_registry() -> ThreadRegistry:
+    """This workflow's registry, installing its query handler on first use."""
+    handler = workflow.get_query_handler(THREAD_QUERY)
+    registry = getattr(handler, "__self__", None)
+    if isinstance(registry, ThreadRegistry):
+        return registry
+    registry = ThreadRegistry()
+    workflow.set_query_handler(THREAD_QUERY, registry.page)
+    return registry

@@ -1,0 +1,195 @@
+"""Threads by reference: linear history, worker caches, paging from the workflow."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from temporalio.api.enums.v1 import EventType
+
+from ratchet.activities.threads import ThreadCache, ThreadRef
+from ratchet.agents import Message, ScriptedModel, ToolCallingAgent, tool
+from ratchet.errors import RunFailedError
+from ratchet.worker import build_worker
+from ratchet.workflows import AgentClient, RunHandle, RunOptions
+
+from .history import attempts, events, of_type
+
+
+def pager(steps: int, size: int = 2000, seen: list[int] | None = None) -> ToolCallingAgent:
+    """Calls ``fetch`` ``steps`` times (each result marked ``<page-i>``), then answers."""
+
+    @tool
+    def fetch(page: int) -> str:
+        """Fetch a page."""
+        return f"<page-{page}>" + "x" * size
+
+    def reply(messages: list[Message], context) -> Message | str:
+        if seen is not None:
+            seen.append(len(messages))
+        done = sum(m.role == "assistant" for m in messages)
+        return ScriptedModel.call("fetch", page=done) if done < steps else "done"
+
+    return ToolCallingAgent(ScriptedModel(reply), [fetch])
+
+
+async def raw_history(handle: RunHandle) -> bytes:
+    return b"".join(e.SerializeToString() for e in await events(handle))
+
+
+async def history_size(handle: RunHandle) -> int:
+    info = (await handle.workflow.describe()).raw_description.workflow_execution_info
+    return info.history_size_bytes
+
+
+async def turn_inputs(handle: RunHandle) -> list[dict]:
+    scheduled = of_type(await events(handle), EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+    return [
+        json.loads(e.activity_task_scheduled_event_attributes.input.payloads[0].data)
+        for e in scheduled
+    ]
+
+
+async def run_pager(client: AgentClient, steps: int, **options) -> RunHandle:
+    handle = await client.start_run(
+        "pager", "go", options=RunOptions(max_turns=steps + 2, **options)
+    )
+    assert (await handle.result()).output == "done"
+    return handle
+
+
+async def test_history_grows_linearly_and_each_message_is_written_once(
+    agent_client: AgentClient,
+):
+    async with build_worker(agent_client, {"pager": lambda: pager(40)}):
+        long = await run_pager(agent_client, 40)
+        messages = (await long.state()).session.thread.messages
+    async with build_worker(agent_client, {"pager": lambda: pager(20)}):
+        short = await run_pager(agent_client, 20)
+
+    assert await history_size(long) <= 2.2 * await history_size(short)
+    raw = await raw_history(long)
+    assert [raw.count(f"<page-{i}>".encode()) for i in range(40)] == [1] * 40
+    message_bytes = sum(len(m.model_dump_json()) for m in messages)
+    assert await history_size(long) <= 1.6 * message_bytes
+
+
+async def test_inline_mode_writes_the_whole_thread_into_every_turn(agent_client: AgentClient):
+    async with build_worker(agent_client, {"pager": lambda: pager(10)}):
+        inline = await run_pager(agent_client, 10, thread_mode="inline")
+
+    raw = await raw_history(inline)
+    # Page 0 comes back from turn 1 and goes out again in the input of turns 2..11.
+    assert raw.count(b"<page-0>") == 11
+    assert all("thread" in i for i in (await turn_inputs(inline))[1:])
+
+
+async def test_auto_mode_inlines_small_threads_only(agent_client: AgentClient):
+    async with build_worker(agent_client, {"pager": lambda: pager(4, size=500)}):
+        handle = await run_pager(agent_client, 4)
+
+    inputs = await turn_inputs(handle)
+    # Turn 1 has no thread yet; turns 2-3 are under 2 KiB; turns 4-5 are over it.
+    assert ["thread" in i for i in inputs] == [False, True, True, False, False]
+    assert [i["thread_ref"]["version"] for i in inputs] == [0, 3, 5, 7, 9]
+
+
+async def test_a_worker_without_the_thread_pages_it_in_from_the_workflow(
+    agent_client: AgentClient,
+):
+    seen: list[int] = []
+    # Nothing fits in this cache, and pages are tiny: every turn pages the thread in.
+    cache = ThreadCache(max_bytes=0, page_bytes=3000)
+    async with build_worker(
+        agent_client, {"pager": lambda: pager(6, seen=seen)}, thread_cache=cache
+    ):
+        await run_pager(agent_client, 6, thread_mode="reference")
+
+    assert seen == [1, 3, 5, 7, 9, 11, 13]
+    assert cache.stats.hits == 0
+    assert cache.stats.misses == 6  # turn 1 has an empty thread: nothing to resolve
+    assert cache.stats.pages > cache.stats.misses
+
+
+async def test_a_cached_thread_is_used_and_evicted_by_size(agent_client: AgentClient):
+    cache = ThreadCache()
+    async with build_worker(agent_client, {"pager": lambda: pager(5)}, thread_cache=cache):
+        await run_pager(agent_client, 5, thread_mode="reference")
+        assert (cache.stats.hits, cache.stats.misses) == (5, 0)
+        one_run = cache.size_bytes
+        cache.max_bytes = int(one_run * 1.5)
+        await run_pager(agent_client, 5, thread_mode="reference")
+
+    assert len(cache) == 1 and cache.stats.evictions == 1
+    assert cache.stats.misses == 0
+
+
+def test_cache_serves_prefixes_and_refuses_a_version_it_does_not_hold():
+    messages = [Message.user(f"m{i}") for i in range(4)]
+    for i, m in enumerate(messages):
+        m.id = f"id{i}"
+    cache = ThreadCache()
+    cache.put("t#0", messages)
+
+    def ref(version: int, last_id: str | None) -> ThreadRef:
+        return ThreadRef(id="t", version=version, last_id=last_id)
+
+    assert cache.get(ref(2, "id1")) == messages[:2]
+    assert cache.get(ref(4, "id3")) == messages
+    assert cache.get(ref(5, "id4")) is None  # longer than the cached version
+    assert cache.get(ref(2, "other")) is None  # same length, different history
+    assert cache.get(ThreadRef(id="t", generation=1, version=2, last_id="id1")) is None
+    assert (cache.stats.hits, cache.stats.misses) == (2, 3)
+
+
+def test_cache_evicts_least_recently_used_first():
+    def thread(tag: str) -> list[Message]:
+        return [Message(role="user", content=tag * 100, id=f"{tag}{i}") for i in range(3)]
+
+    a, b, c = thread("a"), thread("b"), thread("c")
+    size = sum(len(m.model_dump_json()) for m in a)
+    cache = ThreadCache(max_bytes=2 * size)
+    cache.put("a#0", a)
+    cache.put("b#0", b)
+    assert cache.get(ThreadRef(id="a", version=3, last_id="a2")) == a  # a is now recent
+    cache.put("c#0", c)
+
+    assert cache.get(ThreadRef(id="b", version=3, last_id="b2")) is None
+    assert cache.get(ThreadRef(id="a", version=3, last_id="a2")) == a
+    assert cache.size_bytes == 2 * size and cache.stats.evictions == 1
+
+
+async def test_an_oversized_tool_result_fails_the_run_once_with_a_clear_error(
+    agent_client: AgentClient,
+):
+    big = pager(1, size=2_200_000)
+    async with build_worker(agent_client, {"pager": lambda: big}):
+        handle = await agent_client.start_run(
+            "pager", "go", options=RunOptions(initial_retry_interval=timedelta(milliseconds=50))
+        )
+        with pytest.raises(RunFailedError) as failure:
+            await handle.result()
+
+    assert failure.value.error_type == "PayloadTooLargeError"
+    assert "over Temporal's 2.0 MB payload limit" in str(failure.value)
+    assert "the result of tool 'fetch'" in str(failure.value)
+    assert "payload_storage" in str(failure.value)
+    assert await attempts(handle) == [1]
+
+
+async def test_external_payload_storage_carries_an_oversized_tool_result(
+    temporal_server, task_queue: str, tmp_path: Path
+):
+    client = await AgentClient.connect(
+        temporal_server.address, task_queue=task_queue, payload_storage=tmp_path / "payloads"
+    )
+    big = pager(1, size=2_200_000)
+    async with build_worker(client, {"pager": lambda: big}):
+        handle = await run_pager(client, 1)
+        thread = (await handle.state()).session.thread
+
+    assert len(thread.messages[2].content or "") > 2_200_000
+    assert await history_size(handle) < 20_000
+    assert len(list((tmp_path / "payloads").rglob("*"))) > 0
