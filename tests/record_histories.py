@@ -13,11 +13,14 @@ import asyncio
 import uuid
 from pathlib import Path
 
+from ratchet.agents import ScriptedModel
+from ratchet.agents.compaction import Summarize, SummarizingAgent
 from ratchet.devserver import DevServer
 from ratchet.errors import RunFailedError
 from ratchet.worker import build_worker
 from ratchet.workflows import AgentClient, RunOptions
 
+from .test_compaction import paging_agent
 from .test_user_workflow import agents
 from .user_workflows import ResearchAndReview
 
@@ -27,7 +30,11 @@ HISTORIES = Path(__file__).parent / "histories"
 async def record() -> None:
     with DevServer.start(ui=False) as server:
         client = await AgentClient.connect(server.address, task_queue="record")
-        async with build_worker(client, agents(), workflows=[ResearchAndReview]):
+        compacting = {
+            "pager": lambda: paging_agent(6, []),
+            "summarizer": lambda: SummarizingAgent(ScriptedModel(lambda m, c: "summary")),
+        }
+        async with build_worker(client, {**agents(), **compacting}, workflows=[ResearchAndReview]):
             completed = await client.start_run("researcher", "What is Temporal?")
             await completed.result()
             failed = await client.start_run("researcher", "loop", options=RunOptions(max_turns=1))
@@ -48,11 +55,23 @@ async def record() -> None:
                 options=RunOptions(thread_mode="reference"),
             )
             await by_reference.result()
+            compacted = await client.start_run(
+                "pager",
+                "Read the pages.",
+                options=RunOptions(
+                    compaction=Summarize(max_messages=6, keep_turns=1),
+                    continue_as_new_after_turns=4,
+                ),
+            )
+            await compacted.result()
+            first_run = client.temporal.get_workflow_handle(compacted.id, run_id=compacted.run_id)
             for name, handle in [
                 ("agent_run_completed", completed.workflow),
                 ("agent_run_max_turns", failed.workflow),
                 ("research_and_review", user),
                 ("agent_run_thread_by_reference", by_reference.workflow),
+                ("agent_run_summarize_then_continue_as_new", first_run),
+                ("agent_run_continued", client.temporal.get_workflow_handle(compacted.id)),
             ]:
                 if (HISTORIES / f"{name}.json").exists():
                     continue

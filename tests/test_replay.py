@@ -36,6 +36,8 @@ def test_histories_are_recorded():
         "agent_run_max_turns",
         "research_and_review",
         "agent_run_thread_by_reference",
+        "agent_run_summarize_then_continue_as_new",
+        "agent_run_continued",
     }
 
 

@@ -7,7 +7,7 @@ one is pure overhead. Decoding restores the defaults, so round trips are exact.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, get_origin
 
 from pydantic import BaseModel, SerializerFunctionWrapHandler, model_serializer
 from pydantic_core import PydanticUndefined
@@ -20,8 +20,8 @@ class CompactModel(BaseModel):
         if not isinstance(data, dict):
             return data
         for name, field in type(self).model_fields.items():
-            if name not in data:
-                continue
+            if name not in data or get_origin(field.annotation) is Literal:
+                continue  # tags (discriminators) are always written
             if field.default_factory in (list, dict):
                 if not data[name]:
                     del data[name]

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from .compact import CompactModel
 from .messages import Message, new_id
 from .usage import Usage
 
@@ -42,7 +43,7 @@ class SessionInfo(BaseModel):
         return self.model_copy(update={"updated_at": now})
 
 
-class StepResult(BaseModel):
+class StepResult(CompactModel):
     """One completed turn, as the execution remembers it."""
 
     turn: int
@@ -54,12 +55,19 @@ class StepResult(BaseModel):
     final: bool = False
 
 
-class ExecutionState(BaseModel):
+MAX_STEP_RESULTS = 1000
+"""Step results an execution keeps; older ones are counted (their turns are in history)."""
+
+
+class ExecutionState(CompactModel):
     execution_id: str
     status: AgentStatus = AgentStatus.RUNNING
     started_at: datetime
     current_step_started_at: datetime | None = None
     step_results: list[StepResult] = Field(default_factory=list)
+    """The latest ``MAX_STEP_RESULTS`` completed turns."""
+    earlier_steps: int = 0
+    """Completed turns no longer in ``step_results``."""
     usage: Usage = Usage()
 
     @classmethod
@@ -68,15 +76,18 @@ class ExecutionState(BaseModel):
 
     @property
     def step_count(self) -> int:
-        return len(self.step_results)
+        return self.earlier_steps + len(self.step_results)
 
     def mark_step_started(self, now: datetime) -> ExecutionState:
         return self.model_copy(update={"current_step_started_at": now})
 
     def with_step_result(self, step: StepResult) -> ExecutionState:
+        steps = [*self.step_results, step]
+        dropped = max(0, len(steps) - MAX_STEP_RESULTS)
         return self.model_copy(
             update={
-                "step_results": [*self.step_results, step],
+                "step_results": steps[dropped:],
+                "earlier_steps": self.earlier_steps + dropped,
                 "usage": self.usage + step.usage,
                 "current_step_started_at": None,
             }

@@ -8,6 +8,7 @@ from typing import Literal
 from temporalio.common import RetryPolicy
 
 from ratchet.agents.compact import CompactModel
+from ratchet.agents.compaction import CompactionPolicy
 
 
 class RunOptions(CompactModel):
@@ -29,6 +30,11 @@ class RunOptions(CompactModel):
     input (quadratic history). ``auto``: inline while the thread is at most
     ``inline_thread_bytes``, by reference after that."""
     inline_thread_bytes: int = 2048
+    compaction: CompactionPolicy | None = None
+    """Shrink the working thread when it passes a budget (see ratchet.agents.compaction)."""
+    continue_as_new_after_turns: int | None = None
+    """AgentRunWorkflow continues-as-new when Temporal suggests it (history size or
+    events) or, if set, after this many turns in one workflow run."""
 
 
 def turn_retry_policy(options: RunOptions) -> RetryPolicy:

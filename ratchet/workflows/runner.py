@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import NoReturn
 
 from pydantic import BaseModel, Field
@@ -23,6 +23,7 @@ from temporalio.exceptions import (
 with workflow.unsafe.imports_passed_through():
     from ratchet.activities.threads import ThreadRef
     from ratchet.activities.turn import TURN_ACTIVITY, TurnInput, TurnOutput
+    from ratchet.agents.compaction import Summarize
     from ratchet.agents.messages import Message
     from ratchet.agents.state import (
         AgentSession,
@@ -38,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
     from .presets import RunOptions, turn_retry_policy
     from .threads import thread_registry
 
+PROGRESS_ROWS = 20
 THREAD_REF_PATCH = "ratchet.thread-ref"
 """Runs started before threads by reference replay with the thread inline."""
 
@@ -112,28 +114,89 @@ class AgentRunner:
                 update={"thread": session.thread.model_copy(update={"messages": messages})}
             )
         self.state = AgentState(session=session)
+        self.turns_this_run = 0
+        self.between_turns: Callable[[], Awaitable[None]] | None = None
+        """Awaited after each non-final turn (AgentRunWorkflow continues-as-new there)."""
         self._thread_bytes = sum(len(m.model_dump_json()) for m in session.thread.messages)
         thread_registry().register(lambda: self.state.session.thread)
 
-    async def run(self, messages: str | Sequence[Message]) -> RunResult:
+    async def run(
+        self, messages: str | Sequence[Message], *, resume: ExecutionState | None = None
+    ) -> RunResult:
+        """Run to a final answer. ``resume`` continues an execution carried over from an
+        earlier workflow run (continue-as-new); its messages are already in the thread."""
         try:
-            pending = new_messages(messages, _workflow_message_id)
+            pending = [] if resume else new_messages(messages, _workflow_message_id)
         except InvalidInputError as e:
             raise ApplicationError(str(e), type="InvalidInputError", non_retryable=True) from e
         self._by_reference = workflow.patched(THREAD_REF_PATCH)
-        # Every turn's input carries the execution id; the shorter form is unique enough.
-        execution_id = workflow.uuid4().hex[:12] if self._by_reference else str(workflow.uuid4())
-        self.state.execution = ExecutionState.start(execution_id, workflow.now())
+        if resume is not None:
+            self.state.execution = resume
+        else:
+            # Every turn's input carries the execution id; the shorter form is unique enough.
+            execution_id = (
+                workflow.uuid4().hex[:12] if self._by_reference else str(workflow.uuid4())
+            )
+            self.state.execution = ExecutionState.start(execution_id, workflow.now())
         previous: list[Message] = []
-        for turn in range(1, self.options.max_turns + 1):
+        for turn in range(self._execution.step_count + 1, self.options.max_turns + 1):
+            await self._compact_if_needed(turn)
             self._set_execution(self._execution.mark_step_started(workflow.now()))
-            output = await self._take_turn(turn, pending, previous)
+            output = await self._take_turn(
+                self._turn_input(turn, pending), turn_summary(turn, pending, previous)
+            )
             added = self._apply(turn, pending, output)
             if output.final_id is not None:
                 self._set_execution(self._execution.with_status(AgentStatus.COMPLETED))
                 return self._result(next(m for m in added if m.id == output.final_id))
             pending, previous = [], added
+            self.turns_this_run += 1
+            if self.between_turns is not None:
+                await self.between_turns()
         self._fail("MaxTurnsExceededError", str(MaxTurnsExceededError(self.options.max_turns)))
+
+    async def _compact_if_needed(self, turn: int) -> None:
+        policy = self.options.compaction
+        thread = self.state.session.thread
+        if policy is None or not policy.over_budget(thread.messages):
+            return
+        if isinstance(policy, Summarize):
+            pinned, older, recent = policy.split(thread.messages, policy.keep_turns)
+            if not older:
+                return
+            request = self._turn_input(turn, [], agent=policy.agent, upto=len(pinned + older))
+            output = await self._take_turn(
+                request, f"compact · summarise {len(older)} messages", agent=policy.agent
+            )
+            summary = next(m for m in output.added if isinstance(m, Message))
+            usage = self._execution.usage + output.usage
+            self._set_execution(self._execution.model_copy(update={"usage": usage}))
+            note = policy.summary_message(summary, len(older))
+            note.id = _workflow_message_id()
+            messages = [*pinned, note, *recent]
+        else:
+            messages = policy.compact(thread.messages)
+        if [m.id for m in messages] == [m.id for m in thread.messages] and all(
+            a is b for a, b in zip(messages, thread.messages, strict=True)
+        ):
+            return
+        compacted = thread.model_copy(
+            update={"generation": thread.generation + 1, "messages": messages}
+        )
+        self.state.session = self.state.session.model_copy(update={"thread": compacted})
+        self._thread_bytes = sum(len(m.model_dump_json()) for m in messages)
+        workflow.logger.info(
+            "Compacted thread %s (%s): %d -> %d messages",
+            thread.id,
+            policy.strategy,
+            len(thread.messages),
+            len(messages),
+        )
+
+    @property
+    def thread_bytes(self) -> int:
+        """JSON size of the working thread."""
+        return self._thread_bytes
 
     @property
     def _execution(self) -> ExecutionState:
@@ -144,18 +207,18 @@ class AgentRunner:
         self.state.execution = execution
 
     async def _take_turn(
-        self, turn: int, pending: list[Message], previous: list[Message]
+        self, input: TurnInput, summary: str, *, agent: str | None = None
     ) -> TurnOutput:
         try:
             return await workflow.execute_activity(
                 TURN_ACTIVITY,
-                self._turn_input(turn, pending),
+                input,
                 result_type=TurnOutput,
                 task_queue=self.options.task_queue,
                 start_to_close_timeout=self.options.turn_timeout,
                 heartbeat_timeout=self.options.heartbeat_timeout,
                 retry_policy=turn_retry_policy(self.options),
-                summary=turn_summary(turn, pending, previous),
+                summary=summary,
             )
         except (asyncio.CancelledError, ActivityError) as e:
             if is_cancelled_exception(e):
@@ -166,15 +229,27 @@ class AgentRunner:
             message = cause.message if isinstance(cause, FailureError) else str(e)
             kind = cause.type if isinstance(cause, ApplicationError) else type(cause).__name__
             self._fail(
-                kind or "TurnFailed", f"Turn {turn} of agent {self.agent!r} failed: {message}"
+                kind or "TurnFailed",
+                f"Turn {input.turn} of agent {agent or self.agent!r} failed: {message}",
             )
 
-    def _turn_input(self, turn: int, pending: list[Message]) -> TurnInput:
+    def _turn_input(
+        self,
+        turn: int,
+        pending: list[Message],
+        *,
+        agent: str | None = None,
+        upto: int | None = None,
+    ) -> TurnInput:
+        """The input of a turn of ``agent`` (default: this runner's) over the first
+        ``upto`` messages of the thread (default: all)."""
         thread = self.state.session.thread
+        if upto is not None:
+            thread = thread.model_copy(update={"messages": thread.messages[:upto]})
         info = workflow.info()
         common = dict(
             execution_id=self._execution.execution_id,
-            agent=self.agent,
+            agent=agent or self.agent,
             turn=turn,
             new_messages=pending,
         )
@@ -183,7 +258,11 @@ class AgentRunner:
         mode = self.options.thread_mode
         inline = bool(thread.messages) and (
             mode == "inline"
-            or (mode == "auto" and self._thread_bytes <= self.options.inline_thread_bytes)
+            or (
+                mode == "auto"
+                and upto is None
+                and self._thread_bytes <= self.options.inline_thread_bytes
+            )
         )
         ref = ThreadRef(
             id=thread.id,
@@ -274,7 +353,10 @@ def progress_markdown(agent: str, execution: ExecutionState, error: str | None =
         "| turn | did |",
         "|---|---|",
     ]
-    for step in execution.step_results:
+    shown = execution.step_results[-PROGRESS_ROWS:]
+    if execution.step_count > len(shown):
+        lines.append(f"| … | {execution.step_count - len(shown)} earlier turns |")
+    for step in shown:
         did = "final answer" if step.final else ", ".join(step.tool_calls) or "(no tools)"
         lines.append(f"| {step.turn} | {did.replace('|', '/')} |")
     if error:

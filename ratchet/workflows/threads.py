@@ -19,17 +19,17 @@ with workflow.unsafe.imports_passed_through():
 
 
 class ThreadRegistry:
-    """The threads of one workflow, by ``id#generation``."""
+    """The threads of one workflow, by id (each answers for its current generation)."""
 
     def __init__(self) -> None:
         self._threads: dict[str, Callable[[], ThreadData]] = {}
 
     def register(self, thread: Callable[[], ThreadData]) -> None:
-        current = thread()
-        self._threads[f"{current.id}#{current.generation}"] = thread
+        """Register a thread by id; its generation is read when a query comes."""
+        self._threads[thread().id] = thread
 
     def page(self, request: ThreadPageRequest) -> ThreadPage:
-        source = self._threads.get(request.key)
+        source = self._threads.get(request.key.rpartition("#")[0])
         thread = source() if source is not None else None
         if thread is None or f"{thread.id}#{thread.generation}" != request.key:
             raise ApplicationError(
