@@ -35,6 +35,7 @@ from typing import Any
 
 from temporalio import activity, workflow
 from temporalio.client import Client, WorkflowFailureError
+from temporalio.exceptions import ApplicationError
 
 TOOL_RESULT = "x" * 2000
 TOOL_DESCRIPTION = "Fetch a page (2,000 characters)."
@@ -43,7 +44,7 @@ PROMPT = "go"
 FINAL_OUTPUT = "done"
 DEFAULT_TIMEOUT = timedelta(minutes=30)
 
-OPENAI_AGENTS_INSTALL = 'pip install temporalio-openai-agents openai-agents'
+OPENAI_AGENTS_INSTALL = "pip install temporalio-openai-agents openai-agents"
 PYDANTIC_AI_INSTALL = 'pip install "pydantic-ai-slim[temporal,openai]"'
 
 
@@ -145,7 +146,7 @@ class OpenAIAgentsBenchWorkflow:
 
 
 async def run_openai_agents(
-    address: str, steps: int, base_url: str, *, timeout: timedelta = DEFAULT_TIMEOUT
+    address: str, steps: int, base_url: str, *, execution_timeout: timedelta = DEFAULT_TIMEOUT
 ) -> tuple[str, str]:
     """Run the workload on OpenAI Agents + OpenAIAgentsPlugin; return (workflow_id, run_id)."""
     plugin_module, _ = _import_openai_agents()
@@ -175,7 +176,7 @@ async def run_openai_agents(
             steps,
             id=f"bench-openai-agents-{steps}-{suffix}",
             task_queue=task_queue,
-            execution_timeout=timeout,
+            execution_timeout=execution_timeout,
         )
         return await _finish(client, handle, "openai-agents")
 
@@ -205,7 +206,8 @@ def _make_pydantic_ai_agent(base_url: str) -> Any:
         from pydantic_ai.providers.openai import OpenAIProvider
     except ImportError as e:
         raise RuntimeError(
-            f"pydantic-ai with its Temporal and OpenAI extras is not installed: {PYDANTIC_AI_INSTALL}"
+            "pydantic-ai with its Temporal and OpenAI extras is not installed: "
+            + PYDANTIC_AI_INSTALL
         ) from e
     model = OpenAIChatModel(MODEL_NAME, provider=OpenAIProvider(base_url=base_url, api_key="x"))
     return Agent(
@@ -239,13 +241,16 @@ class PydanticAIBenchWorkflow:
 
         agent = _pydantic_ai_workflow_agent
         if agent is None:
-            raise RuntimeError(f"pydantic-ai is not installed: {PYDANTIC_AI_INSTALL}")
+            raise ApplicationError(
+                f"pydantic-ai is not installed on the worker: {PYDANTIC_AI_INSTALL}",
+                non_retryable=True,
+            )
         result = await agent.run(PROMPT, usage_limits=UsageLimits(request_limit=steps + 5))
         return str(result.output)
 
 
 async def run_pydantic_ai(
-    address: str, steps: int, base_url: str, *, timeout: timedelta = DEFAULT_TIMEOUT
+    address: str, steps: int, base_url: str, *, execution_timeout: timedelta = DEFAULT_TIMEOUT
 ) -> tuple[str, str]:
     """Run the workload on pydantic-ai's TemporalDurability; return (workflow_id, run_id)."""
     agent = _make_pydantic_ai_agent(base_url)  # raises the install hint if missing
@@ -266,6 +271,6 @@ async def run_pydantic_ai(
             steps,
             id=f"bench-pydantic-ai-{steps}-{suffix}",
             task_queue=task_queue,
-            execution_timeout=timeout,
+            execution_timeout=execution_timeout,
         )
         return await _finish(client, handle, "pydantic-ai")

@@ -104,7 +104,10 @@ def start_stub(steps: int) -> StubServer:
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length)
-            if self.path.split("?")[0].rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+            if self.path.split("?")[0].rstrip("/") not in (
+                "/v1/chat/completions",
+                "/chat/completions",
+            ):
                 self._send_json(404, {"error": {"message": f"no route {self.path}"}})
                 return
             try:

@@ -29,8 +29,10 @@ async def history(client: Client, workflow_id: str, run_id: str | None) -> tuple
 async def main(steps_list: list[int], names: list[str]) -> None:
     with DevServer.start(ui=False) as server:
         client = await Client.connect(server.address)
-        print(f"{'integration':<14} {'N':>4} {'history bytes':>14} {'events':>7} "
-              f"{'requests':>8} {'secs':>6}  status")
+        print(
+            f"{'integration':<14} {'N':>4} {'history bytes':>14} {'events':>7} "
+            f"{'requests':>8} {'secs':>6}  status"
+        )
         for steps in steps_list:
             with start_stub(steps) as stub:
                 for name in names:
@@ -43,9 +45,11 @@ async def main(steps_list: list[int], names: list[str]) -> None:
                         wid, rid, note = e.workflow_id, e.run_id, f"  FAILED: {e}"
                     secs = time.perf_counter() - started
                     size, length, status = await history(client, wid, rid)
-                    print(f"{name:<14} {steps:>4} {size:>14,} {length:>7} "
-                          f"{stub.requests - before:>8} {secs:>6.1f}  {status}{note}",
-                          flush=True)
+                    print(
+                        f"{name:<14} {steps:>4} {size:>14,} {length:>7} "
+                        f"{stub.requests - before:>8} {secs:>6.1f}  {status}{note}",
+                        flush=True,
+                    )
 
 
 if __name__ == "__main__":

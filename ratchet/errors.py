@@ -54,6 +54,10 @@ class ScriptExhaustedError(UsageError):
     """A ScriptedModel was asked for a reply its script does not have."""
 
 
+class IncompatibleThreadError(UsageError):
+    """An agent was given a thread kind it cannot work with."""
+
+
 class PayloadTooLargeError(UsageError):
     """A turn produced more data than one Temporal payload can carry."""
 

@@ -1,7 +1,8 @@
-"""A local HTTP server speaking the OpenAI Chat Completions API, for tests.
+"""A local HTTP server speaking the OpenAI Chat Completions and Responses APIs, for tests.
 
-A test scripts the replies in order; each POST to ``/v1/chat/completions`` is
-recorded and answered with the next one, so the real ``openai`` client is tested
+A test scripts the replies in order; each POST to ``/v1/chat/completions`` or
+``/v1/responses`` is recorded and answered with the next one (as JSON, or as
+server-sent events when the script says so), so the real ``openai`` client is tested
 over real HTTP. When the script runs out the server answers 500, so a test that
 makes more requests than it planned for fails instead of passing by accident.
 Standard library only.
@@ -9,6 +10,7 @@ Standard library only.
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import time
@@ -19,6 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 CHAT_PATH = "/v1/chat/completions"
+RESPONSES_PATH = "/v1/responses"
 
 
 @dataclass
@@ -55,11 +58,20 @@ def _error_reply(
     return _json_reply(status, {"error": {"message": message, "type": type}}, headers)
 
 
+def _sse_reply(events: list[dict[str, Any]]) -> Reply:
+    body = "".join(
+        f"event: {e['type']}\ndata: {json.dumps({**e, 'sequence_number': i})}\n\n"
+        for i, e in enumerate(events)
+    )
+    return Reply(200, body.encode(), {"content-type": "text/event-stream"})
+
+
 class OpenAIServer:
-    """Answers Chat Completions requests from a FIFO script; use it as a context manager."""
+    """Answers OpenAI API requests from a FIFO script; use it as a context manager."""
 
     def __init__(self) -> None:
         self.requests: list[Request] = []
+        self._response_ids = itertools.count(1)
         self._script: deque[Callable[[Request], Reply]] = deque()
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
@@ -117,6 +129,73 @@ class OpenAIServer:
             lambda request: Reply(status, body.encode(), {"content-type": content_type})
         )
 
+    def response(
+        self,
+        text: str | None = None,
+        *calls: tuple[str, str, str],
+        input_tokens: int = 10,
+        output_tokens: int = 5,
+        stream: bool = False,
+    ) -> str:
+        """Script a Responses API reply: text and/or function calls ``(call_id, name,
+        arguments)``. Returns the response id; ``stream`` sends it as server-sent events."""
+        response_id = f"resp_{next(self._response_ids)}"
+        output: list[dict[str, Any]] = []
+        if text is not None:
+            output.append(
+                {
+                    "type": "message",
+                    "id": f"msg_{response_id}",
+                    "role": "assistant",
+                    "status": "completed",
+                    "content": [{"type": "output_text", "text": text, "annotations": []}],
+                }
+            )
+        for call_id, name, arguments in calls:
+            output.append(
+                {
+                    "type": "function_call",
+                    "id": f"fc_{call_id}",
+                    "call_id": call_id,
+                    "name": name,
+                    "arguments": arguments,
+                    "status": "completed",
+                }
+            )
+
+        def reply(request: Request) -> Reply:
+            body = {
+                "id": response_id,
+                "object": "response",
+                "created_at": int(time.time()),
+                "model": request.body.get("model"),
+                "status": "completed",
+                "output": output,
+                "parallel_tool_calls": True,
+                "tool_choice": "auto",
+                "tools": [],
+                "previous_response_id": request.body.get("previous_response_id"),
+                "usage": {
+                    "input_tokens": input_tokens,
+                    "output_tokens": output_tokens,
+                    "total_tokens": input_tokens + output_tokens,
+                },
+            }
+            if not stream:
+                return _json_reply(200, body)
+            events = [
+                {"type": "response.created", "response": {**body, "status": "in_progress"}},
+                *(
+                    {"type": "response.output_text.delta", "delta": word, "output_index": 0}
+                    for word in (text or "").split(" ")
+                ),
+                {"type": "response.completed", "response": body},
+            ]
+            return _sse_reply(events)
+
+        self._script.append(reply)
+        return response_id
+
     def _completion(
         self,
         message: dict[str, Any],
@@ -146,8 +225,10 @@ class OpenAIServer:
     def _answer(self, request: Request) -> Reply:
         with self._lock:
             self.requests.append(request)
-            if request.path != CHAT_PATH:
-                return _error_reply(404, f"The test server only serves {CHAT_PATH}.", "not_found")
+            if request.path not in (CHAT_PATH, RESPONSES_PATH):
+                return _error_reply(
+                    404, f"The test server serves {CHAT_PATH} and {RESPONSES_PATH}.", "not_found"
+                )
             if not self._script:
                 return _error_reply(
                     500,

@@ -21,10 +21,11 @@ from ratchet.agents.compact import CompactModel
 from ratchet.agents.context import RunContext
 from ratchet.agents.messages import Message, new_id
 from ratchet.agents.state import ThreadData
-from ratchet.agents.thread import ChatMessageThread
+from ratchet.agents.thread import MESSAGES, ChatMessageThread, ServiceThread, Thread
 from ratchet.agents.usage import Usage
 from ratchet.errors import (
     AgentNotFoundError,
+    IncompatibleThreadError,
     ModelError,
     PayloadTooLargeError,
     ThreadResolutionError,
@@ -72,6 +73,8 @@ class TurnOutput(CompactModel):
     added: list[Message | str] = Field(default_factory=list)
     final_id: str | None = None
     usage: Usage = Usage()
+    cursor: str | None = None
+    """A service-backed thread's new cursor (e.g. the last response id)."""
 
 
 class TurnActivities:
@@ -144,13 +147,14 @@ class TurnActivities:
             completed=dict(progress),
             checkpoint=checkpoint,
         )
-        thread = ChatMessageThread(id=self._thread_id(input))
+        thread: Thread = ChatMessageThread(id=self._thread_id(input))
         before = 0
 
         async def turn() -> Any:
             nonlocal thread, before
-            thread = ChatMessageThread(await self._thread_messages(input), id=thread.id)
-            before = len(thread)
+            thread = await self._thread(input, agent)
+            context.thread = thread
+            before = len(thread.messages)
             return await agent.run(list(input.new_messages), thread, context)
 
         interval = _heartbeat_interval(info.heartbeat_timeout)
@@ -182,6 +186,7 @@ class TurnActivities:
             added=[m.id if m.id in known else m for m in added],
             final_id=final.id if final is not None else None,
             usage=result.usage,
+            cursor=thread.cursor if thread.kind != MESSAGES else None,
         )
         self._check_size(input, output)
         if input.thread_ref is not None:
@@ -194,12 +199,23 @@ class TurnActivities:
             return input.thread_ref.id
         return input.thread.id if input.thread is not None else ""
 
-    async def _thread_messages(self, input: TurnInput) -> list[Message]:
-        if input.thread is not None:
-            return list(input.thread.messages)
+    async def _thread(self, input: TurnInput, agent: Agent) -> Thread:
+        data = input.thread
+        kind = data.kind if data is not None else MESSAGES
+        if kind not in agent.thread_kinds:
+            raise IncompatibleThreadError(
+                f"Agent {input.agent!r} cannot continue this thread: it is a {kind!r} thread "
+                f"and the agent works with {', '.join(sorted(agent.thread_kinds))} threads. "
+                + _THREAD_HINTS.get(kind, "")
+            )
+        if data is not None and kind != MESSAGES:
+            return ServiceThread(kind, id=data.id, cursor=data.cursor, unsent=data.messages)
+        if data is not None:
+            return ChatMessageThread(data.messages, id=data.id)
+        messages: list[Message] = []
         if input.thread_ref is not None:
-            return await resolve_thread(self.thread_cache, input.thread_ref)
-        return []
+            messages = await resolve_thread(self.thread_cache, input.thread_ref)
+        return ChatMessageThread(messages, id=self._thread_id(input))
 
     def _check_size(self, input: TurnInput, output: TurnOutput) -> None:
         if self.payload_limit is None:
@@ -215,6 +231,18 @@ class TurnActivities:
             "(store the data elsewhere and return a reference or a summary), or give the "
             "client external payload storage: AgentClient.connect(..., payload_storage=...)."
         )
+
+
+_THREAD_HINTS = {
+    "openai.responses": (
+        "The conversation is stored by the OpenAI Responses API; run it with an agent whose "
+        "model is OpenAIResponsesModel, or start a new session for this agent."
+    ),
+    MESSAGES: (
+        "This agent's model keeps the conversation at its service; start its runs with "
+        "RunOptions(thread_kind=...) naming that service."
+    ),
+}
 
 
 def _json_size(message: Message) -> int:

@@ -7,7 +7,13 @@ the engine in ``ratchet.workflows`` runs each call as one durable turn.
 from .agent import Agent, Result
 from .context import RunContext
 from .messages import Message, ToolCall
-from .models import ModelClient, ModelResponse, OpenAIChatModel, ScriptedModel
+from .models import (
+    ModelClient,
+    ModelResponse,
+    OpenAIChatModel,
+    OpenAIResponsesModel,
+    ScriptedModel,
+)
 from .state import (
     AgentSession,
     AgentState,
@@ -17,7 +23,7 @@ from .state import (
     StepResult,
     ThreadData,
 )
-from .thread import ChatMessageThread, Thread
+from .thread import ChatMessageThread, ServiceThread, Thread
 from .tool_calling import ToolCallingAgent
 from .tools import Tool, tool
 from .usage import Usage
@@ -33,9 +39,11 @@ __all__ = [
     "ModelClient",
     "ModelResponse",
     "OpenAIChatModel",
+    "OpenAIResponsesModel",
     "Result",
     "RunContext",
     "ScriptedModel",
+    "ServiceThread",
     "SessionInfo",
     "StepResult",
     "Thread",

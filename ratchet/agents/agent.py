@@ -8,7 +8,7 @@ from pydantic import BaseModel
 
 from .context import RunContext
 from .messages import Message
-from .thread import ChatMessageThread, Thread
+from .thread import MESSAGES, ChatMessageThread, Thread
 from .usage import Usage
 
 
@@ -34,6 +34,9 @@ class Agent(ABC):
     first turn, usually nothing after). The agent appends what it reads and
     produces to ``thread``; the engine records exactly those messages.
     """
+
+    thread_kinds: frozenset[str] = frozenset({MESSAGES})
+    """The thread kinds this agent can run on (see ``ratchet.agents.thread``)."""
 
     @abstractmethod
     async def run(self, messages: list[Message], thread: Thread, context: RunContext) -> Result: ...

@@ -39,6 +39,8 @@ class RunContext:
     completed: Mapping[str, Any] = field(default_factory=dict)
     """Steps earlier attempts of this turn finished, by key (raw JSON values)."""
     checkpoint: Callable[[dict[str, Any]], None] = _no_checkpoint
+    thread: Any = None
+    """The turn's ``Thread`` (models continuing a service-backed thread read its cursor)."""
     event_sink: Callable[[Any], Awaitable[None]] = _no_events
     _recorded: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
 

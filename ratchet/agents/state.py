@@ -103,7 +103,17 @@ class ThreadData(BaseModel):
     id: str = Field(default_factory=lambda: new_id("thread"))
     generation: int = 0
     """Bumped each time the working thread is rewritten (compaction)."""
+    kind: str = "messages"
+    """Where the conversation lives: "messages" (here) or a service, e.g. "openai.responses"."""
+    cursor: str | None = None
+    """A service-backed thread's id at the service (e.g. the last response id)."""
     messages: list[Message] = Field(default_factory=list)
+
+    @property
+    def unsent(self) -> list[Message]:
+        """For a service-backed thread: messages after the service's last reply."""
+        last = max((i for i, m in enumerate(self.messages) if m.role == "assistant"), default=-1)
+        return self.messages[last + 1 :]
 
 
 class AgentSession(BaseModel):
@@ -124,9 +134,14 @@ class AgentSession(BaseModel):
         *,
         session_id: str | None = None,
         thread_id: str | None = None,
+        thread_kind: str = "messages",
     ) -> AgentSession:
         """A fresh session. Workflow code passes both ids (it must not draw random ones)."""
-        thread = ThreadData(id=thread_id) if thread_id else ThreadData()
+        thread = (
+            ThreadData(id=thread_id, kind=thread_kind)
+            if thread_id
+            else ThreadData(kind=thread_kind)
+        )
         return cls(agent_id=agent_id, thread=thread, info=SessionInfo.new(now, session_id))
 
 

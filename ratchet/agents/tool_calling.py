@@ -30,6 +30,7 @@ class ToolCallingAgent(Agent):
         self.model = model
         self.tools = {t.name: t for t in tools}
         self.instructions = instructions
+        self.thread_kinds = model.thread_kinds
 
     async def run(self, messages: list[Message], thread: Thread, context: RunContext) -> Result:
         await thread.on_new_messages(messages)
@@ -42,6 +43,8 @@ class ToolCallingAgent(Agent):
             ModelResponse,
         )
         reply = response.message
+        if response.cursor is not None:
+            thread.cursor = response.cursor
         await thread.on_new_messages([reply])
         if not reply.tool_calls:
             return Result(final_response=reply, usage=response.usage)

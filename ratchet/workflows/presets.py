@@ -30,6 +30,9 @@ class RunOptions(CompactModel):
     input (quadratic history). ``auto``: inline while the thread is at most
     ``inline_thread_bytes``, by reference after that."""
     inline_thread_bytes: int = 2048
+    thread_kind: str = "messages"
+    """Kind of thread a new session gets: "messages", or "openai.responses" to let the
+    OpenAI Responses API store the conversation (only its id travels)."""
     compaction: CompactionPolicy | None = None
     """Shrink the working thread when it passes a budget (see ratchet.agents.compaction)."""
     continue_as_new_after_turns: int | None = None

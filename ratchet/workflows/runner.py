@@ -99,6 +99,7 @@ class AgentRunner:
             workflow.now(),
             session_id=f"session-{workflow.uuid4().hex[:12]}",
             thread_id=f"thread-{workflow.uuid4().hex[:12]}",
+            thread_kind=self.options.thread_kind,
         )
         if thread is not None:
             if not isinstance(thread, ThreadData):
@@ -158,7 +159,7 @@ class AgentRunner:
     async def _compact_if_needed(self, turn: int) -> None:
         policy = self.options.compaction
         thread = self.state.session.thread
-        if policy is None or not policy.over_budget(thread.messages):
+        if policy is None or thread.kind != "messages" or not policy.over_budget(thread.messages):
             return
         if isinstance(policy, Summarize):
             pinned, older, recent = policy.split(thread.messages, policy.keep_turns)
@@ -255,6 +256,10 @@ class AgentRunner:
         )
         if not self._by_reference:
             return TurnInput(version=1, run_id=info.workflow_id, thread=thread, **common)
+        if thread.kind != "messages":
+            # The service holds the conversation: send its cursor and what it has not seen.
+            unsent = thread.model_copy(update={"messages": thread.unsent})
+            return TurnInput(version=2, thread=unsent, **common)
         mode = self.options.thread_mode
         inline = bool(thread.messages) and (
             mode == "inline"
@@ -277,7 +282,10 @@ class AgentRunner:
         by_id = {m.id: m for m in pending}
         added = [by_id[a] if isinstance(a, str) else a for a in output.added]
         session = self.state.session
-        thread = session.thread.model_copy(update={"messages": [*session.thread.messages, *added]})
+        update: dict = {"messages": [*session.thread.messages, *added]}
+        if output.cursor is not None:
+            update["cursor"] = output.cursor
+        thread = session.thread.model_copy(update=update)
         self._thread_bytes += sum(len(m.model_dump_json()) for m in added)
         now = workflow.now()
         self.state.session = session.model_copy(

@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from ..context import RunContext
 from ..messages import Message
+from ..thread import MESSAGES
 from ..tools import Tool
 from ..usage import Usage
 
@@ -19,6 +20,8 @@ class ModelResponse(BaseModel):
     message: Message
     usage: Usage = Usage()
     model: str | None = None
+    cursor: str | None = None
+    """For a service-backed thread: the service's id for the conversation after this reply."""
 
 
 class ModelClient(ABC):
@@ -26,7 +29,13 @@ class ModelClient(ABC):
 
     Implementations raise :class:`ratchet.errors.ModelError` for service failures,
     with ``retryable`` set; they never retry themselves (Temporal does).
+
+    ``thread_kinds`` lists the threads the model can continue. A model that supports
+    a service-backed kind reads the turn's thread from ``context.thread`` and sends
+    only ``messages`` (the part the service has not seen) with the thread's cursor.
     """
+
+    thread_kinds: frozenset[str] = frozenset({MESSAGES})
 
     @abstractmethod
     async def create(

@@ -1,0 +1,140 @@
+"""OpenAIResponsesModel: the OpenAI Responses API, stateless or service-backed.
+
+On a "messages" thread it sends the whole conversation with ``store=False``, like
+Chat Completions. On an "openai.responses" thread the service keeps the
+conversation: each call sends only what the service has not seen (new user
+messages, tool results) with ``previous_response_id``, and the new response id
+becomes the thread's cursor. Only that id travels between turns and lives in
+Temporal history, next to the turn's new messages.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import openai
+
+from ...errors import ModelError
+from ..context import RunContext
+from ..messages import Message, ToolCall
+from ..thread import MESSAGES, OPENAI_RESPONSES
+from ..tools import Tool
+from ..usage import Usage
+from .base import ModelResponse
+from .openai_chat import OpenAIChatModel, classify_openai_error
+
+
+class OpenAIResponsesModel(OpenAIChatModel):
+    """Responses API through the ``openai`` client (``max_retries=0``; Temporal retries).
+
+    ``stream=True`` streams the response and keeps the completed one, which bounds
+    the time to first byte for long answers behind proxies that cut idle requests.
+    """
+
+    thread_kinds = frozenset({MESSAGES, OPENAI_RESPONSES})
+
+    def __init__(self, model: str = "gpt-4o-mini", *, stream: bool = False, **options: Any):
+        super().__init__(model, **options)
+        self.stream = stream
+
+    async def create(
+        self, messages: Sequence[Message], tools: Sequence[Tool], context: RunContext
+    ) -> ModelResponse:
+        thread = context.thread
+        service = thread is not None and getattr(thread, "kind", MESSAGES) == OPENAI_RESPONSES
+        instructions = [m.text for m in messages if m.role == "system"]
+        request: dict[str, Any] = {
+            "model": self.model,
+            "input": [item for m in messages if m.role != "system" for item in to_input_items(m)],
+            "store": service,
+            **self.request_options,
+        }
+        if instructions:
+            request["instructions"] = "\n\n".join(instructions)
+        if service and thread.cursor:
+            request["previous_response_id"] = thread.cursor
+        if tools:
+            request["tools"] = [to_function_tool(t) for t in tools]
+        try:
+            response = await self._call(request)
+        except openai.OpenAIError as e:
+            raise classify_openai_error(e) from e
+        except json.JSONDecodeError as e:
+            raise ModelError(
+                f"The model service sent a malformed response: {e}", retryable=True
+            ) from e
+        return from_response(response, cursor=response.id if service else None)
+
+    async def _call(self, request: dict[str, Any]) -> Any:
+        if not self.stream:
+            return await self.client.responses.create(**request)
+        completed = None
+        stream = await self.client.responses.create(**request, stream=True)
+        async for event in stream:
+            if event.type == "response.completed":
+                completed = event.response
+            elif event.type in ("response.failed", "error"):
+                detail = getattr(getattr(event, "response", None), "error", None) or event
+                raise ModelError(f"The model's streamed response failed: {detail}", retryable=True)
+        if completed is None:
+            raise ModelError("The model's stream ended before the response completed.", True)
+        return completed
+
+
+def to_input_items(message: Message) -> list[dict[str, Any]]:
+    """One message as Responses API input items."""
+    if message.role == "tool":
+        return [
+            {
+                "type": "function_call_output",
+                "call_id": message.tool_call_id,
+                "output": message.text,
+            }
+        ]
+    items: list[dict[str, Any]] = []
+    if message.content or message.role != "assistant":
+        items.append({"role": message.role, "content": message.text})
+    for call in message.tool_calls:
+        items.append(
+            {
+                "type": "function_call",
+                "call_id": call.id,
+                "name": call.name,
+                "arguments": call.arguments,
+            }
+        )
+    return items
+
+
+def to_function_tool(tool: Tool) -> dict[str, Any]:
+    spec = tool.spec()["function"]
+    return {"type": "function", "strict": False, **spec}
+
+
+def from_response(response: Any, *, cursor: str | None) -> ModelResponse:
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for item in response.output or []:
+        if item.type == "message":
+            texts += [c.text for c in item.content if getattr(c, "type", "") == "output_text"]
+        elif item.type == "function_call":
+            calls.append(
+                ToolCall(id=item.call_id, name=item.name, arguments=item.arguments or "{}")
+            )
+    if not texts and not calls:
+        raise ModelError("The model's response had neither text nor tool calls.", retryable=True)
+    usage = Usage(requests=1)
+    if response.usage is not None:
+        usage = Usage(
+            requests=1,
+            input_tokens=response.usage.input_tokens or 0,
+            output_tokens=response.usage.output_tokens or 0,
+        )
+    return ModelResponse(
+        message=Message.assistant("".join(texts) or None, calls),
+        usage=usage,
+        model=response.model,
+        cursor=cursor,
+    )
