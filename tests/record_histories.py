@@ -64,6 +64,10 @@ async def record() -> None:
                 ),
             )
             await compacted.result()
+            fast = await client.start_run(
+                "researcher", "What is Temporal?", options=RunOptions(fast=True)
+            )
+            await fast.result()
             first_run = client.temporal.get_workflow_handle(compacted.id, run_id=compacted.run_id)
             for name, handle in [
                 ("agent_run_completed", completed.workflow),
@@ -72,6 +76,7 @@ async def record() -> None:
                 ("agent_run_thread_by_reference", by_reference.workflow),
                 ("agent_run_summarize_then_continue_as_new", first_run),
                 ("agent_run_continued", client.temporal.get_workflow_handle(compacted.id)),
+                ("agent_run_fast_mode", fast.workflow),
             ]:
                 if (HISTORIES / f"{name}.json").exists():
                     continue

@@ -38,6 +38,7 @@ def test_histories_are_recorded():
         "agent_run_thread_by_reference",
         "agent_run_summarize_then_continue_as_new",
         "agent_run_continued",
+        "agent_run_fast_mode",
     }
 
 

@@ -193,3 +193,17 @@ async def test_external_payload_storage_carries_an_oversized_tool_result(
     assert len(thread.messages[2].content or "") > 2_200_000
     assert await history_size(handle) < 20_000
     assert len(list((tmp_path / "payloads").rglob("*"))) > 0
+
+
+async def test_fast_mode_runs_turns_as_local_activities_with_linear_history(
+    agent_client: AgentClient,
+):
+    async with build_worker(agent_client, {"pager": lambda: pager(20)}):
+        handle = await run_pager(agent_client, 20, fast=True)
+
+    history = await events(handle)
+    assert of_type(history, EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) == []
+    assert len(of_type(history, EventType.EVENT_TYPE_MARKER_RECORDED)) >= 21
+    # The thread goes inline, but a local activity's input is never written to history.
+    raw = await raw_history(handle)
+    assert [raw.count(f"<page-{i}>".encode()) for i in range(20)] == [1] * 20

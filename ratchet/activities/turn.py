@@ -136,7 +136,8 @@ class TurnActivities:
                 if used + sizes[key] <= CHECKPOINT_BUDGET:
                     progress[key] = value
                     used += sizes[key]
-            activity.heartbeat(progress)
+            if not info.is_local:  # local activities (fast mode) have no heartbeats
+                activity.heartbeat(progress)
 
         context = RunContext(
             run_id=input.run_id or info.workflow_id,
@@ -164,7 +165,7 @@ class TurnActivities:
             # heartbeat timeout and cancellation reaches the turn.
             while not task.done():
                 await asyncio.wait({task}, timeout=interval)
-                if not task.done():
+                if not task.done() and not info.is_local:
                     activity.heartbeat(progress)
         finally:
             if not task.done():

@@ -211,6 +211,15 @@ class AgentRunner:
         self, input: TurnInput, summary: str, *, agent: str | None = None
     ) -> TurnOutput:
         try:
+            if self.options.fast:
+                return await workflow.execute_local_activity(
+                    TURN_ACTIVITY,
+                    input,
+                    result_type=TurnOutput,
+                    start_to_close_timeout=self.options.turn_timeout,
+                    retry_policy=turn_retry_policy(self.options),
+                    summary=summary,
+                )
             return await workflow.execute_activity(
                 TURN_ACTIVITY,
                 input,
@@ -263,6 +272,7 @@ class AgentRunner:
         mode = self.options.thread_mode
         inline = bool(thread.messages) and (
             mode == "inline"
+            or self.options.fast  # a local activity's input never reaches history
             or (
                 mode == "auto"
                 and upto is None
