@@ -1,12 +1,24 @@
 """How much Temporal history an agent run writes, as the conversation grows.
 
-    .venv/bin/python -m bench.history_growth [--steps 10 25 50 100]
+    .venv/bin/pip install -e '.[dev,bench]'
+    .venv/bin/python -m bench.history_growth [--steps 10 25 50 100 500]
 
-Workload (issue 3): one agent, one tool returning 2,000 characters, a scripted
-model that calls it N times and then answers. For each N it prints the history
-bytes and events the server reports, and the ratio history bytes ÷ message bytes,
-for Ratchet and for a bare temporalio loop that passes the whole thread to every
-activity (the naive pattern), side by side on one dev server in one run.
+Workload (issue 3): one agent, one tool returning 2,000 characters, a model that
+calls it N times and then answers. The model is a local OpenAI-compatible HTTP
+stub (bench/openai_stub.py) for every engine that calls a model, so all of them
+pay for the same HTTP round trips. Engines, on one dev server in one run:
+
+- ratchet, threads by reference (the default once a thread passes 2 KiB)
+- ratchet, threads inline (``thread_mode="inline"``: the whole thread in every turn)
+- ratchet, fast mode (local activities)
+- a bare temporalio loop that passes the whole thread to each activity (naive)
+- temporalio-openai-agents (OpenAIAgentsPlugin) and pydantic-ai (TemporalDurability),
+  when installed (the ``bench`` extra), with their turn/request limits above N.
+
+For each: the history bytes and events the server reports, the run's status (the
+server terminates a workflow whose history passes 50 MB), milliseconds per turn,
+and history bytes ÷ message bytes, where message bytes is the JSON size of the
+conversation's messages (from Ratchet's thread of the same workload).
 """
 
 from __future__ import annotations
@@ -14,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import time
 import uuid
 from datetime import timedelta
@@ -23,23 +36,29 @@ from temporalio import activity, workflow
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from ratchet.agents import ScriptedModel, ToolCallingAgent, tool
+from ratchet.agents import OpenAIChatModel, ToolCallingAgent, tool
 from ratchet.devserver import DevServer
 from ratchet.worker import build_worker
 from ratchet.workflows import AgentClient, RunOptions
 
+from . import integrations
+from .openai_stub import start_stub
+
 TOOL_RESULT = "x" * 2000
 RESULTS = Path(__file__).parent / "results"
+HISTORY_LIMIT = 50 * 1024 * 1024
+
+RATCHET_ENGINES = {
+    "ratchet, threads by reference": RunOptions(thread_mode="reference"),
+    "ratchet, threads inline": RunOptions(thread_mode="inline"),
+    "ratchet, fast mode (local activities)": RunOptions(fast=True),
+}
 
 
 @tool
 def fetch(page: int) -> str:
     """Fetch a page (2,000 characters)."""
     return TOOL_RESULT
-
-
-def script(steps: int) -> ScriptedModel:
-    return ScriptedModel([*(ScriptedModel.call("fetch", page=i) for i in range(steps)), "done"])
 
 
 @activity.defn(name="naive.turn")
@@ -68,91 +87,174 @@ class NaiveLoop:
         return len(thread)
 
 
-async def history_of(client: Client, workflow_id: str) -> tuple[int, int]:
-    info = (await client.get_workflow_handle(workflow_id).describe()).raw_description
-    return (
-        info.workflow_execution_info.history_size_bytes,
-        info.workflow_execution_info.history_length,
-    )
+async def described(client: Client, workflow_id: str, run_id: str | None = None) -> dict:
+    handle = client.get_workflow_handle(workflow_id, run_id=run_id)
+    description = await handle.describe()
+    info = description.raw_description.workflow_execution_info
+    return {
+        "history_bytes": info.history_size_bytes,
+        "events": info.history_length,
+        "status": description.status.name if description.status else "?",
+    }
 
 
-async def measure(steps_list: list[int]) -> list[dict]:
-    rows = []
+async def measure(steps_list: list[int], integrations_too: bool) -> list[dict]:
+    rows: list[dict] = []
     with DevServer.start(ui=False) as server:
         client = await AgentClient.connect(server.address, task_queue="bench")
         for steps in steps_list:
-            rows += await measure_one(client, steps)
+            rows += await measure_one(client, server.address, steps, integrations_too)
+            print(markdown([r for r in rows if r["steps"] == steps]), flush=True)
     return rows
 
 
-async def measure_one(client: AgentClient, steps: int) -> list[dict]:
-    agents = {"pager": ToolCallingAgent(script(steps), [fetch])}
+async def measure_one(
+    client: AgentClient, address: str, steps: int, integrations_too: bool
+) -> list[dict]:
+    rows: list[dict] = []
+    message_bytes = 0
+    with start_stub(steps) as stub:
+        model = OpenAIChatModel("bench", base_url=stub.base_url, api_key="bench")
+        agents = {"pager": ToolCallingAgent(model, [fetch])}
+        async with build_worker(client, agents):
+            for engine, options in RATCHET_ENGINES.items():
+                options = options.model_copy(update={"max_turns": steps + 5})
+                started = time.perf_counter()
+                handle = await client.start_run("pager", "go", options=options)
+                try:
+                    await handle.result()
+                    if not message_bytes:
+                        state = await handle.state()
+                        messages = state.session.thread.messages
+                        message_bytes = sum(len(m.model_dump_json()) for m in messages)
+                except Exception as e:  # e.g. terminated at the history limit
+                    print(f"{engine} N={steps}: {type(e).__name__}: {e}", flush=True)
+                elapsed = time.perf_counter() - started
+                rows.append(
+                    {
+                        "engine": engine,
+                        "steps": steps,
+                        **await described(client.temporal, handle.id),
+                        "seconds": elapsed,
+                    }
+                )
+        await model.client.close()
+
     naive_queue = f"naive-{uuid.uuid4().hex[:6]}"
-    rows = []
-    async with (
-        build_worker(client, agents),
-        Worker(
-            client.temporal, task_queue=naive_queue, workflows=[NaiveLoop], activities=[naive_turn]
-        ),
+    async with Worker(
+        client.temporal, task_queue=naive_queue, workflows=[NaiveLoop], activities=[naive_turn]
     ):
         started = time.perf_counter()
-        handle = await client.start_run("pager", "go", options=RunOptions(max_turns=steps + 5))
-        await handle.result()
-        elapsed = time.perf_counter() - started
-        state = await handle.state()
-        message_bytes = sum(len(m.model_dump_json()) for m in state.session.thread.messages)
-        size, events = await history_of(client.temporal, handle.id)
-        rows.append(row("ratchet (inline thread)", steps, size, events, message_bytes, elapsed))
-
-        started = time.perf_counter()
         naive_id = f"naive-{uuid.uuid4().hex[:8]}"
-        await client.temporal.execute_workflow(
-            NaiveLoop.run, steps, id=naive_id, task_queue=naive_queue
-        )
-        elapsed = time.perf_counter() - started
-        size, events = await history_of(client.temporal, naive_id)
+        try:
+            await client.temporal.execute_workflow(
+                NaiveLoop.run, steps, id=naive_id, task_queue=naive_queue
+            )
+        except Exception as e:
+            print(f"naive N={steps}: {type(e).__name__}: {e}", flush=True)
         rows.append(
-            row("bare temporalio loop (naive)", steps, size, events, message_bytes, elapsed)
+            {
+                "engine": "bare temporalio loop, thread passed (naive)",
+                "steps": steps,
+                **await described(client.temporal, naive_id),
+                "seconds": time.perf_counter() - started,
+            }
         )
+
+    if integrations_too:
+        for engine, run in [
+            ("temporalio-openai-agents (OpenAIAgentsPlugin)", integrations.run_openai_agents),
+            ("pydantic-ai (TemporalDurability)", integrations.run_pydantic_ai),
+        ]:
+            with start_stub(steps) as stub:
+                started = time.perf_counter()
+                try:
+                    workflow_id, run_id = await run(address, steps, stub.base_url)
+                except integrations.IntegrationRunFailed as e:
+                    print(f"{engine} N={steps}: {e}", flush=True)
+                    workflow_id, run_id = e.workflow_id, e.run_id
+                except RuntimeError as e:  # not installed
+                    print(f"{engine}: skipped: {e}", flush=True)
+                    continue
+                rows.append(
+                    {
+                        "engine": engine,
+                        "steps": steps,
+                        **await described(client.temporal, workflow_id, run_id),
+                        "seconds": time.perf_counter() - started,
+                    }
+                )
+
+    for row in rows:
+        row["message_bytes"] = message_bytes
+        row["ratio"] = round(row["history_bytes"] / message_bytes, 2)
+        row["ms_per_turn"] = round(row.pop("seconds") * 1000 / (steps + 1), 1)
     return rows
-
-
-def row(
-    engine: str, steps: int, size: int, events: int, message_bytes: int, elapsed: float
-) -> dict:
-    return {
-        "engine": engine,
-        "steps": steps,
-        "history_bytes": size,
-        "events": events,
-        "message_bytes": message_bytes,
-        "ratio": round(size / message_bytes, 2),
-        "ms_per_turn": round(elapsed * 1000 / (steps + 1), 1),
-    }
 
 
 def markdown(rows: list[dict]) -> str:
     lines = [
-        "| engine | N | history bytes | events | message bytes | history ÷ messages | ms/turn |",
+        "| engine | N | status | history bytes | events | history ÷ messages | ms/turn |",
         "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
+        status = "completed" if r["status"] == "COMPLETED" else f"**{r['status'].lower()}**"
         lines.append(
-            f"| {r['engine']} | {r['steps']} | {r['history_bytes']:,} | {r['events']} | "
-            f"{r['message_bytes']:,} | {r['ratio']} | {r['ms_per_turn']} |"
+            f"| {r['engine']} | {r['steps']} | {status} | {r['history_bytes']:,} | "
+            f"{r['events']:,} | {r['ratio']} | {r['ms_per_turn']} |"
         )
     return "\n".join(lines)
 
 
+def plot(rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (sizes, ratios) = plt.subplots(1, 2, figsize=(13, 5))
+    for engine in dict.fromkeys(r["engine"] for r in rows):
+        mine = [r for r in rows if r["engine"] == engine]
+        steps = [r["steps"] for r in mine]
+        style = "-o" if engine.startswith("ratchet") else "--s"
+        sizes.plot(steps, [r["history_bytes"] / 1e6 for r in mine], style, label=engine)
+        ratios.plot(steps, [r["ratio"] for r in mine], style, label=engine)
+        for r in mine:
+            if r["status"] != "COMPLETED":
+                sizes.annotate(r["status"].lower(), (r["steps"], r["history_bytes"] / 1e6))
+    sizes.axhline(HISTORY_LIMIT / 1e6, color="red", linewidth=1)
+    sizes.text(
+        10, HISTORY_LIMIT / 1e6 * 1.1, "Temporal terminates a workflow at 50 MB", color="red"
+    )
+    ratios.axhline(1.5, color="green", linewidth=1)
+    ratios.text(10, 1.6, "target 1.5", color="green")
+    for axis, label in [(sizes, "history MB"), (ratios, "history bytes ÷ message bytes")]:
+        axis.set_xscale("log")
+        axis.set_yscale("log")
+        axis.set_xlabel("tool steps N (2,000-character tool result each)")
+        axis.set_ylabel(label)
+        axis.grid(True, which="both", alpha=0.3)
+    sizes.legend(fontsize=8)
+    fig.suptitle("Temporal history written by one agent run (one dev server, one run)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--steps", type=int, nargs="+", default=[10, 25, 50])
+    parser.add_argument("--steps", type=int, nargs="+", default=[10, 25, 50, 100, 500])
+    parser.add_argument(
+        "--no-integrations", action="store_true", help="skip openai-agents and pydantic-ai"
+    )
+    parser.add_argument("--out", default="history_growth")
     args = parser.parse_args()
-    rows = asyncio.run(measure(args.steps))
+    logging.getLogger("temporalio").setLevel(logging.ERROR)
+    rows = asyncio.run(measure(args.steps, not args.no_integrations))
     print(markdown(rows))
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "history_growth.json").write_text(json.dumps(rows, indent=2))
-    (RESULTS / "history_growth.md").write_text(markdown(rows) + "\n")
+    (RESULTS / f"{args.out}.json").write_text(json.dumps(rows, indent=2) + "\n")
+    (RESULTS / f"{args.out}.md").write_text(markdown(rows) + "\n")
+    plot(rows, RESULTS / f"{args.out}.png")
 
 
 if __name__ == "__main__":

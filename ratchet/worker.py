@@ -37,13 +37,15 @@ def build_worker(
     *,
     task_queue: str | None = None,
     workflows: list[type] | None = None,
+    activities: list[Any] | None = None,
     max_concurrent_turns: int = 50,
     thread_cache: ThreadCache | None = None,
     **worker_options: Any,
 ) -> Worker:
     """A worker that hosts ``agents`` and runs ``AgentRunWorkflow`` (plus ``workflows``).
 
-    Pass your own workflows that call ``run_agent`` in ``workflows``. The worker
+    Pass your own workflows that call ``run_agent`` in ``workflows`` (and their own
+    activities in ``activities``). The worker
     keeps the threads it has seen in ``thread_cache`` (default: 256 MiB).
     """
     if not agents:
@@ -65,7 +67,7 @@ def build_worker(
         client,
         task_queue=task_queue,
         workflows=[AgentRunWorkflow, *(workflows or [])],
-        activities=[turns.run_turn],
+        activities=[turns.run_turn, *(activities or [])],
         max_concurrent_activities=max_concurrent_turns,
         workflow_runner=workflow_runner(),
         # A run whose worker died moves to another worker within seconds.

@@ -207,3 +207,16 @@ async def test_fast_mode_runs_turns_as_local_activities_with_linear_history(
     # The thread goes inline, but a local activity's input is never written to history.
     raw = await raw_history(handle)
     assert [raw.count(f"<page-{i}>".encode()) for i in range(20)] == [1] * 20
+
+
+async def test_fast_mode_on_a_worker_without_the_thread_takes_the_turn_again_inline(
+    agent_client: AgentClient,
+):
+    seen: list[int] = []
+    cache = ThreadCache(max_bytes=0)  # holds nothing: every turn misses
+    agents = {"pager": lambda: pager(4, seen=seen)}
+    async with build_worker(agent_client, agents, thread_cache=cache):
+        await run_pager(agent_client, 4, fast=True, thread_mode="reference")
+
+    assert seen == [1, 3, 5, 7, 9]
+    assert cache.stats.misses == 4 and cache.stats.pages == 0

@@ -18,12 +18,15 @@ from dataclasses import dataclass
 from pydantic import BaseModel
 from temporalio import activity
 from temporalio.client import Client, WorkflowQueryFailedError
+from temporalio.exceptions import ApplicationError
 
 from ratchet.agents.compact import CompactModel
 from ratchet.agents.messages import Message
 from ratchet.errors import ThreadResolutionError
 
 THREAD_QUERY = "ratchet.thread"
+THREAD_NOT_CACHED = "ThreadNotCached"
+"""Failure type of a local-activity turn whose worker lacks the thread (fast mode)."""
 PAGE_BYTES = 1024 * 1024
 """Largest page of messages one query answer carries (well under gRPC limits)."""
 
@@ -184,6 +187,14 @@ async def resolve_thread(cache: ThreadCache, ref: ThreadRef) -> list[Message]:
     cached = cache.get(ref)
     if cached is not None:
         return cached
+    if activity.info().is_local:
+        # The workflow is blocked on this local activity and cannot answer a query;
+        # it takes the turn again with the thread inline.
+        raise ApplicationError(
+            f"Thread {ref.key} version {ref.version} is not cached on this worker.",
+            type=THREAD_NOT_CACHED,
+            non_retryable=True,
+        )
     messages = await fetch_thread(
         activity.client(), ref, page_bytes=cache.page_bytes, stats=cache.stats
     )

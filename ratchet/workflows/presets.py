@@ -35,9 +35,10 @@ class RunOptions(CompactModel):
     OpenAI Responses API store the conversation (only its id travels)."""
     fast: bool = False
     """Run turns as local activities, in the workflow's worker: fewer round trips to
-    the server, for interactive use. A local activity's input is not written to
-    history, so the thread goes inline; there are no heartbeats, so a turn lost with
-    its worker is retried after ``turn_timeout``. Use it for short turns."""
+    the server, for interactive use. Threads still go by reference (the worker's
+    cache has them; after a restart the turn is taken again with the thread inline).
+    There are no heartbeats, so a turn lost with its worker is retried after
+    ``turn_timeout``. Use it for short turns."""
     compaction: CompactionPolicy | None = None
     """Shrink the working thread when it passes a budget (see ratchet.agents.compaction)."""
     continue_as_new_after_turns: int | None = None

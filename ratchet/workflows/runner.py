@@ -21,7 +21,7 @@ from temporalio.exceptions import (
 )
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.activities.threads import ThreadRef
+    from ratchet.activities.threads import THREAD_NOT_CACHED, ThreadRef
     from ratchet.activities.turn import TURN_ACTIVITY, TurnInput, TurnOutput
     from ratchet.agents.compaction import Summarize
     from ratchet.agents.messages import Message
@@ -212,14 +212,7 @@ class AgentRunner:
     ) -> TurnOutput:
         try:
             if self.options.fast:
-                return await workflow.execute_local_activity(
-                    TURN_ACTIVITY,
-                    input,
-                    result_type=TurnOutput,
-                    start_to_close_timeout=self.options.turn_timeout,
-                    retry_policy=turn_retry_policy(self.options),
-                    summary=summary,
-                )
+                return await self._take_local_turn(input, summary)
             return await workflow.execute_activity(
                 TURN_ACTIVITY,
                 input,
@@ -230,18 +223,45 @@ class AgentRunner:
                 retry_policy=turn_retry_policy(self.options),
                 summary=summary,
             )
-        except (asyncio.CancelledError, ActivityError) as e:
+        except (asyncio.CancelledError, ActivityError, ApplicationError) as e:
             if is_cancelled_exception(e):
                 self._set_execution(self._execution.with_status(AgentStatus.CANCELLED))
                 raise
-            assert isinstance(e, ActivityError)
-            cause = e.cause
+            # A local activity's failure (fast mode) may arrive unwrapped.
+            cause = e.cause if isinstance(e, ActivityError) else e
             message = cause.message if isinstance(cause, FailureError) else str(e)
             kind = cause.type if isinstance(cause, ApplicationError) else type(cause).__name__
             self._fail(
                 kind or "TurnFailed",
                 f"Turn {input.turn} of agent {agent or self.agent!r} failed: {message}",
             )
+
+    async def _take_local_turn(self, input: TurnInput, summary: str) -> TurnOutput:
+        """Fast mode. A local activity cannot page a thread in from its own workflow
+        (the workflow is busy waiting for it), so a worker without the thread says
+        so and the turn is taken again with the thread inline."""
+        try:
+            return await self._local_activity(input, summary)
+        except (ActivityError, ApplicationError) as e:
+            # A local activity's failure may arrive unwrapped.
+            cause = e.cause if isinstance(e, ActivityError) else e
+            ref = input.thread_ref
+            if not (isinstance(cause, ApplicationError) and cause.type == THREAD_NOT_CACHED):
+                raise
+            assert ref is not None
+            thread = self.state.session.thread
+            inline = thread.model_copy(update={"messages": thread.messages[: ref.version]})
+            return await self._local_activity(input.model_copy(update={"thread": inline}), summary)
+
+    async def _local_activity(self, input: TurnInput, summary: str) -> TurnOutput:
+        return await workflow.execute_local_activity(
+            TURN_ACTIVITY,
+            input,
+            result_type=TurnOutput,
+            start_to_close_timeout=self.options.turn_timeout,
+            retry_policy=turn_retry_policy(self.options),
+            summary=summary,
+        )
 
     def _turn_input(
         self,
@@ -272,7 +292,6 @@ class AgentRunner:
         mode = self.options.thread_mode
         inline = bool(thread.messages) and (
             mode == "inline"
-            or self.options.fast  # a local activity's input never reaches history
             or (
                 mode == "auto"
                 and upto is None
