@@ -58,12 +58,38 @@ def _error_reply(
     return _json_reply(status, {"error": {"message": message, "type": type}}, headers)
 
 
-def _sse_reply(events: list[dict[str, Any]]) -> Reply:
-    body = "".join(
-        f"event: {e['type']}\ndata: {json.dumps({**e, 'sequence_number': i})}\n\n"
-        for i, e in enumerate(events)
-    )
+def _sse_reply(events: list[dict[str, Any]], *, named: bool = True) -> Reply:
+    """Server-sent events: Responses events are named and numbered; chat chunks are
+    bare ``data:`` lines ending with ``[DONE]``."""
+    if named:
+        body = "".join(
+            f"event: {e['type']}\ndata: {json.dumps({**e, 'sequence_number': i})}\n\n"
+            for i, e in enumerate(events)
+        )
+    else:
+        body = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
     return Reply(200, body.encode(), {"content-type": "text/event-stream"})
+
+
+def _chunks(
+    head: dict[str, Any], message: dict[str, Any], finish_reason: str, usage: dict[str, int]
+) -> list[dict[str, Any]]:
+    """A chat completion as stream chunks: text word by word, each tool call in two parts."""
+    deltas: list[dict[str, Any]] = [{"role": "assistant"}]
+    words = (message.get("content") or "").split(" ")
+    deltas += [{"content": w if i == 0 else " " + w} for i, w in enumerate(words) if w]
+    for index, call in enumerate(message.get("tool_calls") or []):
+        arguments = call["function"]["arguments"]
+        half = len(arguments) // 2
+        first = {"name": call["function"]["name"], "arguments": arguments[:half]}
+        deltas.append({"tool_calls": [{"index": index, "id": call["id"], "function": first}]})
+        rest = {"arguments": arguments[half:]}
+        deltas.append({"tool_calls": [{"index": index, "function": rest}]})
+    chunk = {**head, "object": "chat.completion.chunk"}
+    chunks = [{**chunk, "choices": [{"index": 0, "delta": d}]} for d in deltas]
+    chunks.append({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": finish_reason}]})
+    chunks.append({**chunk, "choices": [], "usage": usage})
+    return chunks
 
 
 class OpenAIServer:
@@ -92,14 +118,29 @@ class OpenAIServer:
         self._httpd.server_close()
         self._thread.join()
 
-    def text(self, content: str, *, prompt_tokens: int = 10, completion_tokens: int = 5) -> None:
-        """Script a reply with assistant text."""
+    def text(
+        self,
+        content: str,
+        *,
+        prompt_tokens: int = 10,
+        completion_tokens: int = 5,
+        stream: bool = False,
+    ) -> None:
+        """Script a reply with assistant text (``stream``: as chunks, word by word)."""
         self._completion(
-            {"role": "assistant", "content": content}, "stop", prompt_tokens, completion_tokens
+            {"role": "assistant", "content": content},
+            "stop",
+            prompt_tokens,
+            completion_tokens,
+            stream,
         )
 
     def tool_calls(
-        self, *calls: tuple[str, str, str], prompt_tokens: int = 10, completion_tokens: int = 5
+        self,
+        *calls: tuple[str, str, str],
+        prompt_tokens: int = 10,
+        completion_tokens: int = 5,
+        stream: bool = False,
     ) -> None:
         """Script a reply asking for tools; each call is ``(id, name, arguments JSON text)``."""
         message = {
@@ -110,7 +151,7 @@ class OpenAIServer:
                 for id, name, arguments in calls
             ],
         }
-        self._completion(message, "tool_calls", prompt_tokens, completion_tokens)
+        self._completion(message, "tool_calls", prompt_tokens, completion_tokens, stream)
 
     def error(
         self,
@@ -202,21 +243,29 @@ class OpenAIServer:
         finish_reason: str,
         prompt_tokens: int,
         completion_tokens: int,
+        stream: bool = False,
     ) -> None:
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        }
+
         def reply(request: Request) -> Reply:
+            head = {
+                "id": f"chatcmpl-{len(self.requests)}",
+                "created": int(time.time()),
+                "model": request.body.get("model"),
+            }
+            if stream:
+                return _sse_reply(_chunks(head, message, finish_reason, usage), named=False)
             return _json_reply(
                 200,
                 {
-                    "id": f"chatcmpl-{len(self.requests)}",
+                    **head,
                     "object": "chat.completion",
-                    "created": int(time.time()),
-                    "model": request.body.get("model"),
                     "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
-                    "usage": {
-                        "prompt_tokens": prompt_tokens,
-                        "completion_tokens": completion_tokens,
-                        "total_tokens": prompt_tokens + completion_tokens,
-                    },
+                    "usage": usage,
                 },
             )
 

@@ -294,3 +294,21 @@ async def test_run_fails_after_one_attempt_when_the_key_is_refused(
     assert "OPENAI_API_KEY" in str(failure.value)
     assert await attempts(handle) == [1]
     assert len(server.requests) == 1
+
+
+async def test_a_streamed_reply_is_assembled_from_its_chunks(
+    agent_client: AgentClient, server: OpenAIServer
+):
+    server.tool_calls(("call_1", "lookup", '{"city": "Oslo"}'), stream=True)
+    server.text("Snow in Oslo today.", prompt_tokens=30, completion_tokens=4, stream=True)
+    model = chat_model(server, stream=True)
+
+    async with build_worker(agent_client, {"oa": ToolCallingAgent(model, [lookup])}):
+        result = await agent_client.run("oa", "Weather in Oslo?", options=FAST)
+    await model.client.close()
+
+    assert result.output == "Snow in Oslo today."
+    assert result.usage == Usage(requests=2, input_tokens=40, output_tokens=9)
+    first, second = server.requests
+    assert first.body["stream"] is True and first.body["stream_options"]["include_usage"]
+    assert second.body["messages"][1:] == OSLO_TOOL_ROUND

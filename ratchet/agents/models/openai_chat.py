@@ -36,9 +36,12 @@ class OpenAIChatModel(ModelClient):
         base_url: str | None = None,
         api_key: str | None = None,
         timeout: float = 120.0,
+        stream: bool = False,
         **request_options: Any,
     ) -> None:
         self.model = model
+        self.stream = stream
+        """Stream the reply and assemble it (text and tool calls) when it is complete."""
         self._client = client
         self._client_args = {"base_url": base_url, "api_key": api_key, "timeout": timeout}
         self.request_options = request_options
@@ -66,6 +69,8 @@ class OpenAIChatModel(ModelClient):
         if tools:
             request["tools"] = [t.spec() for t in tools]
         try:
+            if self.stream:
+                return await self._streamed(request)
             completion = await self.client.chat.completions.create(**request)
         except openai.OpenAIError as e:
             raise classify_openai_error(e) from e
@@ -92,6 +97,41 @@ class OpenAIChatModel(ModelClient):
         return ModelResponse(
             message=Message.assistant(reply.content, calls), usage=usage, model=completion.model
         )
+
+    async def _streamed(self, request: dict[str, Any]) -> ModelResponse:
+        stream = await self.client.chat.completions.create(
+            **request, stream=True, stream_options={"include_usage": True}
+        )
+        text: list[str] = []
+        calls: dict[int, dict[str, str]] = {}
+        usage = Usage(requests=1)
+        model = None
+        async for chunk in stream:
+            model = chunk.model or model
+            if chunk.usage is not None:
+                usage = Usage(
+                    requests=1,
+                    input_tokens=chunk.usage.prompt_tokens or 0,
+                    output_tokens=chunk.usage.completion_tokens or 0,
+                )
+            for choice in chunk.choices[:1]:
+                delta = choice.delta
+                if delta.content:
+                    text.append(delta.content)
+                for part in delta.tool_calls or []:
+                    call = calls.setdefault(part.index, {"id": "", "name": "", "arguments": ""})
+                    call["id"] = part.id or call["id"]
+                    if part.function is not None:
+                        call["name"] += part.function.name or ""
+                        call["arguments"] += part.function.arguments or ""
+        if not text and not calls:
+            raise ModelError("The model's stream ended without text or tool calls.", True)
+        tool_calls = [
+            ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"] or "{}")
+            for _, c in sorted(calls.items())
+        ]
+        message = Message.assistant("".join(text) or None, tool_calls)
+        return ModelResponse(message=message, usage=usage, model=model)
 
 
 def to_openai_message(message: Message) -> dict[str, Any]:

@@ -35,10 +35,6 @@ class OpenAIResponsesModel(OpenAIChatModel):
 
     thread_kinds = frozenset({MESSAGES, OPENAI_RESPONSES})
 
-    def __init__(self, model: str = "gpt-4o-mini", *, stream: bool = False, **options: Any):
-        super().__init__(model, **options)
-        self.stream = stream
-
     async def create(
         self, messages: Sequence[Message], tools: Sequence[Tool], context: RunContext
     ) -> ModelResponse:
