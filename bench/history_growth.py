@@ -18,7 +18,8 @@ pay for the same HTTP round trips. Engines, on one dev server in one run:
 For each: the history bytes and events the server reports, the run's status (the
 server terminates a workflow whose history passes 50 MB), milliseconds per turn,
 and history bytes ÷ message bytes, where message bytes is the JSON size of the
-conversation's messages (from Ratchet's thread of the same workload).
+conversation's messages (from Ratchet's thread of the same workload). A run that
+continued as new counts the history of every run in its chain.
 """
 
 from __future__ import annotations
@@ -88,14 +89,20 @@ class NaiveLoop:
 
 
 async def described(client: Client, workflow_id: str, run_id: str | None = None) -> dict:
-    handle = client.get_workflow_handle(workflow_id, run_id=run_id)
-    description = await handle.describe()
-    info = description.raw_description.workflow_execution_info
-    return {
-        "history_bytes": info.history_size_bytes,
-        "events": info.history_length,
-        "status": description.status.name if description.status else "?",
-    }
+    """History of the whole chain of runs under ``workflow_id`` (continue-as-new
+    starts a new run: its bytes count too), and the last run's status."""
+    runs = [w async for w in client.list_workflows(f"WorkflowId = '{workflow_id}'")]
+    total = {"history_bytes": 0, "events": 0, "runs": len(runs)}
+    for run in runs:
+        description = await client.get_workflow_handle(workflow_id, run_id=run.run_id).describe()
+        info = description.raw_description.workflow_execution_info
+        total["history_bytes"] += info.history_size_bytes
+        total["events"] += info.history_length
+    latest = await client.get_workflow_handle(workflow_id, run_id=run_id).describe()
+    if run_id is None or latest.status is None:
+        latest = await client.get_workflow_handle(workflow_id).describe()
+    total["status"] = latest.status.name if latest.status else "?"
+    return total
 
 
 async def measure(steps_list: list[int], integrations_too: bool) -> list[dict]:
@@ -194,13 +201,13 @@ async def measure_one(
 
 def markdown(rows: list[dict]) -> str:
     lines = [
-        "| engine | N | status | history bytes | events | history ÷ messages | ms/turn |",
-        "|---|---|---|---|---|---|---|",
+        "| engine | N | status | runs | history bytes | events | history ÷ messages | ms/turn |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         status = "completed" if r["status"] == "COMPLETED" else f"**{r['status'].lower()}**"
         lines.append(
-            f"| {r['engine']} | {r['steps']} | {status} | {r['history_bytes']:,} | "
+            f"| {r['engine']} | {r['steps']} | {status} | {r['runs']} | {r['history_bytes']:,} | "
             f"{r['events']:,} | {r['ratio']} | {r['ms_per_turn']} |"
         )
     return "\n".join(lines)

@@ -11,6 +11,7 @@ from temporalio.api.enums.v1 import EventType
 
 from ratchet.activities.threads import ThreadCache, ThreadRef
 from ratchet.agents import Message, ScriptedModel, ToolCallingAgent, tool
+from ratchet.agents.messages import approximate_size
 from ratchet.errors import RunFailedError
 from ratchet.worker import build_worker
 from ratchet.workflows import AgentClient, RunHandle, RunOptions
@@ -144,12 +145,27 @@ def test_cache_serves_prefixes_and_refuses_a_version_it_does_not_hold():
     assert (cache.stats.hits, cache.stats.misses) == (2, 3)
 
 
+def test_approximate_size_is_close_to_the_json_size():
+    for message in conversation_sample():
+        assert abs(approximate_size(message) - len(message.model_dump_json())) < 80
+
+
+def conversation_sample() -> list[Message]:
+    call = ScriptedModel.call("fetch", page=3).tool_calls[0].model_copy(update={"id": "call_1"})
+    return [
+        Message(role="user", content="Read the pages.", id="msg_1"),
+        Message.assistant(tool_calls=[call]).model_copy(update={"id": "msg_2"}),
+        Message.tool(call, "x" * 2000).model_copy(update={"id": "msg_3"}),
+        Message(role="assistant", content="done", id="msg_4"),
+    ]
+
+
 def test_cache_evicts_least_recently_used_first():
     def thread(tag: str) -> list[Message]:
         return [Message(role="user", content=tag * 100, id=f"{tag}{i}") for i in range(3)]
 
     a, b, c = thread("a"), thread("b"), thread("c")
-    size = sum(len(m.model_dump_json()) for m in a)
+    size = sum(approximate_size(m) for m in a)
     cache = ThreadCache(max_bytes=2 * size)
     cache.put("a#0", a)
     cache.put("b#0", b)

@@ -21,7 +21,7 @@ from temporalio.client import Client, WorkflowQueryFailedError
 from temporalio.exceptions import ApplicationError
 
 from ratchet.agents.compact import CompactModel
-from ratchet.agents.messages import Message
+from ratchet.agents.messages import Message, approximate_size
 from ratchet.errors import ThreadResolutionError
 
 THREAD_QUERY = "ratchet.thread"
@@ -137,7 +137,7 @@ def _holds(messages: list[Message], ref: ThreadRef) -> bool:
 
 
 def _size(message: Message) -> int:
-    return len(message.model_dump_json())
+    return approximate_size(message)
 
 
 async def fetch_thread(

@@ -19,7 +19,7 @@ from temporalio.exceptions import ApplicationError
 from ratchet.agents.agent import Agent, Result
 from ratchet.agents.compact import CompactModel
 from ratchet.agents.context import RunContext
-from ratchet.agents.messages import Message, new_id
+from ratchet.agents.messages import Message, approximate_size, new_id
 from ratchet.agents.state import ThreadData
 from ratchet.agents.thread import MESSAGES, ChatMessageThread, ServiceThread, Thread
 from ratchet.agents.usage import Usage
@@ -221,6 +221,12 @@ class TurnActivities:
     def _check_size(self, input: TurnInput, output: TurnOutput) -> None:
         if self.payload_limit is None:
             return
+        # Serialise only when the estimate comes near the limit.
+        if (
+            sum(_json_size(m) for m in output.added if isinstance(m, Message))
+            < self.payload_limit // 2
+        ):
+            return
         size = len(output.model_dump_json())
         if size <= self.payload_limit:
             return
@@ -247,7 +253,7 @@ _THREAD_HINTS = {
 
 
 def _json_size(message: Message) -> int:
-    return len(message.model_dump_json())
+    return approximate_size(message)
 
 
 def _mb(size: int) -> str:

@@ -17,6 +17,16 @@ def new_id(prefix: str = "msg") -> str:
     return f"{prefix}_{uuid.uuid4().hex[:16]}"
 
 
+def approximate_size(message: Message) -> int:
+    """About the JSON size of a message in bytes, without serialising it (budgets,
+    cache accounting; within a few dozen bytes for ASCII text)."""
+    size = 48 + len(message.role) + len(message.id) + len(message.content or "")
+    size += len(message.tool_call_id or "") + len(message.name or "")
+    for call in message.tool_calls:
+        size += 40 + len(call.id) + len(call.name) + len(call.arguments)
+    return size
+
+
 class ToolCall(CompactModel):
     """A tool call the model asked for. ``arguments`` is the model's raw JSON text."""
 

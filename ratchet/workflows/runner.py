@@ -24,7 +24,7 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.activities.threads import THREAD_NOT_CACHED, ThreadRef
     from ratchet.activities.turn import TURN_ACTIVITY, TurnInput, TurnOutput
     from ratchet.agents.compaction import Summarize
-    from ratchet.agents.messages import Message
+    from ratchet.agents.messages import Message, approximate_size
     from ratchet.agents.state import (
         AgentSession,
         AgentState,
@@ -40,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
     from .threads import thread_registry
 
 PROGRESS_ROWS = 20
+FAST_DETAILS_EVERY = 10
 THREAD_REF_PATCH = "ratchet.thread-ref"
 """Runs started before threads by reference replay with the thread inline."""
 
@@ -118,7 +119,7 @@ class AgentRunner:
         self.turns_this_run = 0
         self.between_turns: Callable[[], Awaitable[None]] | None = None
         """Awaited after each non-final turn (AgentRunWorkflow continues-as-new there)."""
-        self._thread_bytes = sum(len(m.model_dump_json()) for m in session.thread.messages)
+        self._thread_bytes = sum(approximate_size(m) for m in session.thread.messages)
         thread_registry().register(lambda: self.state.session.thread)
 
     async def run(
@@ -185,7 +186,7 @@ class AgentRunner:
             update={"generation": thread.generation + 1, "messages": messages}
         )
         self.state.session = self.state.session.model_copy(update={"thread": compacted})
-        self._thread_bytes = sum(len(m.model_dump_json()) for m in messages)
+        self._thread_bytes = sum(approximate_size(m) for m in messages)
         workflow.logger.info(
             "Compacted thread %s (%s): %d -> %d messages",
             thread.id,
@@ -196,7 +197,7 @@ class AgentRunner:
 
     @property
     def thread_bytes(self) -> int:
-        """JSON size of the working thread."""
+        """About the JSON size of the working thread."""
         return self._thread_bytes
 
     @property
@@ -315,7 +316,7 @@ class AgentRunner:
         if output.cursor is not None:
             update["cursor"] = output.cursor
         thread = session.thread.model_copy(update=update)
-        self._thread_bytes += sum(len(m.model_dump_json()) for m in added)
+        self._thread_bytes += sum(approximate_size(m) for m in added)
         now = workflow.now()
         self.state.session = session.model_copy(
             update={"thread": thread, "info": session.info.touch(now)}
@@ -330,7 +331,10 @@ class AgentRunner:
             final=output.final_id is not None,
         )
         self._set_execution(self._execution.with_step_result(step))
-        workflow.set_current_details(progress_markdown(self.agent, self._execution))
+        if not self.options.fast or output.final_id is not None or turn % FAST_DETAILS_EVERY == 0:
+            # Encoding the details costs a payload per activation; fast mode (a turn in a
+            # few milliseconds) refreshes them every few turns instead of every turn.
+            workflow.set_current_details(progress_markdown(self.agent, self._execution))
         return added
 
     def _result(self, final: Message) -> RunResult:

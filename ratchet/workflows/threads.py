@@ -15,6 +15,7 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from ratchet.activities.threads import THREAD_QUERY, ThreadPage, ThreadPageRequest
+    from ratchet.agents.messages import approximate_size
     from ratchet.agents.state import ThreadData
 
 
@@ -40,7 +41,7 @@ class ThreadRegistry:
         end = min(request.end, len(thread.messages))
         messages, size = [], 0
         for message in thread.messages[request.start : end]:
-            size += len(message.model_dump_json())
+            size += approximate_size(message)
             if messages and size > request.max_bytes:
                 break
             messages.append(message)
