@@ -109,6 +109,7 @@ async def measure(steps_list: list[int], integrations_too: bool) -> list[dict]:
     rows: list[dict] = []
     with DevServer.start(ui=False) as server:
         client = await AgentClient.connect(server.address, task_queue="bench")
+        await measure_one(client, server.address, 2, False)  # warm-up, not recorded
         for steps in steps_list:
             rows += await measure_one(client, server.address, steps, integrations_too)
             print(markdown([r for r in rows if r["steps"] == steps]), flush=True)
