@@ -3,30 +3,45 @@
 Messages and turn payloads are written to Temporal history on every turn; a
 message is mostly its content, and ``"tool_calls":[],"name":null,...`` on each
 one is pure overhead. Decoding restores the defaults, so round trips are exact.
+Literal fields (tags such as a discriminator) are always written.
+
+Each defaulted field gets an ``exclude_if`` test when the class is created, so
+pydantic's serializer (Rust) skips it; no Python runs per model instance.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal, get_origin
 
-from pydantic import BaseModel, SerializerFunctionWrapHandler, model_serializer
-from pydantic_core import PydanticUndefined
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
 
 class CompactModel(BaseModel):
-    @model_serializer(mode="wrap")
-    def _without_defaults(self, handler: SerializerFunctionWrapHandler) -> Any:
-        data = handler(self)
-        if not isinstance(data, dict):
-            return data
-        for name, field in type(self).model_fields.items():
-            if name not in data or get_origin(field.annotation) is Literal:
-                continue  # tags (discriminators) are always written
-            if field.default_factory in (list, dict):
-                if not data[name]:
-                    del data[name]
-            elif field.default is not PydanticUndefined and field.default_factory is None:
-                value = getattr(self, name)
-                if type(value) is type(field.default) and value == field.default:
-                    del data[name]
-        return data
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        changed = False
+        for field in cls.model_fields.values():
+            test = _is_default(field)
+            if test is not None and field.exclude_if is None:
+                field.exclude_if = test
+                changed = True
+        if changed:
+            cls.model_rebuild(force=True)
+
+
+def _is_default(field: FieldInfo) -> Callable[[Any], bool] | None:
+    if get_origin(field.annotation) is Literal or field.annotation in ("Literal",):
+        return None
+    if field.default_factory in (list, dict):
+        return _is_empty
+    if field.default_factory is not None or field.is_required():
+        return None
+    default = field.default
+    return lambda value: type(value) is type(default) and value == default
+
+
+def _is_empty(value: Any) -> bool:
+    return not value
