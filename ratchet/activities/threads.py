@@ -85,7 +85,7 @@ class ThreadCache:
         self.max_bytes = max_bytes
         self.page_bytes = page_bytes
         self.stats = CacheStats()
-        self._entries: OrderedDict[str, tuple[list[Message], list[int]]] = OrderedDict()
+        self._entries: OrderedDict[str, tuple[list[Message], int]] = OrderedDict()
         self._bytes = 0
 
     def __len__(self) -> int:
@@ -107,24 +107,16 @@ class ThreadCache:
     def put(self, key: str, messages: Sequence[Message]) -> None:
         """Remember a version of a thread (usually the previous one plus a turn)."""
         old = self._entries.pop(key, None)
-        known: list[int] = []
         if old is not None:
-            self._bytes -= sum(old[1])
-            # Reuse the measurements of the prefix this version shares with the old one.
-            while (
-                len(known) < min(len(old[0]), len(messages))
-                and old[0][len(known)] is messages[len(known)]
-            ):
-                known.append(old[1][len(known)])
-        sizes = known + [_size(m) for m in messages[len(known) :]]
-        total = sum(sizes)
+            self._bytes -= old[1]
+        total = sum(_size(m) for m in messages)
         if total > self.max_bytes:
             return  # larger than the whole cache: the next turn pages it in again
-        self._entries[key] = (list(messages), sizes)
+        self._entries[key] = (list(messages), total)
         self._bytes += total
         while self._bytes > self.max_bytes:
             _, (_, evicted) = self._entries.popitem(last=False)
-            self._bytes -= sum(evicted)
+            self._bytes -= evicted
             self.stats.evictions += 1
 
 

@@ -223,18 +223,18 @@ class TurnActivities:
             return
         # Serialise only when the estimate comes near the limit.
         if (
-            sum(_json_size(m) for m in output.added if isinstance(m, Message))
+            sum(approximate_size(m) for m in output.added if isinstance(m, Message))
             < self.payload_limit // 2
         ):
             return
         size = len(output.model_dump_json())
         if size <= self.payload_limit:
             return
-        largest = max((m for m in output.added if isinstance(m, Message)), key=_json_size)
+        largest = max((m for m in output.added if isinstance(m, Message)), key=approximate_size)
         raise PayloadTooLargeError(
             f"Turn {input.turn} of agent {input.agent!r} produced a {_mb(size)} result, over "
             f"Temporal's {_mb(self.payload_limit)} payload limit; the largest message is "
-            f"{_describe(largest)} at {_mb(_json_size(largest))}. Return less from the tool "
+            f"{_describe(largest)} at {_mb(approximate_size(largest))}. Return less from the tool "
             "(store the data elsewhere and return a reference or a summary), or give the "
             "client external payload storage: AgentClient.connect(..., payload_storage=...)."
         )
@@ -250,10 +250,6 @@ _THREAD_HINTS = {
         "RunOptions(thread_kind=...) naming that service."
     ),
 }
-
-
-def _json_size(message: Message) -> int:
-    return approximate_size(message)
 
 
 def _mb(size: int) -> str:

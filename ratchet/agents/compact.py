@@ -33,7 +33,7 @@ class CompactModel(BaseModel):
 
 
 def _is_default(field: FieldInfo) -> Callable[[Any], bool] | None:
-    if get_origin(field.annotation) is Literal or field.annotation in ("Literal",):
+    if get_origin(field.annotation) is Literal:
         return None
     if field.default_factory in (list, dict):
         return _is_empty

@@ -59,7 +59,7 @@ class ChatMessageThread(Thread):
         return f"ChatMessageThread(id={self.id!r}, messages={len(self._messages)})"
 
 
-class ServiceThread(Thread):
+class ServiceThread(ChatMessageThread):
     """A thread whose conversation a model service stores.
 
     ``messages`` holds only what the service has not seen yet (tool results from
@@ -75,20 +75,9 @@ class ServiceThread(Thread):
         cursor: str | None = None,
         unsent: Iterable[Message] = (),
     ) -> None:
-        self.id = id or new_id("thread")
+        super().__init__(unsent, id=id)
         self.kind = kind
         self.cursor = cursor
-        self._messages = list(unsent)
-
-    @property
-    def messages(self) -> list[Message]:
-        return list(self._messages)
-
-    async def on_new_messages(self, messages: Iterable[Message]) -> None:
-        self._messages.extend(messages)
-
-    def __len__(self) -> int:
-        return len(self._messages)
 
     def __repr__(self) -> str:
         return f"ServiceThread(kind={self.kind!r}, id={self.id!r}, cursor={self.cursor!r})"

@@ -178,10 +178,10 @@ class AgentRunner:
             messages = [*pinned, note, *recent]
         else:
             messages = policy.compact(thread.messages)
-        if [m.id for m in messages] == [m.id for m in thread.messages] and all(
+        if len(messages) == len(thread.messages) and all(
             a is b for a, b in zip(messages, thread.messages, strict=True)
         ):
-            return
+            return  # nothing to drop
         compacted = thread.model_copy(
             update={"generation": thread.generation + 1, "messages": messages}
         )

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import openai
@@ -68,17 +69,10 @@ class OpenAIChatModel(ModelClient):
         }
         if tools:
             request["tools"] = [t.spec() for t in tools]
-        try:
+        with openai_errors():
             if self.stream:
                 return await self._streamed(request)
             completion = await self.client.chat.completions.create(**request)
-        except openai.OpenAIError as e:
-            raise classify_openai_error(e) from e
-        except json.JSONDecodeError as e:
-            # The client parses the body itself and lets a JSON error through unwrapped.
-            raise ModelError(
-                f"The model service sent a malformed response: {e}", retryable=True
-            ) from e
         if not completion.choices:
             raise ModelError("The model returned no choices.", retryable=True)
         reply = completion.choices[0].message
@@ -87,15 +81,12 @@ class OpenAIChatModel(ModelClient):
             for c in (reply.tool_calls or [])
             if getattr(c, "function", None) is not None
         ]
-        usage = Usage(requests=1)
-        if completion.usage is not None:
-            usage = Usage(
-                requests=1,
-                input_tokens=completion.usage.prompt_tokens or 0,
-                output_tokens=completion.usage.completion_tokens or 0,
-            )
+        counts = completion.usage
+        usage = one_request(counts.prompt_tokens, counts.completion_tokens) if counts else None
         return ModelResponse(
-            message=Message.assistant(reply.content, calls), usage=usage, model=completion.model
+            message=Message.assistant(reply.content, calls),
+            usage=usage or one_request(),
+            model=completion.model,
         )
 
     async def _streamed(self, request: dict[str, Any]) -> ModelResponse:
@@ -104,16 +95,12 @@ class OpenAIChatModel(ModelClient):
         )
         text: list[str] = []
         calls: dict[int, dict[str, str]] = {}
-        usage = Usage(requests=1)
+        usage = one_request()
         model = None
         async for chunk in stream:
             model = chunk.model or model
             if chunk.usage is not None:
-                usage = Usage(
-                    requests=1,
-                    input_tokens=chunk.usage.prompt_tokens or 0,
-                    output_tokens=chunk.usage.completion_tokens or 0,
-                )
+                usage = one_request(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
             for choice in chunk.choices[:1]:
                 delta = choice.delta
                 if delta.content:
@@ -132,6 +119,23 @@ class OpenAIChatModel(ModelClient):
         ]
         message = Message.assistant("".join(text) or None, tool_calls)
         return ModelResponse(message=message, usage=usage, model=model)
+
+
+def one_request(input_tokens: int | None = 0, output_tokens: int | None = 0) -> Usage:
+    """The usage of one model call, from the token counts a service reported (if any)."""
+    return Usage(requests=1, input_tokens=input_tokens or 0, output_tokens=output_tokens or 0)
+
+
+@contextlib.contextmanager
+def openai_errors() -> Iterator[None]:
+    """Turn what the ``openai`` client raises into ModelErrors that say whether to retry."""
+    try:
+        yield
+    except openai.OpenAIError as e:
+        raise classify_openai_error(e) from e
+    except json.JSONDecodeError as e:
+        # The client parses the body itself and lets a JSON error through unwrapped.
+        raise ModelError(f"The model service sent a malformed response: {e}", retryable=True) from e
 
 
 def to_openai_message(message: Message) -> dict[str, Any]:

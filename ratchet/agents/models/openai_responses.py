@@ -10,20 +10,16 @@ Temporal history, next to the turn's new messages.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
-
-import openai
 
 from ...errors import ModelError
 from ..context import RunContext
 from ..messages import Message, ToolCall
 from ..thread import MESSAGES, OPENAI_RESPONSES
 from ..tools import Tool
-from ..usage import Usage
 from .base import ModelResponse
-from .openai_chat import OpenAIChatModel, classify_openai_error
+from .openai_chat import OpenAIChatModel, one_request, openai_errors
 
 
 class OpenAIResponsesModel(OpenAIChatModel):
@@ -53,14 +49,8 @@ class OpenAIResponsesModel(OpenAIChatModel):
             request["previous_response_id"] = thread.cursor
         if tools:
             request["tools"] = [to_function_tool(t) for t in tools]
-        try:
+        with openai_errors():
             response = await self._call(request)
-        except openai.OpenAIError as e:
-            raise classify_openai_error(e) from e
-        except json.JSONDecodeError as e:
-            raise ModelError(
-                f"The model service sent a malformed response: {e}", retryable=True
-            ) from e
         return from_response(response, cursor=response.id if service else None)
 
     async def _call(self, request: dict[str, Any]) -> Any:
@@ -121,16 +111,10 @@ def from_response(response: Any, *, cursor: str | None) -> ModelResponse:
             )
     if not texts and not calls:
         raise ModelError("The model's response had neither text nor tool calls.", retryable=True)
-    usage = Usage(requests=1)
-    if response.usage is not None:
-        usage = Usage(
-            requests=1,
-            input_tokens=response.usage.input_tokens or 0,
-            output_tokens=response.usage.output_tokens or 0,
-        )
+    counts = response.usage
     return ModelResponse(
         message=Message.assistant("".join(texts) or None, calls),
-        usage=usage,
+        usage=one_request(counts.input_tokens, counts.output_tokens) if counts else one_request(),
         model=response.model,
         cursor=cursor,
     )
