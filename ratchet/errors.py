@@ -8,7 +8,13 @@ configuration change fixes, and failures of a run, which happen at run time::
     │   ├── ConfigurationError  settings, registration, environment
     │   ├── AgentNotFoundError  an agent name no worker has registered
     │   ├── InvalidInputError   a prompt, message or argument Ratchet cannot run
-    │   └── ScriptExhaustedError a ScriptedModel asked for more replies than it holds
+    │   ├── ScriptExhaustedError a ScriptedModel asked for more replies than it holds
+    │   ├── ResourceNotFoundError a worker resource no factory was given for
+    │   └── StateError          agent state that cannot be stored, read or shared
+    │       ├── StateSerializationError  a value the serializer cannot store
+    │       ├── StateIntegrityError      signed state that is unsigned or tampered with
+    │       ├── StateSchemaError         a stored type that cannot be loaded or upgraded
+    │       └── ShareTokenError          a share token this run cannot use
     └── RunError                a run could not finish
         ├── ModelError          the model service failed (``retryable`` says if it may pass)
         ├── MaxTurnsExceededError
@@ -60,6 +66,33 @@ class IncompatibleThreadError(UsageError):
 
 class PayloadTooLargeError(UsageError):
     """A turn produced more data than one Temporal payload can carry."""
+
+
+class ResourceNotFoundError(ConfigurationError, KeyError):
+    """An agent asked for a worker resource that was not configured."""
+
+    def __str__(self) -> str:  # KeyError would show the message quoted
+        return str(self.args[0])
+
+
+class StateError(UsageError):
+    """Agent state that cannot be stored, read or shared."""
+
+
+class StateSerializationError(StateError, TypeError):
+    """A state value the configured serializer cannot store."""
+
+
+class StateIntegrityError(StateError):
+    """Signed state whose signature is missing or wrong; it is never deserialised."""
+
+
+class StateSchemaError(StateError):
+    """A stored state type that cannot be imported, or upgraded to the current schema."""
+
+
+class ShareTokenError(StateError):
+    """A share token that this run was not given, or that does not grant the access asked."""
 
 
 class RunError(RatchetError):

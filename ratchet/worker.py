@@ -18,10 +18,12 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio.client import Client
+from temporalio.plugin import SimplePlugin
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from ratchet._exit import hard_exit
+from ratchet.activities.resources import ResourceFactory, WorkerResources
 from ratchet.activities.threads import ThreadCache
 from ratchet.activities.turn import PAYLOAD_LIMIT, AgentFactory, TurnActivities
 from ratchet.errors import ConfigurationError
@@ -40,6 +42,7 @@ def build_worker(
     activities: list[Any] | None = None,
     max_concurrent_turns: int = 50,
     thread_cache: ThreadCache | None = None,
+    resources: Mapping[str, ResourceFactory] | None = None,
     **worker_options: Any,
 ) -> Worker:
     """A worker that hosts ``agents`` and runs ``AgentRunWorkflow`` (plus ``workflows``).
@@ -47,6 +50,11 @@ def build_worker(
     Pass your own workflows that call ``run_agent`` in ``workflows`` (and their own
     activities in ``activities``). The worker
     keeps the threads it has seen in ``thread_cache`` (default: 256 MiB).
+
+    ``resources`` maps a name to a factory for a process-bound object (a database
+    pool, an HTTP client): each is created once when the worker starts, reached by
+    agents as ``context.resources[name]``, and closed (``aclose()`` or
+    ``close()``) when the worker shuts down.
     """
     if not agents:
         raise ConfigurationError(
@@ -57,12 +65,17 @@ def build_worker(
         client = client.temporal
     task_queue = task_queue or DEFAULT_TASK_QUEUE
     external = client.data_converter.external_storage is not None
+    worker_resources = WorkerResources(resources)
     turns = TurnActivities(
         agents,
         task_queue=task_queue,
         thread_cache=thread_cache,
         payload_limit=None if external else PAYLOAD_LIMIT,
+        resources=worker_resources,
     )
+    plugins = list(worker_options.pop("plugins", []))
+    if resources:
+        plugins.append(SimplePlugin("ratchet.resources", run_context=worker_resources.lifespan))
     return Worker(
         client,
         task_queue=task_queue,
@@ -70,6 +83,7 @@ def build_worker(
         activities=[turns.run_turn, *(activities or [])],
         max_concurrent_activities=max_concurrent_turns,
         workflow_runner=workflow_runner(),
+        plugins=plugins,
         # A run whose worker died moves to another worker within seconds.
         sticky_queue_schedule_to_start_timeout=worker_options.pop(
             "sticky_queue_schedule_to_start_timeout", timedelta(seconds=3)

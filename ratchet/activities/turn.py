@@ -21,6 +21,14 @@ from ratchet.agents.compact import CompactModel
 from ratchet.agents.context import RunContext
 from ratchet.agents.messages import Message, approximate_size, new_id
 from ratchet.agents.state import ThreadData
+from ratchet.agents.state_context import (
+    SharedEntry,
+    ShareToken,
+    StateChange,
+    StateConflict,
+    StateContext,
+    StateEntry,
+)
 from ratchet.agents.thread import MESSAGES, ChatMessageThread, ServiceThread, Thread
 from ratchet.agents.usage import Usage
 from ratchet.errors import (
@@ -32,6 +40,7 @@ from ratchet.errors import (
     UsageError,
 )
 
+from .resources import WorkerResources
 from .threads import ThreadCache, ThreadRef, resolve_thread
 
 TURN_ACTIVITY = "ratchet.turn"
@@ -61,6 +70,12 @@ class TurnInput(CompactModel):
     thread: ThreadData | None = None
     thread_ref: ThreadRef | None = None
     new_messages: list[Message] = Field(default_factory=list)
+    state: dict[str, StateEntry] = Field(default_factory=dict)
+    """The agent's committed state (nothing for an agent without state)."""
+    shared: list[SharedEntry] = Field(default_factory=list)
+    """Other agents' keys this run holds share tokens for."""
+    conflicts: list[StateConflict] = Field(default_factory=list)
+    """State changes of the previous turn that were not committed."""
 
 
 class TurnOutput(CompactModel):
@@ -75,6 +90,10 @@ class TurnOutput(CompactModel):
     usage: Usage = Usage()
     cursor: str | None = None
     """A service-backed thread's new cursor (e.g. the last response id)."""
+    state: list[StateChange] = Field(default_factory=list)
+    """The keys the turn changed; the workflow commits them together."""
+    shares: list[ShareToken] = Field(default_factory=list)
+    """Share tokens the turn created."""
 
 
 class TurnActivities:
@@ -87,6 +106,7 @@ class TurnActivities:
         task_queue: str | None = None,
         thread_cache: ThreadCache | None = None,
         payload_limit: int | None = PAYLOAD_LIMIT,
+        resources: WorkerResources | None = None,
     ) -> None:
         self._factories = dict(agents)
         self._agents: dict[str, Agent] = {}
@@ -94,6 +114,7 @@ class TurnActivities:
         self.thread_cache = thread_cache if thread_cache is not None else ThreadCache()
         self.payload_limit = payload_limit
         """Fail a turn whose result is larger; ``None`` when payloads go to external storage."""
+        self.resources = resources if resources is not None else WorkerResources()
 
     @property
     def agent_names(self) -> list[str]:
@@ -147,6 +168,14 @@ class TurnActivities:
             attempt=info.attempt,
             completed=dict(progress),
             checkpoint=checkpoint,
+            state=StateContext(
+                input.state,
+                serializer=agent.state_serializer,
+                shared=input.shared,
+                conflicts=input.conflicts,
+                agent=input.agent,
+            ),
+            resources=self.resources,
         )
         thread: Thread = ChatMessageThread(id=self._thread_id(input))
         before = 0
@@ -188,6 +217,8 @@ class TurnActivities:
             final_id=final.id if final is not None else None,
             usage=result.usage,
             cursor=thread.cursor if thread.kind != MESSAGES else None,
+            state=context.state.changes,
+            shares=context.state.new_tokens,
         )
         self._check_size(input, output)
         if input.thread_ref is not None:
@@ -222,15 +253,24 @@ class TurnActivities:
         if self.payload_limit is None:
             return
         # Serialise only when the estimate comes near the limit.
-        if (
-            sum(approximate_size(m) for m in output.added if isinstance(m, Message))
-            < self.payload_limit // 2
-        ):
+        estimate = sum(approximate_size(m) for m in output.added if isinstance(m, Message))
+        estimate += sum(len(json.dumps(c.data)) for c in output.state)
+        if estimate < self.payload_limit // 2:
             return
         size = len(output.model_dump_json())
         if size <= self.payload_limit:
             return
-        largest = max((m for m in output.added if isinstance(m, Message)), key=approximate_size)
+        messages = [m for m in output.added if isinstance(m, Message)]
+        if not messages or sum(map(approximate_size, messages)) < size // 2:
+            keys = ", ".join(c.key for c in output.state)
+            raise PayloadTooLargeError(
+                f"Turn {input.turn} of agent {input.agent!r} produced a {_mb(size)} result, over "
+                f"Temporal's {_mb(self.payload_limit)} payload limit, most of it state ({keys}). "
+                "Keep large data out of agent state (store it elsewhere and keep a reference), "
+                "or give the client external payload storage: "
+                "AgentClient.connect(..., payload_storage=...)."
+            )
+        largest = max(messages, key=approximate_size)
         raise PayloadTooLargeError(
             f"Turn {input.turn} of agent {input.agent!r} produced a {_mb(size)} result, over "
             f"Temporal's {_mb(self.payload_limit)} payload limit; the largest message is "

@@ -14,6 +14,7 @@ from .models import (
     OpenAIResponsesModel,
     ScriptedModel,
 )
+from .serializers import JSONSerializer, PickleSerializer, StateSerializer, state_schema
 from .state import (
     AgentSession,
     AgentState,
@@ -23,6 +24,14 @@ from .state import (
     StepResult,
     ThreadData,
 )
+from .state_context import (
+    ShareToken,
+    StateChanged,
+    StateConflict,
+    StateContext,
+    StateEntry,
+)
+from .state_export import AgentStateExport, StateExport
 from .thread import ChatMessageThread, ServiceThread, Thread
 from .tool_calling import ToolCallingAgent
 from .tools import Tool, tool
@@ -32,6 +41,17 @@ __all__ = [
     "Agent",
     "AgentSession",
     "AgentState",
+    "AgentStateExport",
+    "JSONSerializer",
+    "PickleSerializer",
+    "ShareToken",
+    "StateChanged",
+    "StateConflict",
+    "StateContext",
+    "StateEntry",
+    "StateExport",
+    "StateSerializer",
+    "state_schema",
     "AgentStatus",
     "ChatMessageThread",
     "ExecutionState",

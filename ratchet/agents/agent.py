@@ -8,6 +8,7 @@ from pydantic import BaseModel
 
 from .context import RunContext
 from .messages import Message
+from .serializers import StateSerializer
 from .thread import MESSAGES, ChatMessageThread, Thread
 from .usage import Usage
 
@@ -37,6 +38,8 @@ class Agent(ABC):
 
     thread_kinds: frozenset[str] = frozenset({MESSAGES})
     """The thread kinds this agent can run on (see ``ratchet.agents.thread``)."""
+    state_serializer: StateSerializer | None = None
+    """How ``context.state`` values are stored; ``None``: ``JSONSerializer``."""
 
     @abstractmethod
     async def run(self, messages: list[Message], thread: Thread, context: RunContext) -> Result: ...

@@ -9,6 +9,8 @@ from typing import Any, TypeVar
 
 from pydantic import TypeAdapter
 
+from .state_context import StateContext
+
 T = TypeVar("T")
 
 
@@ -48,6 +50,10 @@ class RunContext:
     thread: Any = None
     """The turn's ``Thread`` (models continuing a service-backed thread read its cursor)."""
     event_sink: Callable[[Any], Awaitable[None]] = _no_events
+    state: StateContext = field(default_factory=StateContext)
+    """This agent's keyed state; changes commit when the turn succeeds."""
+    resources: Mapping[str, Any] = field(default_factory=dict)
+    """The worker's resources (``build_worker(resources=...)``), by name."""
     _recorded: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:

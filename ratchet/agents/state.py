@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 
 from .compact import CompactModel
 from .messages import Message, new_id
+from .state_context import ShareToken, StateEntry
 from .usage import Usage
 
 
@@ -125,6 +126,10 @@ class AgentSession(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     cache: dict[str, Any] = Field(default_factory=dict)
     info: SessionInfo
+    state: dict[str, StateEntry] = Field(default_factory=dict)
+    """The agent's committed keyed state (``context.state``), by key."""
+    shares: dict[str, ShareToken] = Field(default_factory=dict)
+    """Share tokens granted on this agent's keys, by token id."""
 
     @classmethod
     def new(

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from collections import deque
+
 from pydantic import BaseModel, Field
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from ratchet.agents.messages import Message
     from ratchet.agents.state import AgentSession, AgentState, ExecutionState, ThreadData
+    from ratchet.agents.state_context import StateChanged
 
     from .presets import RunOptions
     from .runner import AgentRunner, RunResult
 
 
+STATE_EVENTS_KEPT = 100
 CONTINUE_AS_NEW_THREAD_LIMIT = 1536 * 1024
 """Largest thread carried into a new workflow run (a payload may hold 2 MB)."""
 
@@ -36,6 +40,8 @@ class AgentRunWorkflow:
     @workflow.init
     def __init__(self, input: RunInput) -> None:
         self._runner = AgentRunner(input.agent, session=input.session, options=input.options)
+        self._state_events: deque[StateChanged] = deque(maxlen=STATE_EVENTS_KEPT)
+        self._runner.state_hooks.append(self._state_events.append)
 
     @workflow.run
     async def run(self, input: RunInput) -> RunResult:
@@ -76,6 +82,11 @@ class AgentRunWorkflow:
     def state(self) -> AgentState:
         """Session and execution (full serialisation)."""
         return self._runner.state
+
+    @workflow.query
+    def state_changes(self) -> list[StateChanged]:
+        """The latest committed state changes of this workflow run, oldest first."""
+        return list(self._state_events)
 
     @workflow.query
     def thread(self) -> ThreadData:

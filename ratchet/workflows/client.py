@@ -6,6 +6,7 @@ import dataclasses
 import re
 import uuid
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +18,15 @@ from temporalio.exceptions import ApplicationError, FailureError
 
 from ratchet.agents.messages import Message, new_id
 from ratchet.agents.state import AgentSession, AgentState
+from ratchet.agents.state_context import StateChanged
+from ratchet.agents.state_export import StateExport
 from ratchet.errors import RunFailedError
 from ratchet.storage import external_storage
 
 from .agent_run import AgentRunWorkflow, RunInput
 from .presets import RunOptions
 from .runner import RunResult, new_messages
+from .state import STATE_QUERY
 
 DEFAULT_TASK_QUEUE = "ratchet"
 
@@ -83,6 +87,20 @@ class RunHandle:
     async def state(self) -> AgentState:
         """Session and execution as the run holds them now."""
         return await self._handle.query(AgentRunWorkflow.state)
+
+    async def read_state(self) -> StateExport:
+        """The committed state of every agent of the run (works after it ended, too).
+        ``read_state().get("cart", Cart, agent="shop")`` decodes one value."""
+        return await self._handle.query(STATE_QUERY, result_type=StateExport)
+
+    async def export_state(self) -> dict[str, Any]:
+        """The run's state as JSON-ready data, to keep or to load into a new session
+        with ``AgentClient.start_run(..., state=...)``."""
+        return (await self.read_state()).model_dump(mode="json")
+
+    async def state_changes(self) -> list[StateChanged]:
+        """The latest committed state changes (an ``AgentRunWorkflow`` keeps 100)."""
+        return await self._handle.query(AgentRunWorkflow.state_changes)
 
     async def cancel(self) -> None:
         await self._handle.cancel()
@@ -147,14 +165,20 @@ class AgentClient:
         session: AgentSession | None = None,
         options: RunOptions | None = None,
         workflow_id: str | None = None,
+        state: StateExport | dict[str, Any] | str | None = None,
     ) -> RunHandle:
-        """Start a run and return at once. Raises ``InvalidInputError`` for an empty prompt."""
+        """Start a run and return at once. Raises ``InvalidInputError`` for an empty prompt.
+
+        ``state`` (an export from ``RunHandle.export_state()``, or its JSON) starts the
+        agent with that state: the entry for this agent's name, or the only one.
+        """
         messages = new_messages(prompt, new_id)
+        options = options or RunOptions()
+        if state is not None:
+            session = _with_state(agent, session, StateExport.load(state), options)
         handle = await self.temporal.start_workflow(
             AgentRunWorkflow.run,
-            RunInput(
-                agent=agent, messages=messages, session=session, options=options or RunOptions()
-            ),
+            RunInput(agent=agent, messages=messages, session=session, options=options),
             id=workflow_id or run_workflow_id(agent),
             task_queue=self.task_queue,
             static_summary=f"{agent}: {_excerpt(messages)}",
@@ -169,16 +193,26 @@ class AgentClient:
         session: AgentSession | None = None,
         options: RunOptions | None = None,
         workflow_id: str | None = None,
+        state: StateExport | dict[str, Any] | str | None = None,
     ) -> RunResult:
         """Run ``agent`` on ``prompt`` to its final answer."""
         handle = await self.start_run(
-            agent, prompt, session=session, options=options, workflow_id=workflow_id
+            agent, prompt, session=session, options=options, workflow_id=workflow_id, state=state
         )
         return await handle.result()
 
     def get_run(self, workflow_id: str) -> RunHandle:
         handle = self.temporal.get_workflow_handle_for(AgentRunWorkflow.run, workflow_id)
         return RunHandle(handle, self.ui_url, self.temporal.namespace)
+
+
+def _with_state(
+    agent: str, session: AgentSession | None, export: StateExport, options: RunOptions
+) -> AgentSession:
+    names = [a.agent for a in export.agents]
+    chosen = export.agent(agent if agent in names else None)
+    session = session or AgentSession.new(agent, datetime.now(UTC), thread_kind=options.thread_kind)
+    return session.model_copy(update={"state": dict(chosen.entries)})
 
 
 def _excerpt(messages: Sequence[Message], limit: int = 80) -> str:

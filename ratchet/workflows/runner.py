@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import NoReturn
 
 from pydantic import BaseModel, Field
@@ -33,10 +33,13 @@ with workflow.unsafe.imports_passed_through():
         StepResult,
         ThreadData,
     )
+    from ratchet.agents.state_context import ShareToken, StateChanged, StateConflict, StateEntry
+    from ratchet.agents.state_export import AgentStateExport
     from ratchet.agents.usage import Usage
-    from ratchet.errors import InvalidInputError, MaxTurnsExceededError
+    from ratchet.errors import InvalidInputError, MaxTurnsExceededError, ShareTokenError
 
     from .presets import RunOptions, turn_retry_policy
+    from .state import StateHook, state_registry
     from .threads import thread_registry
 
 PROGRESS_ROWS = 20
@@ -55,6 +58,8 @@ class RunResult(BaseModel):
     usage: Usage = Usage()
     turns: int = 0
     session_id: str | None = None
+    state_conflicts: list[StateConflict] = Field(default_factory=list)
+    """Turns whose state changes were not committed because a key had moved on."""
     thread: ThreadData | None = Field(default=None, exclude=True)
     """The whole thread, for workflow code that called ``run_agent``; never serialised."""
 
@@ -92,7 +97,11 @@ class AgentRunner:
         session: AgentSession | None = None,
         thread: ThreadData | Sequence[Message] | None = None,
         options: RunOptions | None = None,
+        state: Mapping[str, StateEntry] | AgentStateExport | None = None,
+        shared: Sequence[ShareToken] = (),
     ) -> None:
+        """``state`` seeds the agent's state (e.g. from a ``StateExport``); ``shared``
+        are tokens for other agents' keys in this workflow that its turns may use."""
         self.agent = agent
         self.options = options or RunOptions()
         session = session or AgentSession.new(
@@ -115,7 +124,17 @@ class AgentRunner:
             session = session.model_copy(
                 update={"thread": session.thread.model_copy(update={"messages": messages})}
             )
+        if state is not None:
+            entries = state.entries if isinstance(state, AgentStateExport) else dict(state)
+            session = session.model_copy(update={"state": entries})
         self.state = AgentState(session=session)
+        self.shared = list(shared)
+        self.state_hooks: list[StateHook] = []
+        """Called with every ``StateChanged`` committed on this agent's keys."""
+        self.state_conflicts: list[StateConflict] = []
+        self._undelivered: list[StateConflict] = []
+        self._states = state_registry()
+        self._states.register(self)
         self.turns_this_run = 0
         self.between_turns: Callable[[], Awaitable[None]] | None = None
         """Awaited after each non-final turn (AgentRunWorkflow continues-as-new there)."""
@@ -140,6 +159,11 @@ class AgentRunner:
                 workflow.uuid4().hex[:12] if self._by_reference else str(workflow.uuid4())
             )
             self.state.execution = ExecutionState.start(execution_id, workflow.now())
+        if self.shared:
+            try:
+                self._states.shared_entries(self.shared)
+            except ShareTokenError as e:
+                self._fail("ShareTokenError", str(e))
         previous: list[Message] = []
         for turn in range(self._execution.step_count + 1, self.options.max_turns + 1):
             await self._compact_if_needed(turn)
@@ -194,6 +218,27 @@ class AgentRunner:
             len(thread.messages),
             len(messages),
         )
+
+    def share(self, key: str, *, write: bool = False) -> ShareToken:
+        """A token that lets another agent of this workflow read ``key`` (and update it,
+        if ``write``): pass it to that agent's ``run_agent(..., shared=[token])``."""
+        token = ShareToken(
+            id=f"share_{workflow.uuid4().hex[:16]}",
+            owner="",
+            agent=self.agent,
+            key=key,
+            write=write,
+        )
+        return self._states.grant(self, [token])[0]
+
+    @property
+    def tokens(self) -> list[ShareToken]:
+        """The share tokens granted on this agent's keys (by the host or by its turns)."""
+        return list(self.state.session.shares.values())
+
+    def state_changed(self, event: StateChanged) -> None:
+        for hook in self.state_hooks:
+            hook(event)
 
     @property
     def thread_bytes(self) -> int:
@@ -278,12 +323,17 @@ class AgentRunner:
         if upto is not None:
             thread = thread.model_copy(update={"messages": thread.messages[:upto]})
         info = workflow.info()
-        common = dict(
+        common: dict = dict(
             execution_id=self._execution.execution_id,
             agent=agent or self.agent,
             turn=turn,
             new_messages=pending,
         )
+        if agent is None:
+            # Another agent's turn over this thread (compaction) gets none of this one's state.
+            common.update(state=self.state.session.state, conflicts=self._undelivered)
+            if self.shared:
+                common["shared"] = self._states.shared_entries(self.shared)
         if not self._by_reference:
             return TurnInput(version=1, run_id=info.workflow_id, thread=thread, **common)
         if thread.kind != "messages":
@@ -321,6 +371,7 @@ class AgentRunner:
         self.state.session = session.model_copy(
             update={"thread": thread, "info": session.info.touch(now)}
         )
+        self._commit_state(turn, output)
         step = StepResult(
             turn=turn,
             started_at=self._execution.current_step_started_at or now,
@@ -337,6 +388,18 @@ class AgentRunner:
             workflow.set_current_details(progress_markdown(self.agent, self._execution))
         return added
 
+    def _commit_state(self, turn: int, output: TurnOutput) -> None:
+        try:
+            conflict = self._states.commit(self, turn, output.state)
+        except ShareTokenError as e:
+            self._fail("ShareTokenError", str(e))
+        self._states.grant(self, output.shares)
+        self._undelivered = [conflict] if conflict else []
+        if conflict:
+            # Not lost: the agent's next turn sees it in context.state.conflicts.
+            self.state_conflicts.append(conflict)
+            workflow.logger.warning("State conflict: %s", conflict)
+
     def _result(self, final: Message) -> RunResult:
         execution = self._execution
         return RunResult(
@@ -347,6 +410,7 @@ class AgentRunner:
             usage=execution.usage,
             turns=execution.step_count,
             session_id=self.state.session.info.id,
+            state_conflicts=self.state_conflicts,
             thread=self.state.session.thread,
         )
 
@@ -363,13 +427,18 @@ async def run_agent(
     thread: ThreadData | Sequence[Message] | None = None,
     session: AgentSession | None = None,
     options: RunOptions | None = None,
+    state: Mapping[str, StateEntry] | AgentStateExport | None = None,
+    shared: Sequence[ShareToken] = (),
 ) -> RunResult:
     """Run ``agent`` to its final answer from inside any workflow; one activity per turn.
 
     The result's ``thread`` holds the whole conversation for the next step of your
     workflow; it is never written to history unless you return it yourself.
     """
-    return await AgentRunner(agent, session=session, thread=thread, options=options).run(messages)
+    runner = AgentRunner(
+        agent, session=session, thread=thread, options=options, state=state, shared=shared
+    )
+    return await runner.run(messages)
 
 
 def turn_summary(turn: int, pending: Sequence[Message], previous: Sequence[Message]) -> str:
