@@ -20,9 +20,11 @@ from ratchet.errors import RunFailedError
 from ratchet.worker import build_worker
 from ratchet.workflows import AgentClient, RunOptions
 
+from .state_agents import StepAgent
+from .test_agent_state import plan_agents
 from .test_compaction import paging_agent
 from .test_user_workflow import agents
-from .user_workflows import ResearchAndReview
+from .user_workflows import ResearchAndReview, SharedPlan
 
 HISTORIES = Path(__file__).parent / "histories"
 
@@ -34,7 +36,12 @@ async def record() -> None:
             "pager": lambda: paging_agent(6, []),
             "summarizer": lambda: SummarizingAgent(ScriptedModel(lambda m, c: "summary")),
         }
-        async with build_worker(client, {**agents(), **compacting}, workflows=[ResearchAndReview]):
+        stateful = {"stateful": lambda: StepAgent(_fill_cart, _checkout)}
+        async with build_worker(
+            client,
+            {**agents(), **compacting, **plan_agents(), **stateful},
+            workflows=[ResearchAndReview, SharedPlan],
+        ):
             completed = await client.start_run("researcher", "What is Temporal?")
             await completed.result()
             failed = await client.start_run("researcher", "loop", options=RunOptions(max_turns=1))
@@ -68,6 +75,12 @@ async def record() -> None:
                 "researcher", "What is Temporal?", options=RunOptions(fast=True)
             )
             await fast.result()
+            with_state = await client.start_run("stateful", "Buy a book.")
+            await with_state.result()
+            shared = await client.temporal.start_workflow(
+                SharedPlan.run, id=f"shared-{uuid.uuid4().hex[:8]}", task_queue="record"
+            )
+            await shared.result()
             first_run = client.temporal.get_workflow_handle(compacted.id, run_id=compacted.run_id)
             for name, handle in [
                 ("agent_run_completed", completed.workflow),
@@ -77,12 +90,25 @@ async def record() -> None:
                 ("agent_run_summarize_then_continue_as_new", first_run),
                 ("agent_run_continued", client.temporal.get_workflow_handle(compacted.id)),
                 ("agent_run_fast_mode", fast.workflow),
+                ("agent_run_with_state", with_state.workflow),
+                ("shared_plan_with_conflict", shared),
             ]:
                 if (HISTORIES / f"{name}.json").exists():
                     continue
                 history = await handle.fetch_history()
                 (HISTORIES / f"{name}.json").write_text(history.to_json())
                 print(f"recorded {name}: {len(history.events)} events")
+
+
+async def _fill_cart(context) -> None:
+    context.state.update("cart", ["book"])
+    context.state.share("cart")
+
+
+async def _checkout(context) -> str:
+    context.state.update("cart", [*context.state.get("cart"), "receipt"])
+    context.state.delete("draft")
+    return "checked out"
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from temporalio.worker import Replayer
 from ratchet.worker import workflow_runner
 from ratchet.workflows import AgentRunWorkflow, RunInput, RunResult
 
-from .user_workflows import ResearchAndReview
+from .user_workflows import ForeignToken, ResearchAndReview, SharedPlan
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 
@@ -39,12 +39,16 @@ def test_histories_are_recorded():
         "agent_run_summarize_then_continue_as_new",
         "agent_run_continued",
         "agent_run_fast_mode",
+        "agent_run_with_state",
+        "shared_plan_with_conflict",
     }
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
 async def test_recorded_history_replays_without_nondeterminism(path: Path):
-    result = await replayer(AgentRunWorkflow, ResearchAndReview).replay_workflow(load(path))
+    result = await replayer(
+        AgentRunWorkflow, ResearchAndReview, SharedPlan, ForeignToken
+    ).replay_workflow(load(path))
     assert result.replay_failure is None
 
 

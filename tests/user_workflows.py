@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.agents import Message
-    from ratchet.workflows import RunOptions, run_agent
+    from ratchet.agents import Message, ShareToken
+    from ratchet.workflows import AgentRunner, RunOptions, run_agent
 
 
 @workflow.defn
@@ -21,3 +23,38 @@ class ResearchAndReview:
             options=RunOptions(max_turns=3),
         )
         return f"{draft.output}\n---\n{review.output}"
+
+
+@workflow.defn
+class SharedPlan:
+    """A planner shares its "plan" key with a writer (read/write) and a reader (read-only);
+    then planner and writer change the plan at the same time."""
+
+    @workflow.run
+    async def run(self) -> dict:
+        planner = AgentRunner("planner")
+        await planner.run("make a plan")  # its turn shares "plan" with write access
+        (token,) = planner.tokens
+        reader_token = planner.share("plan")  # the host can share too; read-only
+        writer = AgentRunner("writer", shared=[token])
+        drafted = await writer.run("write the draft")
+        # Both first turns are scheduled together, so both start from the same version.
+        revised, edited = await asyncio.gather(planner.run("revise"), writer.run("edit"))
+        read = await AgentRunner("reader", shared=[reader_token]).run("read")
+        entry = planner.state.session.state["plan"]
+        return {
+            "outputs": [drafted.output, revised.output, edited.output, read.output],
+            "conflicts": [
+                c.model_dump(mode="json") for c in revised.state_conflicts + edited.state_conflicts
+            ],
+            "plan": entry.data,
+            "version": entry.version,
+        }
+
+
+@workflow.defn
+class ForeignToken:
+    @workflow.run
+    async def run(self) -> str:
+        token = ShareToken(id="share_elsewhere", owner="session-x", agent="planner", key="plan")
+        return (await run_agent("writer", "edit", shared=[token])).output

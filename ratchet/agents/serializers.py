@@ -102,14 +102,15 @@ def upgrade(cls: type, data: Any, stored: int) -> Any:
     schema = schema_of(cls)
     if stored > schema.version:
         raise StateSchemaError(
-            f"{_path(cls)} was stored at schema version {stored}, but this code knows version "
-            f"{schema.version}: deploy the newer code to every worker and client that reads it."
+            f"{cls.__qualname__} was stored at schema version {stored}, but this code knows "
+            f"version {schema.version}: deploy the newer code "
+            "to every worker and client that reads it."
         )
     while stored < schema.version:
         step = schema.upgrades.get(stored)
         if step is None:
             raise StateSchemaError(
-                f"{_path(cls)} was stored at schema version {stored} and there is no upgrade "
+                f"{cls.__qualname__} was stored at schema version {stored} and there is no upgrade "
                 f"from it; add one: @state_schema({schema.version}, upgrades={{{stored}: ...}})."
             )
         data = step(data)

@@ -238,6 +238,11 @@ class StateContext:
         self._tokens.append(token)
         return token
 
+    @property
+    def share_tokens(self) -> list[ShareToken]:
+        """Tokens for other agents' keys that this run was given."""
+        return [s.token for s in self._shared.values()]
+
     # The engine's side.
 
     @property
