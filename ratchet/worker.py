@@ -24,6 +24,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from ratchet._exit import hard_exit
 from ratchet.activities.resources import ResourceFactory, WorkerResources
+from ratchet.activities.state_refs import StateCache
 from ratchet.activities.threads import ThreadCache
 from ratchet.activities.turn import PAYLOAD_LIMIT, AgentFactory, TurnActivities
 from ratchet.errors import ConfigurationError
@@ -43,6 +44,7 @@ def build_worker(
     max_concurrent_turns: int = 50,
     thread_cache: ThreadCache | None = None,
     resources: Mapping[str, ResourceFactory] | None = None,
+    state_cache: StateCache | None = None,
     **worker_options: Any,
 ) -> Worker:
     """A worker that hosts ``agents`` and runs ``AgentRunWorkflow`` (plus ``workflows``).
@@ -72,6 +74,7 @@ def build_worker(
         thread_cache=thread_cache,
         payload_limit=None if external else PAYLOAD_LIMIT,
         resources=worker_resources,
+        state_cache=state_cache,
     )
     plugins = list(worker_options.pop("plugins", []))
     if resources:

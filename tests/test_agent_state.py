@@ -14,6 +14,7 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowFailureError
 
+from ratchet.activities.state_refs import StateCache
 from ratchet.agents import PickleSerializer, RunContext, StateExport
 from ratchet.errors import RunFailedError, ShareTokenError
 from ratchet.worker import build_worker
@@ -370,3 +371,47 @@ async def test_a_token_from_another_session_fails_the_run_clearly(agent_client: 
         with pytest.raises(WorkflowFailureError) as failure:
             await handle.result()
     assert "was not granted in this workflow" in str(failure.value.cause)
+
+
+async def turn_inputs(handle) -> list[dict]:
+    scheduled = of_type(await events(handle), EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+    return [
+        json.loads(e.activity_task_scheduled_event_attributes.input.payloads[0].data)
+        for e in scheduled
+    ]
+
+
+@pytest.mark.parametrize("cached", [True, False], ids=["warm worker", "cold worker"])
+async def test_unchanged_state_travels_by_reference(agent_client: AgentClient, cached: bool):
+    big = "b" * 5000
+    seen: list[int] = []
+
+    async def store(context: RunContext) -> None:
+        context.state.update("doc", big)
+        context.state.update("n", 1)
+
+    async def bump(context: RunContext) -> None:
+        assert context.state.get("doc") == big
+        context.state.update("n", context.state.get("n") + 1)
+
+    async def read(context: RunContext) -> str:
+        seen.append(context.state.get("n"))
+        return context.state.get("doc")[:3]
+
+    cache = StateCache(max_entries=100 if cached else 0)  # 0: every value is fetched
+    agents = {"doc": lambda: StepAgent(store, bump, bump, read)}
+    async with build_worker(agent_client, agents, state_cache=cache):
+        handle = await agent_client.start_run("doc", "go")
+        assert (await handle.result()).output == "bbb"
+    assert seen == [3]
+    inputs = await turn_inputs(handle)
+    # Turn 1 wrote the document once; later inputs name it by the write that made it.
+    assert all(big not in json.dumps(i) for i in inputs)
+    assert [sorted(i.get("state_refs", {})) for i in inputs] == [
+        [],
+        ["doc", "n"],
+        ["doc", "n"],
+        ["doc", "n"],
+    ]
+    assert len({i["state_refs"]["doc"] for i in inputs[1:]}) == 1
+    assert (cache.hits, cache.misses) == ((6, 0) if cached else (0, 6))

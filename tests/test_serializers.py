@@ -142,6 +142,7 @@ def test_get_returns_a_fresh_copy_and_converts_to_a_type():
     cart.items.append("b")  # changes nothing until update
     assert state.get("cart", Cart).items == ["a"]
     assert state.get("missing", Cart) is None
+    assert state.get("missing", default=[]) == [] and state.get("missing", 0) == 0
     with pytest.raises(StateSchemaError, match="not a valid Point"):
         state.get("cart", Point)
 

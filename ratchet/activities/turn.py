@@ -41,6 +41,7 @@ from ratchet.errors import (
 )
 
 from .resources import WorkerResources
+from .state_refs import StateCache, new_write_id, resolve_state
 from .threads import ThreadCache, ThreadRef, resolve_thread
 
 TURN_ACTIVITY = "ratchet.turn"
@@ -71,7 +72,11 @@ class TurnInput(CompactModel):
     thread_ref: ThreadRef | None = None
     new_messages: list[Message] = Field(default_factory=list)
     state: dict[str, StateEntry] = Field(default_factory=dict)
-    """The agent's committed state (nothing for an agent without state)."""
+    """The agent's committed values sent inline (nothing for an agent without state)."""
+    state_refs: dict[str, str] = Field(default_factory=dict)
+    """The other committed keys, by the origin of their value (see ``state_refs``)."""
+    session_id: str = ""
+    """The agent's session, to ask the workflow for state values a worker lacks."""
     shared: list[SharedEntry] = Field(default_factory=list)
     """Other agents' keys this run holds share tokens for."""
     conflicts: list[StateConflict] = Field(default_factory=list)
@@ -94,6 +99,8 @@ class TurnOutput(CompactModel):
     """The keys the turn changed; the workflow commits them together."""
     shares: list[ShareToken] = Field(default_factory=list)
     """Share tokens the turn created."""
+    write_id: str | None = None
+    """Names this turn's state write; committed values carry it as their origin."""
 
 
 class TurnActivities:
@@ -107,6 +114,7 @@ class TurnActivities:
         thread_cache: ThreadCache | None = None,
         payload_limit: int | None = PAYLOAD_LIMIT,
         resources: WorkerResources | None = None,
+        state_cache: StateCache | None = None,
     ) -> None:
         self._factories = dict(agents)
         self._agents: dict[str, Agent] = {}
@@ -115,6 +123,7 @@ class TurnActivities:
         self.payload_limit = payload_limit
         """Fail a turn whose result is larger; ``None`` when payloads go to external storage."""
         self.resources = resources if resources is not None else WorkerResources()
+        self.state_cache = state_cache if state_cache is not None else StateCache()
 
     @property
     def agent_names(self) -> list[str]:
@@ -169,7 +178,7 @@ class TurnActivities:
             completed=dict(progress),
             checkpoint=checkpoint,
             state=StateContext(
-                input.state,
+                input.state if not input.state_refs else None,
                 serializer=agent.state_serializer,
                 shared=input.shared,
                 conflicts=input.conflicts,
@@ -184,6 +193,20 @@ class TurnActivities:
             nonlocal thread, before
             thread = await self._thread(input, agent)
             context.thread = thread
+            if input.state_refs:
+                context.state = StateContext(
+                    await resolve_state(
+                        self.state_cache,
+                        activity.client(),
+                        input.state,
+                        input.state_refs,
+                        input.session_id,
+                    ),
+                    serializer=agent.state_serializer,
+                    shared=input.shared,
+                    conflicts=input.conflicts,
+                    agent=input.agent,
+                )
             before = len(thread.messages)
             return await agent.run(list(input.new_messages), thread, context)
 
@@ -220,6 +243,9 @@ class TurnActivities:
             state=context.state.changes,
             shares=context.state.new_tokens,
         )
+        if output.state:
+            output.write_id = new_write_id()
+            self.state_cache.put_written(output.write_id, output.state)
         self._check_size(input, output)
         if input.thread_ref is not None:
             self.thread_cache.put(input.thread_ref.key, [*thread.messages[:before], *added])

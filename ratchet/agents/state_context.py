@@ -33,6 +33,8 @@ class StateEntry(CompactModel):
     data: Any = None
     version: int = 1
     serializer: str = "json"
+    origin: str | None = None
+    """The write that committed it (unique per turn result); workers cache by it."""
 
 
 class ShareToken(CompactModel):
@@ -112,6 +114,8 @@ class StateChanged(CompactModel):
 
 
 _MISSING: Any = object()
+UNSET: Any = object()
+"""``get``'s second argument when none is given (``None`` is a valid default)."""
 
 
 class StateContext:
@@ -150,7 +154,7 @@ class StateContext:
     @overload
     def get(self, key: str | ShareToken, default: Any) -> Any: ...
 
-    def get(self, key: str | ShareToken, type_or_default: Any = None, default: Any = None) -> Any:
+    def get(self, key: str | ShareToken, type_or_default: Any = UNSET, default: Any = None) -> Any:
         """The value of ``key`` (or of a shared key, given its token), or ``default``.
 
         ``get(key, MyModel)`` returns a ``MyModel``, converting stored plain data.
@@ -158,7 +162,7 @@ class StateContext:
         kind: Any = None
         if _is_type(type_or_default):
             kind = type_or_default
-        else:
+        elif type_or_default is not UNSET:
             default = type_or_default
         value = self._value(key)
         if value is _MISSING:

@@ -20,7 +20,7 @@ from ratchet.errors import StateError
 
 from .compact import CompactModel
 from .serializers import StateSerializer
-from .state_context import ShareToken, StateContext, StateEntry
+from .state_context import UNSET, ShareToken, StateContext, StateEntry
 
 T = TypeVar("T")
 FORMAT = "ratchet.state"
@@ -35,6 +35,11 @@ class AgentStateExport(CompactModel):
     entries: dict[str, StateEntry] = Field(default_factory=dict)
     shares: list[ShareToken] = Field(default_factory=list)
     """Tokens this agent has granted (valid only in the session that made them)."""
+
+    def entries_to_load(self) -> dict[str, StateEntry]:
+        """The entries for a new session. An export may have been edited, so values
+        lose their origin: a worker must not take a cached value in their place."""
+        return {k: e.model_copy(update={"origin": None}) for k, e in self.entries.items()}
 
 
 class StateExport(BaseModel):
@@ -95,7 +100,7 @@ class StateExport(BaseModel):
     def get(
         self,
         key: str,
-        type_or_default: Any = None,
+        type_or_default: Any = UNSET,
         default: Any = None,
         *,
         agent: str | None = None,

@@ -16,6 +16,7 @@ from temporalio.converter import ExternalStorage, StorageDriver
 from temporalio.envconfig import ClientConfig
 from temporalio.exceptions import ApplicationError, FailureError
 
+from ratchet.activities.state_refs import STATE_QUERY
 from ratchet.agents.messages import Message, new_id
 from ratchet.agents.state import AgentSession, AgentState
 from ratchet.agents.state_context import StateChanged
@@ -26,7 +27,6 @@ from ratchet.storage import external_storage
 from .agent_run import AgentRunWorkflow, RunInput
 from .presets import RunOptions
 from .runner import RunResult, new_messages
-from .state import STATE_QUERY
 
 DEFAULT_TASK_QUEUE = "ratchet"
 
@@ -212,7 +212,7 @@ def _with_state(
     names = [a.agent for a in export.agents]
     chosen = export.agent(agent if agent in names else None)
     session = session or AgentSession.new(agent, datetime.now(UTC), thread_kind=options.thread_kind)
-    return session.model_copy(update={"state": dict(chosen.entries)})
+    return session.model_copy(update={"state": chosen.entries_to_load()})
 
 
 def _excerpt(messages: Sequence[Message], limit: int = 80) -> str:

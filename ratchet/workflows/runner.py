@@ -125,7 +125,11 @@ class AgentRunner:
                 update={"thread": session.thread.model_copy(update={"messages": messages})}
             )
         if state is not None:
-            entries = state.entries if isinstance(state, AgentStateExport) else dict(state)
+            entries = (
+                state.entries_to_load()
+                if isinstance(state, AgentStateExport)
+                else {k: e.model_copy(update={"origin": None}) for k, e in state.items()}
+            )
             session = session.model_copy(update={"state": entries})
         self.state = AgentState(session=session)
         self.shared = list(shared)
@@ -331,7 +335,7 @@ class AgentRunner:
         )
         if agent is None:
             # Another agent's turn over this thread (compaction) gets none of this one's state.
-            common.update(state=self.state.session.state, conflicts=self._undelivered)
+            common.update(self._state_input(), conflicts=self._undelivered)
             if self.shared:
                 common["shared"] = self._states.shared_entries(self.shared)
         if not self._by_reference:
@@ -388,9 +392,21 @@ class AgentRunner:
             workflow.set_current_details(progress_markdown(self.agent, self._execution))
         return added
 
+    def _state_input(self) -> dict:
+        """The agent's state for a turn's input: values whose origin a worker can cache
+        go by reference, unless the turn is a local activity (it cannot ask the workflow)."""
+        state = self.state.session.state
+        if self.options.fast or self.options.thread_mode == "inline" or not self._by_reference:
+            return {"state": state}
+        inline = {k: e for k, e in state.items() if e.origin is None}
+        refs = {k: e.origin for k, e in state.items() if e.origin is not None}
+        if not refs:
+            return {"state": inline}
+        return {"state": inline, "state_refs": refs, "session_id": self.state.session.info.id}
+
     def _commit_state(self, turn: int, output: TurnOutput) -> None:
         try:
-            conflict = self._states.commit(self, turn, output.state)
+            conflict = self._states.commit(self, turn, output.state, output.write_id)
         except ShareTokenError as e:
             self._fail("ShareTokenError", str(e))
         self._states.grant(self, output.shares)

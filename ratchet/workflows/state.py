@@ -16,6 +16,7 @@ from typing import Protocol
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from ratchet.activities.state_refs import STATE_QUERY
     from ratchet.agents.state import AgentState
     from ratchet.agents.state_context import (
         SharedEntry,
@@ -27,8 +28,6 @@ with workflow.unsafe.imports_passed_through():
     )
     from ratchet.agents.state_export import AgentStateExport, StateExport
     from ratchet.errors import ShareTokenError
-
-STATE_QUERY = "ratchet.agent_state"
 
 
 class StateOwner(Protocol):
@@ -101,7 +100,11 @@ class StateRegistry:
         return entries
 
     def commit(
-        self, writer: StateOwner, turn: int, changes: Sequence[StateChange]
+        self,
+        writer: StateOwner,
+        turn: int,
+        changes: Sequence[StateChange],
+        write_id: str | None = None,
     ) -> StateConflict | None:
         """Apply one turn's changes all together, or none of them and say why."""
         if not changes:
@@ -141,8 +144,11 @@ class StateRegistry:
                 state.pop(change.key, None)
             else:
                 version = change.base_version + 1
+                # Another agent's key (changed through a token) stays inline: the
+                # writer's worker cached it, the owner's workers may not have.
+                origin = write_id if owner is writer else None
                 state[change.key] = StateEntry(
-                    data=change.data, version=version, serializer=change.serializer
+                    data=change.data, version=version, serializer=change.serializer, origin=origin
                 )
             owner.state.session = session.model_copy(update={"state": state})
             by_owner.setdefault(id(owner), (owner, {}))[1][change.key] = version
