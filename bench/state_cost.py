@@ -56,7 +56,7 @@ class NoteTaker(Agent):
         self.mode, self.turns = mode, turns
 
     async def run(self, messages: list[Message], thread: Thread, context: RunContext) -> Result:
-        thread.messages.extend(messages)
+        await thread.on_new_messages(messages)
         if self.mode != "none":
             notes = context.state.get("notes", default=[])
             if not notes:  # about 1 KB: ten notes of 100 characters
@@ -65,7 +65,7 @@ class NoteTaker(Agent):
                 context.state.update("notes", [*notes[1:], f"turn {context.turn}: " + "n" * 90])
         if context.turn >= self.turns:
             return Result(final_response=Message.assistant("done"))
-        thread.messages.append(Message.assistant(f"turn {context.turn}"))
+        await thread.on_new_messages([Message.assistant(f"turn {context.turn}")])
         return Result()
 
 

@@ -30,6 +30,7 @@ from ratchet.activities.turn import PAYLOAD_LIMIT, AgentFactory, TurnActivities
 from ratchet.errors import ConfigurationError
 from ratchet.workflows.agent_run import AgentRunWorkflow
 from ratchet.workflows.client import DEFAULT_TASK_QUEUE, AgentClient
+from ratchet.workflows.session import AgentSessionWorkflow
 
 DEFAULT_AGENTS = "ratchet.examples:AGENTS"
 
@@ -82,7 +83,7 @@ def build_worker(
     return Worker(
         client,
         task_queue=task_queue,
-        workflows=[AgentRunWorkflow, *(workflows or [])],
+        workflows=[AgentRunWorkflow, AgentSessionWorkflow, *(workflows or [])],
         activities=[turns.run_turn, *(activities or [])],
         max_concurrent_activities=max_concurrent_turns,
         workflow_runner=workflow_runner(),

@@ -23,6 +23,7 @@ from ratchet.workflows import AgentClient, RunOptions
 from .state_agents import StepAgent
 from .test_agent_state import plan_agents
 from .test_compaction import paging_agent
+from .test_sessions import Echo
 from .test_user_workflow import agents
 from .user_workflows import ResearchAndReview, SharedPlan
 
@@ -36,7 +37,7 @@ async def record() -> None:
             "pager": lambda: paging_agent(6, []),
             "summarizer": lambda: SummarizingAgent(ScriptedModel(lambda m, c: "summary")),
         }
-        stateful = {"stateful": lambda: StepAgent(_fill_cart, _checkout)}
+        stateful = {"stateful": lambda: StepAgent(_fill_cart, _checkout), "echo": Echo}
         async with build_worker(
             client,
             {**agents(), **compacting, **plan_agents(), **stateful},
@@ -81,6 +82,10 @@ async def record() -> None:
                 SharedPlan.run, id=f"shared-{uuid.uuid4().hex[:8]}", task_queue="record"
             )
             await shared.result()
+            session = await client.start_session("echo")
+            for text in ("hello", "again"):
+                await session.send(text)
+            await session.close()
             first_run = client.temporal.get_workflow_handle(compacted.id, run_id=compacted.run_id)
             for name, handle in [
                 ("agent_run_completed", completed.workflow),
@@ -92,6 +97,8 @@ async def record() -> None:
                 ("agent_run_fast_mode", fast.workflow),
                 ("agent_run_with_state", with_state.workflow),
                 ("shared_plan_with_conflict", shared),
+                ("session_two_runs_then_closed", session.workflow),
+                ("session_run_with_thread_base", client.get_run(f"{session.id}-run-2").workflow),
             ]:
                 if (HISTORIES / f"{name}.json").exists():
                     continue

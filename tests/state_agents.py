@@ -88,10 +88,10 @@ class StepAgent(Agent):
         self.state_serializer = serializer
 
     async def run(self, messages: list[Message], thread: Thread, context: RunContext) -> Result:
-        thread.messages.extend(messages)
+        await thread.on_new_messages(messages)
         text = await self.steps[context.turn - 1](context)
         if text is None:
-            thread.messages.append(Message.assistant(f"turn {context.turn} done"))
+            await thread.on_new_messages([Message.assistant(f"turn {context.turn} done")])
             return Result()
         return Result(final_response=Message.assistant(text))
 

@@ -11,7 +11,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from ratchet.worker import workflow_runner
-from ratchet.workflows import AgentRunWorkflow, RunInput, RunResult
+from ratchet.workflows import AgentRunWorkflow, AgentSessionWorkflow, RunInput, RunResult
 
 from .user_workflows import ForeignToken, ResearchAndReview, SharedPlan
 
@@ -41,13 +41,15 @@ def test_histories_are_recorded():
         "agent_run_fast_mode",
         "agent_run_with_state",
         "shared_plan_with_conflict",
+        "session_two_runs_then_closed",
+        "session_run_with_thread_base",
     }
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
 async def test_recorded_history_replays_without_nondeterminism(path: Path):
     result = await replayer(
-        AgentRunWorkflow, ResearchAndReview, SharedPlan, ForeignToken
+        AgentRunWorkflow, AgentSessionWorkflow, ResearchAndReview, SharedPlan, ForeignToken
     ).replay_workflow(load(path))
     assert result.replay_failure is None
 

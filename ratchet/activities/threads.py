@@ -22,6 +22,7 @@ from temporalio.exceptions import ApplicationError
 
 from ratchet.agents.compact import CompactModel
 from ratchet.agents.messages import Message, approximate_size
+from ratchet.agents.state import ThreadBase
 from ratchet.errors import ThreadResolutionError
 
 THREAD_QUERY = "ratchet.thread"
@@ -44,10 +45,24 @@ class ThreadRef(CompactModel):
     workflow_id: str | None = None
     """The workflow holding the thread; default: the one that scheduled the turn."""
     run_id: str | None = None
+    base: ThreadBase | None = None
+    """The first messages are held by this other workflow (a session's run)."""
 
     @property
     def key(self) -> str:
         return f"{self.id}#{self.generation}"
+
+    def base_ref(self) -> ThreadRef | None:
+        if self.base is None:
+            return None
+        return ThreadRef(
+            id=self.id,
+            generation=self.generation,
+            version=self.base.version,
+            last_id=self.base.last_id,
+            workflow_id=self.base.workflow_id,
+            run_id=self.base.run_id,
+        )
 
 
 class ThreadPageRequest(BaseModel):
@@ -133,16 +148,22 @@ def _size(message: Message) -> int:
 
 
 async def fetch_thread(
-    client: Client, ref: ThreadRef, *, page_bytes: int = PAGE_BYTES, stats: CacheStats | None = None
+    client: Client,
+    ref: ThreadRef,
+    *,
+    prefix: Sequence[Message] = (),
+    page_bytes: int = PAGE_BYTES,
+    stats: CacheStats | None = None,
 ) -> list[Message]:
-    """Page a thread version in from the workflow that holds it."""
+    """Page a thread version in from the workflow that holds it, after ``prefix``
+    (messages already known, such as a base held by another workflow)."""
     if ref.workflow_id is None:
         info = activity.info()
         ref = ref.model_copy(
             update={"workflow_id": info.workflow_id, "run_id": info.workflow_run_id}
         )
     handle = client.get_workflow_handle(ref.workflow_id or "", run_id=ref.run_id)
-    messages: list[Message] = []
+    messages: list[Message] = list(prefix)
     while len(messages) < ref.version:
         try:
             page = await handle.query(
@@ -187,8 +208,16 @@ async def resolve_thread(cache: ThreadCache, ref: ThreadRef) -> list[Message]:
             type=THREAD_NOT_CACHED,
             non_retryable=True,
         )
+    client = activity.client()
+    prefix: list[Message] = []
+    base = ref.base_ref()
+    if base is not None:
+        # The first messages are held by another workflow (the session of this run).
+        prefix = cache.get(base) or await fetch_thread(
+            client, base, page_bytes=cache.page_bytes, stats=cache.stats
+        )
     messages = await fetch_thread(
-        activity.client(), ref, page_bytes=cache.page_bytes, stats=cache.stats
+        client, ref, prefix=prefix, page_bytes=cache.page_bytes, stats=cache.stats
     )
     cache.put(ref.key, messages)
     return messages

@@ -98,6 +98,20 @@ class ExecutionState(CompactModel):
         return self.model_copy(update={"status": status})
 
 
+class ThreadBase(CompactModel):
+    """The first ``version`` messages of a thread, held by another workflow.
+
+    A run started by a session continues the session's thread without copying
+    it: the run holds only the messages it adds, and workers read the rest from
+    the session workflow (``workflow_id``), by reference.
+    """
+
+    workflow_id: str
+    run_id: str | None = None
+    version: int
+    last_id: str | None = None
+
+
 class ThreadData(BaseModel):
     """A thread as stored in session data."""
 
@@ -109,6 +123,14 @@ class ThreadData(BaseModel):
     cursor: str | None = None
     """A service-backed thread's id at the service (e.g. the last response id)."""
     messages: list[Message] = Field(default_factory=list)
+    base: ThreadBase | None = None
+    """Set when the thread's first messages are held by another workflow; ``messages``
+    are then only the ones after them."""
+
+    @property
+    def length(self) -> int:
+        """How many messages the whole thread holds (with its base)."""
+        return (self.base.version if self.base else 0) + len(self.messages)
 
     @property
     def unsent(self) -> list[Message]:

@@ -10,15 +10,21 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.client import (
+    Client,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+)
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import ExternalStorage, StorageDriver
 from temporalio.envconfig import ClientConfig
 from temporalio.exceptions import ApplicationError, FailureError
+from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet.activities.state_refs import STATE_QUERY
 from ratchet.agents.messages import Message, new_id
-from ratchet.agents.state import AgentSession, AgentState
+from ratchet.agents.state import AgentSession, AgentState, ThreadData
 from ratchet.agents.state_context import StateChanged
 from ratchet.agents.state_export import StateExport
 from ratchet.errors import RunFailedError
@@ -27,6 +33,13 @@ from ratchet.storage import external_storage
 from .agent_run import AgentRunWorkflow, RunInput
 from .presets import RunOptions
 from .runner import RunResult, new_messages
+from .session import (
+    AgentSessionWorkflow,
+    SendRequest,
+    SessionInput,
+    SessionOptions,
+    SessionStatus,
+)
 
 DEFAULT_TASK_QUEUE = "ratchet"
 
@@ -104,6 +117,65 @@ class RunHandle:
 
     async def cancel(self) -> None:
         await self._handle.cancel()
+
+
+class SessionHandle:
+    """A started session: send messages, read its thread and state, close it."""
+
+    def __init__(self, handle: WorkflowHandle[Any, SessionStatus]) -> None:
+        self._handle = handle
+
+    @property
+    def id(self) -> str:
+        return self._handle.id
+
+    @property
+    def workflow(self) -> WorkflowHandle[Any, SessionStatus]:
+        return self._handle
+
+    async def send(self, prompt: str | Sequence[Message]) -> RunResult:
+        """Run the agent on ``prompt`` as the session's next execution and wait for it.
+
+        Durable: the session records the message before it runs. Raises
+        ``RunFailedError`` if the session refuses the message or the run fails.
+        """
+        request = SendRequest(messages=new_messages(prompt, new_id))
+        try:
+            return await self._handle.execute_update(AgentSessionWorkflow.send, request)
+        except RPCError as e:
+            if e.status != RPCStatusCode.NOT_FOUND:
+                raise
+            raise RunFailedError(
+                self.id,
+                f"Session {self.id} is closed or does not exist ({e.message}).",
+                "SessionClosed",
+            ) from e
+        except WorkflowUpdateFailedError as e:
+            cause = e.cause
+            message = cause.message if isinstance(cause, FailureError) else str(e)
+            kind = cause.type if isinstance(cause, ApplicationError) else None
+            raise RunFailedError(self.id, message, kind) from e
+
+    async def status(self) -> SessionStatus:
+        return await self._handle.query(AgentSessionWorkflow.status)
+
+    async def state(self) -> AgentState:
+        """Session data; between runs the execution is ``None`` (status PENDING)."""
+        return await self._handle.query(AgentSessionWorkflow.session)
+
+    async def thread(self) -> ThreadData:
+        return await self._handle.query(AgentSessionWorkflow.thread)
+
+    async def read_state(self) -> StateExport:
+        return await self._handle.query(STATE_QUERY, result_type=StateExport)
+
+    async def export(self) -> dict[str, Any]:
+        """The agent's state as JSON-ready data (``AgentClient.start_session(state=...)``)."""
+        return (await self.read_state()).model_dump(mode="json")
+
+    async def close(self) -> SessionStatus:
+        """Stop taking messages; waits for queued runs, then the session completes."""
+        return await self._handle.execute_update(AgentSessionWorkflow.close)
 
 
 class AgentClient:
@@ -200,6 +272,38 @@ class AgentClient:
             agent, prompt, session=session, options=options, workflow_id=workflow_id, state=state
         )
         return await handle.result()
+
+    async def start_session(
+        self,
+        agent: str,
+        *,
+        session_id: str | None = None,
+        options: SessionOptions | None = None,
+        state: StateExport | dict[str, Any] | str | None = None,
+    ) -> SessionHandle:
+        """Start a long-lived session with ``agent``; each ``send`` runs one execution."""
+        options = options or SessionOptions()
+        session = None
+        if state is not None:
+            session = _with_state(agent, None, StateExport.load(state), options.run)
+        workflow_id = session_id or run_workflow_id(agent).replace("run-", "session-", 1)
+        if session is not None:
+            session = session.model_copy(
+                update={"info": session.info.model_copy(update={"id": workflow_id})}
+            )
+        handle = await self.temporal.start_workflow(
+            AgentSessionWorkflow.run,
+            SessionInput(agent=agent, session=session, options=options, session_id=workflow_id),
+            id=workflow_id,
+            task_queue=self.task_queue,
+            static_summary=f"{agent} session",
+        )
+        return SessionHandle(handle)
+
+    def get_session(self, session_id: str) -> SessionHandle:
+        return SessionHandle(
+            self.temporal.get_workflow_handle_for(AgentSessionWorkflow.run, session_id)
+        )
 
     def get_run(self, workflow_id: str) -> RunHandle:
         handle = self.temporal.get_workflow_handle_for(AgentRunWorkflow.run, workflow_id)

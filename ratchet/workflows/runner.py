@@ -60,6 +60,10 @@ class RunResult(BaseModel):
     session_id: str | None = None
     state_conflicts: list[StateConflict] = Field(default_factory=list)
     """Turns whose state changes were not committed because a key had moved on."""
+    messages: list[Message] = Field(default_factory=list)
+    """For a run continuing a thread held by its session: the messages it added."""
+    state: dict[str, StateEntry] = Field(default_factory=dict)
+    """For a run of a session: the agent's committed state at the end, for the session."""
     thread: ThreadData | None = Field(default=None, exclude=True)
     """The whole thread, for workflow code that called ``run_agent``; never serialised."""
 
@@ -188,7 +192,12 @@ class AgentRunner:
     async def _compact_if_needed(self, turn: int) -> None:
         policy = self.options.compaction
         thread = self.state.session.thread
-        if policy is None or thread.kind != "messages" or not policy.over_budget(thread.messages):
+        if (
+            policy is None
+            or thread.kind != "messages"
+            or thread.base is not None  # a session's run: the session compacts its thread
+            or not policy.over_budget(thread.messages)
+        ):
             return
         if isinstance(policy, Summarize):
             pinned, older, recent = policy.split(thread.messages, policy.keep_turns)
@@ -261,7 +270,8 @@ class AgentRunner:
         self, input: TurnInput, summary: str, *, agent: str | None = None
     ) -> TurnOutput:
         try:
-            if self.options.fast:
+            # A local activity cannot page in a thread held by the session workflow.
+            if self.options.fast and self.state.session.thread.base is None:
                 return await self._take_local_turn(input, summary)
             return await workflow.execute_activity(
                 TURN_ACTIVITY,
@@ -345,19 +355,25 @@ class AgentRunner:
             unsent = thread.model_copy(update={"messages": thread.unsent})
             return TurnInput(version=2, thread=unsent, **common)
         mode = self.options.thread_mode
-        inline = bool(thread.messages) and (
-            mode == "inline"
-            or (
-                mode == "auto"
-                and upto is None
-                and self._thread_bytes <= self.options.inline_thread_bytes
+        inline = (
+            bool(thread.messages)
+            and thread.base is None
+            and (
+                mode == "inline"
+                or (
+                    mode == "auto"
+                    and upto is None
+                    and self._thread_bytes <= self.options.inline_thread_bytes
+                )
             )
         )
+        last_id = thread.messages[-1].id if thread.messages else None
         ref = ThreadRef(
             id=thread.id,
             generation=thread.generation,
-            version=len(thread.messages),
-            last_id=thread.messages[-1].id if thread.messages else None,
+            version=thread.length,
+            last_id=last_id or (thread.base.last_id if thread.base else None),
+            base=thread.base,
         )
         # Version 2 leaves out run_id: the worker reads it from the activity's info.
         return TurnInput(version=2, thread=thread if inline else None, thread_ref=ref, **common)
@@ -427,6 +443,8 @@ class AgentRunner:
             turns=execution.step_count,
             session_id=self.state.session.info.id,
             state_conflicts=self.state_conflicts,
+            messages=self.state.session.thread.messages if self.state.session.thread.base else [],
+            state=self.state.session.state if self.state.session.thread.base else {},
             thread=self.state.session.thread,
         )
 

@@ -38,9 +38,17 @@ class ThreadRegistry:
                 f"{', '.join(sorted(self._threads)) or '(none)'}.",
                 type="ThreadResolutionError",
             )
-        end = min(request.end, len(thread.messages))
+        # A run continuing a session's thread holds only the messages after its base.
+        offset = thread.base.version if thread.base else 0
+        if request.start < offset:
+            raise ApplicationError(
+                f"Messages before {offset} of thread {request.key!r} are held by workflow "
+                f"{thread.base.workflow_id if thread.base else ''!r}.",
+                type="ThreadResolutionError",
+            )
+        end = min(request.end, thread.length)
         messages, size = [], 0
-        for message in thread.messages[request.start : end]:
+        for message in thread.messages[request.start - offset : end - offset]:
             size += approximate_size(message)
             if messages and size > request.max_bytes:
                 break

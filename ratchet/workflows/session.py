@@ -1,0 +1,248 @@
+"""AgentSessionWorkflow: one long-lived workflow per user session.
+
+The session holds session data only (thread, state, metadata). Each message a
+user sends starts one execution, an ``AgentRunWorkflow`` child, so the Temporal
+UI shows session → runs → turns. A child continues the session's thread by
+reference: its input names the session's thread and version, never the messages,
+and its turns read them from the session through the ``ratchet.thread`` query.
+When the run ends the session appends the messages it added and takes its state.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+from temporalio import workflow
+from temporalio.common import WorkflowIDReusePolicy
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from ratchet.agents.compact import CompactModel
+    from ratchet.agents.messages import Message, approximate_size
+    from ratchet.agents.state import AgentSession, AgentState, ThreadBase, ThreadData
+    from ratchet.errors import InvalidInputError
+
+    from .agent_run import AgentRunWorkflow, RunInput
+    from .presets import RunOptions
+    from .runner import RunResult, new_messages
+    from .state import state_registry
+    from .threads import thread_registry
+
+SESSION_THREAD_LIMIT = 1536 * 1024
+"""Largest thread a session carries into a new workflow run (a payload holds 2 MB)."""
+
+
+class SessionOptions(CompactModel):
+    """How a session treats its runs. Every field has a default."""
+
+    steering: Literal["queue", "reject"] = "queue"
+    """A message sent while a run is in progress: ``queue`` runs it next, ``reject``
+    refuses it with an error (the caller may retry later)."""
+    run: RunOptions = Field(default_factory=RunOptions)
+    """Options of every run the session starts."""
+    continue_as_new_after_runs: int | None = None
+    """Continue as new after this many runs in one workflow run (besides when Temporal
+    suggests it)."""
+
+
+class SessionInput(BaseModel):
+    agent: str
+    session: AgentSession | None = None
+    options: SessionOptions = Field(default_factory=SessionOptions)
+    runs: int = 0
+    """Runs started by earlier workflow runs of this session (continue-as-new)."""
+    session_id: str | None = None
+    """The session's id (its workflow id); its runs are ``<session id>-run-<n>``."""
+
+
+class SendRequest(BaseModel):
+    messages: list[Message]
+
+
+class SessionStatus(CompactModel):
+    agent: str
+    status: Literal["PENDING", "RUNNING", "CLOSED"]
+    runs: int
+    waiting: int = 0
+    """Messages queued behind the run in progress."""
+    current_run: str | None = None
+    """Workflow id of the run in progress."""
+
+
+@workflow.defn(name="AgentSessionWorkflow")
+class AgentSessionWorkflow:
+    """A conversation that lives for ever; ``send`` (an Update) runs one execution."""
+
+    @workflow.init
+    def __init__(self, input: SessionInput) -> None:
+        info = workflow.info()
+        session = input.session or AgentSession.new(
+            input.agent,
+            workflow.now(),
+            session_id=input.session_id or info.workflow_id,
+            thread_id=f"thread-{workflow.uuid4().hex[:12]}",
+            thread_kind=input.options.run.thread_kind,
+        )
+        self.agent = input.agent
+        self.state = AgentState(session=session)
+        self._options = input.options
+        self._runs = input.runs
+        self._runs_this_workflow_run = 0
+        self._tickets = 0
+        self._serving = 0
+        self._current: str | None = None
+        self._closed = False
+        self._thread_bytes = sum(approximate_size(m) for m in session.thread.messages)
+        thread_registry().register(lambda: self.state.session.thread)
+        state_registry().register(self)
+
+    def state_changed(self, event: object) -> None:  # StateOwner: runs commit, not the session
+        return None
+
+    @workflow.run
+    async def run(self, input: SessionInput) -> SessionStatus:
+        while True:
+            await workflow.wait_condition(
+                lambda: (self._closed or self._continue_as_new_due()) and self._idle()
+            )
+            if self._closed:
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                return self.status()
+            await workflow.wait_condition(workflow.all_handlers_finished)
+            if not self._idle():
+                continue  # a message arrived while handlers finished
+            workflow.continue_as_new(
+                SessionInput(
+                    agent=self.agent,
+                    session=self.state.session,
+                    options=self._options,
+                    runs=self._runs,
+                )
+            )
+
+    def _idle(self) -> bool:
+        return self._serving == self._tickets
+
+    def _continue_as_new_due(self) -> bool:
+        if self._thread_bytes > SESSION_THREAD_LIMIT:
+            return False  # too large for one payload: carry on in this run
+        limit = self._options.continue_as_new_after_runs
+        return workflow.info().is_continue_as_new_suggested() or (
+            limit is not None and self._runs_this_workflow_run >= limit
+        )
+
+    @workflow.update
+    async def send(self, request: SendRequest) -> RunResult:
+        """Run the agent on ``request.messages`` (after any queued before them)."""
+        ticket = self._tickets
+        self._tickets += 1
+        await workflow.wait_condition(lambda: self._serving == ticket)
+        try:
+            return await self._execute(request.messages)
+        finally:
+            self._serving += 1
+
+    @send.validator
+    def _validate_send(self, request: SendRequest) -> None:
+        if self._closed:
+            raise ApplicationError(
+                f"Session {workflow.info().workflow_id} is closed; start a new one.",
+                type="SessionClosed",
+            )
+        try:
+            new_messages(request.messages, lambda: "checked")
+        except InvalidInputError as e:
+            raise ApplicationError(str(e), type="InvalidInputError") from e
+        if self._options.steering == "reject" and not self._idle():
+            raise ApplicationError(
+                f"Session {workflow.info().workflow_id} is running {self._current}; it rejects "
+                "messages until that run ends (SessionOptions(steering='queue') queues them).",
+                type="SessionBusy",
+            )
+
+    async def _execute(self, messages: list[Message]) -> RunResult:
+        info = workflow.info()
+        session = self.state.session
+        thread = session.thread
+        base = ThreadBase(
+            workflow_id=info.workflow_id,
+            run_id=info.run_id,
+            version=thread.length,
+            last_id=thread.messages[-1].id if thread.messages else None,
+        )
+        child_thread = thread.model_copy(update={"messages": [], "base": base})
+        self._runs += 1
+        self._runs_this_workflow_run += 1
+        self._current = f"{session.info.id}-run-{self._runs}"
+        try:
+            result: RunResult = await workflow.execute_child_workflow(
+                AgentRunWorkflow.run,
+                RunInput(
+                    agent=self.agent,
+                    messages=messages,
+                    session=session.model_copy(update={"thread": child_thread}),
+                    options=self._options.run,
+                ),
+                id=self._current,
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                static_summary=f"{self.agent} · run {self._runs}",
+            )
+        except Exception as e:
+            # The run failed: the session keeps what it had and stays usable.
+            raise ApplicationError(
+                f"Run {self._current} of session {info.workflow_id} failed: {_cause(e)}",
+                type="RunFailed",
+                non_retryable=True,
+            ) from e
+        finally:
+            self._current = None
+        self.state.session = session.model_copy(
+            update={
+                "thread": thread.model_copy(
+                    update={"messages": [*thread.messages, *result.messages]}
+                ),
+                "state": result.state,
+                "info": session.info.touch(workflow.now()),
+            }
+        )
+        self._thread_bytes += sum(approximate_size(m) for m in result.messages)
+        # The messages and state are in the run's result already; the caller gets the rest.
+        return result.model_copy(update={"messages": [], "state": {}})
+
+    @workflow.update
+    async def close(self) -> SessionStatus:
+        """Stop taking messages; queued ones still run. The workflow then completes."""
+        self._closed = True
+        await workflow.wait_condition(self._idle)
+        return self.status()
+
+    @workflow.query
+    def status(self) -> SessionStatus:
+        running = not self._idle()
+        return SessionStatus(
+            agent=self.agent,
+            status="CLOSED"
+            if self._closed and not running
+            else "RUNNING"
+            if running
+            else "PENDING",
+            runs=self._runs,
+            waiting=max(0, self._tickets - self._serving - 1),
+            current_run=self._current,
+        )
+
+    @workflow.query
+    def session(self) -> AgentState:
+        """Session data (between runs the execution is ``None``: status PENDING)."""
+        return self.state
+
+    @workflow.query
+    def thread(self) -> ThreadData:
+        return self.state.session.thread
+
+
+def _cause(error: BaseException) -> str:
+    while error.__cause__ is not None:
+        error = error.__cause__
+    return getattr(error, "message", None) or str(error)

@@ -1,0 +1,173 @@
+"""AgentSessionWorkflow: long-lived sessions, one child run per message."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from temporalio.client import WorkflowUpdateStage
+
+from ratchet.agents import Agent, Message, Result, RunContext, Thread
+from ratchet.errors import InvalidInputError, RunFailedError, UsageError
+from ratchet.worker import build_worker
+from ratchet.workflows import AgentClient, AgentSessionWorkflow, SessionOptions
+from ratchet.workflows.session import SendRequest
+
+from .history import events
+
+
+class Echo(Agent):
+    """Answers with what it has seen; counts its visits in state. ``notes`` extra
+    assistant messages per run make threads grow faster. "fail" fails the run;
+    while ``gate`` is set, a run waits for it."""
+
+    def __init__(self, notes: int = 0) -> None:
+        self.notes = notes
+        self.started = asyncio.Event()
+        self.gate: asyncio.Event | None = None
+
+    async def run(self, messages: list[Message], thread: Thread, context: RunContext) -> Result:
+        await thread.on_new_messages(messages)
+        text = messages[-1].text
+        if text == "fail":
+            raise UsageError("asked to fail")
+        self.started.set()
+        if self.gate is not None:
+            await self.gate.wait()
+        visits = context.state.get("visits", 0) + 1
+        context.state.update("visits", visits)
+        for i in range(self.notes):
+            await thread.on_new_messages([Message.assistant(f"note {i} on {text}")])
+        reply = f"#{visits} {text} (saw {len(thread.messages)})"
+        return Result(final_response=Message.assistant(reply))
+
+
+async def chain_length(client: AgentClient, workflow_id: str, run_id: str | None) -> int:
+    """How many workflow runs a continue-as-new chain has, following it from ``run_id``."""
+    count = 0
+    while run_id:
+        count += 1
+        handle = client.temporal.get_workflow_handle(workflow_id, run_id=run_id)
+        last = [e async for e in handle.fetch_history_events()][-1]
+        attributes = last.workflow_execution_continued_as_new_event_attributes
+        run_id = (
+            attributes.new_execution_run_id
+            if last.HasField("workflow_execution_continued_as_new_event_attributes")
+            else None
+        )
+    return count
+
+
+async def test_each_message_runs_as_a_child_that_continues_the_thread_by_reference(
+    agent_client: AgentClient,
+):
+    async with build_worker(agent_client, {"echo": Echo}):
+        session = await agent_client.start_session("echo")
+        outputs = [(await session.send(f"unique-{i}-text")).output for i in range(3)]
+        thread = await session.thread()
+        state = await session.state()
+        status = await session.status()
+        third_run = agent_client.get_run(f"{session.id}-run-3")
+        raw = b"".join(e.SerializeToString() for e in await events(third_run))
+        exported = await session.export()
+    assert outputs == [
+        "#1 unique-0-text (saw 1)",
+        "#2 unique-1-text (saw 3)",
+        "#3 unique-2-text (saw 5)",
+    ]
+    assert [m.text for m in thread.messages] == [
+        "unique-0-text",
+        outputs[0],
+        "unique-1-text",
+        outputs[1],
+        "unique-2-text",
+        outputs[2],
+    ]
+    assert state.execution is None and state.status.value == "PENDING"
+    assert (status.status, status.runs) == ("PENDING", 3)
+    # The third run read the first two exchanges from the session, not from its input.
+    assert b"unique-0-text" not in raw and b"unique-2-text" in raw
+    assert exported["agents"][0]["entries"]["visits"]["data"] == 3
+
+
+async def test_a_session_continues_as_new_and_keeps_its_thread_and_state(
+    agent_client: AgentClient,
+):
+    options = SessionOptions(continue_as_new_after_runs=4)
+    async with build_worker(agent_client, {"echo": lambda: Echo(notes=3)}):
+        session = await agent_client.start_session("echo", options=options)
+        for i in range(50):
+            await session.send(f"m{i}")
+        thread = await session.thread()
+        export = await session.read_state()
+        workflow_runs = await chain_length(
+            agent_client, session.id, session.workflow.first_execution_run_id
+        )
+    assert len(thread.messages) == 250  # 50 × (prompt, 3 notes, answer)
+    assert [m.text for m in thread.messages[0::5]] == [f"m{i}" for i in range(50)]
+    assert thread.messages[-1].text == "#50 m49 (saw 249)"
+    assert len({m.id for m in thread.messages}) == 250
+    assert export.get("visits") == 50 and export.version("visits") == 50
+    assert workflow_runs == 13  # 50 runs, continuing as new after every 4
+
+
+async def test_reject_steering_refuses_a_message_while_a_run_is_in_progress(
+    agent_client: AgentClient,
+):
+    echo = Echo()
+    echo.gate = asyncio.Event()
+    async with build_worker(agent_client, {"echo": lambda: echo}):
+        session = await agent_client.start_session(
+            "echo", options=SessionOptions(steering="reject")
+        )
+        first = asyncio.create_task(session.send("first"))
+        await echo.started.wait()
+        with pytest.raises(RunFailedError, match="rejects messages until that run ends") as e:
+            await session.send("second")
+        assert e.value.error_type == "SessionBusy"
+        echo.gate.set()
+        assert (await first).output == "#1 first (saw 1)"
+        assert (await session.send("third")).output == "#2 third (saw 3)"
+
+
+async def test_queue_steering_runs_a_message_sent_during_a_run_next(agent_client: AgentClient):
+    echo = Echo()
+    echo.gate = asyncio.Event()
+    async with build_worker(agent_client, {"echo": lambda: echo}):
+        session = await agent_client.start_session("echo")
+        first = asyncio.create_task(session.send("first"))
+        await echo.started.wait()
+        # Accepted: the session has recorded the message and queued it behind "first".
+        second = await session.workflow.start_update(
+            AgentSessionWorkflow.send,
+            SendRequest(messages=[Message(role="user", content="second", id="m-second")]),
+            wait_for_stage=WorkflowUpdateStage.ACCEPTED,
+        )
+        status = await session.status()
+        assert (status.status, status.waiting) == ("RUNNING", 1)
+        echo.gate.set()
+        assert [(await first).output, (await second.result()).output] == [
+            "#1 first (saw 1)",
+            "#2 second (saw 3)",
+        ]
+
+
+async def test_a_failed_run_leaves_the_session_usable_and_a_closed_one_refuses(
+    agent_client: AgentClient,
+):
+    async with build_worker(agent_client, {"echo": Echo}):
+        session = await agent_client.start_session("echo")
+        await session.send("hello")
+        with pytest.raises(RunFailedError, match="asked to fail"):
+            await session.send("fail")
+        assert (await session.send("again")).output == "#2 again (saw 3)"
+        with pytest.raises(InvalidInputError):
+            await session.send("   ")
+        closed = await session.close()
+        assert closed.status == "CLOSED" and closed.runs == 3
+        with pytest.raises(RunFailedError, match="is closed") as e:
+            await session.send("late")
+        assert e.value.error_type == "SessionClosed"
+        assert (await session.workflow.result()).status == "CLOSED"
+        thread = [m.text for m in (await session.thread()).messages]
+    assert thread == ["hello", "#1 hello (saw 1)", "again", "#2 again (saw 3)"]
