@@ -59,6 +59,30 @@ class IntegrationRunFailed(RuntimeError):
         self.run_id = run_id
 
 
+async def _run_on_worker(
+    client: Client,
+    label: str,
+    workflow_class: Any,
+    steps: int,
+    execution_timeout: timedelta,
+    **worker_options: Any,
+) -> tuple[str, str]:
+    """Run ``workflow_class`` on ``steps`` with a worker of its own; see ``_finish``."""
+    from temporalio.worker import Worker
+
+    suffix = uuid.uuid4().hex[:8]
+    task_queue = f"bench-{label}-{suffix}"
+    async with Worker(client, task_queue=task_queue, workflows=[workflow_class], **worker_options):
+        handle = await client.start_workflow(
+            workflow_class.run,
+            steps,
+            id=f"bench-{label}-{steps}-{suffix}",
+            task_queue=task_queue,
+            execution_timeout=execution_timeout,
+        )
+        return await _finish(client, handle, label)
+
+
 async def _finish(client: Client, handle: Any, label: str) -> tuple[str, str]:
     """Wait for the workflow, check its output, and return (workflow_id, latest run_id)."""
     try:
@@ -152,7 +176,6 @@ async def run_openai_agents(
     plugin_module, _ = _import_openai_agents()
     from agents import OpenAIProvider
     from openai import AsyncOpenAI
-    from temporalio.worker import Worker
 
     openai_client = AsyncOpenAI(base_url=base_url, api_key="x", max_retries=0)
     plugin = plugin_module.OpenAIAgentsPlugin(
@@ -163,22 +186,14 @@ async def run_openai_agents(
         model_provider=OpenAIProvider(openai_client=openai_client, use_responses=False),
     )
     client = await Client.connect(address, plugins=[plugin])
-    suffix = uuid.uuid4().hex[:8]
-    task_queue = f"bench-openai-agents-{suffix}"
-    async with Worker(
+    return await _run_on_worker(
         client,
-        task_queue=task_queue,
-        workflows=[OpenAIAgentsBenchWorkflow],
+        "openai-agents",
+        OpenAIAgentsBenchWorkflow,
+        steps,
+        execution_timeout,
         activities=[openai_agents_fetch],
-    ):
-        handle = await client.start_workflow(
-            OpenAIAgentsBenchWorkflow.run,
-            steps,
-            id=f"bench-openai-agents-{steps}-{suffix}",
-            task_queue=task_queue,
-            execution_timeout=execution_timeout,
-        )
-        return await _finish(client, handle, "openai-agents")
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -255,22 +270,13 @@ async def run_pydantic_ai(
     """Run the workload on pydantic-ai's TemporalDurability; return (workflow_id, run_id)."""
     agent = _make_pydantic_ai_agent(base_url)  # raises the install hint if missing
     from pydantic_ai.durable_exec.temporal import AgentPlugin, PydanticAIPlugin
-    from temporalio.worker import Worker
 
     client = await Client.connect(address, plugins=[PydanticAIPlugin()])
-    suffix = uuid.uuid4().hex[:8]
-    task_queue = f"bench-pydantic-ai-{suffix}"
-    async with Worker(
+    return await _run_on_worker(
         client,
-        task_queue=task_queue,
-        workflows=[PydanticAIBenchWorkflow],
+        "pydantic-ai",
+        PydanticAIBenchWorkflow,
+        steps,
+        execution_timeout,
         plugins=[AgentPlugin(agent)],
-    ):
-        handle = await client.start_workflow(
-            PydanticAIBenchWorkflow.run,
-            steps,
-            id=f"bench-pydantic-ai-{steps}-{suffix}",
-            task_queue=task_queue,
-            execution_timeout=execution_timeout,
-        )
-        return await _finish(client, handle, "pydantic-ai")
+    )

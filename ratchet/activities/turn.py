@@ -177,13 +177,6 @@ class TurnActivities:
             attempt=info.attempt,
             completed=dict(progress),
             checkpoint=checkpoint,
-            state=StateContext(
-                input.state if not input.state_refs else None,
-                serializer=agent.state_serializer,
-                shared=input.shared,
-                conflicts=input.conflicts,
-                agent=input.agent,
-            ),
             resources=self.resources,
         )
         thread: Thread = ChatMessageThread(id=self._thread_id(input))
@@ -193,20 +186,22 @@ class TurnActivities:
             nonlocal thread, before
             thread = await self._thread(input, agent)
             context.thread = thread
-            if input.state_refs:
-                context.state = StateContext(
-                    await resolve_state(
-                        self.state_cache,
-                        activity.client(),
-                        input.state,
-                        input.state_refs,
-                        input.session_id,
-                    ),
-                    serializer=agent.state_serializer,
-                    shared=input.shared,
-                    conflicts=input.conflicts,
-                    agent=input.agent,
+            entries = input.state
+            if input.state_refs:  # values named by reference: from the cache or the workflow
+                entries = await resolve_state(
+                    self.state_cache,
+                    activity.client(),
+                    input.state,
+                    input.state_refs,
+                    input.session_id,
                 )
+            context.state = StateContext(
+                entries,
+                serializer=agent.state_serializer,
+                shared=input.shared,
+                conflicts=input.conflicts,
+                agent=input.agent,
+            )
             before = len(thread.messages)
             return await agent.run(list(input.new_messages), thread, context)
 

@@ -11,11 +11,18 @@ pydantic's serializer (Rust) skips it; no Python runs per model instance.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, Literal, get_origin
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 from pydantic.fields import FieldInfo
+
+
+@functools.cache
+def type_adapter(kind: Any) -> TypeAdapter[Any]:
+    """One TypeAdapter per type (building one costs far more than using it)."""
+    return TypeAdapter(kind)
 
 
 class CompactModel(BaseModel):

@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pydantic import TypeAdapter
 
+from .compact import type_adapter
 from .state_context import StateContext
 
 T = TypeVar("T")
-
-
-@functools.cache
-def _adapter(result_type: Any) -> TypeAdapter[Any]:
-    return TypeAdapter(result_type)
 
 
 def _no_checkpoint(progress: dict[str, Any]) -> None:
@@ -65,7 +60,7 @@ class RunContext:
 
     async def once(self, key: str, step: Callable[[], Awaitable[T]], result_type: type[T]) -> T:
         """Run ``step`` unless an earlier attempt of this turn already finished it."""
-        adapter: TypeAdapter[T] = _adapter(result_type)
+        adapter: TypeAdapter[T] = type_adapter(result_type)
         if key in self._recorded:
             return adapter.validate_python(self._recorded[key])
         value = await step()

@@ -27,8 +27,9 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 from uuid import UUID
 from zoneinfo import ZoneInfo
 
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel
 
+from ratchet.agents.compact import type_adapter
 from ratchet.errors import (
     ConfigurationError,
     StateIntegrityError,
@@ -197,7 +198,7 @@ def _encode_object(value: Any, where: str) -> dict[str, Any]:
         data = (
             value.model_dump(mode="json")
             if isinstance(value, BaseModel)
-            else _adapter(cls).dump_python(value, mode="json")
+            else type_adapter(cls).dump_python(value, mode="json")
         )
     except Exception as e:
         raise StateSerializationError(
@@ -239,7 +240,7 @@ def _decode_object(data: dict[str, Any]) -> Any:
     try:
         if issubclass(cls, BaseModel):
             return cls.model_validate(raw)
-        return _adapter(cls).validate_python(raw)
+        return type_adapter(cls).validate_python(raw)
     except Exception as e:
         raise StateSchemaError(
             f"Stored {data['class']} no longer fits the class: {e}. If the class changed, "
@@ -268,15 +269,6 @@ _DECODERS: dict[str, Callable[[dict[str, Any]], Any]] = {
 
 def _is_dataclass_instance(value: Any) -> bool:
     return dataclasses.is_dataclass(value) and not isinstance(value, type)
-
-
-_adapters: dict[type, TypeAdapter[Any]] = {}
-
-
-def _adapter(cls: type) -> TypeAdapter[Any]:
-    if cls not in _adapters:
-        _adapters[cls] = TypeAdapter(cls)
-    return _adapters[cls]
 
 
 def _path(cls: type, where: str = "value") -> str:

@@ -15,11 +15,11 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar, overload
 
-from pydantic import Field, TypeAdapter
+from pydantic import Field
 
 from ratchet.errors import ShareTokenError, StateError, StateSchemaError
 
-from .compact import CompactModel
+from .compact import CompactModel, type_adapter
 from .serializers import JSONSerializer, StateSerializer
 
 T = TypeVar("T")
@@ -170,7 +170,7 @@ class StateContext:
         if kind is None or (isinstance(kind, type) and isinstance(value, kind)):
             return value
         try:
-            return _adapter(kind).validate_python(value)
+            return type_adapter(kind).validate_python(value)
         except Exception as e:
             raise StateSchemaError(
                 f"State key {self._name(key)!r} holds a {type(value).__qualname__} that is not a "
@@ -332,12 +332,3 @@ class StateContext:
 
 def _is_type(value: Any) -> bool:
     return isinstance(value, type) or typing.get_origin(value) is not None
-
-
-_adapters: dict[Any, TypeAdapter[Any]] = {}
-
-
-def _adapter(kind: Any) -> TypeAdapter[Any]:
-    if kind not in _adapters:
-        _adapters[kind] = TypeAdapter(kind)
-    return _adapters[kind]

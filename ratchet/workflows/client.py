@@ -86,16 +86,7 @@ class RunHandle:
         try:
             return await self._handle.result()
         except WorkflowFailureError as e:
-            cause: BaseException | None = e.cause
-            while (
-                isinstance(cause, FailureError)
-                and cause.cause is not None
-                and not (isinstance(cause, ApplicationError))
-            ):
-                cause = cause.cause
-            message = cause.message if isinstance(cause, FailureError) else str(e)
-            kind = cause.type if isinstance(cause, ApplicationError) else type(cause).__name__
-            raise RunFailedError(self.id, message, kind) from e
+            raise _run_failed(self.id, e) from e
 
     async def state(self) -> AgentState:
         """Session and execution as the run holds them now."""
@@ -151,10 +142,7 @@ class SessionHandle:
                 "SessionClosed",
             ) from e
         except WorkflowUpdateFailedError as e:
-            cause = e.cause
-            message = cause.message if isinstance(cause, FailureError) else str(e)
-            kind = cause.type if isinstance(cause, ApplicationError) else None
-            raise RunFailedError(self.id, message, kind) from e
+            raise _run_failed(self.id, e) from e
 
     async def status(self) -> SessionStatus:
         return await self._handle.query(AgentSessionWorkflow.status)
@@ -308,6 +296,23 @@ class AgentClient:
     def get_run(self, workflow_id: str) -> RunHandle:
         handle = self.temporal.get_workflow_handle_for(AgentRunWorkflow.run, workflow_id)
         return RunHandle(handle, self.ui_url, self.temporal.namespace)
+
+
+def _run_failed(
+    workflow_id: str, error: WorkflowFailureError | WorkflowUpdateFailedError
+) -> RunFailedError:
+    """The first application failure under ``error`` (or the deepest cause), as a
+    RunFailedError naming its message and type."""
+    cause: BaseException | None = error.cause
+    while (
+        isinstance(cause, FailureError)
+        and cause.cause is not None
+        and not isinstance(cause, ApplicationError)
+    ):
+        cause = cause.cause
+    message = cause.message if isinstance(cause, FailureError) else str(error)
+    kind = cause.type if isinstance(cause, ApplicationError) else type(cause).__name__
+    return RunFailedError(workflow_id, message, kind)
 
 
 def _with_state(

@@ -29,6 +29,12 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.agents.state_export import AgentStateExport, StateExport
     from ratchet.errors import ShareTokenError
 
+    from ._registry import query_registry
+
+
+StateHook = Callable[[StateChanged], None]
+"""Called with each committed ``StateChanged`` (``AgentRunner.state_hooks``)."""
+
 
 class StateOwner(Protocol):
     """What the registry needs of an ``AgentRunner``."""
@@ -168,13 +174,4 @@ class StateRegistry:
 
 def state_registry() -> StateRegistry:
     """This workflow's registry, installing its query handler on first use."""
-    handler = workflow.get_query_handler(STATE_QUERY)
-    registry = getattr(handler, "__self__", None)
-    if isinstance(registry, StateRegistry):
-        return registry
-    registry = StateRegistry()
-    workflow.set_query_handler(STATE_QUERY, registry.export)
-    return registry
-
-
-StateHook = Callable[[StateChanged], None]
+    return query_registry(STATE_QUERY, StateRegistry, "export")

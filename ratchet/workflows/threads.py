@@ -18,6 +18,8 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.agents.messages import approximate_size
     from ratchet.agents.state import ThreadData
 
+    from ._registry import query_registry
+
 
 class ThreadRegistry:
     """The threads of one workflow, by id (each answers for its current generation)."""
@@ -58,10 +60,4 @@ class ThreadRegistry:
 
 def thread_registry() -> ThreadRegistry:
     """This workflow's registry, installing its query handler on first use."""
-    handler = workflow.get_query_handler(THREAD_QUERY)
-    registry = getattr(handler, "__self__", None)
-    if isinstance(registry, ThreadRegistry):
-        return registry
-    registry = ThreadRegistry()
-    workflow.set_query_handler(THREAD_QUERY, registry.page)
-    return registry
+    return query_registry(THREAD_QUERY, ThreadRegistry, "page")
