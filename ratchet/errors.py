@@ -10,14 +10,16 @@ configuration change fixes, and failures of a run, which happen at run time::
     │   ├── InvalidInputError   a prompt, message or argument Ratchet cannot run
     │   ├── ScriptExhaustedError a ScriptedModel asked for more replies than it holds
     │   ├── ResourceNotFoundError a worker resource no factory was given for
-    │   └── StateError          agent state that cannot be stored, read or shared
-    │       ├── StateSerializationError  a value the serializer cannot store
-    │       ├── StateIntegrityError      signed state that is unsigned or tampered with
-    │       ├── StateSchemaError         a stored type that cannot be loaded or upgraded
-    │       └── ShareTokenError          a share token this run cannot use
+    │   ├── StateError          agent state that cannot be stored, read or shared
+    │   │   ├── StateSerializationError  a value the serializer cannot store
+    │   │   ├── StateIntegrityError      signed state that is unsigned or tampered with
+    │   │   ├── StateSchemaError         a stored type that cannot be loaded or upgraded
+    │   │   └── ShareTokenError          a share token this run cannot use
+    │   └── DecisionError       an approval or answer for nothing the run waits for
     └── RunError                a run could not finish
         ├── ModelError          the model service failed (``retryable`` says if it may pass)
         ├── MaxTurnsExceededError
+        ├── BudgetExceededError a run used more tokens than its token_budget
         └── RunFailedError      raised by the client: the run's workflow failed
 
 This module imports nothing from Temporal, so agent code can raise these freely.
@@ -143,3 +145,19 @@ class RunFailedError(RunError):
         self.workflow_id = workflow_id
         self.cause = cause
         self.error_type = error_type
+
+
+class BudgetExceededError(RunError):
+    """A run (with its sub-agents) used more tokens than its budget allows."""
+
+    def __init__(self, used: int, budget: int, scope: str = "run") -> None:
+        super().__init__(
+            f"The {scope} used {used} tokens, over its token_budget of {budget}. Raise "
+            "token_budget (RunOptions / SessionOptions) or give the agent a smaller task."
+        )
+        self.used = used
+        self.budget = budget
+
+
+class DecisionError(UsageError):
+    """An approval, rejection or answer that does not match anything the run waits for."""

@@ -84,7 +84,7 @@ def build_worker(
         client,
         task_queue=task_queue,
         workflows=[AgentRunWorkflow, AgentSessionWorkflow, *(workflows or [])],
-        activities=[turns.run_turn, *(activities or [])],
+        activities=[turns.run_turn, turns.run_tool, *(activities or [])],
         max_concurrent_activities=max_concurrent_turns,
         workflow_runner=workflow_runner(),
         plugins=plugins,

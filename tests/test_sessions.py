@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 
 import pytest
 from temporalio.client import WorkflowUpdateStage
 
-from ratchet.agents import Agent, Message, Result, RunContext, Thread
-from ratchet.errors import InvalidInputError, RunFailedError, UsageError
+from ratchet.agents import Agent, AgentStatus, Message, Result, RunContext, ScriptedModel, Thread
+from ratchet.errors import DecisionError, InvalidInputError, RunFailedError, UsageError
 from ratchet.worker import build_worker
-from ratchet.workflows import AgentClient, AgentSessionWorkflow, SessionOptions
+from ratchet.workflows import AgentClient, AgentSessionWorkflow, RunOptions, SessionOptions
 from ratchet.workflows.session import SendRequest
 
 from .history import events
+from .hitl_agents import Blocker, Ledger, payment_agent
 
 
 class Echo(Agent):
@@ -171,3 +173,77 @@ async def test_a_failed_run_leaves_the_session_usable_and_a_closed_one_refuses(
         assert (await session.workflow.result()).status == "CLOSED"
         thread = [m.text for m in (await session.thread()).messages]
     assert thread == ["hello", "#1 hello (saw 1)", "again", "#2 again (saw 3)"]
+
+
+async def test_interrupt_steering_stops_the_run_and_keeps_its_finished_turns(
+    agent_client: AgentClient,
+):
+    agent = Blocker()
+    options = SessionOptions(
+        steering="interrupt", run=RunOptions(heartbeat_timeout=timedelta(seconds=1))
+    )
+    async with build_worker(agent_client, {"blocker": agent}):
+        session = await agent_client.start_session("blocker", options=options)
+        first = asyncio.create_task(session.send("block"))
+        await agent.blocked.wait()
+        second = await session.send("go on")
+        interrupted = await first
+        thread = [m.text for m in (await session.thread()).messages]
+    assert interrupted.status == AgentStatus.INTERRUPTED and interrupted.turns == 1
+    assert agent.cancelled == [2]  # the turn in flight saw the cancellation
+    assert second.output == "finished go on"
+    assert thread == ["block", "step 1 of block", "go on", "step 1 of go on", "finished go on"]
+
+
+async def test_cancel_stops_the_run_in_progress_and_the_session_stays_usable(
+    agent_client: AgentClient,
+):
+    agent = Blocker()
+    options = SessionOptions(run=RunOptions(heartbeat_timeout=timedelta(seconds=1)))
+    async with build_worker(agent_client, {"blocker": agent}):
+        session = await agent_client.start_session("blocker", options=options)
+        first = asyncio.create_task(session.send("block"))
+        await agent.blocked.wait()
+        await session.cancel()
+        cancelled = await first
+        after = await session.send("next")
+        status = await session.status()
+    assert cancelled.status == AgentStatus.CANCELLED and cancelled.output == ""
+    assert agent.cancelled == [2]
+    assert after.output == "finished next"
+    assert (status.status, status.runs) == ("PENDING", 2)
+
+
+async def test_approvals_through_a_session_reach_its_run_in_progress(
+    agent_client: AgentClient,
+):
+    ledger = Ledger()
+    agent = payment_agent(ledger, [ScriptedModel.call("pay", to="acme", amount=250)])
+    async with build_worker(agent_client, {"pay": agent}):
+        session = await agent_client.start_session("pay")
+        with pytest.raises(DecisionError, match="has no run in progress"):
+            await session.approve("call_0_0")
+        sent = asyncio.create_task(session.send("pay acme"))
+        (pending,) = await session.wait_for_pending()
+        assert [p.action.id for p in await session.pending()] == [pending.action.id]
+        await session.approve(pending.action.id)
+        result = await sent
+    assert ledger.payments == [("acme", 250, 1)]
+    assert result.output == "done: paid 250 to acme"
+
+
+async def test_a_session_budget_ends_runs_once_it_is_spent(agent_client: AgentClient):
+    # Each Echo turn reports no usage; a scripted tool-calling agent does.
+    ledger = Ledger()
+    agent = payment_agent(ledger, [])
+    options = SessionOptions(token_budget=40)
+    async with build_worker(agent_client, {"pay": agent}):
+        session = await agent_client.start_session("pay", options=options)
+        spent = []
+        with pytest.raises(RunFailedError) as e:
+            for i in range(20):
+                spent.append((await session.send(f"hello number {i}")).usage.total_tokens)
+        status = await session.status()
+    assert e.value.error_type == "BudgetExceededError"
+    assert "token_budget of 40" in str(e.value)
+    assert sum(spent) <= 40 and status.used_tokens >= 40

@@ -19,7 +19,8 @@ from temporalio.exceptions import ApplicationError
 from ratchet.agents.agent import Agent, Result
 from ratchet.agents.compact import CompactModel
 from ratchet.agents.context import RunContext
-from ratchet.agents.messages import Message, approximate_size, new_id
+from ratchet.agents.messages import Message, ToolCall, approximate_size, new_id
+from ratchet.agents.pending import PendingAction
 from ratchet.agents.state import ThreadData
 from ratchet.agents.state_context import (
     SharedEntry,
@@ -45,6 +46,7 @@ from .state_refs import StateCache, new_write_id, resolve_state
 from .threads import ThreadCache, ThreadRef, resolve_thread
 
 TURN_ACTIVITY = "ratchet.turn"
+TOOL_ACTIVITY = "ratchet.tool"
 DEFAULT_HEARTBEAT_INTERVAL = 2.0
 PAYLOAD_LIMIT = 2 * 1024 * 1024
 CHECKPOINT_BUDGET = 512 * 1024
@@ -101,6 +103,20 @@ class TurnOutput(CompactModel):
     """Share tokens the turn created."""
     write_id: str | None = None
     """Names this turn's state write; committed values carry it as their origin."""
+    pending: list[PendingAction] = Field(default_factory=list)
+    """Work for the workflow before the next turn (approvals, questions, durable
+    tool calls, sub-agents)."""
+    handoff: str | None = None
+    """The agent that takes the run over from the next turn."""
+
+
+class ToolInput(CompactModel):
+    """One tool call run as its own activity (durable, or approved)."""
+
+    agent: str
+    call: ToolCall
+    execution_id: str = ""
+    turn: int = 0
 
 
 class TurnActivities:
@@ -223,6 +239,13 @@ class TurnActivities:
                 f"Agent {input.agent!r} returned {type(result).__name__} from run(); "
                 "return a ratchet.agents.Result."
             )
+        pending = [*context.pending, *result.pending]
+        if pending and result.final_response is not None:
+            raise UsageError(
+                f"Agent {input.agent!r} returned a final response with {len(pending)} pending "
+                "action(s) (approvals, questions, durable tools, sub-agents); their results "
+                "come on the next turn, so return Result(pending=...) without final_response."
+            )
         added = thread.messages[before:]
         final = result.final_response
         if final is not None and all(m is not final for m in added):
@@ -237,6 +260,8 @@ class TurnActivities:
             cursor=thread.cursor if thread.kind != MESSAGES else None,
             state=context.state.changes,
             shares=context.state.new_tokens,
+            pending=pending,
+            handoff=result.handoff,
         )
         if output.state:
             output.write_id = new_write_id()
@@ -245,6 +270,35 @@ class TurnActivities:
         if input.thread_ref is not None:
             self.thread_cache.put(input.thread_ref.key, [*thread.messages[:before], *added])
         return output
+
+    @activity.defn(name=TOOL_ACTIVITY)
+    async def run_tool(self, input: ToolInput) -> Message:
+        """A durable or approved tool call. The tool's exception fails the attempt,
+        so the activity's retry policy applies; the workflow tells the model if
+        the last attempt fails."""
+        info = activity.info()
+        try:
+            tool = self.agent(input.agent).find_tool(input.call.name)
+        except UsageError as e:
+            raise ApplicationError(str(e), type=type(e).__name__, non_retryable=True) from e
+        if tool is None:
+            raise ApplicationError(
+                f"Agent {input.agent!r} on this worker has no tool {input.call.name!r}; "
+                "deploy the agent with that tool, or reject the call.",
+                type="ToolNotFoundError",
+                non_retryable=True,
+            )
+        context = RunContext(
+            run_id=info.workflow_id,
+            execution_id=input.execution_id,
+            agent=input.agent,
+            turn=input.turn,
+            attempt=info.attempt,
+            resources=self.resources,
+        )
+        message = await tool.invoke(input.call, context, raise_errors=True)
+        message.id = new_id()
+        return message
 
     @staticmethod
     def _thread_id(input: TurnInput) -> str:

@@ -14,6 +14,7 @@ from .models import (
     OpenAIResponsesModel,
     ScriptedModel,
 )
+from .pending import Decision, PendingAction, PendingView
 from .serializers import JSONSerializer, PickleSerializer, StateSerializer, state_schema
 from .state import (
     AgentSession,
@@ -34,7 +35,7 @@ from .state_context import (
 from .state_export import AgentStateExport, StateExport
 from .thread import ChatMessageThread, ServiceThread, Thread
 from .tool_calling import ToolCallingAgent
-from .tools import Tool, tool
+from .tools import Tool, agent_tool, ask_user, tool
 from .usage import Usage
 
 __all__ = [
@@ -73,4 +74,9 @@ __all__ = [
     "ToolCallingAgent",
     "Usage",
     "tool",
+    "agent_tool",
+    "ask_user",
+    "Decision",
+    "PendingAction",
+    "PendingView",
 ]

@@ -8,8 +8,10 @@ from pydantic import BaseModel
 
 from .context import RunContext
 from .messages import Message
+from .pending import PendingAction
 from .serializers import StateSerializer
 from .thread import MESSAGES, ChatMessageThread, Thread
+from .tools import Tool
 from .usage import Usage
 
 
@@ -22,6 +24,12 @@ class Result(BaseModel):
 
     final_response: Message | None = None
     usage: Usage = Usage()
+    pending: list[PendingAction] = []
+    """Work for the engine before the next turn: approvals, questions, durable tool
+    calls, sub-agents (see ``ratchet.agents.pending``). A turn with pending work
+    cannot be final."""
+    handoff: str | None = None
+    """Hand the run (and its thread) to this registered agent from the next turn on."""
 
     @property
     def done(self) -> bool:
@@ -43,6 +51,11 @@ class Agent(ABC):
 
     @abstractmethod
     async def run(self, messages: list[Message], thread: Thread, context: RunContext) -> Result: ...
+
+    def find_tool(self, name: str) -> Tool | None:
+        """The tool a pending call names, for the engine to run it as an activity."""
+        tools = getattr(self, "tools", None)
+        return tools.get(name) if isinstance(tools, dict) else None
 
     def create_thread(self) -> Thread:
         """A new, empty thread this agent can work with."""

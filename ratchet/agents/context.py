@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 from pydantic import TypeAdapter
 
 from .compact import type_adapter
+from .pending import PendingAction
 from .state_context import StateContext
 
 T = TypeVar("T")
@@ -49,6 +50,8 @@ class RunContext:
     """This agent's keyed state; changes commit when the turn succeeds."""
     resources: Mapping[str, Any] = field(default_factory=dict)
     """The worker's resources (``build_worker(resources=...)``), by name."""
+    pending: list[PendingAction] = field(default_factory=list)
+    """Questions this turn asked with :meth:`request_input`."""
     _recorded: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -67,6 +70,16 @@ class RunContext:
         self._recorded[key] = adapter.dump_python(value, mode="json")
         self.checkpoint(dict(self._recorded))
         return value
+
+    def request_input(self, question: str) -> str:
+        """Ask the user ``question``. The run waits (status AWAITING_INPUT) after this
+        turn until someone answers with ``provide_input``; the answer arrives on the
+        next turn as a user message. Returns the question's id."""
+        if not question.strip():
+            raise ValueError("request_input needs a question; got an empty string.")
+        id = f"input_{self.execution_id}_{self.turn}_{len(self.pending) + 1}"
+        self.pending.append(PendingAction(id=id, kind="input", question=question))
+        return id
 
     async def emit(self, event: Any) -> None:
         """Send an event to whoever observes the run."""

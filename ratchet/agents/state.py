@@ -29,6 +29,8 @@ class AgentStatus(StrEnum):
     COMPLETED = "COMPLETED"
     FAILED = "FAILED"
     CANCELLED = "CANCELLED"
+    INTERRUPTED = "INTERRUPTED"
+    """Stopped at a safe point because a newer message took its place (session steering)."""
 
 
 class SessionInfo(BaseModel):

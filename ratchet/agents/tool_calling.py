@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .agent import Agent, Result
 from .context import RunContext
 from .messages import Message, ToolCall
 from .models.base import ModelClient, ModelResponse
+from .pending import PendingAction
 from .thread import Thread
-from .tools import Tool
+from .tools import Tool, tool
+
+HANDOFF_PREFIX = "transfer_to_"
 
 
 class ToolCallingAgent(Agent):
@@ -18,6 +22,12 @@ class ToolCallingAgent(Agent):
 
     The run ends on the first reply without tool calls. Unknown tools and bad
     arguments become error messages the model reads on its next turn.
+
+    Calls that need a person (``requires_approval``, ``approval_policy``, ``ask_user``),
+    ``durable`` tools and sub-agents (``agent_tool``) are not run in the turn: they
+    go back to the engine as pending work, and their results arrive on the next turn.
+    ``handoffs`` names agents this one may hand the run to (a ``transfer_to_<name>``
+    tool each).
     """
 
     def __init__(
@@ -26,10 +36,14 @@ class ToolCallingAgent(Agent):
         tools: Sequence[Tool] = (),
         *,
         instructions: str | None = None,
+        approval_policy: Callable[[str, dict[str, Any]], bool] | None = None,
+        handoffs: Sequence[str] = (),
     ) -> None:
         self.model = model
-        self.tools = {t.name: t for t in tools}
+        self.tools = {t.name: t for t in [*tools, *map(_handoff_tool, handoffs)]}
         self.instructions = instructions
+        self.approval_policy = approval_policy
+        """Called with each call's tool name and arguments: ``True`` asks for approval."""
         self.thread_kinds = model.thread_kinds
 
     async def run(self, messages: list[Message], thread: Thread, context: RunContext) -> Result:
@@ -48,9 +62,21 @@ class ToolCallingAgent(Agent):
         await thread.on_new_messages([reply])
         if not reply.tool_calls:
             return Result(final_response=reply, usage=response.usage)
-        results = await asyncio.gather(*(self._call(c, context) for c in reply.tool_calls))
+        pending: list[PendingAction] = []
+        now: list[ToolCall] = []
+        handoff = None
+        for call in reply.tool_calls:
+            tool = self.tools.get(call.name)
+            if tool is not None and call.name.startswith(HANDOFF_PREFIX) and handoff is None:
+                handoff = call.name.removeprefix(HANDOFF_PREFIX)
+            action = tool.pending_for(call, self.approval_policy) if tool else None
+            if action is None:
+                now.append(call)
+            else:
+                pending.append(action)
+        results = await asyncio.gather(*(self._call(c, context) for c in now))
         await thread.on_new_messages(results)
-        return Result(usage=response.usage)
+        return Result(usage=response.usage, pending=pending, handoff=handoff)
 
     async def _call(self, call: ToolCall, context: RunContext) -> Message:
         tool = self.tools.get(call.name)
@@ -62,3 +88,14 @@ class ToolCallingAgent(Agent):
                 is_error=True,
             )
         return await context.once(f"tool:{call.id}", lambda: tool.invoke(call, context), Message)
+
+
+def _handoff_tool(agent: str) -> Tool:
+    def transfer() -> str:
+        return f"Transferred to {agent}; it takes over from the next turn."
+
+    return tool(
+        transfer,
+        name=f"{HANDOFF_PREFIX}{agent}",
+        description=f"Hand this conversation over to the {agent} agent.",
+    )

@@ -6,13 +6,17 @@ import asyncio
 import inspect
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any, get_args, get_type_hints, overload
+from dataclasses import dataclass, replace
+from typing import Any, Literal, get_args, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from .context import RunContext
 from .messages import Message, ToolCall
+from .pending import PendingAction
+
+ApprovalRule = bool | Callable[[dict[str, Any]], bool]
+"""``True``: every call needs approval; a function: the calls (by arguments) that do."""
 
 
 @dataclass(frozen=True)
@@ -24,6 +28,47 @@ class Tool:
     fn: Callable[..., Any]
     arguments_model: type[BaseModel]
     context_param: str | None = None
+    requires_approval: ApprovalRule = False
+    """A person approves each call (or, with a function, the calls it picks) before it
+    runs; the call then runs as its own activity."""
+    durable: bool = False
+    """Run every call as its own activity, outside the turn: once it has completed it
+    never runs again, even if the worker dies right after."""
+    timeout: float | None = None
+    """Seconds one attempt of the tool's own activity may take (default: the turn's)."""
+    max_attempts: int | None = None
+    """Attempts of the tool's own activity before its error goes to the model
+    (default: the run's ``max_attempts``)."""
+    role: Literal["function", "ask_user", "agent"] = "function"
+    """``ask_user``: the call is a question for the user; ``agent``: the call runs the
+    registered agent named ``agent`` as a sub-agent."""
+    agent: str | None = None
+
+    def pending_for(
+        self,
+        call: ToolCall,
+        policy: Callable[[str, dict[str, Any]], bool] | None = None,
+    ) -> PendingAction | None:
+        """The engine's part in ``call``, or ``None`` if the turn should run it now.
+        Calls whose arguments do not parse run now (and fail with a message the
+        model reads), so nobody is asked to approve garbage."""
+        try:
+            args = call.parsed_arguments()
+        except ValueError:
+            return None
+        options = {"timeout_seconds": self.timeout, "max_attempts": self.max_attempts}
+        if self.role == "ask_user":
+            question = str(args.get("question", "")).strip() or call.arguments
+            return PendingAction(id=call.id, kind="input", call=call, question=question)
+        if self.role == "agent":
+            return PendingAction(id=call.id, kind="agent", call=call, agent=self.agent)
+        rule = self.requires_approval
+        needs = rule(args) if callable(rule) else rule
+        if needs or (policy is not None and policy(self.name, args)):
+            return PendingAction(id=call.id, kind="approval", call=call, **options)
+        if self.durable:
+            return PendingAction(id=call.id, kind="tool", call=call, **options)
+        return None
 
     @property
     def parameters(self) -> dict[str, Any]:
@@ -42,9 +87,12 @@ class Tool:
             },
         }
 
-    async def invoke(self, call: ToolCall, context: RunContext) -> Message:
+    async def invoke(
+        self, call: ToolCall, context: RunContext, *, raise_errors: bool = False
+    ) -> Message:
         """Run the call. Bad arguments and tool exceptions become an error message
-        the model reads on its next turn, never an exception out of the turn."""
+        the model reads on its next turn, never an exception out of the turn.
+        With ``raise_errors`` a tool's exception propagates (its activity retries)."""
         try:
             raw = call.parsed_arguments()
         except ValueError as e:
@@ -77,6 +125,8 @@ class Tool:
                 # A sync tool must not block the worker's event loop.
                 value = await asyncio.to_thread(self.fn, **kwargs)
         except Exception as e:  # noqa: BLE001 - the model decides what to do with a failed tool
+            if raise_errors:
+                raise
             return Message.tool(
                 call, f"Error: {self.name} failed: {type(e).__name__}: {e}", is_error=True
             )
@@ -91,7 +141,9 @@ def _to_text(value: Any) -> str:
     return json.dumps(value, default=str)
 
 
-def _build(fn: Callable[..., Any], name: str | None, description: str | None) -> Tool:
+def _build(
+    fn: Callable[..., Any], name: str | None, description: str | None, **options: Any
+) -> Tool:
     hints = get_type_hints(fn)
     fields: dict[str, Any] = {}
     context_param = None
@@ -113,6 +165,7 @@ def _build(fn: Callable[..., Any], name: str | None, description: str | None) ->
         fn=fn,
         arguments_model=model,
         context_param=context_param,
+        **options,
     )
 
 
@@ -120,7 +173,13 @@ def _build(fn: Callable[..., Any], name: str | None, description: str | None) ->
 def tool(fn: Callable[..., Any], /) -> Tool: ...
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    requires_approval: ApprovalRule = False,
+    durable: bool = False,
+    timeout: float | None = None,
+    max_attempts: int | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
@@ -128,15 +187,49 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    requires_approval: ApprovalRule = False,
+    durable: bool = False,
+    timeout: float | None = None,
+    max_attempts: int | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a function into a :class:`Tool`; its argument schema comes from its type hints.
 
     A parameter annotated ``RunContext`` receives the turn's context and is hidden
     from the model. Sync functions run in a thread so they cannot block the worker.
+    ``requires_approval`` and ``durable`` take the call out of the turn: see
+    :class:`Tool`.
     """
+    options = dict(
+        requires_approval=requires_approval,
+        durable=durable,
+        timeout=timeout,
+        max_attempts=max_attempts,
+    )
     if fn is not None:
-        return _build(fn, name, description)
-    return lambda f: _build(f, name, description)
+        return _build(fn, name, description, **options)
+    return lambda f: _build(f, name, description, **options)
+
+
+def _ask_user(question: str) -> str:
+    """Ask the user a question and wait for the answer. Use it when you need
+    information or a choice only the user can give."""
+    raise RuntimeError("ask_user is answered by the user, through the engine")
+
+
+ask_user: Tool = replace(_build(_ask_user, "ask_user", None), role="ask_user")
+"""A tool the model calls to ask the user something; the run waits for the answer
+(status AWAITING_INPUT) and the answer is the tool's result."""
+
+
+def _delegate(input: str) -> str:
+    raise RuntimeError("a sub-agent runs as a child workflow, through the engine")
+
+
+def agent_tool(agent: str, description: str, *, name: str | None = None) -> Tool:
+    """A tool that runs the registered agent ``agent`` on the model's ``input`` as a
+    sub-agent: a child run with its own thread, whose usage counts in this run's."""
+    built = _build(_delegate, name or agent.replace("-", "_"), description)
+    return replace(built, role="agent", agent=agent)
 
 
 ToolFunction = Callable[..., Any] | Callable[..., Awaitable[Any]]

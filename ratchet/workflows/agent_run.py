@@ -9,9 +9,11 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from ratchet.agents.messages import Message
+    from ratchet.agents.pending import Decision, PendingView
     from ratchet.agents.state import AgentSession, AgentState, ExecutionState, ThreadData
     from ratchet.agents.state_context import StateChanged
 
+    from .pending import DecisionRequest, StopRequest
     from .presets import RunOptions
     from .runner import AgentRunner, RunResult
 
@@ -30,6 +32,9 @@ class RunInput(BaseModel):
     session: AgentSession | None = None
     options: RunOptions = Field(default_factory=RunOptions)
     execution: ExecutionState | None = None
+    parent_agent_id: str | None = None
+    """Set for a sub-agent: the agent that called it."""
+    parent_workflow_id: str | None = None
 
 
 @workflow.defn(name="AgentRunWorkflow")
@@ -40,13 +45,28 @@ class AgentRunWorkflow:
     @workflow.init
     def __init__(self, input: RunInput) -> None:
         self._runner = AgentRunner(input.agent, session=input.session, options=input.options)
+        if input.parent_agent_id is not None:  # a sub-agent: its own session and thread
+            state = self._runner.state
+            state.session = state.session.model_copy(
+                update={
+                    "parent_agent_id": input.parent_agent_id,
+                    "metadata": {"parent_workflow_id": input.parent_workflow_id},
+                }
+            )
         self._state_events: deque[StateChanged] = deque(maxlen=STATE_EVENTS_KEPT)
+        self._ending = False
+        """Set when this workflow run is about to complete or continue as new."""
         self._runner.state_hooks.append(self._state_events.append)
 
     @workflow.run
     async def run(self, input: RunInput) -> RunResult:
         self._runner.between_turns = self._continue_as_new_if_due
-        return await self._runner.run(input.messages, resume=input.execution)
+        try:
+            result = await self._runner.run(input.messages, resume=input.execution)
+        finally:
+            self._ending = True
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return result
 
     async def _continue_as_new_if_due(self) -> None:
         """Between turns, start a fresh workflow run carrying session and execution
@@ -67,6 +87,7 @@ class AgentRunWorkflow:
                 CONTINUE_AS_NEW_THREAD_LIMIT,
             )
             return
+        self._ending = True
         await workflow.wait_condition(workflow.all_handlers_finished)
         workflow.continue_as_new(
             RunInput(
@@ -77,6 +98,55 @@ class AgentRunWorkflow:
                 execution=runner.state.execution,
             )
         )
+
+    @workflow.update
+    def approve(self, request: DecisionRequest) -> Decision:
+        """Approve a pending tool call: it runs as its own activity."""
+        return self._runner.pending.decide(request, "approve")
+
+    @approve.validator
+    def _validate_approve(self, request: DecisionRequest) -> None:
+        self._runner.pending.validate(request, "approve")
+
+    @workflow.update
+    def reject(self, request: DecisionRequest) -> Decision:
+        """Reject a pending tool call; the model is told, with ``reason``."""
+        return self._runner.pending.decide(request, "reject")
+
+    @reject.validator
+    def _validate_reject(self, request: DecisionRequest) -> None:
+        self._runner.pending.validate(request, "reject")
+
+    @workflow.update
+    def provide_input(self, request: DecisionRequest) -> Decision:
+        """Answer a question the agent asked (``ask_user`` or ``request_input``)."""
+        return self._runner.pending.decide(request, "answer")
+
+    @provide_input.validator
+    def _validate_provide_input(self, request: DecisionRequest) -> None:
+        self._runner.pending.validate(request, "answer")
+
+    @workflow.signal
+    def stop(self, request: StopRequest) -> None:
+        """Stop at the next safe point, keeping finished turns (see AgentRunner.stop)."""
+        self._runner.stop(request)
+
+    @workflow.update
+    async def wait_pending(self) -> list[PendingView]:
+        """Wait until the run waits for someone, then list what for. Returns an empty
+        list if this workflow run ends (completes or continues as new) first."""
+        await workflow.wait_condition(lambda: bool(self._runner.pending.view()) or self._ending)
+        return self._runner.pending.view()
+
+    @workflow.query
+    def pending(self) -> list[PendingView]:
+        """What the run waits for: approvals and questions not yet decided."""
+        return self._runner.pending.view()
+
+    @workflow.query
+    def decisions(self) -> list[Decision]:
+        """Every approval, rejection and answer this workflow run took."""
+        return list(self._runner.pending.decided.values())
 
     @workflow.query
     def state(self) -> AgentState:

@@ -24,13 +24,15 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet.activities.state_refs import STATE_QUERY
 from ratchet.agents.messages import Message, new_id
+from ratchet.agents.pending import Decision, PendingView
 from ratchet.agents.state import AgentSession, AgentState, ThreadData
 from ratchet.agents.state_context import StateChanged
 from ratchet.agents.state_export import StateExport
-from ratchet.errors import RunFailedError
+from ratchet.errors import DecisionError, RunFailedError
 from ratchet.storage import external_storage
 
 from .agent_run import AgentRunWorkflow, RunInput
+from .pending import DecisionRequest, Verdict
 from .presets import RunOptions
 from .runner import RunResult, new_messages
 from .session import (
@@ -107,14 +109,73 @@ class RunHandle:
         return await self._handle.query(AgentRunWorkflow.state_changes)
 
     async def cancel(self) -> None:
+        """Cancel the run through Temporal: the turn in flight sees it at its next
+        heartbeat and the workflow ends CANCELLED."""
         await self._handle.cancel()
+
+    async def pending(self) -> list[PendingView]:
+        """The approvals and questions the run waits for now."""
+        return await self._handle.query(AgentRunWorkflow.pending)
+
+    async def wait_for_pending(self) -> list[PendingView]:
+        """Wait until the run waits for someone and list what for; ``[]`` if it ends first."""
+        while True:
+            try:
+                found = await self._handle.execute_update(AgentRunWorkflow.wait_pending)
+            except RPCError as e:
+                if e.status != RPCStatusCode.NOT_FOUND:
+                    raise
+                return []  # the run has ended
+            if found:
+                return found
+            description = await self._handle.describe()
+            if description.status is None or description.status.name != "RUNNING":
+                return []
+            # Continued as new: ask the new workflow run.
+
+    async def decisions(self) -> list[Decision]:
+        return await self._handle.query(AgentRunWorkflow.decisions)
+
+    async def approve(self, call_id: str, *, by: str | None = None) -> Decision:
+        """Approve a pending tool call; it then runs as its own activity."""
+        return await self._decide("approve", DecisionRequest(id=call_id, by=by))
+
+    async def reject(
+        self, call_id: str, reason: str | None = None, *, by: str | None = None
+    ) -> Decision:
+        """Reject a pending tool call; the agent is told, with ``reason``."""
+        return await self._decide("reject", DecisionRequest(id=call_id, reason=reason, by=by))
+
+    async def provide_input(
+        self, question_id: str, answer: str, *, by: str | None = None
+    ) -> Decision:
+        """Answer a question the agent asked."""
+        return await self._decide("answer", DecisionRequest(id=question_id, answer=answer, by=by))
+
+    async def _decide(self, verdict: Verdict, request: DecisionRequest) -> Decision:
+        update = {
+            "approve": AgentRunWorkflow.approve,
+            "reject": AgentRunWorkflow.reject,
+            "answer": AgentRunWorkflow.provide_input,
+        }[verdict]
+        try:
+            return await self._handle.execute_update(update, request)
+        except WorkflowUpdateFailedError as e:
+            raise DecisionError(_run_failed(self.id, e).cause) from e
+        except RPCError as e:
+            if e.status != RPCStatusCode.NOT_FOUND:
+                raise
+            raise DecisionError(
+                f"Run {self.id} is not running, so nothing waits for {request.id}."
+            ) from e
 
 
 class SessionHandle:
     """A started session: send messages, read its thread and state, close it."""
 
-    def __init__(self, handle: WorkflowHandle[Any, SessionStatus]) -> None:
+    def __init__(self, handle: WorkflowHandle[Any, SessionStatus], client: AgentClient) -> None:
         self._handle = handle
+        self._client = client
 
     @property
     def id(self) -> str:
@@ -164,6 +225,55 @@ class SessionHandle:
     async def close(self) -> SessionStatus:
         """Stop taking messages; waits for queued runs, then the session completes."""
         return await self._handle.execute_update(AgentSessionWorkflow.close)
+
+    async def cancel(self) -> SessionStatus:
+        """Stop the run in progress at its next safe point; its ``send`` returns with
+        status CANCELLED and the turns it finished. The session stays usable."""
+        return await self._handle.execute_update(AgentSessionWorkflow.cancel)
+
+    async def current_run(self) -> RunHandle | None:
+        """The run in progress, if any."""
+        run = (await self.status()).current_run
+        return self._client.get_run(run) if run else None
+
+    async def pending(self) -> list[PendingView]:
+        """What the run in progress waits for (approvals, questions)."""
+        run = await self.current_run()
+        return await run.pending() if run else []
+
+    async def wait_for_pending(self) -> list[PendingView]:
+        """Wait for a run of this session to wait for someone; list what for.
+        ``[]`` if the session closes first."""
+        while True:
+            run = await self._handle.execute_update(AgentSessionWorkflow.wait_run)
+            if run is None:
+                if (await self.status()).status == "CLOSED":
+                    return []
+                continue  # the session continued as new: ask the new workflow run
+            found = await self._client.get_run(run).wait_for_pending()
+            if found:
+                return found
+
+    async def approve(self, call_id: str, *, by: str | None = None) -> Decision:
+        return await (await self._run_for(call_id)).approve(call_id, by=by)
+
+    async def reject(
+        self, call_id: str, reason: str | None = None, *, by: str | None = None
+    ) -> Decision:
+        return await (await self._run_for(call_id)).reject(call_id, reason, by=by)
+
+    async def provide_input(
+        self, question_id: str, answer: str, *, by: str | None = None
+    ) -> Decision:
+        return await (await self._run_for(question_id)).provide_input(question_id, answer, by=by)
+
+    async def _run_for(self, id: str) -> RunHandle:
+        run = await self.current_run()
+        if run is None:
+            raise DecisionError(
+                f"Session {self.id} has no run in progress, so nothing waits for {id}."
+            )
+        return run
 
 
 class AgentClient:
@@ -286,11 +396,11 @@ class AgentClient:
             task_queue=self.task_queue,
             static_summary=f"{agent} session",
         )
-        return SessionHandle(handle)
+        return SessionHandle(handle, self)
 
     def get_session(self, session_id: str) -> SessionHandle:
         return SessionHandle(
-            self.temporal.get_workflow_handle_for(AgentSessionWorkflow.run, session_id)
+            self.temporal.get_workflow_handle_for(AgentSessionWorkflow.run, session_id), self
         )
 
     def get_run(self, workflow_id: str) -> RunHandle:

@@ -44,6 +44,21 @@ class RunOptions(CompactModel):
     continue_as_new_after_turns: int | None = None
     """AgentRunWorkflow continues-as-new when Temporal suggests it (history size or
     events) or, if set, after this many turns in one workflow run."""
+    approval_timeout: timedelta | None = None
+    """How long a run waits for approvals and answers; then every undecided call is
+    rejected (and the model told why). ``None``: wait for ever."""
+    token_budget: int | None = None
+    """Most tokens the run may use, its sub-agents included; past it the run fails
+    with BudgetExceededError."""
+
+
+def tool_retry_policy(options: RunOptions, max_attempts: int | None) -> RetryPolicy:
+    return RetryPolicy(
+        initial_interval=options.initial_retry_interval,
+        backoff_coefficient=2.0,
+        maximum_interval=timedelta(minutes=1),
+        maximum_attempts=max_attempts if max_attempts is not None else options.max_attempts,
+    )
 
 
 def turn_retry_policy(options: RunOptions) -> RetryPolicy:

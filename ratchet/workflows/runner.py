@@ -16,6 +16,7 @@ from temporalio import workflow
 from temporalio.exceptions import (
     ActivityError,
     ApplicationError,
+    ChildWorkflowError,
     FailureError,
     is_cancelled_exception,
 )
@@ -25,6 +26,7 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.activities.turn import TURN_ACTIVITY, TurnInput, TurnOutput
     from ratchet.agents.compaction import Summarize
     from ratchet.agents.messages import Message, approximate_size
+    from ratchet.agents.pending import PendingAction
     from ratchet.agents.state import (
         AgentSession,
         AgentState,
@@ -36,8 +38,14 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.agents.state_context import ShareToken, StateChanged, StateConflict, StateEntry
     from ratchet.agents.state_export import AgentStateExport
     from ratchet.agents.usage import Usage
-    from ratchet.errors import InvalidInputError, MaxTurnsExceededError, ShareTokenError
+    from ratchet.errors import (
+        BudgetExceededError,
+        InvalidInputError,
+        MaxTurnsExceededError,
+        ShareTokenError,
+    )
 
+    from .pending import PendingWork, StopRequest, failure_text
     from .presets import RunOptions, turn_retry_policy
     from .state import StateHook, state_registry
     from .threads import thread_registry
@@ -148,6 +156,10 @@ class AgentRunner:
         """Awaited after each non-final turn (AgentRunWorkflow continues-as-new there)."""
         self._thread_bytes = sum(approximate_size(m) for m in session.thread.messages)
         thread_registry().register(lambda: self.state.session.thread)
+        self.pending = PendingWork(self)
+        """Approvals, questions, durable tools and sub-agents the run waits for."""
+        self.stop_request: StopRequest | None = None
+        self._waiting_rows: list[str] = []
 
     async def run(
         self, messages: str | Sequence[Message], *, resume: ExecutionState | None = None
@@ -174,20 +186,125 @@ class AgentRunner:
                 self._fail("ShareTokenError", str(e))
         previous: list[Message] = []
         for turn in range(self._execution.step_count + 1, self.options.max_turns + 1):
+            if self.stop_request is not None:
+                return self._stopped(pending)
             await self._compact_if_needed(turn)
             self._set_execution(self._execution.mark_step_started(workflow.now()))
-            output = await self._take_turn(
+            output = await self._take_stoppable_turn(
                 self._turn_input(turn, pending), turn_summary(turn, pending, previous)
             )
+            if output is None:  # stopped while the turn ran: it is discarded
+                return self._stopped(pending)
             added = self._apply(turn, pending, output)
+            self._check_budget()
             if output.final_id is not None:
                 self._set_execution(self._execution.with_status(AgentStatus.COMPLETED))
                 return self._result(next(m for m in added if m.id == output.final_id))
             pending, previous = [], added
+            if output.pending:
+                # The results are the next turn's new messages (written once, in its input).
+                pending = await self.pending.settle(turn, output.pending)
+                self._check_budget()
+            if output.handoff:
+                self._hand_off(output.handoff)
             self.turns_this_run += 1
-            if self.between_turns is not None:
+            if self.between_turns is not None and not pending:
                 await self.between_turns()
         self._fail("MaxTurnsExceededError", str(MaxTurnsExceededError(self.options.max_turns)))
+
+    def stop(self, request: StopRequest) -> None:
+        """Stop at the next safe point: the turn in flight is cancelled (its worker sees
+        it at the next heartbeat) and discarded; finished turns are kept. Undecided
+        approvals and questions are rejected. The run returns with ``request.status``."""
+        if self.stop_request is None:
+            self.stop_request = request
+
+    def _stopped(self, pending: list[Message]) -> RunResult:
+        """End a stopped run; messages already settled for the next turn are kept."""
+        assert self.stop_request is not None
+        if pending:
+            self._append(pending)
+        self._set_execution(self._execution.with_status(AgentStatus(self.stop_request.status)))
+        workflow.set_current_details(progress_markdown(self.agent, self._execution))
+        return self._result(None)
+
+    async def _take_stoppable_turn(self, input: TurnInput, summary: str) -> TurnOutput | None:
+        task = asyncio.ensure_future(self._take_turn(input, summary))
+        try:
+            await workflow.wait_condition(lambda: task.done() or self.stop_request is not None)
+        except asyncio.CancelledError:
+            # The workflow itself is cancelled: cancel the turn's activity with it.
+            await _cancelled(task)
+            raise
+        if task.done():
+            return task.result()
+        await _cancelled(task)  # the turn ends cancelled; nothing of it is kept
+        return None
+
+    def set_status(self, status: AgentStatus, *, waiting: Sequence[str] = ()) -> None:
+        self._set_execution(self._execution.with_status(status))
+        self._waiting_rows = list(waiting)
+        workflow.set_current_details(
+            progress_markdown(self.agent, self._execution, waiting=self._waiting_rows)
+        )
+
+    @property
+    def execution_id(self) -> str:
+        return self._execution.execution_id
+
+    def _check_budget(self) -> None:
+        budget = self.options.token_budget
+        used = self._execution.usage.total_tokens
+        if budget is not None and used > budget:
+            self._fail("BudgetExceededError", str(BudgetExceededError(used, budget)))
+
+    def _hand_off(self, agent: str) -> None:
+        workflow.logger.info("Agent %s hands the run over to %s", self.agent, agent)
+        self.agent = agent
+
+    async def run_sub_agent(self, turn: int, action: PendingAction) -> Message:
+        """Run ``action.agent`` as a child AgentRunWorkflow on the call's ``input``;
+        its usage counts in this run's and it draws on this run's token budget."""
+        from .agent_run import RunInput  # agent_run imports this module
+
+        call = action.call
+        assert call is not None and action.agent is not None
+        try:
+            prompt = str(call.parsed_arguments().get("input") or "").strip()
+        except ValueError:
+            prompt = ""
+        if not prompt:
+            return Message.tool(
+                call, 'Error: give the sub-agent a task: {"input": "..."}.', is_error=True
+            )
+        options = self.options
+        if options.token_budget is not None:
+            left = options.token_budget - self._execution.usage.total_tokens
+            options = options.model_copy(update={"token_budget": max(0, left)})
+        try:
+            result: RunResult = await workflow.execute_child_workflow(
+                "AgentRunWorkflow",
+                RunInput(
+                    agent=action.agent,
+                    messages=[Message(role="user", content=prompt, id=_workflow_message_id())],
+                    options=options,
+                    parent_agent_id=self.state.session.agent_id,
+                    parent_workflow_id=workflow.info().workflow_id,
+                ),
+                id=f"sub-{self.execution_id}-{turn}-{call.id}",
+                result_type=RunResult,
+                static_summary=f"{action.agent} · sub-agent of {self.agent}",
+            )
+        except ChildWorkflowError as e:
+            cause = e.cause
+            if isinstance(cause, ApplicationError) and cause.type == "BudgetExceededError":
+                self._fail("BudgetExceededError", f"Sub-agent {action.agent}: {cause.message}")
+            return Message.tool(
+                call, f"Error: sub-agent {action.agent} failed: {failure_text(e)}", is_error=True
+            )
+        usage = self._execution.usage + result.usage
+        self._set_execution(self._execution.model_copy(update={"usage": usage}))
+        return Message.tool(call, result.output)
 
     async def _compact_if_needed(self, turn: int) -> None:
         policy = self.options.compaction
@@ -284,7 +401,7 @@ class AgentRunner:
                 summary=summary,
             )
         except (asyncio.CancelledError, ActivityError, ApplicationError) as e:
-            if is_cancelled_exception(e):
+            if is_cancelled_exception(e) or self.stop_request is not None:
                 self._set_execution(self._execution.with_status(AgentStatus.CANCELLED))
                 raise
             # A local activity's failure (fast mode) may arrive unwrapped.
@@ -381,16 +498,8 @@ class AgentRunner:
     def _apply(self, turn: int, pending: list[Message], output: TurnOutput) -> list[Message]:
         by_id = {m.id: m for m in pending}
         added = [by_id[a] if isinstance(a, str) else a for a in output.added]
-        session = self.state.session
-        update: dict = {"messages": [*session.thread.messages, *added]}
-        if output.cursor is not None:
-            update["cursor"] = output.cursor
-        thread = session.thread.model_copy(update=update)
-        self._thread_bytes += sum(approximate_size(m) for m in added)
         now = workflow.now()
-        self.state.session = session.model_copy(
-            update={"thread": thread, "info": session.info.touch(now)}
-        )
+        self._append(added, cursor=output.cursor)
         self._commit_state(turn, output)
         step = StepResult(
             turn=turn,
@@ -407,6 +516,17 @@ class AgentRunner:
             # few milliseconds) refreshes them every few turns instead of every turn.
             workflow.set_current_details(progress_markdown(self.agent, self._execution))
         return added
+
+    def _append(self, messages: list[Message], *, cursor: str | None = None) -> None:
+        session = self.state.session
+        update: dict = {"messages": [*session.thread.messages, *messages]}
+        if cursor is not None:
+            update["cursor"] = cursor
+        thread = session.thread.model_copy(update=update)
+        self._thread_bytes += sum(approximate_size(m) for m in messages)
+        self.state.session = session.model_copy(
+            update={"thread": thread, "info": session.info.touch(workflow.now())}
+        )
 
     def _state_input(self) -> dict:
         """The agent's state for a turn's input: values whose origin a worker can cache
@@ -432,7 +552,7 @@ class AgentRunner:
             self.state_conflicts.append(conflict)
             workflow.logger.warning("State conflict: %s", conflict)
 
-    def _result(self, final: Message) -> RunResult:
+    def _result(self, final: Message | None) -> RunResult:
         execution = self._execution
         return RunResult(
             workflow_id=workflow.info().workflow_id,
@@ -452,6 +572,14 @@ class AgentRunner:
         self._set_execution(self._execution.with_status(AgentStatus.FAILED))
         workflow.set_current_details(progress_markdown(self.agent, self._execution, error=message))
         raise ApplicationError(message, type=kind, non_retryable=True)
+
+
+async def _cancelled(task: asyncio.Future) -> None:
+    task.cancel()
+    try:
+        await task
+    except (asyncio.CancelledError, ActivityError, ApplicationError):
+        pass
 
 
 async def run_agent(
@@ -488,7 +616,12 @@ def turn_summary(turn: int, pending: Sequence[Message], previous: Sequence[Messa
     return f"turn {turn}"
 
 
-def progress_markdown(agent: str, execution: ExecutionState, error: str | None = None) -> str:
+def progress_markdown(
+    agent: str,
+    execution: ExecutionState,
+    error: str | None = None,
+    waiting: Sequence[str] = (),
+) -> str:
     """The run's current details for the UI: one row per checkpointed turn."""
     lines = [
         f"**{agent}** · {execution.status.value} · {execution.step_count} turns · "
@@ -503,6 +636,9 @@ def progress_markdown(agent: str, execution: ExecutionState, error: str | None =
     for step in shown:
         did = "final answer" if step.final else ", ".join(step.tool_calls) or "(no tools)"
         lines.append(f"| {step.turn} | {did.replace('|', '/')} |")
+    if waiting:
+        lines += ["", f"**Waiting for** ({execution.status.value}):"]
+        lines += [f"- {w.replace('|', '/')}" for w in waiting]
     if error:
         lines += ["", f"**Failed:** {error}"]
     return "\n".join(lines)

@@ -21,9 +21,10 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.agents.compact import CompactModel
     from ratchet.agents.messages import Message, approximate_size
     from ratchet.agents.state import AgentSession, AgentState, ThreadBase, ThreadData
-    from ratchet.errors import InvalidInputError
+    from ratchet.errors import BudgetExceededError, InvalidInputError
 
     from .agent_run import AgentRunWorkflow, RunInput
+    from .pending import StopRequest
     from .presets import RunOptions
     from .runner import RunResult, new_messages
     from .state import state_registry
@@ -36,14 +37,18 @@ SESSION_THREAD_LIMIT = 1536 * 1024
 class SessionOptions(CompactModel):
     """How a session treats its runs. Every field has a default."""
 
-    steering: Literal["queue", "reject"] = "queue"
-    """A message sent while a run is in progress: ``queue`` runs it next, ``reject``
-    refuses it with an error (the caller may retry later)."""
+    steering: Literal["queue", "interrupt", "reject"] = "queue"
+    """A message sent while a run is in progress: ``queue`` runs it next; ``interrupt``
+    stops that run at its next safe point (finished turns are kept, the turn in
+    flight is cancelled) and runs the new message; ``reject`` refuses it with an
+    error (the caller may retry later)."""
     run: RunOptions = Field(default_factory=RunOptions)
     """Options of every run the session starts."""
     continue_as_new_after_runs: int | None = None
     """Continue as new after this many runs in one workflow run (besides when Temporal
     suggests it)."""
+    token_budget: int | None = None
+    """Most tokens all the session's runs may use together; each run gets what is left."""
 
 
 class SessionInput(BaseModel):
@@ -54,6 +59,8 @@ class SessionInput(BaseModel):
     """Runs started by earlier workflow runs of this session (continue-as-new)."""
     session_id: str | None = None
     """The session's id (its workflow id); its runs are ``<session id>-run-<n>``."""
+    used_tokens: int = 0
+    """Tokens used by earlier workflow runs of this session."""
 
 
 class SendRequest(BaseModel):
@@ -68,6 +75,8 @@ class SessionStatus(CompactModel):
     """Messages queued behind the run in progress."""
     current_run: str | None = None
     """Workflow id of the run in progress."""
+    used_tokens: int = 0
+    token_budget: int | None = None
 
 
 @workflow.defn(name="AgentSessionWorkflow")
@@ -92,6 +101,8 @@ class AgentSessionWorkflow:
         self._tickets = 0
         self._serving = 0
         self._current: str | None = None
+        self._child: workflow.ChildWorkflowHandle | None = None
+        self._used = input.used_tokens
         self._closed = False
         self._thread_bytes = sum(approximate_size(m) for m in session.thread.messages)
         thread_registry().register(lambda: self.state.session.thread)
@@ -118,6 +129,7 @@ class AgentSessionWorkflow:
                     session=self.state.session,
                     options=self._options,
                     runs=self._runs,
+                    used_tokens=self._used,
                 )
             )
 
@@ -137,6 +149,11 @@ class AgentSessionWorkflow:
         """Run the agent on ``request.messages`` (after any queued before them)."""
         ticket = self._tickets
         self._tickets += 1
+        if self._options.steering == "interrupt" and self._child is not None:
+            await self._child.signal(
+                AgentRunWorkflow.stop,
+                StopRequest(status="INTERRUPTED", reason="a newer message arrived"),
+            )
         await workflow.wait_condition(lambda: self._serving == ticket)
         try:
             return await self._execute(request.messages)
@@ -154,6 +171,12 @@ class AgentSessionWorkflow:
             new_messages(request.messages, lambda: "checked")
         except InvalidInputError as e:
             raise ApplicationError(str(e), type="InvalidInputError") from e
+        budget = self._options.token_budget
+        if budget is not None and self._used >= budget:
+            raise ApplicationError(
+                str(BudgetExceededError(self._used, budget, scope="session")),
+                type="BudgetExceededError",
+            )
         if self._options.steering == "reject" and not self._idle():
             raise ApplicationError(
                 f"Session {workflow.info().workflow_id} is running {self._current}; it rejects "
@@ -175,28 +198,38 @@ class AgentSessionWorkflow:
         self._runs += 1
         self._runs_this_workflow_run += 1
         self._current = f"{session.info.id}-run-{self._runs}"
+        options = self._options.run
+        if self._options.token_budget is not None:
+            left = self._options.token_budget - self._used
+            options = options.model_copy(update={"token_budget": left})
         try:
-            result: RunResult = await workflow.execute_child_workflow(
+            self._child = await workflow.start_child_workflow(
                 AgentRunWorkflow.run,
                 RunInput(
                     agent=self.agent,
                     messages=messages,
                     session=session.model_copy(update={"thread": child_thread}),
-                    options=self._options.run,
+                    options=options,
                 ),
                 id=self._current,
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
                 static_summary=f"{self.agent} · run {self._runs}",
             )
+            result: RunResult = await self._child
         except Exception as e:
             # The run failed: the session keeps what it had and stays usable.
-            raise ApplicationError(
-                f"Run {self._current} of session {info.workflow_id} failed: {_cause(e)}",
-                type="RunFailed",
-                non_retryable=True,
-            ) from e
+            message = f"Run {self._current} of session {info.workflow_id} failed: {_cause(e)}"
+            budget = self._options.token_budget
+            if _cause_type(e) == "BudgetExceededError" and budget is not None:
+                self._used = budget
+                message = f"The session has spent its token_budget of {budget}. {message}"
+                raise ApplicationError(message, type="BudgetExceededError") from e
+            raise ApplicationError(message, type="RunFailed", non_retryable=True) from e
         finally:
             self._current = None
+            self._child = None
+        self._used += result.usage.total_tokens
+        self.agent = result.agent  # a handoff moves the session to another agent
         self.state.session = session.model_copy(
             update={
                 "thread": thread.model_copy(
@@ -209,6 +242,25 @@ class AgentSessionWorkflow:
         self._thread_bytes += sum(approximate_size(m) for m in result.messages)
         # The messages and state are in the run's result already; the caller gets the rest.
         return result.model_copy(update={"messages": [], "state": {}})
+
+    @workflow.update
+    async def wait_run(self) -> str | None:
+        """Wait until a run is in progress and return its workflow id (``None`` if the
+        session closes or continues as new first)."""
+        await workflow.wait_condition(
+            lambda: self._child is not None or self._closed or self._continue_as_new_due()
+        )
+        return self._current if self._child is not None else None
+
+    @workflow.update
+    async def cancel(self) -> SessionStatus:
+        """Stop the run in progress at its next safe point (its send returns with
+        status CANCELLED and the turns it finished); the session stays usable."""
+        if self._child is not None:
+            await self._child.signal(
+                AgentRunWorkflow.stop, StopRequest(status="CANCELLED", reason="cancelled")
+            )
+        return self.status()
 
     @workflow.update
     async def close(self) -> SessionStatus:
@@ -230,6 +282,8 @@ class AgentSessionWorkflow:
             runs=self._runs,
             waiting=max(0, self._tickets - self._serving - 1),
             current_run=self._current,
+            used_tokens=self._used,
+            token_budget=self._options.token_budget,
         )
 
     @workflow.query
@@ -240,6 +294,12 @@ class AgentSessionWorkflow:
     @workflow.query
     def thread(self) -> ThreadData:
         return self.state.session.thread
+
+
+def _cause_type(error: BaseException) -> str | None:
+    while error.__cause__ is not None:
+        error = error.__cause__
+    return getattr(error, "type", None)
 
 
 def _cause(error: BaseException) -> str:

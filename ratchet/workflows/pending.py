@@ -1,0 +1,244 @@
+"""Workflow side of pending work: approvals, questions, durable tools, sub-agents.
+
+A turn that returns pending actions ends; the run then waits here, in workflow
+code, holding no worker slot: for a person's decisions (``approve`` / ``reject``
+/ ``provide_input`` Updates, or a timeout), then for the tool activities and
+child runs the decisions allow. The results become the next turn's new messages,
+so they are written to history once, in that turn's input.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import TYPE_CHECKING, Literal
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError, FailureError
+
+with workflow.unsafe.imports_passed_through():
+    from ratchet.activities.turn import TOOL_ACTIVITY, ToolInput
+    from ratchet.agents.compact import CompactModel
+    from ratchet.agents.messages import Message, ToolCall
+    from ratchet.agents.pending import Decision, PendingAction, PendingView
+    from ratchet.agents.state import AgentStatus
+
+    from .presets import tool_retry_policy
+
+if TYPE_CHECKING:
+    from .runner import AgentRunner
+
+Verdict = Literal["approve", "reject", "answer"]
+
+
+class DecisionRequest(CompactModel):
+    """An ``approve`` / ``reject`` / ``provide_input`` Update's argument."""
+
+    id: str
+    """The pending call's id (or question's id), as ``pending()`` lists it."""
+    reason: str | None = None
+    answer: str | None = None
+    by: str | None = None
+    """Who decided, kept with the decision."""
+
+
+class StopRequest(CompactModel):
+    """Stop a run at its next safe point, keeping every finished turn."""
+
+    status: Literal["INTERRUPTED", "CANCELLED"] = "CANCELLED"
+    reason: str | None = None
+
+
+class PendingWork:
+    """What one runner waits for, and what it was told."""
+
+    def __init__(self, runner: AgentRunner) -> None:
+        self._runner = runner
+        self._waiting: dict[str, PendingAction] = {}
+        self._turn = 0
+        self._since = workflow.now()
+        self._deadline = None
+        self._decisions: dict[str, Decision] = {}
+        self.decided: dict[str, Decision] = {}
+        """Every decision this run took, by id (the audit trail, and for validators)."""
+
+    def view(self) -> list[PendingView]:
+        run_id = workflow.info().workflow_id
+        return [
+            PendingView(
+                action=a,
+                run_id=run_id,
+                turn=self._turn,
+                waiting_since=self._since,
+                deadline=self._deadline,
+            )
+            for a in self._waiting.values()
+            if a.id not in self._decisions
+        ]
+
+    def validate(self, request: DecisionRequest, verdict: Verdict) -> None:
+        """Raise (rejecting the Update) unless ``request`` decides something waiting."""
+        run = workflow.info().workflow_id
+        earlier = self.decided.get(request.id) or self._decisions.get(request.id)
+        if earlier is not None:
+            what = (
+                "answered"
+                if earlier.answer is not None
+                else ("approved" if earlier.approved else "rejected")
+            )
+            raise ApplicationError(
+                f"{request.id} in run {run} was already {what}"
+                f"{f' by {earlier.by}' if earlier.by else ''}; a decision cannot be changed.",
+                type="DecisionError",
+            )
+        action = self._waiting.get(request.id)
+        if action is None:
+            waiting = ", ".join(self._waiting) or "nothing"
+            raise ApplicationError(
+                f"Run {run} has no pending call or question {request.id!r}; it waits for "
+                f"{waiting}. List them with pending().",
+                type="DecisionError",
+            )
+        if verdict == "answer" and action.kind != "input":
+            raise ApplicationError(
+                f"{request.id} is a tool call awaiting approval; approve or reject it.",
+                type="DecisionError",
+            )
+        if verdict != "answer" and action.kind == "input":
+            raise ApplicationError(
+                f"{request.id} is a question ({action.question!r}); answer it with provide_input.",
+                type="DecisionError",
+            )
+        if verdict == "answer" and not (request.answer or "").strip():
+            raise ApplicationError(
+                f"The answer to {request.id} is empty; send some text.", type="DecisionError"
+            )
+
+    def decide(self, request: DecisionRequest, verdict: Verdict) -> Decision:
+        decision = Decision(
+            id=request.id,
+            approved=verdict != "reject",
+            reason=request.reason,
+            answer=request.answer if verdict == "answer" else None,
+            by=request.by,
+            at=workflow.now(),
+        )
+        self._decisions[request.id] = decision
+        return decision
+
+    async def settle(self, turn: int, actions: list[PendingAction]) -> list[Message]:
+        """Wait for decisions, run what they allow; the results, in the order of
+        ``actions``, each with a workflow-made id."""
+        runner = self._runner
+        human = [a for a in actions if a.kind in ("approval", "input")]
+        if human:
+            await self._wait_for_people(turn, human)
+        stopped = runner.stop_request is not None
+        decisions = {a.id: self._decisions.pop(a.id) for a in human}
+        self.decided.update(decisions)
+        self._waiting = {}
+        results = await asyncio.gather(
+            *(self._resolve(turn, a, decisions.get(a.id), stopped) for a in actions)
+        )
+        for message in results:
+            message.id = f"msg_{workflow.uuid4().hex[:16]}"
+        return list(results)
+
+    async def _wait_for_people(self, turn: int, human: list[PendingAction]) -> None:
+        runner = self._runner
+        timeout = runner.options.approval_timeout
+        self._waiting = {a.id: a for a in human}
+        self._turn = turn
+        self._since = workflow.now()
+        self._deadline = self._since + timeout if timeout else None
+        status = (
+            AgentStatus.AWAITING_APPROVAL
+            if any(a.kind == "approval" for a in human)
+            else AgentStatus.AWAITING_INPUT
+        )
+        runner.set_status(status, waiting=[a.describe() for a in human])
+        try:
+            await workflow.wait_condition(
+                lambda: (
+                    runner.stop_request is not None or all(a.id in self._decisions for a in human)
+                ),
+                timeout=timeout,
+            )
+            reason, by = "the run was stopped before anyone decided", "stop"
+        except TimeoutError:
+            reason, by = f"nobody decided within {_duration(timeout)}", "timeout"
+        for action in human:
+            if action.id not in self._decisions:
+                self._decisions[action.id] = Decision(
+                    id=action.id, approved=False, reason=reason, by=by, at=workflow.now()
+                )
+        runner.set_status(AgentStatus.RUNNING)
+
+    async def _resolve(
+        self, turn: int, action: PendingAction, decision: Decision | None, stopped: bool
+    ) -> Message:
+        call = action.call
+        if action.kind == "input":
+            assert decision is not None
+            if decision.answer is None:
+                text = f"(no answer: {decision.reason})"
+                return Message.tool(call, text, is_error=True) if call else Message.user(text)
+            return Message.tool(call, decision.answer) if call else Message.user(decision.answer)
+        assert call is not None
+        if decision is not None and not decision.approved:
+            reason = f": {decision.reason}" if decision.reason else ""
+            return Message.tool(
+                call, f"The user rejected this call{reason}. It was not run.", is_error=True
+            )
+        if stopped:
+            return Message.tool(call, "Not run: the run was stopped first.", is_error=True)
+        if action.kind == "agent":
+            return await self._runner.run_sub_agent(turn, action)
+        return await self._run_tool(turn, action, call)
+
+    async def _run_tool(self, turn: int, action: PendingAction, call: ToolCall) -> Message:
+        runner = self._runner
+        timeout = (
+            timedelta(seconds=action.timeout_seconds)
+            if action.timeout_seconds
+            else runner.options.turn_timeout
+        )
+        try:
+            return await workflow.execute_activity(
+                TOOL_ACTIVITY,
+                ToolInput(
+                    agent=runner.agent,
+                    call=call,
+                    execution_id=runner.execution_id,
+                    turn=turn,
+                ),
+                result_type=Message,
+                task_queue=runner.options.task_queue,
+                start_to_close_timeout=timeout,
+                retry_policy=tool_retry_policy(runner.options, action.max_attempts),
+                summary=f"tool · {call.describe(50)}",
+            )
+        except ActivityError as e:
+            text = f"Error: {call.name} failed: {failure_text(e)}"
+            return Message.tool(call, text, is_error=True)
+
+
+def failure_text(error: BaseException) -> str:
+    """The innermost message of an activity or child workflow failure."""
+    cause: BaseException | None = error
+    while isinstance(cause, ActivityError | ChildWorkflowError) and cause.cause is not None:
+        cause = cause.cause
+    if isinstance(cause, FailureError):
+        return cause.message
+    return str(cause)
+
+
+def _duration(value: timedelta | None) -> str:
+    if value is None:
+        return "ever"
+    seconds = int(value.total_seconds())
+    if seconds % 3600 == 0:
+        return f"{seconds // 3600} h"
+    if seconds % 60 == 0:
+        return f"{seconds // 60} min"
+    return f"{value.total_seconds():g} s"
