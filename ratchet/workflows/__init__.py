@@ -2,12 +2,17 @@
 
 from .agent_run import AgentRunWorkflow, RunInput
 from .client import AgentClient, RunHandle, SessionHandle
+from .fork import Checkpoint
+from .pending import DecisionRequest, StopRequest
 from .presets import RunOptions
 from .runner import AgentRunner, RunResult, run_agent
 from .session import AgentSessionWorkflow, SessionOptions, SessionStatus
 
 __all__ = [
     "AgentClient",
+    "Checkpoint",
+    "DecisionRequest",
+    "StopRequest",
     "AgentRunWorkflow",
     "AgentRunner",
     "AgentSessionWorkflow",

@@ -32,6 +32,7 @@ from ratchet.errors import DecisionError, RunFailedError
 from ratchet.storage import external_storage
 
 from .agent_run import AgentRunWorkflow, RunInput
+from .fork import Checkpoint, read_checkpoint
 from .pending import DecisionRequest, Verdict
 from .presets import RunOptions
 from .runner import RunResult, new_messages
@@ -395,6 +396,53 @@ class AgentClient:
             id=workflow_id,
             task_queue=self.task_queue,
             static_summary=f"{agent} session",
+        )
+        return SessionHandle(handle, self)
+
+    async def checkpoint(
+        self, source: str, *, at_turn: int | None = None, at_message: str | None = None
+    ) -> Checkpoint:
+        """The thread and state of session (or run) ``source`` after turn ``at_turn``
+        (counted across all its runs, from 1), or after the turn that added message
+        ``at_message``; neither: after its last turn. Read from Temporal history."""
+        return await read_checkpoint(self.temporal, source, at_turn=at_turn, at_message=at_message)
+
+    async def fork(
+        self,
+        source: str,
+        *,
+        at_turn: int | None = None,
+        at_message: str | None = None,
+        session_id: str | None = None,
+        options: SessionOptions | None = None,
+    ) -> SessionHandle:
+        """A new session that starts from ``source``'s checkpoint (see ``checkpoint``).
+        The source is only read, and may be closed. ``options`` default to the
+        source session's."""
+        point = await self.checkpoint(source, at_turn=at_turn, at_message=at_message)
+        options = options or point.options or SessionOptions()
+        session_id = session_id or f"{source}-fork-{uuid.uuid4().hex[:6]}"
+        session = AgentSession.new(
+            point.agent,
+            datetime.now(UTC),
+            session_id=session_id,
+            thread_kind=options.run.thread_kind,
+        )
+        session = session.model_copy(
+            update={
+                "thread": session.thread.model_copy(update={"messages": point.messages}),
+                "state": point.state,
+                "metadata": {"forked_from": source, "at_turn": point.turn},
+            }
+        )
+        handle = await self.temporal.start_workflow(
+            AgentSessionWorkflow.run,
+            SessionInput(
+                agent=point.agent, session=session, options=options, session_id=session_id
+            ),
+            id=session_id,
+            task_queue=self.task_queue,
+            static_summary=f"{point.agent} session, forked from {source} at turn {point.turn}",
         )
         return SessionHandle(handle, self)
 

@@ -1,0 +1,82 @@
+"""Fork a session at any turn, from its Temporal history."""
+
+from __future__ import annotations
+
+import pytest
+
+from ratchet.agents import Agent, Message, Result, RunContext, Thread
+from ratchet.errors import InvalidInputError
+from ratchet.worker import build_worker
+from ratchet.workflows import AgentClient
+
+
+class TwoStep(Agent):
+    """Two turns per run, each counting itself in state: a note, then an answer."""
+
+    async def run(self, messages: list[Message], thread: Thread, context: RunContext) -> Result:
+        await thread.on_new_messages(messages)
+        count = context.state.get("count", 0) + 1
+        context.state.update("count", count)
+        prompt = next(m.text for m in reversed(thread.messages) if m.role == "user")
+        if messages:  # the run's first turn
+            await thread.on_new_messages([Message.assistant(f"thinking about {prompt}")])
+            return Result()
+        return Result(final_response=Message.assistant(f"{prompt}: turn {count}"))
+
+
+async def test_fork_at_turn_n_equals_the_sources_checkpoint_even_after_it_closed(
+    agent_client: AgentClient,
+):
+    async with build_worker(agent_client, {"two": TwoStep}):
+        source = await agent_client.start_session("two")
+        checkpoints = []
+        for word in ("alpha", "beta", "gamma"):
+            await source.send(word)
+            checkpoints.append(
+                (
+                    [m.model_dump() for m in (await source.thread()).messages],
+                    await source.read_state(),
+                )
+            )
+        await source.close()
+        source_thread = (await source.thread()).messages
+
+        fork = await agent_client.fork(source.id, at_turn=4)  # the end of the second run
+        forked_thread = (await fork.thread()).messages
+        forked_state = await fork.read_state()
+        mid = await agent_client.checkpoint(source.id, at_turn=3)  # inside the second run
+        by_message = await agent_client.checkpoint(source.id, at_message=source_thread[2].id)
+        continued = await fork.send("delta")
+        with pytest.raises(InvalidInputError, match="has 6 turns; there is no turn 9"):
+            await agent_client.fork(source.id, at_turn=9)
+        after = (await source.thread()).messages
+
+    thread_at_4, state_at_4 = checkpoints[1]
+    assert [m.model_dump() for m in forked_thread] == thread_at_4
+    assert forked_state.get("count") == state_at_4.get("count") == 4
+    assert forked_state.version("count") == state_at_4.version("count")
+    assert [m.text for m in mid.messages] == [
+        "alpha",
+        "thinking about alpha",
+        "alpha: turn 2",
+        "beta",
+        "thinking about beta",
+    ]
+    assert mid.state["count"].data == 3 and mid.agent == "two"
+    assert by_message.turn == 2 and len(by_message.messages) == 3
+    assert continued.output == "delta: turn 6"
+    assert after == source_thread  # the source is untouched
+    assert len(source_thread) == 9
+
+
+async def test_fork_at_turn_zero_and_of_a_single_run(agent_client: AgentClient):
+    async with build_worker(agent_client, {"two": TwoStep}):
+        run = await agent_client.start_run("two", "solo")
+        await run.result()
+        fork = await agent_client.fork(run.id, at_turn=1)
+        empty = await agent_client.checkpoint(run.id, at_turn=0)
+        forked = [m.text for m in (await fork.thread()).messages]
+        answer = await fork.send("next")
+    assert forked == ["solo", "thinking about solo"]
+    assert empty.messages == [] and empty.turn == 0
+    assert answer.output == "next: turn 3"
