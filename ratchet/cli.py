@@ -1,4 +1,4 @@
-"""The ``ratchet`` command line: server, worker, run, demo."""
+"""The ``ratchet`` command line: server, worker, run, chat, sessions, demo."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 from ratchet._exit import hard_exit
+from ratchet.cli_sessions import add_session_commands, chat, sessions_command
 from ratchet.devserver import DevServer, port_is_free
 from ratchet.errors import RatchetError, RunFailedError
 from ratchet.worker import add_worker_arguments, run_worker_command
@@ -44,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--max-turns", type=int, default=RunOptions().max_turns)
     run.add_argument("--ui-url", help="Temporal Web UI base URL (default: RATCHET_UI_URL)")
 
+    add_session_commands(commands)
+
     demo = commands.add_parser("demo", help="show a run surviving a killed worker")
     demo.add_argument("--keep", action="store_true", help="keep the server and UI up afterwards")
 
@@ -55,6 +58,10 @@ def main(argv: list[str] | None = None) -> int:
             return run_worker_command(args)
         if args.command == "run":
             return asyncio.run(run_once(args))
+        if args.command == "chat":
+            return asyncio.run(chat(args))
+        if args.command == "sessions":
+            return asyncio.run(sessions_command(args))
         from ratchet.demo import run_demo
 
         state_dir = Path(tempfile.mkdtemp(prefix="ratchet-demo-"))

@@ -1,0 +1,188 @@
+"""``ratchet chat`` and ``ratchet sessions ...``: sessions from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable, Callable
+
+from ratchet.agents.pending import PendingView
+from ratchet.errors import DecisionError, RunFailedError
+from ratchet.workflows import AgentClient, SessionHandle
+
+
+def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--address", help="Temporal address (default: TEMPORAL_ADDRESS or localhost:7233)"
+    )
+    parser.add_argument("--namespace")
+    parser.add_argument("--task-queue", default="ratchet")
+
+
+def add_session_commands(commands: argparse._SubParsersAction) -> None:
+    chat = commands.add_parser("chat", help="talk to an agent in a session, turn after turn")
+    chat.add_argument("agent")
+    chat.add_argument("--session", help="continue this session instead of starting one")
+    chat.add_argument("--close", action="store_true", help="close the session on exit")
+    add_connection_arguments(chat)
+
+    sessions = commands.add_parser("sessions", help="list, inspect and steer sessions")
+    verbs = sessions.add_subparsers(dest="verb", required=True)
+    add_connection_arguments(verbs.add_parser("list", help="sessions, newest first"))
+    show = verbs.add_parser("show", help="a session's status, pending work and thread")
+    show.add_argument("session")
+    show.add_argument("--messages", type=int, default=10, help="last messages to print")
+    export = verbs.add_parser("export", help="a session's thread and state as JSON")
+    export.add_argument("session")
+    fork = verbs.add_parser("fork", help="a new session from the checkpoint after a turn")
+    fork.add_argument("session")
+    where = fork.add_mutually_exclusive_group()
+    where.add_argument("--at-turn", type=int)
+    where.add_argument("--at-message")
+    fork.add_argument("--id", help="the new session's id")
+    approve = verbs.add_parser("approve", help="approve a pending tool call")
+    approve.add_argument("session")
+    approve.add_argument("call_id")
+    reject = verbs.add_parser("reject", help="reject a pending tool call")
+    reject.add_argument("session")
+    reject.add_argument("call_id")
+    reject.add_argument("--reason")
+    answer = verbs.add_parser("answer", help="answer a question the agent asked")
+    answer.add_argument("session")
+    answer.add_argument("question_id")
+    answer.add_argument("text")
+    cancel = verbs.add_parser("cancel", help="stop the run in progress (the session stays)")
+    cancel.add_argument("session")
+    for parser in (show, export, fork, approve, reject, answer, cancel):
+        add_connection_arguments(parser)
+
+
+async def connect(args: argparse.Namespace) -> AgentClient:
+    return await AgentClient.connect(
+        args.address, namespace=args.namespace, task_queue=args.task_queue
+    )
+
+
+Prompt = Callable[[str], Awaitable[str]]
+
+
+async def read_line(prompt: str) -> str:
+    """A line from stdin without blocking the event loop; EOF reads as ``/quit``."""
+    print(prompt, end="", flush=True)
+    line = await asyncio.to_thread(sys.stdin.readline)
+    return line.rstrip("\n") if line else "/quit"
+
+
+async def chat(args: argparse.Namespace, ask: Prompt = read_line) -> int:
+    client = await connect(args)
+    session = (
+        client.get_session(args.session) if args.session else await client.start_session(args.agent)
+    )
+    print(f"session: {session.id} (continue it with --session {session.id}; /quit leaves)")
+    while True:
+        text = (await ask("you> ")).strip()
+        if text in ("/quit", "/exit"):
+            break
+        if not text:
+            continue
+        try:
+            result = await send_and_decide(session, text, ask)
+        except RunFailedError as e:
+            print(f"error: {e.cause}", file=sys.stderr)
+            continue
+        print(f"{result.agent}> {result.output or f'({result.status.value})'}")
+    if args.close:
+        await session.close()
+        print(f"session {session.id} closed")
+    return 0
+
+
+async def send_and_decide(session: SessionHandle, text: str, ask: Prompt):
+    """Send ``text`` and, while the run waits for someone, ask at the terminal."""
+    sent = asyncio.create_task(session.send(text))
+    while True:
+        waiting = asyncio.create_task(session.wait_for_pending())
+        done, _ = await asyncio.wait({sent, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        if sent in done:
+            waiting.cancel()
+            return sent.result()
+        for item in waiting.result():
+            await decide(session, item, ask)
+
+
+async def decide(session: SessionHandle, item: PendingView, ask: Prompt) -> None:
+    action = item.action
+    try:
+        if action.kind == "input":
+            answer = await ask(f"{action.question}\nanswer> ")
+            await session.provide_input(action.id, answer, by="cli")
+            return
+        reply = await ask(f"approve {action.call.describe() if action.call else action.id}? [y/n] ")
+        if reply.strip().lower() in ("y", "yes"):
+            await session.approve(action.id, by="cli")
+        else:
+            await session.reject(action.id, "declined at the terminal", by="cli")
+    except DecisionError as e:  # decided elsewhere in the meantime
+        print(f"note: {e}", file=sys.stderr)
+
+
+async def sessions_command(args: argparse.Namespace) -> int:
+    client = await connect(args)
+    if args.verb == "list":
+        query = "WorkflowType = 'AgentSessionWorkflow'"  # the store lists newest first
+        async for info in client.temporal.list_workflows(query, limit=100):
+            started = info.start_time.strftime("%Y-%m-%d %H:%M:%S")
+            print(f"{info.id}\t{info.status.name if info.status else '?'}\t{started}")
+        return 0
+    if args.verb == "fork":
+        fork = await client.fork(
+            args.session, at_turn=args.at_turn, at_message=args.at_message, session_id=args.id
+        )
+        print(fork.id)
+        return 0
+    session = client.get_session(args.session)
+    if args.verb == "show":
+        return await show(session, args.messages)
+    if args.verb == "export":
+        thread = await session.thread()
+        data = {
+            "session": session.id,
+            "thread": thread.model_dump(mode="json"),
+            "state": await session.export(),
+        }
+        print(json.dumps(data, indent=2))
+        return 0
+    if args.verb == "approve":
+        await session.approve(args.call_id, by="cli")
+    elif args.verb == "reject":
+        await session.reject(args.call_id, args.reason, by="cli")
+    elif args.verb == "answer":
+        await session.provide_input(args.question_id, args.text, by="cli")
+    elif args.verb == "cancel":
+        status = await session.cancel()
+        if status.current_run is None:
+            print(f"session {session.id} has no run in progress")
+            return 0
+    print("ok")
+    return 0
+
+
+async def show(session: SessionHandle, last: int) -> int:
+    status = await session.status()
+    budget = f" of {status.token_budget}" if status.token_budget is not None else ""
+    print(f"session: {session.id}")
+    print(f"agent: {status.agent} · {status.status} · {status.runs} runs")
+    print(f"tokens: {status.used_tokens}{budget}")
+    if status.current_run:
+        print(f"run in progress: {status.current_run}")
+    for item in await session.pending():
+        print(f"waiting for {item.action.kind}: {item.action.id} · {item.action.describe()}")
+    messages = (await session.thread()).messages
+    if len(messages) > last:
+        print(f"… {len(messages) - last} earlier messages")
+    for message in messages[-last:]:
+        text = message.text or ", ".join(c.describe() for c in message.tool_calls)
+        print(f"{message.role}: {text}")
+    return 0

@@ -1,0 +1,134 @@
+"""``ratchet chat`` and ``ratchet sessions``, run as a user runs them, against a worker
+in the test's process (so the test can see what the tools really did)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from datetime import timedelta
+
+from ratchet.agents import AgentStatus, ScriptedModel
+from ratchet.devserver import DevServer
+from ratchet.worker import build_worker
+from ratchet.workflows import AgentClient, RunOptions, SessionOptions
+
+from .conftest import ROOT
+from .hitl_agents import Blocker, Ledger, payment_agent
+from .test_fork import TwoStep
+
+
+async def ratchet(
+    server: DevServer, task_queue: str, *args: str, stdin: str = ""
+) -> tuple[int, str, str]:
+    env = {**os.environ, "TEMPORAL_ADDRESS": server.address}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "ratchet.cli",
+        *args,
+        "--task-queue",
+        task_queue,
+        cwd=ROOT,
+        env=env,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(stdin.encode()), 120)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+async def test_chat_asks_at_the_terminal_before_a_payment_runs(
+    temporal_server: DevServer, agent_client: AgentClient, task_queue: str
+):
+    ledger = Ledger()
+    replies = [
+        ScriptedModel.call("pay", to="acme", amount=500),
+        "done: paid",
+        ScriptedModel.call("pay", to="mallory", amount=900),
+    ]
+    agent = payment_agent(ledger, replies)
+    async with build_worker(agent_client, {"pay": agent}):
+        code, out, err = await ratchet(
+            temporal_server,
+            task_queue,
+            "chat",
+            "pay",
+            "--close",
+            stdin="pay acme\ny\npay mallory\nn\n/quit\n",
+        )
+    assert code == 0, err
+    assert 'approve pay(to="acme", amount=500)? [y/n]' in out
+    assert "pay> done: paid" in out
+    assert "declined at the terminal" in out
+    assert ledger.payments == [("acme", 500, 1)]
+    assert "closed" in out
+
+
+async def test_sessions_show_export_fork_and_decide(
+    temporal_server: DevServer, agent_client: AgentClient, task_queue: str
+):
+    ledger = Ledger()
+    agent = payment_agent(ledger, [ScriptedModel.call("pay", to="acme", amount=300)])
+    async with build_worker(agent_client, {"pay": agent, "two": TwoStep}):
+        two = await agent_client.start_session("two")
+        await two.send("alpha")
+        await two.send("beta")
+        code, out, err = await ratchet(temporal_server, task_queue, "sessions", "show", two.id)
+        assert code == 0, err
+        assert "agent: two · PENDING · 2 runs" in out and "assistant: beta: turn 4" in out
+
+        code, out, err = await ratchet(temporal_server, task_queue, "sessions", "export", two.id)
+        exported = json.loads(out)
+        assert len(exported["thread"]["messages"]) == 6
+        assert exported["state"]["agents"][0]["entries"]["count"]["data"] == 4
+
+        code, out, err = await ratchet(
+            temporal_server, task_queue, "sessions", "fork", two.id, "--at-turn", "2"
+        )
+        assert code == 0, err
+        fork = agent_client.get_session(out.strip())
+        assert len((await fork.thread()).messages) == 3
+
+        pay = await agent_client.start_session("pay")
+        sent = asyncio.create_task(pay.send("pay acme"))
+        (pending,) = await pay.wait_for_pending()
+        code, out, err = await ratchet(temporal_server, task_queue, "sessions", "show", pay.id)
+        assert f"waiting for approval: {pending.action.id}" in out
+        code, out, err = await ratchet(
+            temporal_server, task_queue, "sessions", "approve", pay.id, "call_nope"
+        )
+        assert code == 1 and "no pending call or question 'call_nope'" in err
+        code, out, err = await ratchet(
+            temporal_server, task_queue, "sessions", "approve", pay.id, pending.action.id
+        )
+        assert code == 0, err
+        result = await sent
+    assert ledger.payments == [("acme", 300, 1)]
+    assert result.output == "done: paid 300 to acme"
+
+
+async def test_sessions_list_and_cancel(
+    temporal_server: DevServer, agent_client: AgentClient, task_queue: str
+):
+    agent = Blocker()
+    options = SessionOptions(run=RunOptions(heartbeat_timeout=timedelta(seconds=1)))
+    async with build_worker(agent_client, {"blocker": agent}):
+        session = await agent_client.start_session("blocker", options=options)
+        sent = asyncio.create_task(session.send("block"))
+        await agent.blocked.wait()
+        code, out, err = await ratchet(
+            temporal_server, task_queue, "sessions", "cancel", session.id
+        )
+        assert (code, out.strip()) == (0, "ok"), err
+        assert (await sent).status == AgentStatus.CANCELLED
+        listed = ""
+        for _ in range(100):  # the visibility store is eventually consistent; poll it
+            code, listed, err = await ratchet(temporal_server, task_queue, "sessions", "list")
+            if session.id in listed or code != 0:
+                break
+            await asyncio.sleep(0.1)
+    assert f"{session.id}\tRUNNING\t" in listed, err
