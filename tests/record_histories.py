@@ -18,11 +18,20 @@ from ratchet.agents.compaction import Summarize, SummarizingAgent
 from ratchet.devserver import DevServer
 from ratchet.errors import RunFailedError
 from ratchet.worker import build_worker
-from ratchet.workflows import AgentClient, RunOptions
+from ratchet.workflows import AgentClient, RunOptions, SessionOptions
+from ratchet.workflows.orchestration import (
+    FanOut,
+    FanOutInput,
+    WriterCriticInput,
+    WriterCriticLoop,
+)
 
+from .hitl_agents import Blocker, Ledger, payment_agent
 from .state_agents import StepAgent
 from .test_agent_state import plan_agents
 from .test_compaction import paging_agent
+from .test_multi_agent import research_team
+from .test_orchestration import team
 from .test_sessions import Echo
 from .test_user_workflow import agents
 from .user_workflows import ResearchAndReview, SharedPlan
@@ -38,6 +47,11 @@ async def record() -> None:
             "summarizer": lambda: SummarizingAgent(ScriptedModel(lambda m, c: "summary")),
         }
         stateful = {"stateful": lambda: StepAgent(_fill_cart, _checkout), "echo": Echo}
+        calls = ScriptedModel.calls(
+            ("pay", {"to": "a", "amount": 200}),
+            ("pay", {"to": "b", "amount": 300}),
+            ("ask_user", {"question": "Which currency?"}),
+        )
         async with build_worker(
             client,
             {**agents(), **compacting, **plan_agents(), **stateful},
@@ -87,7 +101,7 @@ async def record() -> None:
                 await session.send(text)
             await session.close()
             first_run = client.temporal.get_workflow_handle(compacted.id, run_id=compacted.run_id)
-            for name, handle in [
+            recorded = [
                 ("agent_run_completed", completed.workflow),
                 ("agent_run_max_turns", failed.workflow),
                 ("research_and_review", user),
@@ -99,7 +113,56 @@ async def record() -> None:
                 ("shared_plan_with_conflict", shared),
                 ("session_two_runs_then_closed", session.workflow),
                 ("session_run_with_thread_base", client.get_run(f"{session.id}-run-2").workflow),
-            ]:
+            ]
+        # Issue 5's workflows, on a queue of their own (their agents reuse names).
+        client = await AgentClient.connect(server.address, task_queue="record-5")
+        blocker = Blocker()
+        agents_5 = {
+            **team(),
+            **research_team(),
+            "pay": payment_agent(Ledger(), [calls]),
+            "blocker": blocker,
+        }
+        async with build_worker(client, agents_5, workflows=[WriterCriticLoop, FanOut]):
+            approvals = await client.start_run("pay", "pay both")
+            ids = [p.action.id for p in await approvals.wait_for_pending()]
+            await approvals.approve(ids[0])
+            await approvals.reject(ids[1], "unknown payee")
+            await approvals.provide_input(ids[2], "EUR")
+            await approvals.result()
+            steered = await client.start_session(
+                "blocker", options=SessionOptions(steering="interrupt")
+            )
+            first = asyncio.create_task(steered.send("block"))
+            await blocker.blocked.wait()
+            await steered.send("go on")
+            await first
+            await steered.close()
+            lead = await client.start_run("lead", "explain tides")
+            await lead.result()
+            loop = await client.temporal.start_workflow(
+                WriterCriticLoop.run,
+                WriterCriticInput(brief="a haiku"),
+                id=f"critic-{uuid.uuid4().hex[:8]}",
+                task_queue="record-5",
+            )
+            await loop.result()
+            fan_out = await client.temporal.start_workflow(
+                FanOut.run,
+                FanOutInput(question="Where?", angles=["rent", "footfall"]),
+                id=f"fanout-{uuid.uuid4().hex[:8]}",
+                task_queue="record-5",
+            )
+            await fan_out.result()
+            recorded += [
+                ("agent_run_approve_reject_answer", approvals.workflow),
+                ("session_interrupt_then_closed", steered.workflow),
+                ("session_run_interrupted", client.get_run(f"{steered.id}-run-1").workflow),
+                ("agent_run_with_sub_agent", lead.workflow),
+                ("writer_critic_loop", loop),
+                ("fan_out", fan_out),
+            ]
+            for name, handle in recorded:
                 if (HISTORIES / f"{name}.json").exists():
                     continue
                 history = await handle.fetch_history()

@@ -12,6 +12,7 @@ from temporalio.worker import Replayer
 
 from ratchet.worker import workflow_runner
 from ratchet.workflows import AgentRunWorkflow, AgentSessionWorkflow, RunInput, RunResult
+from ratchet.workflows.orchestration import FanOut, WriterCriticLoop
 
 from .user_workflows import ForeignToken, ResearchAndReview, SharedPlan
 
@@ -43,13 +44,25 @@ def test_histories_are_recorded():
         "shared_plan_with_conflict",
         "session_two_runs_then_closed",
         "session_run_with_thread_base",
+        "agent_run_approve_reject_answer",
+        "session_interrupt_then_closed",
+        "session_run_interrupted",
+        "agent_run_with_sub_agent",
+        "writer_critic_loop",
+        "fan_out",
     }
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
 async def test_recorded_history_replays_without_nondeterminism(path: Path):
     result = await replayer(
-        AgentRunWorkflow, AgentSessionWorkflow, ResearchAndReview, SharedPlan, ForeignToken
+        AgentRunWorkflow,
+        AgentSessionWorkflow,
+        ResearchAndReview,
+        SharedPlan,
+        ForeignToken,
+        WriterCriticLoop,
+        FanOut,
     ).replay_workflow(load(path))
     assert result.replay_failure is None
 
