@@ -247,3 +247,27 @@ async def test_a_session_budget_ends_runs_once_it_is_spent(agent_client: AgentCl
     assert e.value.error_type == "BudgetExceededError"
     assert "token_budget of 40" in str(e.value)
     assert sum(spent) <= 40 and status.used_tokens >= 40
+
+
+async def test_interrupting_a_run_that_waits_for_approval_rejects_the_call(
+    agent_client: AgentClient,
+):
+    ledger = Ledger()
+    agent = payment_agent(ledger, [ScriptedModel.call("pay", to="acme", amount=250)])
+    async with build_worker(agent_client, {"pay": agent}):
+        session = await agent_client.start_session(
+            "pay", options=SessionOptions(steering="interrupt")
+        )
+        first = asyncio.create_task(session.send("pay acme"))
+        await session.wait_for_pending()
+        second = await session.send("never mind")
+        interrupted = await first
+        thread = [(m.role, m.text) for m in (await session.thread()).messages]
+    assert ledger.payments == []
+    assert interrupted.status == AgentStatus.INTERRUPTED
+    rejection = (
+        "The user rejected this call: the run was stopped before anyone decided. It was not run."
+    )
+    assert thread[:3] == [("user", "pay acme"), ("assistant", ""), ("tool", rejection)]
+    assert thread[3] == ("user", "never mind")
+    assert second.output == f"done: {rejection}"
