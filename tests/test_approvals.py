@@ -232,3 +232,27 @@ async def test_cancelling_a_run_reaches_the_turn_in_flight(agent_client: AgentCl
         description = await handle.workflow.describe()
     assert agent.cancelled == [2]
     assert description.status.name == "CANCELED"
+
+
+async def test_a_24_hour_approval_timeout_is_a_durable_timer_in_history(
+    agent_client: AgentClient,
+):
+    # The time-skipping test server cannot be downloaded here, so the 24 h timer is
+    # checked as recorded (the 1 s test above checks what happens when one fires).
+    ledger = Ledger()
+    agent = payment_agent(ledger, [ScriptedModel.call("pay", to="acme", amount=700)])
+    options = RunOptions(approval_timeout=timedelta(hours=24))
+    async with build_worker(agent_client, {"pay": agent}):
+        handle = await agent_client.start_run("pay", "pay", options=options)
+        (pending,) = await handle.wait_for_pending()
+        timers = of_type(await events(handle), EventType.EVENT_TYPE_TIMER_STARTED)
+        await handle.approve(pending.action.id)
+        await handle.result()
+        cancelled = of_type(await events(handle), EventType.EVENT_TYPE_TIMER_CANCELED)
+    assert pending.deadline - pending.waiting_since == timedelta(hours=24)
+    (timer,) = timers
+    assert timer.timer_started_event_attributes.start_to_fire_timeout.ToTimedelta() == timedelta(
+        hours=24
+    )
+    assert len(cancelled) == 1  # the decision came first: the timer was cancelled
+    assert ledger.payments == [("acme", 700, 1)]
