@@ -10,6 +10,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from temporalio.client import WorkflowQueryFailedError, WorkflowUpdateFailedError
+from temporalio.service import RPCError
+
 from ratchet._exit import hard_exit
 from ratchet.cli_sessions import add_session_commands, chat, sessions_command
 from ratchet.devserver import DevServer, port_is_free
@@ -68,6 +71,10 @@ def main(argv: list[str] | None = None) -> int:
         return asyncio.run(run_demo(args.keep, state_dir))
     except RatchetError as e:
         print(f"error: {e}", file=sys.stderr)
+        return 1
+    except (RPCError, WorkflowUpdateFailedError, WorkflowQueryFailedError) as e:
+        cause = getattr(e, "cause", None)
+        print(f"error: {getattr(cause, 'message', None) or e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -256,3 +256,28 @@ async def test_a_24_hour_approval_timeout_is_a_durable_timer_in_history(
     )
     assert len(cancelled) == 1  # the decision came first: the timer was cancelled
     assert ledger.payments == [("acme", 700, 1)]
+
+
+async def test_results_waiting_for_the_next_turn_survive_continue_as_new(
+    agent_client: AgentClient,
+):
+    @tool(durable=True)
+    async def tick(n: int) -> str:
+        """Count."""
+        return f"tick {n}"
+
+    def script(messages: Sequence[Message], context: RunContext) -> Message | str:
+        done = [m.text for m in messages if m.role == "tool"]
+        return ScriptedModel.call("tick", n=len(done) + 1) if len(done) < 3 else " / ".join(done)
+
+    agent = ToolCallingAgent(ScriptedModel(script), [tick])
+    options = RunOptions(continue_as_new_after_turns=1)
+    async with build_worker(agent_client, {"ticker": agent}):
+        handle = await agent_client.start_run("ticker", "count", options=options)
+        result = await handle.result()
+        first = agent_client.temporal.get_workflow_handle(
+            handle.id, run_id=handle.workflow.first_execution_run_id
+        )
+        last = [e async for e in first.fetch_history_events()][-1]
+    assert result.output == "tick 1 / tick 2 / tick 3"
+    assert last.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW

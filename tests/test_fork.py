@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
-from ratchet.agents import Agent, Message, Result, RunContext, Thread
+from ratchet.agents import Agent, Message, Result, RunContext, ScriptedModel, Thread
 from ratchet.errors import InvalidInputError
 from ratchet.worker import build_worker
 from ratchet.workflows import AgentClient
+
+from .hitl_agents import Ledger, payment_agent
 
 
 class TwoStep(Agent):
@@ -80,3 +84,21 @@ async def test_fork_at_turn_zero_and_of_a_single_run(agent_client: AgentClient):
     assert forked == ["solo", "thinking about solo"]
     assert empty.messages == [] and empty.turn == 0
     assert answer.output == "next: turn 3"
+
+
+async def test_a_fork_gives_every_tool_call_a_result(agent_client: AgentClient):
+    ledger = Ledger()
+    agent = payment_agent(ledger, [ScriptedModel.call("pay", to="acme", amount=250)])
+    async with build_worker(agent_client, {"pay": agent}):
+        session = await agent_client.start_session("pay")
+        sent = asyncio.create_task(session.send("pay acme"))
+        (pending,) = await session.wait_for_pending()
+        waiting = await agent_client.checkpoint(session.id)  # the run waits for approval
+        await session.approve(pending.action.id)
+        await sent
+        settled = await agent_client.checkpoint(session.id, at_turn=1)
+    assert [m.role for m in waiting.messages] == ["user", "assistant", "tool"]
+    assert waiting.messages[-1].text.startswith("Not run: the session was forked")
+    # After the approval the result is in the next turn's input: the fork takes it.
+    assert [m.role for m in settled.messages] == ["user", "assistant", "tool"]
+    assert settled.messages[-1].text == "paid 250 to acme"

@@ -76,7 +76,7 @@ class AgentRunWorkflow:
         due = workflow.info().is_continue_as_new_suggested() or (
             limit is not None and runner.turns_this_run >= limit
         )
-        if not due:
+        if not due or runner.stop_request is not None:
             return
         if runner.thread_bytes > CONTINUE_AS_NEW_THREAD_LIMIT:
             # The new run's input would carry a thread too large for one payload; keep
@@ -89,10 +89,13 @@ class AgentRunWorkflow:
             return
         self._ending = True
         await workflow.wait_condition(workflow.all_handlers_finished)
+        if runner.stop_request is not None:  # a stop arrived meanwhile: finish here
+            self._ending = False
+            return
         workflow.continue_as_new(
             RunInput(
                 agent=runner.agent,
-                messages=[],
+                messages=runner.carry,
                 session=runner.state.session,
                 options=runner.options,
                 execution=runner.state.execution,

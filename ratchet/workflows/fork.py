@@ -33,6 +33,13 @@ COMPLETED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED
 CONTINUED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
 SCHEDULED = EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
 ACTIVITY_DONE = EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
+CLOSED = {
+    COMPLETED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT,
+}
 
 
 class Checkpoint(BaseModel):
@@ -90,6 +97,8 @@ async def read_checkpoint(
                 raise
             break  # past the session's last run
         found = _replay_run(point, chain, at_turn, at_message)
+    if not found:
+        _close_open_calls(point, None)
     if at_turn is not None and not found:
         raise InvalidInputError(
             f"{source} has {point.turns_in_source} turns; there is no turn {at_turn} to fork "
@@ -114,6 +123,8 @@ class _RunEvents:
         self.input: RunInput | None = None
         self.turns: list[tuple[TurnInput, TurnOutput]] = []
         self.result: RunResult | None = None
+        self.closed = False
+        """The run has ended (completed, failed, cancelled, terminated or timed out)."""
 
 
 def _replay_run(
@@ -127,7 +138,12 @@ def _replay_run(
     if run.input.options.compaction is not None and run.input.session is None:
         raise InvalidInputError(
             f"{point.source} compacts its thread, and a fork cannot rebuild a compacted "
-            "thread from history yet; fork at a turn before compaction, or export the state."
+            "thread from history yet; start a new session with its exported state instead."
+        )
+    if run.input.options.fast and not (run.input.session and run.input.session.thread.base):
+        raise InvalidInputError(
+            f"{point.source} ran in fast mode: its turns are local activities, which a fork "
+            "cannot read back yet. Fork runs started without RunOptions(fast=True)."
         )
     if run.input.session is not None and run.input.session.thread.base is not None:
         # A session's run: the session handed it its state.
@@ -136,7 +152,7 @@ def _replay_run(
         point.messages = list(run.input.session.thread.messages)
         point.state = dict(run.input.session.state)
     start, state_before = len(point.messages), dict(point.state)
-    for turn_input, output in run.turns:
+    for index, (turn_input, output) in enumerate(run.turns):
         point.turn += 1
         point.turns_in_source = point.turn
         by_id = {m.id: m for m in turn_input.new_messages}
@@ -147,6 +163,8 @@ def _replay_run(
         if at_turn == point.turn or (
             at_message is not None and any(m.id == at_message for m in added)
         ):
+            following = run.turns[index + 1][0] if index + 1 < len(run.turns) else None
+            _close_open_calls(point, following)
             return True
     if run.result is not None and run.result.messages:
         # A finished session run: its result is the exact record of what it added
@@ -154,10 +172,30 @@ def _replay_run(
         point.messages = point.messages[:start] + list(run.result.messages)
         point.state = dict(run.result.state)
         point.agent = run.result.agent
-    elif run.result is None and run.input.session is not None and run.input.session.thread.base:
+    elif run.closed and run.result is None and run.input.session and run.input.session.thread.base:
         # A failed session run: its turns count, but the session kept none of its work.
         point.messages, point.state = point.messages[:start], state_before
     return False
+
+
+def _close_open_calls(point: Checkpoint, following: TurnInput | None) -> None:
+    """Give every tool call of the checkpoint a result, as models require: the results
+    settled after the turn (approvals, durable tools) are in the next turn's input;
+    calls never settled get a note saying so."""
+    answered = {m.tool_call_id for m in point.messages if m.role == "tool"}
+    open_calls = [call for m in point.messages for call in m.tool_calls if call.id not in answered]
+    if not open_calls:
+        return
+    settled = {
+        m.tool_call_id: m for m in (following.new_messages if following else []) if m.role == "tool"
+    }
+    for call in open_calls:
+        point.messages.append(
+            settled.get(call.id)
+            or Message.tool(
+                call, "Not run: the session was forked before this call was settled.", is_error=True
+            ).model_copy(update={"id": f"msg_fork_{call.id}"})
+        )
 
 
 def _apply_state(state: dict[str, StateEntry], changes: Sequence[StateChange]) -> None:
@@ -201,6 +239,7 @@ class _HistoryReader:
             await self._read(events, run)
             last = events[-1]
             if last.event_type != CONTINUED:
+                run.closed = last.event_type in CLOSED
                 break
             run_id = last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
             events = await self._events(workflow_id, run_id)

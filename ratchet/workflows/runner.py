@@ -159,6 +159,8 @@ class AgentRunner:
         self.pending = PendingWork(self)
         """Approvals, questions, durable tools and sub-agents the run waits for."""
         self.stop_request: StopRequest | None = None
+        self.carry: list[Message] = []
+        """Results settled for the next turn, which a continue-as-new must carry over."""
         self._waiting_rows: list[str] = []
 
     async def run(
@@ -167,7 +169,8 @@ class AgentRunner:
         """Run to a final answer. ``resume`` continues an execution carried over from an
         earlier workflow run (continue-as-new); its messages are already in the thread."""
         try:
-            pending = [] if resume else new_messages(messages, _workflow_message_id)
+            # A resumed execution may carry results settled for its next turn.
+            pending = list(messages) if resume else new_messages(messages, _workflow_message_id)
         except InvalidInputError as e:
             raise ApplicationError(str(e), type="InvalidInputError", non_retryable=True) from e
         self._by_reference = workflow.patched(THREAD_REF_PATCH)
@@ -208,7 +211,8 @@ class AgentRunner:
             if output.handoff:
                 self._hand_off(output.handoff)
             self.turns_this_run += 1
-            if self.between_turns is not None and not pending:
+            self.carry = pending
+            if self.between_turns is not None and self.stop_request is None:
                 await self.between_turns()
         self._fail("MaxTurnsExceededError", str(MaxTurnsExceededError(self.options.max_turns)))
 
@@ -237,6 +241,8 @@ class AgentRunner:
             await _cancelled(task)
             raise
         if task.done():
+            if self.stop_request is not None and not task.cancelled() and task.exception():
+                return None  # failed as it was being stopped: the stop wins
             return task.result()
         await _cancelled(task)  # the turn ends cancelled; nothing of it is kept
         return None
@@ -282,7 +288,7 @@ class AgentRunner:
             left = options.token_budget - self._execution.usage.total_tokens
             options = options.model_copy(update={"token_budget": max(0, left)})
         try:
-            result: RunResult = await workflow.execute_child_workflow(
+            child = await workflow.start_child_workflow(
                 "AgentRunWorkflow",
                 RunInput(
                     agent=action.agent,
@@ -295,6 +301,10 @@ class AgentRunner:
                 result_type=RunResult,
                 static_summary=f"{action.agent} · sub-agent of {self.agent}",
             )
+            await workflow.wait_condition(lambda: child.done() or self.stop_request is not None)
+            if not child.done() and self.stop_request is not None:
+                await child.signal("stop", self.stop_request)  # it returns what it finished
+            result: RunResult = await child
         except ChildWorkflowError as e:
             cause = e.cause
             if isinstance(cause, ApplicationError) and cause.type == "BudgetExceededError":

@@ -102,6 +102,7 @@ class AgentSessionWorkflow:
         self._serving = 0
         self._current: str | None = None
         self._child: workflow.ChildWorkflowHandle | None = None
+        self._stop_request: StopRequest | None = None
         self._used = input.used_tokens
         self._closed = False
         self._thread_bytes = sum(approximate_size(m) for m in session.thread.messages)
@@ -149,11 +150,8 @@ class AgentSessionWorkflow:
         """Run the agent on ``request.messages`` (after any queued before them)."""
         ticket = self._tickets
         self._tickets += 1
-        if self._options.steering == "interrupt" and self._child is not None:
-            await self._child.signal(
-                AgentRunWorkflow.stop,
-                StopRequest(status="INTERRUPTED", reason="a newer message arrived"),
-            )
+        if self._options.steering == "interrupt" and self._current is not None:
+            await self._stop_run(StopRequest(status="INTERRUPTED", reason="a newer message"))
         await workflow.wait_condition(lambda: self._serving == ticket)
         try:
             return await self._execute(request.messages)
@@ -195,13 +193,19 @@ class AgentSessionWorkflow:
             last_id=thread.messages[-1].id if thread.messages else None,
         )
         child_thread = thread.model_copy(update={"messages": [], "base": base})
+        options = self._options.run
+        budget = self._options.token_budget
+        if budget is not None:
+            if self._used >= budget:  # spent by the runs this message queued behind
+                raise ApplicationError(
+                    str(BudgetExceededError(self._used, budget, scope="session")),
+                    type="BudgetExceededError",
+                )
+            options = options.model_copy(update={"token_budget": budget - self._used})
         self._runs += 1
         self._runs_this_workflow_run += 1
         self._current = f"{session.info.id}-run-{self._runs}"
-        options = self._options.run
-        if self._options.token_budget is not None:
-            left = self._options.token_budget - self._used
-            options = options.model_copy(update={"token_budget": left})
+        self._stop_request = None
         try:
             self._child = await workflow.start_child_workflow(
                 AgentRunWorkflow.run,
@@ -215,6 +219,8 @@ class AgentSessionWorkflow:
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
                 static_summary=f"{self.agent} · run {self._runs}",
             )
+            if self._stop_request is not None:  # asked for while the run was starting
+                await self._stop_run(self._stop_request)
             result: RunResult = await self._child
         except Exception as e:
             # The run failed: the session keeps what it had and stays usable.
@@ -256,11 +262,20 @@ class AgentSessionWorkflow:
     async def cancel(self) -> SessionStatus:
         """Stop the run in progress at its next safe point (its send returns with
         status CANCELLED and the turns it finished); the session stays usable."""
-        if self._child is not None:
-            await self._child.signal(
-                AgentRunWorkflow.stop, StopRequest(status="CANCELLED", reason="cancelled")
-            )
+        if self._current is not None:
+            await self._stop_run(StopRequest(status="CANCELLED", reason="cancelled"))
         return self.status()
+
+    async def _stop_run(self, request: StopRequest) -> None:
+        """Ask the run in progress to stop. A run still starting gets it once started;
+        a run that has just ended needs nothing, so a failed signal is only logged."""
+        self._stop_request = request
+        if self._child is None:
+            return
+        try:
+            await self._child.signal(AgentRunWorkflow.stop, request)
+        except Exception as e:  # the child closed between the check and the signal
+            workflow.logger.info("Run %s did not take the stop: %s", self._current, e)
 
     @workflow.update
     async def close(self) -> SessionStatus:
