@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from .agent import Agent, Result
@@ -67,8 +68,8 @@ class ToolCallingAgent(Agent):
         handoff = None
         for call in reply.tool_calls:
             tool = self.tools.get(call.name)
-            if tool is not None and call.name.startswith(HANDOFF_PREFIX) and handoff is None:
-                handoff = call.name.removeprefix(HANDOFF_PREFIX)
+            if tool is not None and tool.role == "handoff" and handoff is None:
+                handoff = tool.agent
             action = tool.pending_for(call, self.approval_policy) if tool else None
             if action is None:
                 now.append(call)
@@ -94,8 +95,9 @@ def _handoff_tool(agent: str) -> Tool:
     def transfer() -> str:
         return f"Transferred to {agent}; it takes over from the next turn."
 
-    return tool(
+    described = tool(
         transfer,
         name=f"{HANDOFF_PREFIX}{agent}",
         description=f"Hand this conversation over to the {agent} agent.",
     )
+    return replace(described, role="handoff", agent=agent)

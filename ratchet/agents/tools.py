@@ -39,9 +39,10 @@ class Tool:
     max_attempts: int | None = None
     """Attempts of the tool's own activity before its error goes to the model
     (default: the run's ``max_attempts``)."""
-    role: Literal["function", "ask_user", "agent"] = "function"
+    role: Literal["function", "ask_user", "agent", "handoff"] = "function"
     """``ask_user``: the call is a question for the user; ``agent``: the call runs the
-    registered agent named ``agent`` as a sub-agent."""
+    registered agent named ``agent`` as a sub-agent; ``handoff``: the call hands the
+    run to ``agent`` from the next turn on."""
     agent: str | None = None
 
     def pending_for(

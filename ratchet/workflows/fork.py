@@ -10,7 +10,8 @@ namespace's retention). Nothing is written to the source.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from itertools import count
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -82,7 +83,7 @@ async def read_checkpoint(
             state=dict(session.state) if session else {},
             options=first.options,
         )
-        runs = [f"{first.session_id or source}-run-{n}" for n in range(1, 1_000_000)]
+        runs: Iterable[str] = (f"{first.session_id or source}-run-{n}" for n in count(1))
     else:
         point = Checkpoint(source=source, turn=0, agent=first.agent)
         runs = [source]
@@ -213,14 +214,12 @@ def _apply_state(state: dict[str, StateEntry], changes: Sequence[StateChange]) -
 class _HistoryReader:
     def __init__(self, client: Client) -> None:
         self.client = client
+        self._first_runs: dict[str, list[HistoryEvent]] = {}
 
     async def first_input(self, workflow_id: str) -> SessionInput | RunInput:
-        events = await self._events(workflow_id, None)
-        started = events[0].workflow_execution_started_event_attributes
-        first_run = started.first_execution_run_id
-        if first_run and first_run != started.original_execution_run_id:
-            events = await self._events(workflow_id, first_run)
-            started = events[0].workflow_execution_started_event_attributes
+        started = (await self._first_run(workflow_id))[
+            0
+        ].workflow_execution_started_event_attributes
         kind = started.workflow_type.name
         if kind == "AgentSessionWorkflow":
             return await self._decode(started.input.payloads, SessionInput)
@@ -230,20 +229,27 @@ class _HistoryReader:
 
     async def chain(self, workflow_id: str) -> _RunEvents:
         """Every workflow run of ``workflow_id`` (it may have continued as new), in order."""
-        latest = await self._events(workflow_id, None)
-        first_run = latest[0].workflow_execution_started_event_attributes.first_execution_run_id
         run = _RunEvents()
-        run_id: str | None = first_run or None
-        events = latest if not run_id else await self._events(workflow_id, run_id)
+        events = await self._first_run(workflow_id)
         while True:
             await self._read(events, run)
             last = events[-1]
             if last.event_type != CONTINUED:
                 run.closed = last.event_type in CLOSED
-                break
+                return run
             run_id = last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
             events = await self._events(workflow_id, run_id)
-        return run
+
+    async def _first_run(self, workflow_id: str) -> list[HistoryEvent]:
+        """The events of the first workflow run of ``workflow_id``, fetched once."""
+        if workflow_id not in self._first_runs:
+            events = await self._events(workflow_id, None)
+            started = events[0].workflow_execution_started_event_attributes
+            first_run = started.first_execution_run_id
+            if first_run and first_run != started.original_execution_run_id:
+                events = await self._events(workflow_id, first_run)
+            self._first_runs[workflow_id] = events
+        return self._first_runs[workflow_id]
 
     async def _read(self, events: list[HistoryEvent], run: _RunEvents) -> None:
         scheduled: dict[int, TurnInput] = {}

@@ -169,17 +169,20 @@ class AgentSessionWorkflow:
             new_messages(request.messages, lambda: "checked")
         except InvalidInputError as e:
             raise ApplicationError(str(e), type="InvalidInputError") from e
-        budget = self._options.token_budget
-        if budget is not None and self._used >= budget:
-            raise ApplicationError(
-                str(BudgetExceededError(self._used, budget, scope="session")),
-                type="BudgetExceededError",
-            )
+        self._check_budget()
         if self._options.steering == "reject" and not self._idle():
             raise ApplicationError(
                 f"Session {workflow.info().workflow_id} is running {self._current}; it rejects "
                 "messages until that run ends (SessionOptions(steering='queue') queues them).",
                 type="SessionBusy",
+            )
+
+    def _check_budget(self) -> None:
+        budget = self._options.token_budget
+        if budget is not None and self._used >= budget:
+            raise ApplicationError(
+                str(BudgetExceededError(self._used, budget, scope="session")),
+                type="BudgetExceededError",
             )
 
     async def _execute(self, messages: list[Message]) -> RunResult:
@@ -193,14 +196,10 @@ class AgentSessionWorkflow:
             last_id=thread.messages[-1].id if thread.messages else None,
         )
         child_thread = thread.model_copy(update={"messages": [], "base": base})
+        self._check_budget()  # again: the runs this message queued behind may have spent it
         options = self._options.run
         budget = self._options.token_budget
         if budget is not None:
-            if self._used >= budget:  # spent by the runs this message queued behind
-                raise ApplicationError(
-                    str(BudgetExceededError(self._used, budget, scope="session")),
-                    type="BudgetExceededError",
-                )
             options = options.model_copy(update={"token_budget": budget - self._used})
         self._runs += 1
         self._runs_this_workflow_run += 1
@@ -224,9 +223,10 @@ class AgentSessionWorkflow:
             result: RunResult = await self._child
         except Exception as e:
             # The run failed: the session keeps what it had and stays usable.
-            message = f"Run {self._current} of session {info.workflow_id} failed: {_cause(e)}"
-            budget = self._options.token_budget
-            if _cause_type(e) == "BudgetExceededError" and budget is not None:
+            cause = _root_cause(e)
+            text = getattr(cause, "message", None) or str(cause)
+            message = f"Run {self._current} of session {info.workflow_id} failed: {text}"
+            if getattr(cause, "type", None) == "BudgetExceededError" and budget is not None:
                 self._used = budget
                 message = f"The session has spent its token_budget of {budget}. {message}"
                 raise ApplicationError(message, type="BudgetExceededError") from e
@@ -311,13 +311,7 @@ class AgentSessionWorkflow:
         return self.state.session.thread
 
 
-def _cause_type(error: BaseException) -> str | None:
+def _root_cause(error: BaseException) -> BaseException:
     while error.__cause__ is not None:
         error = error.__cause__
-    return getattr(error, "type", None)
-
-
-def _cause(error: BaseException) -> str:
-    while error.__cause__ is not None:
-        error = error.__cause__
-    return getattr(error, "message", None) or str(error)
+    return error
