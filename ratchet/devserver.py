@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ratchet.errors import ConfigurationError
+from ratchet.workflows.search_attributes import dev_server_flags
 
 
 def temporal_binary() -> str:
@@ -96,6 +97,7 @@ class DevServer:
         )
         if db_path:
             command += ["--db-filename", str(db_path)]
+        command += dev_server_flags()
         with open(server.log_path, "ab") as log:
             server.process = subprocess.Popen(
                 command,

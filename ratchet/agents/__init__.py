@@ -15,6 +15,7 @@ from .models import (
     ScriptedModel,
 )
 from .pending import Decision, PendingAction, PendingView
+from .pricing import ModelPrice
 from .serializers import JSONSerializer, PickleSerializer, StateSerializer, state_schema
 from .state import (
     AgentSession,
@@ -73,6 +74,7 @@ __all__ = [
     "ToolCall",
     "ToolCallingAgent",
     "Usage",
+    "ModelPrice",
     "tool",
     "agent_tool",
     "ask_user",

@@ -11,6 +11,8 @@ class Usage(CompactModel):
     requests: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cost_usd: float = 0.0
+    """In US dollars, for models given a ``ModelPrice`` (0 for the others)."""
 
     @property
     def total_tokens(self) -> int:
@@ -21,4 +23,5 @@ class Usage(CompactModel):
             requests=self.requests + other.requests,
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
+            cost_usd=self.cost_usd + other.cost_usd,
         )

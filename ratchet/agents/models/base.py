@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from ..context import RunContext
 from ..messages import Message
+from ..pricing import ModelPrice
 from ..thread import MESSAGES
 from ..tools import Tool
 from ..usage import Usage
@@ -36,6 +37,14 @@ class ModelClient(ABC):
     """
 
     thread_kinds: frozenset[str] = frozenset({MESSAGES})
+    price: ModelPrice | None = None
+    """The model's price; when set, :meth:`priced` fills in ``usage.cost_usd``."""
+
+    def priced(self, response: ModelResponse) -> ModelResponse:
+        """``response`` with its cost filled in from :attr:`price` (if any)."""
+        if self.price is None:
+            return response
+        return response.model_copy(update={"usage": self.price.bill(response.usage)})
 
     @abstractmethod
     async def create(

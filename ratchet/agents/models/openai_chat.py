@@ -14,6 +14,7 @@ import openai
 from ...errors import ConfigurationError, ModelError
 from ..context import RunContext
 from ..messages import Message, ToolCall
+from ..pricing import ModelPrice
 from ..tools import Tool
 from ..usage import Usage
 from .base import ModelClient, ModelResponse
@@ -38,9 +39,11 @@ class OpenAIChatModel(ModelClient):
         api_key: str | None = None,
         timeout: float = 120.0,
         stream: bool = False,
+        price: ModelPrice | None = None,
         **request_options: Any,
     ) -> None:
         self.model = model
+        self.price = price
         self.stream = stream
         """Stream the reply and assemble it (text and tool calls) when it is complete."""
         self._client = client
@@ -83,10 +86,12 @@ class OpenAIChatModel(ModelClient):
         ]
         counts = completion.usage
         usage = one_request(counts.prompt_tokens, counts.completion_tokens) if counts else None
-        return ModelResponse(
-            message=Message.assistant(reply.content, calls),
-            usage=usage or one_request(),
-            model=completion.model,
+        return self.priced(
+            ModelResponse(
+                message=Message.assistant(reply.content, calls),
+                usage=usage or one_request(),
+                model=completion.model,
+            )
         )
 
     async def _streamed(self, request: dict[str, Any]) -> ModelResponse:
@@ -118,7 +123,7 @@ class OpenAIChatModel(ModelClient):
             for _, c in sorted(calls.items())
         ]
         message = Message.assistant("".join(text) or None, tool_calls)
-        return ModelResponse(message=message, usage=usage, model=model)
+        return self.priced(ModelResponse(message=message, usage=usage, model=model))
 
 
 def one_request(input_tokens: int | None = 0, output_tokens: int | None = 0) -> Usage:

@@ -51,7 +51,7 @@ class OpenAIResponsesModel(OpenAIChatModel):
             request["tools"] = [to_function_tool(t) for t in tools]
         with openai_errors():
             response = await self._call(request)
-        return from_response(response, cursor=response.id if service else None)
+        return self.priced(from_response(response, cursor=response.id if service else None))
 
     async def _call(self, request: dict[str, Any]) -> Any:
         if not self.stream:

@@ -9,6 +9,7 @@ from typing import Any
 from ...errors import ScriptExhaustedError
 from ..context import RunContext
 from ..messages import Message, ToolCall
+from ..pricing import ModelPrice
 from ..tools import Tool
 from ..usage import Usage
 from .base import ModelClient, ModelResponse
@@ -29,8 +30,15 @@ class ScriptedModel(ModelClient):
     Asking past the end of the script raises :class:`ScriptExhaustedError`.
     """
 
-    def __init__(self, script: Sequence[Reply] | ScriptFunction, *, name: str = "scripted") -> None:
+    def __init__(
+        self,
+        script: Sequence[Reply] | ScriptFunction,
+        *,
+        name: str = "scripted",
+        price: ModelPrice | None = None,
+    ) -> None:
         self._script = script
+        self.price = price
         self.name = name
         self.requests = 0
         self.max_index = -1
@@ -81,14 +89,16 @@ class ScriptedModel(ModelClient):
             raise reply
         message = _as_message(reply, index)
         prompt_chars = sum(len(m.content or "") for m in messages)
-        return ModelResponse(
-            message=message,
-            usage=Usage(
-                requests=1,
-                input_tokens=prompt_chars // 4 + 1,
-                output_tokens=len(message.content or "") // 4 + 1,
-            ),
-            model=self.name,
+        return self.priced(
+            ModelResponse(
+                message=message,
+                usage=Usage(
+                    requests=1,
+                    input_tokens=prompt_chars // 4 + 1,
+                    output_tokens=len(message.content or "") // 4 + 1,
+                ),
+                model=self.name,
+            )
         )
 
 
