@@ -13,6 +13,9 @@ import sys
 
 
 def hard_exit(code: int) -> None:
+    from ratchet.telemetry import flush_tracing  # os._exit skips the SDK's own atexit flush
+
+    flush_tracing()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

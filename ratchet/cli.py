@@ -14,7 +14,18 @@ from temporalio.client import WorkflowQueryFailedError, WorkflowUpdateFailedErro
 from temporalio.service import RPCError
 
 from ratchet._exit import hard_exit
-from ratchet.cli_sessions import add_session_commands, chat, sessions_command
+from ratchet.cli_sessions import (
+    add_connection_arguments,
+    add_session_commands,
+    chat,
+    connect,
+    sessions_command,
+)
+from ratchet.cli_setup import add_setup_command, setup
+from ratchet.cli_watch import add_watch_command, watch
+from ratchet.codec import generate_key
+from ratchet.codec_server import add_codec_server_arguments
+from ratchet.codec_server import serve_command as serve_codec
 from ratchet.devserver import DevServer, port_is_free
 from ratchet.errors import RatchetError, RunFailedError
 from ratchet.worker import add_worker_arguments, run_worker_command
@@ -34,6 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     server.add_argument("--port", type=int, default=7233)
     server.add_argument("--ui-port", type=int, default=8233)
     server.add_argument("--db-file", type=Path, help="keep state in this SQLite file")
+    server.add_argument(
+        "--codec-endpoint", help="codec server URL the Web UI decodes payloads with"
+    )
 
     add_worker_arguments(commands.add_parser("worker", help="run a worker hosting agents"))
 
@@ -49,6 +63,15 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--ui-url", help="Temporal Web UI base URL (default: RATCHET_UI_URL)")
 
     add_session_commands(commands)
+    add_setup_command(commands)
+
+    add_codec_server_arguments(
+        commands.add_parser("codec-server", help="serve the payload codec to the Web UI and CLI")
+    )
+    codec_key = commands.add_parser("codec-key", help="print a new RATCHET_ENCRYPTION_KEYS entry")
+    codec_key.add_argument("--id", help="key id (default: k<date>-<random>)")
+
+    add_connection_arguments(add_watch_command(commands))
 
     demo = commands.add_parser("demo", help="show a run surviving a killed worker")
     demo.add_argument("--keep", action="store_true", help="keep the server and UI up afterwards")
@@ -63,8 +86,17 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(run_once(args))
         if args.command == "chat":
             return asyncio.run(chat(args))
+        if args.command == "watch":
+            return asyncio.run(watch_command(args))
         if args.command == "sessions":
             return asyncio.run(sessions_command(args))
+        if args.command == "setup":
+            return asyncio.run(setup(args))
+        if args.command == "codec-server":
+            return serve_codec(args)
+        if args.command == "codec-key":
+            print(generate_key(args.id))
+            return 0
         from ratchet.demo import run_demo
 
         state_dir = Path(tempfile.mkdtemp(prefix="ratchet-demo-"))
@@ -80,6 +112,11 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+async def watch_command(args: argparse.Namespace) -> int:
+    client = await connect(args)
+    return await watch(client.temporal, args)
+
+
 def serve_dev_server(args: argparse.Namespace) -> int:
     for port in (args.port, args.ui_port):
         if not port_is_free(port):
@@ -88,7 +125,12 @@ def serve_dev_server(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
-    with DevServer.start(port=args.port, ui_port=args.ui_port, db_path=args.db_file) as server:
+    with DevServer.start(
+        port=args.port,
+        ui_port=args.ui_port,
+        db_path=args.db_file,
+        codec_endpoint=args.codec_endpoint,
+    ) as server:
         print(f"Temporal dev server on {server.address}; Web UI at {server.ui_url}")
         print(f"log: {server.log_path}. Press Ctrl-C to stop.", flush=True)
         received: list[int] = []

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Awaitable, Callable
 
 from ratchet.agents.pending import PendingView
+from ratchet.agents.state import ExecutionState
 from ratchet.errors import DecisionError, RunFailedError
 from ratchet.workflows import AgentClient, SessionHandle
 
@@ -30,10 +31,13 @@ def add_session_commands(commands: argparse._SubParsersAction) -> None:
 
     sessions = commands.add_parser("sessions", help="list, inspect and steer sessions")
     verbs = sessions.add_subparsers(dest="verb", required=True)
-    add_connection_arguments(verbs.add_parser("list", help="sessions, newest first"))
-    show = verbs.add_parser("show", help="a session's status, pending work and thread")
+    listing = verbs.add_parser("list", help="sessions, newest first")
+    listing.add_argument("--status", help="only sessions with this AgentStatus")
+    add_connection_arguments(listing)
+    show = verbs.add_parser("show", help="a session's status, pending work, turns and thread")
     show.add_argument("session")
     show.add_argument("--messages", type=int, default=10, help="last messages to print")
+    show.add_argument("--run", type=int, help="the run whose turns to print (default: latest)")
     export = verbs.add_parser("export", help="a session's thread and state as JSON")
     export.add_argument("session")
     fork = verbs.add_parser("fork", help="a new session from the checkpoint after a turn")
@@ -132,9 +136,23 @@ async def sessions_command(args: argparse.Namespace) -> int:
     client = await connect(args)
     if args.verb == "list":
         query = "WorkflowType = 'AgentSessionWorkflow'"  # the store lists newest first
+        if args.status:
+            query += f" AND AgentStatus = '{args.status.upper()}'"
+        rows = [["session", "agent", "status", "turns", "tokens", "started"]]
         async for info in client.temporal.list_workflows(query, limit=100):
-            started = info.start_time.strftime("%Y-%m-%d %H:%M:%S")
-            print(f"{info.id}\t{info.status.name if info.status else '?'}\t{started}")
+            found = {p.key.name: p.value for p in info.typed_search_attributes}
+            closed = info.status.name if info.status and info.status.value != 1 else None
+            rows.append(
+                [
+                    info.id,
+                    str(found.get("AgentName", "?")),
+                    closed or str(found.get("AgentStatus", "RUNNING")),
+                    str(found.get("AgentTurns", "")),
+                    str(found.get("AgentTokens", "")),
+                    info.start_time.strftime("%Y-%m-%d %H:%M:%S"),
+                ]
+            )
+        print(table(rows))
         return 0
     if args.verb == "fork":
         fork = await client.fork(
@@ -144,7 +162,7 @@ async def sessions_command(args: argparse.Namespace) -> int:
         return 0
     session = client.get_session(args.session)
     if args.verb == "show":
-        return await show(session, args.messages)
+        return await show(session, args.messages, run=args.run)
     if args.verb == "export":
         thread = await session.thread()
         data = {
@@ -169,16 +187,25 @@ async def sessions_command(args: argparse.Namespace) -> int:
     return 0
 
 
-async def show(session: SessionHandle, last: int) -> int:
+async def show(session: SessionHandle, last: int, *, run: int | None = None) -> int:
     status = await session.status()
     budget = f" of {status.token_budget}" if status.token_budget is not None else ""
     print(f"session: {session.id}")
-    print(f"agent: {status.agent} · {status.status} · {status.runs} runs")
-    print(f"tokens: {status.used_tokens}{budget}")
+    print(f"agent: {status.agent} · {status.run_status or status.status} · {status.runs} runs")
+    print(f"tokens: {status.used_tokens}{budget} · turns: {status.turns}")
+    if status.cost_usd:
+        print(f"cost: ${status.cost_usd:.4f}")
     if status.current_run:
         print(f"run in progress: {status.current_run}")
     for item in await session.pending():
         print(f"waiting for {item.action.kind}: {item.action.id} · {item.action.describe()}")
+    number = run or status.runs
+    if number:
+        handle = session.run(number)
+        execution = (await handle.state()).execution
+        if execution is not None and execution.step_results:
+            print(f"\nturns of {handle.id} ({execution.status.value}):")
+            print(turns_table(execution))
     messages = (await session.thread()).messages
     if len(messages) > last:
         print(f"… {len(messages) - last} earlier messages")
@@ -186,3 +213,33 @@ async def show(session: SessionHandle, last: int) -> int:
         text = message.text or ", ".join(c.describe() for c in message.tool_calls)
         print(f"{message.role}: {text}")
     return 0
+
+
+def turns_table(execution: ExecutionState) -> str:
+    """A run's turns: when, how long, tokens, cost and what each did."""
+    rows = [["turn", "started", "took", "tokens", "cost", "did"]]
+    for step in execution.step_results:
+        took = (step.completed_at - step.started_at).total_seconds()
+        did = "final answer" if step.final else ", ".join(step.tool_calls) or "(no tools)"
+        rows.append(
+            [
+                str(step.turn),
+                step.started_at.strftime("%H:%M:%S"),
+                f"{took:.1f}s",
+                str(step.usage.total_tokens),
+                f"${step.usage.cost_usd:.4f}" if step.usage.cost_usd else "-",
+                did,
+            ]
+        )
+    return table(rows)
+
+
+def table(rows: list[list[str]]) -> str:
+    """Rows as aligned columns, the first row a header."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = [
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)

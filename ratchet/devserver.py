@@ -73,8 +73,10 @@ class DevServer:
         ui_port: int | None = None,
         ui: bool = True,
         db_path: Path | None = None,
+        codec_endpoint: str | None = None,
         log_dir: Path | None = None,
         timeout: float = 60.0,
+        search_attributes: bool = True,
     ) -> DevServer:
         port = port or free_port()
         ui_port = (ui_port or free_port()) if ui else None
@@ -97,7 +99,10 @@ class DevServer:
         )
         if db_path:
             command += ["--db-filename", str(db_path)]
-        command += dev_server_flags()
+        if codec_endpoint and ui_port:  # the UI then decodes payloads through it
+            command += ["--ui-codec-endpoint", codec_endpoint]
+        if search_attributes:  # False: a bare server, as a new cluster would be
+            command += dev_server_flags()
         with open(server.log_path, "ab") as log:
             server.process = subprocess.Popen(
                 command,
@@ -119,14 +124,32 @@ class DevServer:
                 )
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    return
+                    pass
             except OSError:
                 time.sleep(0.1)
+                continue
+            if self._healthy(deadline):
+                return
         self.stop()
         raise ConfigurationError(
             f"The Temporal dev server did not listen on port {self.port} within {timeout:.0f}s; "
             f"see {self.log_path}"
         )
+
+    def _healthy(self, deadline: float) -> bool:
+        """The port listens before the frontend serves: ask the server itself."""
+        try:
+            check = subprocess.run(
+                [temporal_binary(), "operator", "cluster", "health", "--address", self.address],
+                capture_output=True,
+                timeout=max(1.0, min(10.0, deadline - time.monotonic())),
+            )
+        except subprocess.TimeoutExpired:
+            return False
+        if check.returncode == 0 and b"SERVING" in check.stdout:
+            return True
+        time.sleep(0.2)
+        return False
 
     def stop(self, timeout: float = 15.0) -> None:
         process, self.process = self.process, None

@@ -6,6 +6,7 @@ configuration change fixes, and failures of a run, which happen at run time::
     RatchetError
     ├── UsageError              fix the code or configuration that called Ratchet
     │   ├── ConfigurationError  settings, registration, environment
+    │   │   └── PayloadDecryptionError  an encrypted payload whose key is missing or wrong
     │   ├── AgentNotFoundError  an agent name no worker has registered
     │   ├── InvalidInputError   a prompt, message or argument Ratchet cannot run
     │   ├── ScriptExhaustedError a ScriptedModel asked for more replies than it holds
@@ -68,6 +69,11 @@ class IncompatibleThreadError(UsageError):
 
 class PayloadTooLargeError(UsageError):
     """A turn produced more data than one Temporal payload can carry."""
+
+
+class PayloadDecryptionError(ConfigurationError):
+    """An encrypted payload this process cannot open: its key id is not configured,
+    or its data fails authentication (altered, or a different key under that id)."""
 
 
 class ResourceNotFoundError(ConfigurationError, KeyError):

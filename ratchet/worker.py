@@ -22,7 +22,9 @@ from temporalio.plugin import SimplePlugin
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from ratchet import telemetry
 from ratchet._exit import hard_exit
+from ratchet.activities.events import DEFAULT_BATCH_INTERVAL
 from ratchet.activities.resources import ResourceFactory, WorkerResources
 from ratchet.activities.state_refs import StateCache
 from ratchet.activities.threads import ThreadCache
@@ -30,6 +32,7 @@ from ratchet.activities.turn import PAYLOAD_LIMIT, AgentFactory, TurnActivities
 from ratchet.errors import ConfigurationError
 from ratchet.workflows.agent_run import AgentRunWorkflow
 from ratchet.workflows.client import DEFAULT_TASK_QUEUE, AgentClient
+from ratchet.workflows.search_attributes import ensure_search_attributes
 from ratchet.workflows.session import AgentSessionWorkflow
 
 DEFAULT_AGENTS = "ratchet.examples:AGENTS"
@@ -46,6 +49,7 @@ def build_worker(
     thread_cache: ThreadCache | None = None,
     resources: Mapping[str, ResourceFactory] | None = None,
     state_cache: StateCache | None = None,
+    live_events: timedelta | None = DEFAULT_BATCH_INTERVAL,
     **worker_options: Any,
 ) -> Worker:
     """A worker that hosts ``agents`` and runs ``AgentRunWorkflow`` (plus ``workflows``).
@@ -58,6 +62,9 @@ def build_worker(
     pool, an HTTP client): each is created once when the worker starts, reached by
     agents as ``context.resources[name]``, and closed (``aclose()`` or
     ``close()``) when the worker shuts down.
+
+    ``live_events`` is how often a turn sends what it emitted (``context.emit``,
+    streamed text) to its run's watchers, one signal per batch; ``None`` sends none.
     """
     if not agents:
         raise ConfigurationError(
@@ -76,6 +83,7 @@ def build_worker(
         payload_limit=None if external else PAYLOAD_LIMIT,
         resources=worker_resources,
         state_cache=state_cache,
+        event_batch_interval=live_events,
     )
     plugins = list(worker_options.pop("plugins", []))
     if resources:
@@ -128,9 +136,24 @@ async def serve(
     task_queue: str = DEFAULT_TASK_QUEUE,
     max_concurrent_turns: int = 50,
     ready_line: bool = True,
+    metrics_address: str | None = None,
 ) -> None:
-    """Run a worker until SIGINT/SIGTERM, then shut down gracefully."""
-    client = await AgentClient.connect(target, namespace=namespace, task_queue=task_queue)
+    """Run a worker until SIGINT/SIGTERM, then shut down gracefully.
+
+    Traces go to ``OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT`` when it is set; Prometheus
+    metrics are served on ``metrics_address`` (or ``RATCHET_METRICS_ADDRESS``) when given.
+    """
+    options: dict[str, Any] = {}
+    if address := telemetry.metrics_address(metrics_address):
+        options["runtime"] = telemetry.metrics_runtime(address)
+    client = await AgentClient.connect(
+        target, namespace=namespace, task_queue=task_queue, **options
+    )
+    # Runs upsert Ratchet's search attributes: a namespace without them would fail
+    # every workflow task, so register them now or refuse to start, saying how.
+    added = await ensure_search_attributes(client.temporal)
+    if added:
+        print(f"registered search attributes: {', '.join(added)}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -138,11 +161,14 @@ async def serve(
     worker = build_worker(
         client, agents, task_queue=task_queue, max_concurrent_turns=max_concurrent_turns
     )
-    async with worker:
-        if ready_line:
-            names = ", ".join(sorted(agents))
-            print(f"worker ready: task queue {task_queue!r}, agents: {names}", flush=True)
-        await stop.wait()
+    try:
+        async with worker:
+            if ready_line:
+                names = ", ".join(sorted(agents))
+                print(f"worker ready: task queue {task_queue!r}, agents: {names}", flush=True)
+            await stop.wait()
+    finally:
+        await asyncio.to_thread(telemetry.flush_tracing)  # spans still in the batch
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -162,6 +188,11 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--task-queue", default=DEFAULT_TASK_QUEUE)
     parser.add_argument("--max-concurrent-turns", type=int, default=50)
+    parser.add_argument(
+        "--metrics-address",
+        help="serve Prometheus metrics on HOST:PORT at /metrics "
+        "(default: RATCHET_METRICS_ADDRESS; none: off)",
+    )
 
 
 def run_worker_command(args: argparse.Namespace) -> int:
@@ -177,6 +208,7 @@ def run_worker_command(args: argparse.Namespace) -> int:
                 namespace=args.namespace,
                 task_queue=args.task_queue,
                 max_concurrent_turns=args.max_concurrent_turns,
+                metrics_address=args.metrics_address,
             )
         )
     except ConfigurationError as e:

@@ -31,6 +31,7 @@ from .state_agents import StepAgent
 from .test_agent_state import plan_agents
 from .test_compaction import paging_agent
 from .test_multi_agent import research_team
+from .test_observability import weather_agent
 from .test_orchestration import team
 from .test_sessions import Echo
 from .test_user_workflow import agents
@@ -162,12 +163,47 @@ async def record() -> None:
                 ("writer_critic_loop", loop),
                 ("fan_out", fan_out),
             ]
+        # Issue 6: search attributes, session progress reports and live events (watched).
+        client = await AgentClient.connect(server.address, task_queue="record-6")
+        agents_6 = {
+            "weather": lambda: weather_agent(stream=True),
+            "pay": payment_agent(Ledger(), [ScriptedModel.call("pay", to="acme", amount=500)]),
+        }
+        async with build_worker(client, agents_6):
+            indexed = await client.start_run(
+                "weather", "weather in Oslo?", options=RunOptions(continue_as_new_after_turns=1)
+            )
+            watched = [event async for event in indexed.events()]
+            assert watched[-1].text == "COMPLETED"
+            waiting = await client.start_session("pay")
+            watcher = asyncio.ensure_future(_drain(waiting.events()))
+            sent = asyncio.ensure_future(waiting.send("pay acme 500"))
+            pending = await waiting.wait_for_pending()
+            await waiting.approve(pending[0].action.id, by="oncall")
+            await sent
+            await waiting.close()
+            await watcher
+            first_indexed = client.temporal.get_workflow_handle(indexed.id, run_id=indexed.run_id)
+            recorded += [
+                ("agent_run_indexed_with_events", first_indexed),
+                ("agent_run_indexed_continued", client.temporal.get_workflow_handle(indexed.id)),
+                ("session_indexed_waiting_for_approval", waiting.workflow),
+                (
+                    "session_run_reports_progress",
+                    client.get_run(f"{waiting.id}-run-1").workflow,
+                ),
+            ]
             for name, handle in recorded:
                 if (HISTORIES / f"{name}.json").exists():
                     continue
                 history = await handle.fetch_history()
                 (HISTORIES / f"{name}.json").write_text(history.to_json())
                 print(f"recorded {name}: {len(history.events)} events")
+
+
+async def _drain(events) -> None:
+    async for _ in events:
+        pass
 
 
 async def _fill_cart(context) -> None:

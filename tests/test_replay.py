@@ -50,6 +50,10 @@ def test_histories_are_recorded():
         "agent_run_with_sub_agent",
         "writer_critic_loop",
         "fan_out",
+        "agent_run_indexed_with_events",
+        "agent_run_indexed_continued",
+        "session_indexed_waiting_for_approval",
+        "session_run_reports_progress",
     }
 
 

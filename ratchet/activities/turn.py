@@ -7,8 +7,9 @@ turn. Every field added later gets a default, so recorded histories still decode
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -16,6 +17,7 @@ from pydantic import Field
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from ratchet.activities.events import DEFAULT_BATCH_INTERVAL, TurnEvents
 from ratchet.agents.agent import Agent, Result
 from ratchet.agents.compact import CompactModel
 from ratchet.agents.context import RunContext
@@ -40,6 +42,7 @@ from ratchet.errors import (
     ThreadResolutionError,
     UsageError,
 )
+from ratchet.telemetry import record_turn
 
 from .resources import WorkerResources
 from .state_refs import StateCache, new_write_id, resolve_state
@@ -83,6 +86,8 @@ class TurnInput(CompactModel):
     """Other agents' keys this run holds share tokens for."""
     conflicts: list[StateConflict] = Field(default_factory=list)
     """State changes of the previous turn that were not committed."""
+    events: bool = False
+    """The run's workflow hosts an event stream: send the turn's events to it."""
 
 
 class TurnOutput(CompactModel):
@@ -131,8 +136,11 @@ class TurnActivities:
         payload_limit: int | None = PAYLOAD_LIMIT,
         resources: WorkerResources | None = None,
         state_cache: StateCache | None = None,
+        event_batch_interval: timedelta | None = DEFAULT_BATCH_INTERVAL,
     ) -> None:
         self._factories = dict(agents)
+        self.event_batch_interval = event_batch_interval
+        """How often a turn sends its live events; ``None`` sends none."""
         self._agents: dict[str, Agent] = {}
         self._task_queue = task_queue
         self.thread_cache = thread_cache if thread_cache is not None else ThreadCache()
@@ -221,19 +229,18 @@ class TurnActivities:
             before = len(thread.messages)
             return await agent.run(list(input.new_messages), thread, context)
 
-        interval = _heartbeat_interval(info.heartbeat_timeout)
-        task = asyncio.create_task(turn())
-        try:
-            # Heartbeat while the agent works, so a dead worker is noticed within the
-            # heartbeat timeout and cancellation reaches the turn.
-            while not task.done():
-                await asyncio.wait({task}, timeout=interval)
-                if not task.done() and not info.is_local:
-                    activity.heartbeat(progress)
-        finally:
-            if not task.done():
-                task.cancel()
-        result = task.result()
+        async with contextlib.AsyncExitStack() as stack:
+            if input.events and self.event_batch_interval is not None:
+                events = TurnEvents(
+                    run_id=context.run_id,
+                    agent=input.agent,
+                    turn=input.turn,
+                    attempt=info.attempt,
+                    batch_interval=self.event_batch_interval,
+                )
+                context.event_sink = (await stack.enter_async_context(events)).emit
+            result = await self._heartbeat_while(turn(), info, progress)
+
         if not isinstance(result, Result):
             raise UsageError(
                 f"Agent {input.agent!r} returned {type(result).__name__} from run(); "
@@ -269,7 +276,26 @@ class TurnActivities:
         self._check_size(input, output)
         if input.thread_ref is not None:
             self.thread_cache.put(input.thread_ref.key, [*thread.messages[:before], *added])
+        record_turn(input.agent, output.usage)
         return output
+
+    @staticmethod
+    async def _heartbeat_while(
+        work: Coroutine[Any, Any, Any], info: activity.Info, progress: dict[str, Any]
+    ) -> Any:
+        """Heartbeat while the agent works, so a dead worker is noticed within the
+        heartbeat timeout and cancellation reaches the turn."""
+        interval = _heartbeat_interval(info.heartbeat_timeout)
+        task = asyncio.create_task(work)
+        try:
+            while not task.done():
+                await asyncio.wait({task}, timeout=interval)
+                if not task.done() and not info.is_local:
+                    activity.heartbeat(progress)
+        finally:
+            if not task.done():
+                task.cancel()
+        return task.result()
 
     @activity.defn(name=TOOL_ACTIVITY)
     async def run_tool(self, input: ToolInput) -> Message:

@@ -6,6 +6,7 @@ the engine in ``ratchet.workflows`` runs each call as one durable turn.
 
 from .agent import Agent, Result
 from .context import RunContext
+from .events import RunEvent
 from .messages import Message, ToolCall
 from .models import (
     ModelClient,
@@ -64,6 +65,7 @@ __all__ = [
     "OpenAIResponsesModel",
     "Result",
     "RunContext",
+    "RunEvent",
     "ScriptedModel",
     "ServiceThread",
     "SessionInfo",

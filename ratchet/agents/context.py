@@ -82,5 +82,8 @@ class RunContext:
         return id
 
     async def emit(self, event: Any) -> None:
-        """Send an event to whoever observes the run."""
+        """Send an event to whoever watches the run live (``ratchet watch``,
+        ``RunHandle.events()``): a ``RunEvent``, or any JSON-able value, which
+        arrives as a ``custom`` event. Events are for watching; they are not
+        kept in the thread, and a retried attempt of the turn sends its own."""
         await self.event_sink(event)

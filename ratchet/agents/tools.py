@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from .context import RunContext
 from .messages import Message, ToolCall
 from .pending import PendingAction
+from .tracing import Span, mark_failed, tool_span
 
 ApprovalRule = bool | Callable[[dict[str, Any]], bool]
 """``True``: every call needs approval; a function: the calls (by arguments) that do."""
@@ -94,9 +95,16 @@ class Tool:
         """Run the call. Bad arguments and tool exceptions become an error message
         the model reads on its next turn, never an exception out of the turn.
         With ``raise_errors`` a tool's exception propagates (its activity retries)."""
+        with tool_span(self.name, call.id, context) as span:
+            return await self._invoke(call, context, span, raise_errors)
+
+    async def _invoke(
+        self, call: ToolCall, context: RunContext, span: Span, raise_errors: bool
+    ) -> Message:
         try:
             raw = call.parsed_arguments()
         except ValueError as e:
+            mark_failed(span, type(e).__qualname__)
             return Message.tool(
                 call,
                 f"Error: the arguments for {self.name} are not valid JSON ({e}). "
@@ -106,6 +114,7 @@ class Tool:
         try:
             args = self.arguments_model.model_validate(raw)
         except ValidationError as e:
+            mark_failed(span, type(e).__qualname__)
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in err['loc']) or '(arguments)'}: {err['msg']}"
                 for err in e.errors()
@@ -128,6 +137,7 @@ class Tool:
         except Exception as e:  # noqa: BLE001 - the model decides what to do with a failed tool
             if raise_errors:
                 raise
+            mark_failed(span, type(e).__qualname__)
             return Message.tool(
                 call, f"Error: {self.name} failed: {type(e).__name__}: {e}", is_error=True
             )

@@ -8,11 +8,14 @@ from pydantic import BaseModel, Field
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamState
+
     from ratchet.agents.messages import Message
     from ratchet.agents.pending import Decision, PendingView
     from ratchet.agents.state import AgentSession, AgentState, ExecutionState, ThreadData
     from ratchet.agents.state_context import StateChanged
 
+    from .observe import EventStream, Index, RunObserver
     from .pending import DecisionRequest, StopRequest
     from .presets import RunOptions
     from .runner import AgentRunner, RunResult
@@ -35,6 +38,10 @@ class RunInput(BaseModel):
     parent_agent_id: str | None = None
     """Set for a sub-agent: the agent that called it."""
     parent_workflow_id: str | None = None
+    report_to: str | None = None
+    """The session workflow this run tells when it starts or stops waiting for someone."""
+    stream: WorkflowStreamState | None = None
+    """The live events carried over a continue-as-new."""
 
 
 @workflow.defn(name="AgentRunWorkflow")
@@ -54,17 +61,31 @@ class AgentRunWorkflow:
                 }
             )
         self._state_events: deque[StateChanged] = deque(maxlen=STATE_EVENTS_KEPT)
+        self._input = input
         self._ending = False
         """Set when this workflow run is about to complete or continue as new."""
         self._runner.state_hooks.append(self._state_events.append)
+        self._events = EventStream(WorkflowStream(input.stream))
 
     @workflow.run
     async def run(self, input: RunInput) -> RunResult:
-        self._runner.between_turns = self._continue_as_new_if_due
+        runner = self._runner
+        runner.between_turns = self._continue_as_new_if_due
+        runner.live_events = True
+        observer = RunObserver(
+            runner,
+            self._events,
+            Index(),
+            session_id=runner.state.session.info.id,
+            report_to=input.report_to,
+        )
+        runner.observers.append(observer)
+        runner.state_hooks.append(observer.state_changed)
         try:
-            result = await self._runner.run(input.messages, resume=input.execution)
+            result = await runner.run(input.messages, resume=input.execution)
         finally:
             self._ending = True
+            self._events.stream.detach_pollers()  # watchers read the rest by query
         await workflow.wait_condition(workflow.all_handlers_finished)
         return result
 
@@ -88,6 +109,7 @@ class AgentRunWorkflow:
             )
             return
         self._ending = True
+        self._events.stream.detach_pollers()  # watchers follow to the new run
         await workflow.wait_condition(workflow.all_handlers_finished)
         if runner.stop_request is not None:  # a stop arrived meanwhile: finish here
             self._ending = False
@@ -99,6 +121,8 @@ class AgentRunWorkflow:
                 session=runner.state.session,
                 options=runner.options,
                 execution=runner.state.execution,
+                report_to=self._input.report_to,
+                stream=self._events.state(),
             )
         )
 

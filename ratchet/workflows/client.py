@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from temporalio.client import (
     Client,
@@ -17,12 +18,19 @@ from temporalio.client import (
     WorkflowUpdateFailedError,
 )
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.converter import ExternalStorage, StorageDriver
+from temporalio.converter import (
+    DataConverter,
+    DefaultFailureConverterWithEncodedAttributes,
+    ExternalStorage,
+    PayloadCodec,
+    StorageDriver,
+)
 from temporalio.envconfig import ClientConfig
 from temporalio.exceptions import ApplicationError, FailureError
 from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet.activities.state_refs import STATE_QUERY
+from ratchet.agents.events import RunEvent
 from ratchet.agents.messages import Message, new_id
 from ratchet.agents.pending import Decision, PendingView
 from ratchet.agents.state import AgentSession, AgentState, ThreadData
@@ -32,10 +40,11 @@ from ratchet.errors import DecisionError, RunFailedError
 from ratchet.storage import external_storage
 
 from .agent_run import AgentRunWorkflow, RunInput
+from .events import run_events, session_events
 from .fork import Checkpoint, read_checkpoint
 from .pending import DecisionRequest, Verdict
 from .presets import RunOptions
-from .runner import RunResult, new_messages
+from .runner import RunResult, new_messages, run_details
 from .session import (
     AgentSessionWorkflow,
     SendRequest,
@@ -43,6 +52,9 @@ from .session import (
     SessionOptions,
     SessionStatus,
 )
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
 
 DEFAULT_TASK_QUEUE = "ratchet"
 
@@ -75,6 +87,13 @@ class RunHandle:
     def workflow(self) -> WorkflowHandle[Any, RunResult]:
         """The Temporal handle, for anything this class does not wrap."""
         return self._handle
+
+    def events(self, *, from_offset: int = 0) -> AsyncIterator[RunEvent]:
+        """The run's live events in order (status, turns, streamed text, tool calls,
+        ``context.emit``), ending when the run ends. A retried turn's events come
+        after a ``retry`` event: drop what the failed attempt showed."""
+        client = self._handle._client  # the handle keeps the client it was made with
+        return run_events(client, self.id, from_offset=from_offset)
 
     @property
     def ui_url(self) -> str | None:
@@ -186,6 +205,19 @@ class SessionHandle:
     def workflow(self) -> WorkflowHandle[Any, SessionStatus]:
         return self._handle
 
+    def run(self, number: int) -> RunHandle:
+        """The session's ``number``-th run (from 1), finished or in progress."""
+        client = self._client
+        handle = client.temporal.get_workflow_handle(
+            f"{self.id}-run-{number}", result_type=RunResult
+        )
+        return RunHandle(handle, client.ui_url, client.temporal.namespace)
+
+    def events(self, *, from_offset: int = 0) -> AsyncIterator[RunEvent]:
+        """The session's live events: each run's start and finish, and the run's own
+        events in between (see ``RunHandle.events``). Ends when the session closes."""
+        return session_events(self._client.temporal, self.id, from_offset=from_offset)
+
     async def send(self, prompt: str | Sequence[Message]) -> RunResult:
         """Run the agent on ``prompt`` as the session's next execution and wait for it.
 
@@ -286,7 +318,10 @@ class AgentClient:
         converter = client.data_converter
         if converter.payload_converter_class is not pydantic_data_converter.payload_converter_class:
             converter = dataclasses.replace(
-                pydantic_data_converter, external_storage=converter.external_storage
+                pydantic_data_converter,
+                external_storage=converter.external_storage,
+                payload_codec=converter.payload_codec,
+                failure_converter_class=converter.failure_converter_class,
             )
             client = Client(**{**client.config(), "data_converter": converter})
         self.temporal = client
@@ -303,6 +338,8 @@ class AgentClient:
         profile: str | None = None,
         ui_url: str | None = None,
         payload_storage: ExternalStorage | StorageDriver | str | Path | None = None,
+        codec: PayloadCodec | None = None,
+        tracing: bool | TracerProvider | None = None,
         **connect_options: Any,
     ) -> AgentClient:
         """Connect using ``temporalio.envconfig`` (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
@@ -312,6 +349,15 @@ class AgentClient:
         payloads over 256 KiB out of history, so a turn may carry more than
         Temporal's 2 MB payload limit. Workers built from this client use it too;
         every client and worker of a namespace must share the same storage.
+
+        ``codec`` (e.g. ``ratchet.codec.EncryptionCodec``) encodes every payload and
+        failure message; without one, ``RATCHET_ENCRYPTION_KEYS`` (when set) turns on
+        encryption. Workers built from this client use it too.
+
+        ``tracing`` adds Temporal's OpenTelemetry interceptor (see ``ratchet.telemetry``):
+        ``None`` turns it on when ``OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT`` is set, ``True``
+        uses the global tracer provider (setting one up if there is none), a
+        ``TracerProvider`` uses that one. Workers built from this client trace too.
         """
         config: dict[str, Any] = dict(ClientConfig.load_client_connect_config(profile=profile))
         if target:
@@ -320,11 +366,16 @@ class AgentClient:
             config["namespace"] = namespace
         config.setdefault("target_host", "localhost:7233")
         config.update(connect_options)
+        from ratchet.telemetry import client_interceptors  # OpenTelemetry stays out of the sandbox
+
+        if traced := client_interceptors(tracing):
+            config["interceptors"] = [*config.get("interceptors", []), *traced]
         converter = pydantic_data_converter
         if payload_storage is not None:
             converter = dataclasses.replace(
                 converter, external_storage=external_storage(payload_storage)
             )
+        converter = with_codec(converter, codec)
         client = await Client.connect(**config, data_converter=converter)
         return cls(client, task_queue=task_queue, ui_url=ui_url)
 
@@ -353,6 +404,9 @@ class AgentClient:
             id=workflow_id or run_workflow_id(agent),
             task_queue=self.task_queue,
             static_summary=f"{agent}: {_excerpt(messages)}",
+            static_details=run_details(
+                agent, messages, session=session.info.id if session else None, parent=None
+            ),
         )
         return RunHandle(handle, self.ui_url, self.temporal.namespace)
 
@@ -454,6 +508,22 @@ class AgentClient:
     def get_run(self, workflow_id: str) -> RunHandle:
         handle = self.temporal.get_workflow_handle_for(AgentRunWorkflow.run, workflow_id)
         return RunHandle(handle, self.ui_url, self.temporal.namespace)
+
+
+def with_codec(converter: DataConverter, codec: PayloadCodec | None) -> DataConverter:
+    """``converter`` with ``codec``, or the ``EncryptionCodec`` RATCHET_ENCRYPTION_KEYS
+    configures; failure messages and stack traces then go through the codec too."""
+    if codec is None and os.environ.get("RATCHET_ENCRYPTION_KEYS") is not None:
+        from ratchet.codec import EncryptionCodec  # native code: keep it out of the sandbox
+
+        codec = EncryptionCodec.from_env()
+    if codec is None:
+        return converter
+    return dataclasses.replace(
+        converter,
+        payload_codec=codec,
+        failure_converter_class=DefaultFailureConverterWithEncodedAttributes,
+    )
 
 
 def _run_failed(

@@ -162,6 +162,10 @@ class AgentRunner:
         self.carry: list[Message] = []
         """Results settled for the next turn, which a continue-as-new must carry over."""
         self._waiting_rows: list[str] = []
+        self.observers: list[Callable[[ExecutionState | None, ExecutionState], None]] = []
+        """Called with the old and new execution whenever it changes (status, turns, usage)."""
+        self.live_events = False
+        """Turns send their live events to this workflow's event stream."""
 
     async def run(
         self, messages: str | Sequence[Message], *, resume: ExecutionState | None = None
@@ -175,13 +179,13 @@ class AgentRunner:
             raise ApplicationError(str(e), type="InvalidInputError", non_retryable=True) from e
         self._by_reference = workflow.patched(THREAD_REF_PATCH)
         if resume is not None:
-            self.state.execution = resume
+            self._set_execution(resume)
         else:
             # Every turn's input carries the execution id; the shorter form is unique enough.
             execution_id = (
                 workflow.uuid4().hex[:12] if self._by_reference else str(workflow.uuid4())
             )
-            self.state.execution = ExecutionState.start(execution_id, workflow.now())
+            self._set_execution(ExecutionState.start(execution_id, workflow.now()))
         if self.shared:
             try:
                 self._states.shared_entries(self.shared)
@@ -202,6 +206,7 @@ class AgentRunner:
             self._check_budget()
             if output.final_id is not None:
                 self._set_execution(self._execution.with_status(AgentStatus.COMPLETED))
+                workflow.set_current_details(progress_markdown(self.agent, self._execution))
                 return self._result(next(m for m in added if m.id == output.final_id))
             pending, previous = [], added
             if output.pending:
@@ -248,8 +253,8 @@ class AgentRunner:
         return None
 
     def set_status(self, status: AgentStatus, *, waiting: Sequence[str] = ()) -> None:
-        self._set_execution(self._execution.with_status(status))
         self._waiting_rows = list(waiting)
+        self._set_execution(self._execution.with_status(status))
         workflow.set_current_details(
             progress_markdown(self.agent, self._execution, waiting=self._waiting_rows)
         )
@@ -300,6 +305,12 @@ class AgentRunner:
                 id=f"sub-{self.execution_id}-{turn}-{call.id}",
                 result_type=RunResult,
                 static_summary=f"{action.agent} · sub-agent of {self.agent}",
+                static_details=run_details(
+                    action.agent,
+                    [Message.user(prompt)],
+                    session=None,
+                    parent=f"{self.agent} ({workflow.info().workflow_id})",
+                ),
             )
             await workflow.wait_condition(lambda: child.done() or self.stop_request is not None)
             if not child.done() and self.stop_request is not None:
@@ -390,8 +401,15 @@ class AgentRunner:
         assert self.state.execution is not None
         return self.state.execution
 
+    @property
+    def waiting(self) -> list[str]:
+        """What the run waits for, one line each (empty unless it is waiting)."""
+        return list(self._waiting_rows)
+
     def _set_execution(self, execution: ExecutionState) -> None:
-        self.state.execution = execution
+        old, self.state.execution = self.state.execution, execution
+        for observe in self.observers:
+            observe(old, execution)
 
     async def _take_turn(
         self, input: TurnInput, summary: str, *, agent: str | None = None
@@ -470,6 +488,9 @@ class AgentRunner:
             turn=turn,
             new_messages=pending,
         )
+        if self.live_events and not self.options.fast:
+            # A local activity (fast mode) holds the workflow task its signals would need.
+            common["events"] = True
         if agent is None:
             # Another agent's turn over this thread (compaction) gets none of this one's state.
             common.update(self._state_input(), conflicts=self._undelivered)
@@ -624,6 +645,28 @@ def turn_summary(turn: int, pending: Sequence[Message], previous: Sequence[Messa
         text = text if len(text) <= 60 else text[:59] + "…"
         return f"turn {turn} · {json.dumps(text, ensure_ascii=False)}"
     return f"turn {turn}"
+
+
+def run_details(
+    agent: str,
+    messages: Sequence[Message],
+    *,
+    session: str | None,
+    parent: str | None,
+    limit: int = 600,
+) -> str:
+    """A run's static details for the UI: agent, first prompt, session and parent."""
+    prompt = next((m.text for m in messages if m.role == "user" and m.text), "")
+    if len(prompt) > limit:
+        prompt = prompt[: limit - 1] + "…"
+    lines = [f"**Agent:** {agent}"]
+    if session:
+        lines.append(f"**Session:** `{session}`")
+    if parent:
+        lines.append(f"**Parent:** `{parent}`")
+    if prompt:
+        lines += ["", "**Prompt:**", "", *(f"> {line}" for line in prompt.splitlines())]
+    return "\n".join(lines)
 
 
 def progress_markdown(

@@ -96,7 +96,8 @@ async def ensure_search_attributes(client: Client) -> list[str]:
         commands = "\n  ".join(cli_commands(client.namespace))
         raise ConfigurationError(
             f"Cannot register Ratchet's search attributes on namespace "
-            f"{client.namespace!r}: {e.message}. Register them once with:\n  {commands}\n"
+            f"{client.namespace!r}: {e.message.rstrip('.')}. Register them once with:\n"
+            f"  {commands}\n"
             "(on Temporal Cloud: tcld namespace search-attributes add, or the Cloud UI)."
         ) from e
     return [key.name for key in missing]

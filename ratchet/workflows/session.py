@@ -18,15 +18,20 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamState
+
     from ratchet.agents.compact import CompactModel
+    from ratchet.agents.events import RunEvent
     from ratchet.agents.messages import Message, approximate_size
-    from ratchet.agents.state import AgentSession, AgentState, ThreadBase, ThreadData
+    from ratchet.agents.pending import PendingView
+    from ratchet.agents.state import AgentSession, AgentState, AgentStatus, ThreadBase, ThreadData
     from ratchet.errors import BudgetExceededError, InvalidInputError
 
     from .agent_run import AgentRunWorkflow, RunInput
+    from .observe import EventStream, Index, RunProgress
     from .pending import StopRequest
     from .presets import RunOptions
-    from .runner import RunResult, new_messages
+    from .runner import RunResult, new_messages, run_details
     from .state import state_registry
     from .threads import thread_registry
 
@@ -61,6 +66,10 @@ class SessionInput(BaseModel):
     """The session's id (its workflow id); its runs are ``<session id>-run-<n>``."""
     used_tokens: int = 0
     """Tokens used by earlier workflow runs of this session."""
+    turns: int = 0
+    cost_usd: float = 0.0
+    stream: WorkflowStreamState | None = None
+    """The live events carried over a continue-as-new."""
 
 
 class SendRequest(BaseModel):
@@ -77,6 +86,12 @@ class SessionStatus(CompactModel):
     """Workflow id of the run in progress."""
     used_tokens: int = 0
     token_budget: int | None = None
+    run_status: AgentStatus | None = None
+    """The status of the run in progress, as it last reported it."""
+    waiting_for: list[str] = Field(default_factory=list)
+    """What the run in progress waits for (approvals, questions), one line each."""
+    turns: int = 0
+    cost_usd: float = 0.0
 
 
 @workflow.defn(name="AgentSessionWorkflow")
@@ -105,6 +120,13 @@ class AgentSessionWorkflow:
         self._stop_request: StopRequest | None = None
         self._used = input.used_tokens
         self._closed = False
+        self._turns = input.turns
+        self._cost = input.cost_usd
+        self._run_status: AgentStatus | None = None
+        self._waiting_for: list[str] = []
+        self._pending: list[PendingView] = []
+        self._events = EventStream(WorkflowStream(input.stream))
+        self._index = Index()
         self._thread_bytes = sum(approximate_size(m) for m in session.thread.messages)
         thread_registry().register(lambda: self.state.session.thread)
         state_registry().register(self)
@@ -114,11 +136,14 @@ class AgentSessionWorkflow:
 
     @workflow.run
     async def run(self, input: SessionInput) -> SessionStatus:
+        self._show()
         while True:
             await workflow.wait_condition(
                 lambda: (self._closed or self._continue_as_new_due()) and self._idle()
             )
+            self._events.stream.detach_pollers()  # watchers read the rest by query
             if self._closed:
+                self._show()
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 return self.status()
             await workflow.wait_condition(workflow.all_handlers_finished)
@@ -131,8 +156,36 @@ class AgentSessionWorkflow:
                     options=self._options,
                     runs=self._runs,
                     used_tokens=self._used,
+                    turns=self._turns,
+                    cost_usd=self._cost,
+                    stream=self._events.state(),
                 )
             )
+
+    def _show(self) -> None:
+        """Index the session's status and totals, and show them in its details."""
+        status = self.status()
+        shown = self._run_status or ("RUNNING" if status.status == "RUNNING" else None)
+        shown = shown or ("COMPLETED" if status.status == "CLOSED" else "PENDING")
+        self._index.update(
+            agent=self.agent,
+            session_id=self.state.session.info.id,
+            status=str(shown),
+            turns=self._turns,
+            tokens=self._used,
+            cost_usd=round(self._cost, 6),
+        )
+        workflow.set_current_details(session_markdown(status, str(shown)))
+
+    @workflow.signal(name="ratchet.run_progress")
+    def run_progress(self, progress: RunProgress) -> None:
+        """The run in progress started or stopped waiting for someone."""
+        if progress.run_id != self._current:
+            return  # a run that has ended since
+        self._run_status = progress.status
+        self._waiting_for = progress.waiting
+        self._pending = progress.pending
+        self._show()
 
     def _idle(self) -> bool:
         return self._serving == self._tickets
@@ -157,6 +210,7 @@ class AgentSessionWorkflow:
             return await self._execute(request.messages)
         finally:
             self._serving += 1
+            self._show()
 
     @send.validator
     def _validate_send(self, request: SendRequest) -> None:
@@ -213,11 +267,21 @@ class AgentSessionWorkflow:
                     messages=messages,
                     session=session.model_copy(update={"thread": child_thread}),
                     options=options,
+                    report_to=info.workflow_id if self._index.enabled else None,
                 ),
                 id=self._current,
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
                 static_summary=f"{self.agent} · run {self._runs}",
+                static_details=run_details(
+                    self.agent, messages, session=info.workflow_id, parent=None
+                ),
             )
+            self._events.publish(
+                RunEvent(
+                    kind="run_started", run_id=self._current, agent=self.agent, text=self.agent
+                )
+            )
+            self._show()
             if self._stop_request is not None:  # asked for while the run was starting
                 await self._stop_run(self._stop_request)
             result: RunResult = await self._child
@@ -225,6 +289,7 @@ class AgentSessionWorkflow:
             # The run failed: the session keeps what it had and stays usable.
             cause = _root_cause(e)
             text = getattr(cause, "message", None) or str(cause)
+            self._finished(AgentStatus.FAILED, text)
             message = f"Run {self._current} of session {info.workflow_id} failed: {text}"
             if getattr(cause, "type", None) == "BudgetExceededError" and budget is not None:
                 self._used = budget
@@ -234,7 +299,11 @@ class AgentSessionWorkflow:
         finally:
             self._current = None
             self._child = None
+            self._run_status, self._waiting_for, self._pending = None, [], []
         self._used += result.usage.total_tokens
+        self._turns += result.turns
+        self._cost += result.usage.cost_usd
+        self._finished(result.status, result.output, run_id=result.workflow_id)
         self.agent = result.agent  # a handoff moves the session to another agent
         self.state.session = session.model_copy(
             update={
@@ -248,6 +317,17 @@ class AgentSessionWorkflow:
         self._thread_bytes += sum(approximate_size(m) for m in result.messages)
         # The messages and state are in the run's result already; the caller gets the rest.
         return result.model_copy(update={"messages": [], "state": {}})
+
+    def _finished(self, status: AgentStatus, text: str, run_id: str | None = None) -> None:
+        self._events.publish(
+            RunEvent(
+                kind="run_finished",
+                run_id=run_id or self._current or "",
+                agent=self.agent,
+                text=text,
+                data={"status": status.value},
+            )
+        )
 
     @workflow.update
     async def wait_run(self) -> str | None:
@@ -299,7 +379,16 @@ class AgentSessionWorkflow:
             current_run=self._current,
             used_tokens=self._used,
             token_budget=self._options.token_budget,
+            run_status=self._run_status,
+            waiting_for=self._waiting_for,
+            turns=self._turns,
+            cost_usd=self._cost,
         )
+
+    @workflow.query
+    def pending(self) -> list[PendingView]:
+        """What the run in progress waits for (approvals, questions), as it last said."""
+        return self._pending
 
     @workflow.query
     def session(self) -> AgentState:
@@ -315,3 +404,19 @@ def _root_cause(error: BaseException) -> BaseException:
     while error.__cause__ is not None:
         error = error.__cause__
     return error
+
+
+def session_markdown(status: SessionStatus, shown: str) -> str:
+    """The session's current details for the UI."""
+    lines = [
+        f"**{status.agent}** session · {shown} · {status.runs} runs · {status.turns} turns · "
+        f"{status.used_tokens} tokens",
+    ]
+    if status.current_run:
+        lines.append(f"Run in progress: `{status.current_run}`")
+    if status.waiting:
+        lines.append(f"{status.waiting} message(s) queued behind it")
+    if status.waiting_for:
+        lines += ["", f"**Waiting for** ({shown}):"]
+        lines += [f"- {w}" for w in status.waiting_for]
+    return "\n".join(lines)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -12,6 +14,7 @@ from ..messages import Message
 from ..pricing import ModelPrice
 from ..thread import MESSAGES
 from ..tools import Tool
+from ..tracing import chat_span, record_response
 from ..usage import Usage
 
 
@@ -39,6 +42,21 @@ class ModelClient(ABC):
     thread_kinds: frozenset[str] = frozenset({MESSAGES})
     price: ModelPrice | None = None
     """The model's price; when set, :meth:`priced` fills in ``usage.cost_usd``."""
+    provider_name: str | None = None
+    """``gen_ai.provider.name`` on the model's spans (default: the class name)."""
+
+    @property
+    def model_name(self) -> str | None:
+        """The model asked for: ``gen_ai.request.model`` and the span name ``chat {model}``."""
+        return None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # Every model call, from any agent, goes through an implementation's create:
+        # wrapping it here gives each one its span without the implementation opting in.
+        super().__init_subclass__(**kwargs)
+        create = cls.__dict__.get("create")
+        if create is not None and not getattr(create, "__isabstractmethod__", False):
+            cls.create = _traced(create)  # type: ignore[method-assign]
 
     def priced(self, response: ModelResponse) -> ModelResponse:
         """``response`` with its cost filled in from :attr:`price` (if any)."""
@@ -50,3 +68,22 @@ class ModelClient(ABC):
     async def create(
         self, messages: Sequence[Message], tools: Sequence[Tool], context: RunContext
     ) -> ModelResponse: ...
+
+
+_Create = Callable[[Any, Sequence[Message], Sequence[Tool], RunContext], Awaitable[ModelResponse]]
+
+
+def _traced(create: _Create) -> _Create:
+    @functools.wraps(create)
+    async def traced(
+        self: ModelClient, messages: Sequence[Message], tools: Sequence[Tool], context: RunContext
+    ) -> ModelResponse:
+        if type(self).create is not traced:  # super().create from a subclass's traced create
+            return await create(self, messages, tools, context)
+        provider = self.provider_name or type(self).__name__
+        with chat_span(provider, self.model_name, context) as span:
+            response = await create(self, messages, tools, context)
+            record_response(span, response.model, response.usage)
+            return response
+
+    return traced

@@ -13,6 +13,7 @@ import openai
 
 from ...errors import ConfigurationError, ModelError
 from ..context import RunContext
+from ..events import RunEvent
 from ..messages import Message, ToolCall
 from ..pricing import ModelPrice
 from ..tools import Tool
@@ -29,6 +30,12 @@ class OpenAIChatModel(ModelClient):
     given, so any OpenAI-compatible server works. The client is made with
     ``max_retries=0``: Temporal retries the turn, and every attempt is in history.
     """
+
+    provider_name = "openai"
+
+    @property
+    def model_name(self) -> str:
+        return self.model
 
     def __init__(
         self,
@@ -74,7 +81,7 @@ class OpenAIChatModel(ModelClient):
             request["tools"] = [t.spec() for t in tools]
         with openai_errors():
             if self.stream:
-                return await self._streamed(request)
+                return await self._streamed(request, context)
             completion = await self.client.chat.completions.create(**request)
         if not completion.choices:
             raise ModelError("The model returned no choices.", retryable=True)
@@ -94,7 +101,7 @@ class OpenAIChatModel(ModelClient):
             )
         )
 
-    async def _streamed(self, request: dict[str, Any]) -> ModelResponse:
+    async def _streamed(self, request: dict[str, Any], context: RunContext) -> ModelResponse:
         stream = await self.client.chat.completions.create(
             **request, stream=True, stream_options={"include_usage": True}
         )
@@ -110,6 +117,7 @@ class OpenAIChatModel(ModelClient):
                 delta = choice.delta
                 if delta.content:
                     text.append(delta.content)
+                    await context.emit(RunEvent(kind="text_delta", text=delta.content))
                 for part in delta.tool_calls or []:
                     call = calls.setdefault(part.index, {"id": "", "name": "", "arguments": ""})
                     call["id"] = part.id or call["id"]
@@ -137,7 +145,13 @@ def openai_errors() -> Iterator[None]:
     try:
         yield
     except openai.OpenAIError as e:
-        raise classify_openai_error(e) from e
+        error = classify_openai_error(e)
+        secret = _credential(e)
+        if secret and secret in f"{error} {e}":
+            # Some servers echo the key back; the message and its cause go into history.
+            error.args = (str(error).replace(secret, "[redacted API key]"),)
+            raise error from None
+        raise error from e
     except json.JSONDecodeError as e:
         # The client parses the body itself and lets a JSON error through unwrapped.
         raise ModelError(f"The model service sent a malformed response: {e}", retryable=True) from e
@@ -191,6 +205,16 @@ def classify_openai_error(error: openai.OpenAIError) -> ModelError:
     if isinstance(error, openai.APIResponseValidationError):
         return ModelError(f"The model service sent a malformed response: {error}", retryable=True)
     return ModelError(f"The model call failed: {type(error).__name__}: {error}", retryable=True)
+
+
+def _credential(error: openai.OpenAIError) -> str | None:
+    """The API key the failed request carried, if any."""
+    request = getattr(error, "request", None)
+    if request is None:
+        return None
+    header = request.headers.get("api-key") or request.headers.get("authorization", "")
+    key = header.removeprefix("Bearer ").strip()
+    return key if len(key) >= 8 else None
 
 
 def _error_detail(error: openai.APIStatusError) -> str:

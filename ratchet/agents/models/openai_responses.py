@@ -15,6 +15,7 @@ from typing import Any
 
 from ...errors import ModelError
 from ..context import RunContext
+from ..events import RunEvent
 from ..messages import Message, ToolCall
 from ..thread import MESSAGES, OPENAI_RESPONSES
 from ..tools import Tool
@@ -50,16 +51,18 @@ class OpenAIResponsesModel(OpenAIChatModel):
         if tools:
             request["tools"] = [to_function_tool(t) for t in tools]
         with openai_errors():
-            response = await self._call(request)
+            response = await self._call(request, context)
         return self.priced(from_response(response, cursor=response.id if service else None))
 
-    async def _call(self, request: dict[str, Any]) -> Any:
+    async def _call(self, request: dict[str, Any], context: RunContext) -> Any:
         if not self.stream:
             return await self.client.responses.create(**request)
         completed = None
         stream = await self.client.responses.create(**request, stream=True)
         async for event in stream:
-            if event.type == "response.completed":
+            if event.type == "response.output_text.delta":
+                await context.emit(RunEvent(kind="text_delta", text=event.delta))
+            elif event.type == "response.completed":
                 completed = event.response
             elif event.type in ("response.failed", "error"):
                 detail = getattr(getattr(event, "response", None), "error", None) or event

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ...errors import ScriptExhaustedError
 from ..context import RunContext
+from ..events import RunEvent
 from ..messages import Message, ToolCall
 from ..pricing import ModelPrice
 from ..tools import Tool
@@ -30,15 +32,24 @@ class ScriptedModel(ModelClient):
     Asking past the end of the script raises :class:`ScriptExhaustedError`.
     """
 
+    provider_name = "scripted"
+
+    @property
+    def model_name(self) -> str:
+        return self.name
+
     def __init__(
         self,
         script: Sequence[Reply] | ScriptFunction,
         *,
         name: str = "scripted",
         price: ModelPrice | None = None,
+        stream: bool = False,
     ) -> None:
         self._script = script
         self.price = price
+        self.stream = stream
+        """Send the reply's text to watchers word by word, like a streaming model."""
         self.name = name
         self.requests = 0
         self.max_index = -1
@@ -88,6 +99,9 @@ class ScriptedModel(ModelClient):
         if isinstance(reply, BaseException):
             raise reply
         message = _as_message(reply, index)
+        if self.stream and message.content:
+            for word in re.findall(r"\S+\s*", message.content):
+                await context.emit(RunEvent(kind="text_delta", text=word))
         prompt_chars = sum(len(m.content or "") for m in messages)
         return self.priced(
             ModelResponse(

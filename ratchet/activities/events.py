@@ -1,0 +1,54 @@
+"""Live events from a turn to its run's workflow stream.
+
+A turn's events (``context.emit``, streamed text, tool calls and results) go to
+the run workflow through Temporal's workflow streams: batched signals, each
+delivered once. Events are for watching, so a failure to deliver them is
+logged and never fails the turn.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+from temporalio.contrib.workflow_streams import WorkflowStreamClient
+
+from ratchet.agents.events import RunEvent, as_event
+
+EVENTS_TOPIC = "events"
+DEFAULT_BATCH_INTERVAL = timedelta(milliseconds=250)
+"""How often a turn sends what it emitted: each batch is one signal in history."""
+
+logger = logging.getLogger(__name__)
+
+
+class TurnEvents:
+    """The event sink of one turn attempt (``async with`` it around the turn)."""
+
+    def __init__(
+        self, *, run_id: str, agent: str, turn: int, attempt: int, batch_interval: timedelta
+    ) -> None:
+        self._client = WorkflowStreamClient.from_within_activity(batch_interval=batch_interval)
+        self._topic = self._client.topic(EVENTS_TOPIC, type=RunEvent)
+        self._stamp = {"run_id": run_id, "agent": agent, "turn": turn, "attempt": attempt}
+        self._seq = 0
+
+    async def __aenter__(self) -> TurnEvents:
+        await self._client.__aenter__()
+        if self._stamp["attempt"] > 1:
+            self.publish(RunEvent(kind="retry", text="an earlier attempt of this turn failed"))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        try:
+            await self._client.__aexit__(*exc)
+        except Exception as e:  # events are for watching: never fail the turn
+            logger.warning("Could not deliver turn %s's events: %s", self._stamp["turn"], e)
+
+    def publish(self, event: RunEvent) -> None:
+        self._seq += 1
+        self._topic.publish(event.model_copy(update={**self._stamp, "seq": self._seq}))
+
+    async def emit(self, value: Any) -> None:
+        self.publish(as_event(value))

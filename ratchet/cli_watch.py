@@ -1,0 +1,153 @@
+"""``ratchet watch``: follow a session (or a single run) live in the terminal."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import os
+import sys
+from collections.abc import AsyncIterator
+from typing import TextIO
+
+from temporalio.client import Client
+
+from ratchet.agents.events import RunEvent
+from ratchet.workflows.events import run_events, session_events
+
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+COLOURS = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
+STATUS_COLOUR = {
+    "COMPLETED": "green",
+    "FAILED": "red",
+    "CANCELLED": "red",
+    "INTERRUPTED": "yellow",
+    "AWAITING_APPROVAL": "yellow",
+    "AWAITING_INPUT": "yellow",
+}
+
+
+def add_watch_command(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    watch = commands.add_parser("watch", help="follow a session or a run live")
+    watch.add_argument("id", help="a session id (or a run's workflow id)")
+    watch.add_argument("--no-color", action="store_true", help="plain text (also: NO_COLOR)")
+    return watch
+
+
+async def events_of(client: Client, workflow_id: str) -> AsyncIterator[RunEvent]:
+    """A session's events with its runs', or a single run's."""
+    description = await client.get_workflow_handle(workflow_id).describe()
+    if description.workflow_type == "AgentSessionWorkflow":
+        return session_events(client, workflow_id)
+    return run_events(client, workflow_id)
+
+
+class Printer:
+    """Renders events as readable lines; a spinner runs while a turn works."""
+
+    def __init__(self, out: TextIO, *, colour: bool, spinner: bool) -> None:
+        self.out = out
+        self.colour = colour
+        self.spinner = spinner
+        self._turn: int | None = None
+        self._streaming = False
+        self._spin: asyncio.Task[None] | None = None
+
+    def paint(self, text: str, *styles: str) -> str:
+        if not self.colour or not styles:
+            return text
+        codes = ";".join(COLOURS[s] for s in styles)
+        return f"\033[{codes}m{text}\033[0m"
+
+    def line(self, text: str) -> None:
+        self._stop_spinner()
+        if self._streaming:
+            self.out.write("\n")
+            self._streaming = False
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def show(self, event: RunEvent) -> None:
+        kind = event.kind
+        if kind == "run_started":
+            self.line(self.paint(f"▶ run {event.run_id} · {event.agent}", "bold"))
+        elif kind == "status":
+            colour = STATUS_COLOUR.get(event.text or "")
+            self.line(self.paint(f"  status {event.text}", *(c for c in [colour] if c)))
+            for waiting in (event.data or {}).get("waiting", []):
+                self.line(self.paint(f"    waiting for {waiting}", "yellow"))
+        elif kind == "turn_started":
+            self._turn = event.turn
+            self._start_spinner(f"turn {event.turn}")
+        elif kind == "text_delta":
+            self._stop_spinner()
+            if not self._streaming:
+                self.out.write("  ")
+                self._streaming = True
+            self.out.write(event.text or "")
+            self.out.flush()
+        elif kind == "tool_call":
+            self.line(self.paint(f"  → {event.text}", "cyan"))
+        elif kind == "tool_result":
+            error = (event.data or {}).get("is_error")
+            self.line(self.paint(f"  ← {event.text}", "red" if error else "dim"))
+        elif kind == "retry":
+            self.line(
+                self.paint(
+                    f"  ↻ turn {event.turn}, attempt {event.attempt}: "
+                    "an earlier attempt failed; its output above is void",
+                    "yellow",
+                )
+            )
+        elif kind == "turn_completed":
+            data = event.data or {}
+            did = "final answer" if data.get("final") else ", ".join(data.get("tool_calls", []))
+            self.line(
+                self.paint(
+                    f"✓ turn {event.turn} · {data.get('tokens', 0)} tokens · {did or 'no tools'}",
+                    "green",
+                )
+            )
+        elif kind == "run_finished":
+            status = (event.data or {}).get("status", "")
+            self.line(self.paint(f"■ run {event.run_id} {status}", "bold"))
+            if event.text:
+                self.line(event.text)
+        else:  # custom
+            body = event.text if event.text is not None else event.data
+            self.line(self.paint(f"  • {body}", "dim"))
+
+    def _start_spinner(self, label: str) -> None:
+        self._stop_spinner()
+        if self.spinner:
+            self._spin = asyncio.ensure_future(self._spinning(label))
+
+    def _stop_spinner(self) -> None:
+        if self._spin is not None:
+            self._spin.cancel()
+            self._spin = None
+            self.out.write("\r\033[K")
+
+    async def _spinning(self, label: str) -> None:
+        for frame in itertools.cycle(SPINNER):
+            self.out.write(f"\r{self.paint(frame, 'cyan')} {label}")
+            self.out.flush()
+            await asyncio.sleep(0.1)
+
+    def close(self) -> None:
+        self._stop_spinner()
+        if self._streaming:
+            self.out.write("\n")
+        self.out.flush()
+
+
+async def watch(client: Client, args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+    tty = out.isatty()
+    colour = tty and not args.no_color and "NO_COLOR" not in os.environ
+    printer = Printer(out, colour=colour, spinner=tty)
+    try:
+        async for event in await events_of(client, args.id):
+            printer.show(event)
+    finally:
+        printer.close()
+    return 0

@@ -1,0 +1,221 @@
+"""What a run tells the world while it works: its search attributes (for the
+Temporal UI's filters), its live event stream, and the session it belongs to.
+
+Events cost no history: the workflow keeps them in memory and watchers read
+them with Updates. Search attributes and session reports are commands, so they
+are only sent by runs started on code that has them (``INDEX_PATCH``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from pydantic import BaseModel
+from temporalio import workflow
+from temporalio.common import SearchAttributeUpdate
+
+with workflow.unsafe.imports_passed_through():
+    from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamState
+
+    from ratchet.activities.events import EVENTS_TOPIC
+    from ratchet.agents.events import RunEvent
+    from ratchet.agents.pending import PendingView
+    from ratchet.agents.state import AgentStatus, ExecutionState
+    from ratchet.agents.state_context import StateChanged
+
+    from .search_attributes import (
+        AGENT_COST_USD,
+        AGENT_NAME,
+        AGENT_SESSION_ID,
+        AGENT_STATUS,
+        AGENT_TOKENS,
+        AGENT_TURNS,
+    )
+
+INDEX_PATCH = "ratchet.index"
+"""Runs and sessions started before search attributes replay without upserts."""
+EVENTS_KEPT = 2000
+"""Events a workflow keeps for late watchers; older ones are dropped at turn ends."""
+WAITING = (AgentStatus.AWAITING_APPROVAL, AgentStatus.AWAITING_INPUT)
+
+
+class RunProgress(BaseModel):
+    """A session's run reporting that it started or stopped waiting for someone."""
+
+    run_id: str
+    status: AgentStatus
+    waiting: list[str] = []
+    pending: list[PendingView] = []
+
+
+class Index:
+    """Upserts search attributes whose values changed (one command per change)."""
+
+    def __init__(self, enabled: bool | None = None) -> None:
+        self._enabled = enabled
+        self._values: dict[str, Any] = {}
+
+    @property
+    def enabled(self) -> bool:
+        """Asked of the patch on first use (which may be in a handler that runs
+        before ``@workflow.run`` starts)."""
+        if self._enabled is None:
+            self._enabled = workflow.patched(INDEX_PATCH)
+        return self._enabled
+
+    def update(self, **values: Any) -> None:
+        keys = {
+            "agent": AGENT_NAME,
+            "session_id": AGENT_SESSION_ID,
+            "status": AGENT_STATUS,
+            "turns": AGENT_TURNS,
+            "tokens": AGENT_TOKENS,
+            "cost_usd": AGENT_COST_USD,
+        }
+        updates: list[SearchAttributeUpdate] = []
+        for name, value in values.items():
+            if value is None or self._values.get(name) == value:
+                continue
+            if name == "cost_usd" and not value:
+                continue  # no prices configured: leave the attribute unset
+            self._values[name] = value
+            updates.append(keys[name].value_set(value))
+        if updates and self.enabled:
+            workflow.upsert_search_attributes(updates)
+
+
+class EventStream:
+    """The workflow's live event stream (construct it in ``@workflow.init``)."""
+
+    def __init__(self, stream: WorkflowStream) -> None:
+        self.stream = stream
+        self._topic = stream.topic(EVENTS_TOPIC, type=RunEvent)
+
+    def publish(self, event: RunEvent) -> None:
+        self._topic.publish(event)
+
+    def state(self) -> WorkflowStreamState:
+        """What a continue-as-new carries: the latest events only."""
+        self.trim()
+        return self.stream.get_state()
+
+    def trim(self) -> None:
+        end = self.stream._on_offset()  # the stream's global offset (its offset query)
+        if end > EVENTS_KEPT:
+            self.stream.truncate(end - EVENTS_KEPT)
+
+
+class RunObserver:
+    """Follows a runner's execution: events, search attributes, session reports."""
+
+    def __init__(
+        self,
+        runner: Any,
+        events: EventStream,
+        index: Index,
+        *,
+        session_id: str,
+        report_to: str | None,
+    ) -> None:
+        self.runner = runner
+        self.events = events
+        self.index = index
+        self.session_id = session_id
+        self.report_to = report_to
+        self.run_id = workflow.info().workflow_id
+        self._reports: list[asyncio.Task[None]] = []
+
+    def __call__(self, old: ExecutionState | None, new: ExecutionState) -> None:
+        agent = self.runner.agent
+        if old is None:
+            self.index.update(agent=agent, session_id=self.session_id)
+            if new.step_count == 0:  # a new run, not one resumed after continue-as-new
+                self._publish("run_started", text=agent)
+        resumed = old is None and new.step_count > 0  # after continue-as-new: nothing new
+        if not resumed and (old is None or old.status != new.status):
+            waiting = self.runner.waiting if new.status in WAITING else []
+            self._publish(
+                "status", text=new.status.value, data={"waiting": waiting} if waiting else None
+            )
+            if self.report_to and (new.status in WAITING or (old and old.status in WAITING)):
+                pending = self.runner.pending.view() if waiting else []
+                self._report(
+                    RunProgress(
+                        run_id=self.run_id, status=new.status, waiting=waiting, pending=pending
+                    )
+                )
+        if new.current_step_started_at and (
+            old is None or old.current_step_started_at != new.current_step_started_at
+        ):
+            self._publish("turn_started", turn=new.step_count + 1)
+        if old is not None and new.step_count > old.step_count:
+            step = new.step_results[-1]
+            final = self.runner.state.session.thread.messages[-1] if step.final else None
+            self._tool_events(step.turn, set(step.message_ids))
+            self._publish(
+                "turn_completed",
+                turn=step.turn,
+                text=final.text if final is not None else None,
+                data={
+                    "tool_calls": step.tool_calls,
+                    "tokens": step.usage.total_tokens,
+                    "final": step.final,
+                },
+            )
+            self.events.trim()
+        self.index.update(
+            agent=agent,
+            status=new.status.value,
+            turns=new.step_count,
+            tokens=new.usage.total_tokens,
+            cost_usd=round(new.usage.cost_usd, 6),
+        )
+
+    def _tool_events(self, turn: int, ids: set[str]) -> None:
+        """The turn's tool calls and results, from its result: in history already,
+        so they cost nothing more and are sent exactly once."""
+        added = self.runner.state.session.thread.messages[-len(ids) :] if ids else []
+        for message in added:
+            if message.id not in ids:
+                continue
+            for call in message.tool_calls:
+                self._publish("tool_call", turn=turn, text=call.describe(), data={"id": call.id})
+            if message.role == "tool":
+                self._publish(
+                    "tool_result",
+                    turn=turn,
+                    text=excerpt(message.text or ""),
+                    data={"id": message.tool_call_id, "is_error": message.is_error},
+                )
+
+    def state_changed(self, event: StateChanged) -> None:
+        """A committed state change (a runner state hook)."""
+        self._publish(
+            "state_changed",
+            turn=event.turn,
+            text=", ".join(sorted(event.keys)),
+            data={"keys": event.keys, "by": event.by},
+        )
+
+    def _publish(self, kind: str, **fields: Any) -> None:
+        self.events.publish(
+            RunEvent(kind=kind, run_id=self.run_id, agent=self.runner.agent, **fields)  # type: ignore[arg-type]
+        )
+
+    def _report(self, progress: RunProgress) -> None:
+        if not self.index.enabled:
+            return
+        handle = workflow.get_external_workflow_handle(self.report_to)  # type: ignore[arg-type]
+        self._reports.append(asyncio.ensure_future(_signal(handle, progress)))
+
+
+def excerpt(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+async def _signal(handle: workflow.ExternalWorkflowHandle[Any], progress: RunProgress) -> None:
+    try:
+        await handle.signal("ratchet.run_progress", progress)
+    except Exception as e:  # the session closed: nobody to tell
+        workflow.logger.info("Could not report %s to its session: %s", progress.status, e)
