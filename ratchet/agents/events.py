@@ -44,12 +44,6 @@ class RunEvent(CompactModel):
     text: str | None = None
     data: Any = None
 
-    def describe(self) -> str:
-        """One line for logs and terminals."""
-        where = f"turn {self.turn}" if self.turn else ""
-        body = self.text if self.text is not None else self.data
-        return " ".join(str(p) for p in (self.kind, where, body) if p not in ("", None))
-
 
 def as_event(value: Any) -> RunEvent:
     """A ``RunEvent`` as given, or any JSON-able value wrapped as a ``custom`` event."""

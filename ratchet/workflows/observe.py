@@ -38,6 +38,14 @@ INDEX_PATCH = "ratchet.index"
 EVENTS_KEPT = 2000
 """Events a workflow keeps for late watchers; older ones are dropped at turn ends."""
 WAITING = (AgentStatus.AWAITING_APPROVAL, AgentStatus.AWAITING_INPUT)
+INDEXED = {
+    "agent": AGENT_NAME,
+    "session_id": AGENT_SESSION_ID,
+    "status": AGENT_STATUS,
+    "turns": AGENT_TURNS,
+    "tokens": AGENT_TOKENS,
+    "cost_usd": AGENT_COST_USD,
+}
 
 
 class RunProgress(BaseModel):
@@ -65,14 +73,6 @@ class Index:
         return self._enabled
 
     def update(self, **values: Any) -> None:
-        keys = {
-            "agent": AGENT_NAME,
-            "session_id": AGENT_SESSION_ID,
-            "status": AGENT_STATUS,
-            "turns": AGENT_TURNS,
-            "tokens": AGENT_TOKENS,
-            "cost_usd": AGENT_COST_USD,
-        }
         updates: list[SearchAttributeUpdate] = []
         for name, value in values.items():
             if value is None or self._values.get(name) == value:
@@ -80,7 +80,7 @@ class Index:
             if name == "cost_usd" and not value:
                 continue  # no prices configured: leave the attribute unset
             self._values[name] = value
-            updates.append(keys[name].value_set(value))
+            updates.append(INDEXED[name].value_set(value))
         if updates and self.enabled:
             workflow.upsert_search_attributes(updates)
 
@@ -125,6 +125,7 @@ class RunObserver:
         self.report_to = report_to
         self.run_id = workflow.info().workflow_id
         self._reports: list[asyncio.Task[None]] = []
+        """Signals in flight (the event loop keeps only weak references to tasks)."""
 
     def __call__(self, old: ExecutionState | None, new: ExecutionState) -> None:
         agent = self.runner.agent

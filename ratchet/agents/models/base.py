@@ -41,7 +41,7 @@ class ModelClient(ABC):
 
     thread_kinds: frozenset[str] = frozenset({MESSAGES})
     price: ModelPrice | None = None
-    """The model's price; when set, :meth:`priced` fills in ``usage.cost_usd``."""
+    """The model's price; when set, every call's ``usage.cost_usd`` is filled in."""
     provider_name: str | None = None
     """``gen_ai.provider.name`` on the model's spans (default: the class name)."""
 
@@ -52,17 +52,12 @@ class ModelClient(ABC):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         # Every model call, from any agent, goes through an implementation's create:
-        # wrapping it here gives each one its span without the implementation opting in.
+        # wrapping it here gives each one its span and its cost without the
+        # implementation opting in.
         super().__init_subclass__(**kwargs)
         create = cls.__dict__.get("create")
         if create is not None and not getattr(create, "__isabstractmethod__", False):
             cls.create = _traced(create)  # type: ignore[method-assign]
-
-    def priced(self, response: ModelResponse) -> ModelResponse:
-        """``response`` with its cost filled in from :attr:`price` (if any)."""
-        if self.price is None:
-            return response
-        return response.model_copy(update={"usage": self.price.bill(response.usage)})
 
     @abstractmethod
     async def create(
@@ -83,6 +78,9 @@ def _traced(create: _Create) -> _Create:
         provider = self.provider_name or type(self).__name__
         with chat_span(provider, self.model_name, context) as span:
             response = await create(self, messages, tools, context)
+            if self.price is not None:
+                usage = self.price.bill(response.usage)
+                response = response.model_copy(update={"usage": usage})
             record_response(span, response.model, response.usage)
             return response
 

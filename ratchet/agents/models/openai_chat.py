@@ -93,12 +93,10 @@ class OpenAIChatModel(ModelClient):
         ]
         counts = completion.usage
         usage = one_request(counts.prompt_tokens, counts.completion_tokens) if counts else None
-        return self.priced(
-            ModelResponse(
-                message=Message.assistant(reply.content, calls),
-                usage=usage or one_request(),
-                model=completion.model,
-            )
+        return ModelResponse(
+            message=Message.assistant(reply.content, calls),
+            usage=usage or one_request(),
+            model=completion.model,
         )
 
     async def _streamed(self, request: dict[str, Any], context: RunContext) -> ModelResponse:
@@ -131,7 +129,7 @@ class OpenAIChatModel(ModelClient):
             for _, c in sorted(calls.items())
         ]
         message = Message.assistant("".join(text) or None, tool_calls)
-        return self.priced(ModelResponse(message=message, usage=usage, model=model))
+        return ModelResponse(message=message, usage=usage, model=model)
 
 
 def one_request(input_tokens: int | None = 0, output_tokens: int | None = 0) -> Usage:

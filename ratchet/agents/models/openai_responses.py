@@ -52,7 +52,7 @@ class OpenAIResponsesModel(OpenAIChatModel):
             request["tools"] = [to_function_tool(t) for t in tools]
         with openai_errors():
             response = await self._call(request, context)
-        return self.priced(from_response(response, cursor=response.id if service else None))
+        return from_response(response, cursor=response.id if service else None)
 
     async def _call(self, request: dict[str, Any], context: RunContext) -> Any:
         if not self.stream:

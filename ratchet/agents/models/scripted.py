@@ -103,16 +103,14 @@ class ScriptedModel(ModelClient):
             for word in re.findall(r"\S+\s*", message.content):
                 await context.emit(RunEvent(kind="text_delta", text=word))
         prompt_chars = sum(len(m.content or "") for m in messages)
-        return self.priced(
-            ModelResponse(
-                message=message,
-                usage=Usage(
-                    requests=1,
-                    input_tokens=prompt_chars // 4 + 1,
-                    output_tokens=len(message.content or "") // 4 + 1,
-                ),
-                model=self.name,
-            )
+        return ModelResponse(
+            message=message,
+            usage=Usage(
+                requests=1,
+                input_tokens=prompt_chars // 4 + 1,
+                output_tokens=len(message.content or "") // 4 + 1,
+            ),
+            model=self.name,
         )
 
 
