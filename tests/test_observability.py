@@ -96,9 +96,7 @@ async def test_the_ui_filter_finds_every_session_waiting_for_approval(
     agent_client: AgentClient, task_queue: str
 ):
     ledger = Ledger()
-    agent = payment_agent(
-        ledger, [ScriptedModel.call("pay", to="acme", amount=500), "Paid acme."]
-    )
+    agent = payment_agent(ledger, [ScriptedModel.call("pay", to="acme", amount=500), "Paid acme."])
     async with build_worker(agent_client, {"pay": agent}):
         session = await agent_client.start_session("pay", session_id=f"pay-{task_queue}")
         send = asyncio.ensure_future(session.send("pay acme 500"))

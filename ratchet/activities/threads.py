@@ -72,10 +72,15 @@ class ThreadPageRequest(BaseModel):
     max_bytes: int = PAGE_BYTES
 
 
-class ThreadPage(BaseModel):
-    messages: list[Message]
+class ThreadPage(CompactModel):
+    messages: list[Message] = []
     next: int
     """Index of the first message not in this page (``end`` when complete)."""
+    base: ThreadBase | None = None
+    """Set, with no messages, when ``start`` is before the messages this workflow
+    run holds: ask the run ``base`` names for those."""
+    before_id: str | None = None
+    """Id of message ``start - 1`` when this run knows it (checks a cached prefix)."""
 
 
 @dataclass
@@ -88,11 +93,13 @@ class CacheStats:
 
 
 class ThreadCache:
-    """Per-worker LRU of thread versions, bounded by the JSON size of the messages.
+    """Per-worker LRU of thread versions and session logs, bounded by the JSON
+    size of the messages.
 
-    An entry holds the longest version of a thread the worker has seen; any
+    A thread entry holds the longest version of a thread the worker has seen; any
     shorter version is a prefix of it, checked by the id of its last message (ids
     are unique per message, so a prefix whose last id matches is that version).
+    A log entry (``logs``) holds messages of a session's log by position.
     Messages are shared, not copied: agents must not mutate messages in a thread.
     """
 
@@ -100,7 +107,7 @@ class ThreadCache:
         self.max_bytes = max_bytes
         self.page_bytes = page_bytes
         self.stats = CacheStats()
-        self._entries: OrderedDict[str, tuple[list[Message], int]] = OrderedDict()
+        self._entries: OrderedDict[str, tuple[list[Message], int] | LogEntry] = OrderedDict()
         self._bytes = 0
 
     def __len__(self) -> int:
@@ -112,7 +119,7 @@ class ThreadCache:
 
     def get(self, ref: ThreadRef) -> list[Message] | None:
         entry = self._entries.get(ref.key)
-        if entry is not None and _holds(entry[0], ref):
+        if isinstance(entry, tuple) and _holds(entry[0], ref):
             self._entries.move_to_end(ref.key)
             self.stats.hits += 1
             return entry[0][: ref.version]
@@ -121,18 +128,95 @@ class ThreadCache:
 
     def put(self, key: str, messages: Sequence[Message]) -> None:
         """Remember a version of a thread (usually the previous one plus a turn)."""
-        old = self._entries.pop(key, None)
-        if old is not None:
-            self._bytes -= old[1]
+        self._drop(key)
         total = sum(_size(m) for m in messages)
         if total > self.max_bytes:
             return  # larger than the whole cache: the next turn pages it in again
         self._entries[key] = (list(messages), total)
         self._bytes += total
-        while self._bytes > self.max_bytes:
-            _, (_, evicted) = self._entries.popitem(last=False)
-            self._bytes -= evicted
+        self._evict(keep=key)
+
+    def log(self, thread_id: str) -> LogEntry:
+        """The cached messages of a session's log (created empty), as most recently used."""
+        key = f"log:{thread_id}"
+        entry = self._entries.get(key)
+        if not isinstance(entry, LogEntry):
+            entry = LogEntry()
+            self._entries[key] = entry
+        self._entries.move_to_end(key)
+        return entry
+
+    def log_changed(self, thread_id: str, delta: int) -> None:
+        """A log entry grew (or shrank) by ``delta`` bytes."""
+        self._bytes += delta
+        self._evict(keep=f"log:{thread_id}")
+
+    def drop_log(self, thread_id: str) -> None:
+        self._drop(f"log:{thread_id}")
+
+    def _drop(self, key: str) -> None:
+        old = self._entries.pop(key, None)
+        if isinstance(old, tuple):
+            self._bytes -= old[1]
+        elif old is not None:
+            self._bytes -= old.size
+
+    def _evict(self, keep: str) -> None:
+        while self._bytes > self.max_bytes and self._entries:
+            key = next(iter(self._entries))
+            if key == keep and len(self._entries) == 1:
+                self._drop(key)  # larger than the whole cache on its own
+                break
+            if key == keep:
+                self._entries.move_to_end(key)
+                continue
+            self._drop(key)
             self.stats.evictions += 1
+
+
+class LogEntry:
+    """Messages of one session log, by position. Positions a worker wrote itself
+    from a turn result (``provisional``) are trusted only once a later reference
+    names their last message: a result that was lost and retried elsewhere may
+    have been committed with other messages."""
+
+    def __init__(self) -> None:
+        self.messages: dict[int, Message] = {}
+        self.provisional: list[tuple[int, int]] = []
+        self.size = 0
+
+    def has(self, start: int, end: int) -> bool:
+        messages = self.messages
+        return all(p in messages and not self.is_provisional(p) for p in range(start, end))
+
+    def is_provisional(self, position: int) -> bool:
+        return any(a <= position < b for a, b in self.provisional)
+
+    def confirm(self, position: int, message_id: str | None) -> bool:
+        """Check the cached message at ``position`` against the id the workflow gave
+        for it: a match confirms the provisional batch holding it; ``False`` when
+        the cache holds another message there (it must be dropped)."""
+        cached = self.messages.get(position)
+        if cached is None or message_id is None:
+            return True
+        if cached.id != message_id:
+            return False
+        self.provisional = [(a, b) for a, b in self.provisional if not a <= position < b]
+        return True
+
+    def put(self, start: int, messages: Sequence[Message], *, provisional: bool = False) -> int:
+        """Store ``messages`` at ``start``...; returns the change in bytes."""
+        delta = 0
+        for offset, message in enumerate(messages):
+            old = self.messages.get(start + offset)
+            if old is not None:
+                delta -= _size(old)
+            self.messages[start + offset] = message
+            delta += _size(message)
+        if provisional and messages:
+            self.provisional.append((start, start + len(messages)))
+        self.size += delta
+        return delta
 
 
 def _holds(messages: list[Message], ref: ThreadRef) -> bool:

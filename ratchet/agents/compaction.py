@@ -110,7 +110,7 @@ class DropToolResults(Compaction):
 
     def compact(self, messages: Sequence[Message]) -> list[Message]:
         pinned, older, recent = self.split(messages, self.keep_turns)
-        return pinned + [_dropped(m) for m in older] + recent
+        return pinned + [dropped(m) for m in older] + recent
 
 
 class Summarize(Compaction):
@@ -128,7 +128,8 @@ CompactionPolicy = Annotated[
 ]
 
 
-def _dropped(message: Message) -> Message:
+def dropped(message: Message) -> Message:
+    """A tool result as compaction leaves it: a one-line note of its size."""
     if message.role != "tool" or (message.content or "").startswith("[tool result dropped"):
         return message
     note = f"[tool result dropped to save context: {len(message.content or ''):,} characters]"

@@ -101,17 +101,31 @@ class ExecutionState(CompactModel):
 
 
 class ThreadBase(CompactModel):
-    """The first ``version`` messages of a thread, held by another workflow.
+    """The first ``version`` messages of a thread, held by another workflow run.
 
-    A run started by a session continues the session's thread without copying
-    it: the run holds only the messages it adds, and workers read the rest from
-    the session workflow (``workflow_id``), by reference.
+    A thread is never copied from one workflow run to the next: the newer run
+    holds only the messages it adds, and workers read the rest from the run that
+    holds them (``workflow_id``, ``run_id``), by reference. That run may have
+    closed (a session's earlier run, continued as new); it still answers.
     """
 
     workflow_id: str
     run_id: str | None = None
     version: int
     last_id: str | None = None
+    thread_id: str | None = None
+    """The thread the base messages belong to, when it is not this one (a fork
+    shares its source's messages up to the fork point)."""
+
+
+class Span(CompactModel):
+    """Messages ``start`` to ``end`` (exclusive; ``None``: to the end) of a thread's
+    log, as one piece of its working view."""
+
+    start: int
+    end: int | None = None
+    drop: bool = False
+    """Tool results in this span are shown as a one-line note (compaction)."""
 
 
 class ThreadData(BaseModel):
@@ -128,6 +142,10 @@ class ThreadData(BaseModel):
     base: ThreadBase | None = None
     """Set when the thread's first messages are held by another workflow; ``messages``
     are then only the ones after them."""
+    view: list[Span] | None = None
+    """Set for a session's thread (a log): every message the session ever had stays
+    in the log, in order, and the agent sees this view of it (compaction and
+    failed sends only change the view). ``None``: the agent sees ``messages``."""
 
     @property
     def length(self) -> int:

@@ -13,7 +13,6 @@ from typing import Any
 
 from pydantic import BaseModel
 from temporalio import workflow
-from temporalio.common import SearchAttributeUpdate
 
 with workflow.unsafe.imports_passed_through():
     from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamState
@@ -35,6 +34,10 @@ with workflow.unsafe.imports_passed_through():
 
 INDEX_PATCH = "ratchet.index"
 """Runs and sessions started before search attributes replay without upserts."""
+BATCH_PATCH = "ratchet.index-batched"
+"""Runs and sessions started before batching replay with an upsert per change."""
+FLUSH_TURNS = 10
+COUNTERS = frozenset({"turns", "tokens", "cost_usd"})
 EVENTS_KEPT = 2000
 """Events a workflow keeps for late watchers; older ones are dropped at turn ends."""
 WAITING = (AgentStatus.AWAITING_APPROVAL, AgentStatus.AWAITING_INPUT)
@@ -58,11 +61,18 @@ class RunProgress(BaseModel):
 
 
 class Index:
-    """Upserts search attributes whose values changed (one command per change)."""
+    """Upserts search attributes whose values changed.
+
+    Runs started on code with ``BATCH_PATCH`` send the counters (turns, tokens,
+    cost) only along with a change of status or name, or every ``FLUSH_TURNS``
+    turns: a ten-turn run upserts twice, not once a turn.
+    """
 
     def __init__(self, enabled: bool | None = None) -> None:
         self._enabled = enabled
+        self._batched: bool | None = None
         self._values: dict[str, Any] = {}
+        self._dirty: dict[str, Any] = {}
 
     @property
     def enabled(self) -> bool:
@@ -73,16 +83,28 @@ class Index:
         return self._enabled
 
     def update(self, **values: Any) -> None:
-        updates: list[SearchAttributeUpdate] = []
         for name, value in values.items():
             if value is None or self._values.get(name) == value:
                 continue
             if name == "cost_usd" and not value:
                 continue  # no prices configured: leave the attribute unset
             self._values[name] = value
-            updates.append(INDEXED[name].value_set(value))
-        if updates and self.enabled:
-            workflow.upsert_search_attributes(updates)
+            self._dirty[name] = value
+        if not self._dirty or not self.enabled:
+            return
+        if self._batched is None:
+            self._batched = workflow.patched(BATCH_PATCH)
+        turns = self._dirty.get("turns")
+        if (
+            self._batched
+            and self._dirty.keys() <= COUNTERS
+            and not (turns is not None and turns % FLUSH_TURNS == 0)
+        ):
+            return  # counters only: they go with the next status change
+        workflow.upsert_search_attributes(
+            [INDEXED[name].value_set(value) for name, value in self._dirty.items()]
+        )
+        self._dirty.clear()
 
 
 class EventStream:

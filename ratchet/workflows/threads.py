@@ -43,6 +43,9 @@ class ThreadRegistry:
         # A run continuing a session's thread holds only the messages after its base.
         offset = thread.base.version if thread.base else 0
         if request.start < offset:
+            if thread.view is not None and thread.base is not None:
+                # A session log: the run named by the base holds the earlier messages.
+                return ThreadPage(next=request.start, base=thread.base)
             raise ApplicationError(
                 f"Messages before {offset} of thread {request.key!r} are held by workflow "
                 f"{thread.base.workflow_id if thread.base else ''!r}.",
@@ -55,7 +58,15 @@ class ThreadRegistry:
             if messages and size > request.max_bytes:
                 break
             messages.append(message)
-        return ThreadPage(messages=messages, next=request.start + len(messages))
+        before = request.start - 1 - offset
+        before_id = (
+            thread.messages[before].id
+            if 0 <= before < len(thread.messages)
+            else (thread.base.last_id if thread.base and before == -1 else None)
+        )
+        return ThreadPage(
+            messages=messages, next=request.start + len(messages), before_id=before_id
+        )
 
 
 def thread_registry() -> ThreadRegistry:
