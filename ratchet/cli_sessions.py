@@ -135,7 +135,8 @@ async def decide(session: SessionHandle, item: PendingView, ask: Prompt) -> None
 async def sessions_command(args: argparse.Namespace) -> int:
     client = await connect(args)
     if args.verb == "list":
-        query = "WorkflowType = 'AgentSessionWorkflow'"  # the store lists newest first
+        # The store lists newest first; legacy sessions have the older type name.
+        query = "WorkflowType IN ('AgentSession', 'AgentSessionWorkflow')"
         if args.status:
             query += f" AND AgentStatus = '{args.status.upper()}'"
         rows = [["session", "agent", "status", "turns", "tokens", "started"]]

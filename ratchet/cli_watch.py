@@ -37,7 +37,7 @@ def add_watch_command(commands: argparse._SubParsersAction) -> argparse.Argument
 async def events_of(client: Client, workflow_id: str) -> AsyncIterator[RunEvent]:
     """A session's events with its runs', or a single run's."""
     description = await client.get_workflow_handle(workflow_id).describe()
-    if description.workflow_type == "AgentSessionWorkflow":
+    if description.workflow_type in ("AgentSession", "AgentSessionWorkflow"):
         return session_events(client, workflow_id)
     return run_events(client, workflow_id)
 

@@ -34,6 +34,7 @@ from ratchet.workflows.agent_run import AgentRunWorkflow
 from ratchet.workflows.client import DEFAULT_TASK_QUEUE, AgentClient
 from ratchet.workflows.search_attributes import ensure_search_attributes
 from ratchet.workflows.session import AgentSessionWorkflow
+from ratchet.workflows.session_v1 import AgentSessionWorkflowV1
 
 DEFAULT_AGENTS = "ratchet.examples:AGENTS"
 
@@ -91,7 +92,12 @@ def build_worker(
     return Worker(
         client,
         task_queue=task_queue,
-        workflows=[AgentRunWorkflow, AgentSessionWorkflow, *(workflows or [])],
+        workflows=[
+            AgentRunWorkflow,
+            AgentSessionWorkflow,
+            AgentSessionWorkflowV1,
+            *(workflows or []),
+        ],
         activities=[turns.run_turn, turns.run_tool, *(activities or [])],
         max_concurrent_activities=max_concurrent_turns,
         workflow_runner=workflow_runner(),

@@ -2,15 +2,32 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
 import temporalio.converter
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
-from ratchet.workflows import RunHandle
+from ratchet.workflows import RunHandle, SessionHandle
+
+T = TypeVar("T")
 
 
-async def events(handle: RunHandle) -> list[HistoryEvent]:
+async def events(handle: RunHandle | SessionHandle) -> list[HistoryEvent]:
+    """The history of the workflow's latest run."""
     return [e async for e in handle.workflow.fetch_history_events()]
+
+
+async def until(read: Callable[[], Awaitable[T]], check: Callable[[T], Any]) -> T:
+    """Read until ``check`` holds: a wait on state the workflow reports by query
+    (bounded by the test's timeout, not by a guess at how long it takes)."""
+    delay = 0.01
+    while not check(value := await read()):
+        await asyncio.sleep(delay)
+        delay = min(0.2, delay * 2)
+    return value
 
 
 def of_type(history: list[HistoryEvent], kind: int) -> list[HistoryEvent]:

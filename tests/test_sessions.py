@@ -1,4 +1,4 @@
-"""AgentSessionWorkflow: long-lived sessions, one child run per message."""
+"""AgentSessionWorkflow: long-lived sessions whose messages run in the session itself."""
 
 from __future__ import annotations
 
@@ -6,15 +6,14 @@ import asyncio
 from datetime import timedelta
 
 import pytest
-from temporalio.client import WorkflowUpdateStage
+from temporalio.api.enums.v1 import EventType
 
 from ratchet.agents import Agent, AgentStatus, Message, Result, RunContext, ScriptedModel, Thread
 from ratchet.errors import DecisionError, InvalidInputError, RunFailedError, UsageError
 from ratchet.worker import build_worker
-from ratchet.workflows import AgentClient, AgentSessionWorkflow, RunOptions, SessionOptions
-from ratchet.workflows.session import SendRequest
+from ratchet.workflows import AgentClient, RunOptions, SessionOptions
 
-from .history import events
+from .history import events, until
 from .hitl_agents import Blocker, Ledger, payment_agent
 
 
@@ -60,7 +59,7 @@ async def chain_length(client: AgentClient, workflow_id: str, run_id: str | None
     return count
 
 
-async def test_each_message_runs_as_a_child_that_continues_the_thread_by_reference(
+async def test_each_message_runs_in_the_session_and_is_written_to_history_once(
     agent_client: AgentClient,
 ):
     async with build_worker(agent_client, {"echo": Echo}):
@@ -69,8 +68,7 @@ async def test_each_message_runs_as_a_child_that_continues_the_thread_by_referen
         thread = await session.thread()
         state = await session.state()
         status = await session.status()
-        third_run = agent_client.get_run(f"{session.id}-run-3")
-        raw = b"".join(e.SerializeToString() for e in await events(third_run))
+        history = await events(session)
         exported = await session.export()
     assert outputs == [
         "#1 unique-0-text (saw 1)",
@@ -87,8 +85,13 @@ async def test_each_message_runs_as_a_child_that_continues_the_thread_by_referen
     ]
     assert state.execution is None and state.status.value == "PENDING"
     assert (status.status, status.runs) == ("PENDING", 3)
-    # The third run read the first two exchanges from the session, not from its input.
-    assert b"unique-0-text" not in raw and b"unique-2-text" in raw
+    # No child workflows; each message is in the session's history once: the user's
+    # in the send Update, the answer in the result of the turn that wrote it.
+    kinds = {e.event_type for e in history}
+    assert EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED not in kinds
+    raw = b"".join(e.SerializeToString() for e in history)
+    for text in ["unique-0-text", "unique-2-text", *outputs]:
+        assert raw.count(f'"{text}"'.encode()) == 1, text
     assert exported["agents"][0]["entries"]["visits"]["data"] == 3
 
 
@@ -102,9 +105,7 @@ async def test_a_session_continues_as_new_and_keeps_its_thread_and_state(
             await session.send(f"m{i}")
         thread = await session.thread()
         export = await session.read_state()
-        workflow_runs = await chain_length(
-            agent_client, session.id, session.workflow.first_execution_run_id
-        )
+        workflow_runs = await chain_length(agent_client, session.id, session.first_run_id)
     assert len(thread.messages) == 250  # 50 × (prompt, 3 notes, answer)
     assert [m.text for m in thread.messages[0::5]] == [f"m{i}" for i in range(50)]
     assert thread.messages[-1].text == "#50 m49 (saw 249)"
@@ -139,16 +140,12 @@ async def test_queue_steering_runs_a_message_sent_during_a_run_next(agent_client
         session = await agent_client.start_session("echo")
         first = asyncio.create_task(session.send("first"))
         await echo.started.wait()
-        # Accepted: the session has recorded the message and queued it behind "first".
-        second = await session.workflow.start_update(
-            AgentSessionWorkflow.send,
-            SendRequest(messages=[Message(role="user", content="second", id="m-second")]),
-            wait_for_stage=WorkflowUpdateStage.ACCEPTED,
-        )
-        status = await session.status()
+        second = asyncio.create_task(session.send("second"))
+        # The session has recorded the message and queued it behind "first".
+        status = await until(session.status, lambda s: s.waiting == 1)
         assert (status.status, status.waiting) == ("RUNNING", 1)
         echo.gate.set()
-        assert [(await first).output, (await second.result()).output] == [
+        assert [(await first).output, (await second).output] == [
             "#1 first (saw 1)",
             "#2 second (saw 3)",
         ]
@@ -171,8 +168,21 @@ async def test_a_failed_run_leaves_the_session_usable_and_a_closed_one_refuses(
             await session.send("late")
         assert e.value.error_type == "SessionClosed"
         assert (await session.workflow.result()).status == "CLOSED"
-        thread = [m.text for m in (await session.thread()).messages]
-    assert thread == ["hello", "#1 hello (saw 1)", "again", "#2 again (saw 3)"]
+        thread = await session.thread()
+    # The failed run's message stays in the log (and in history) but left the agent's view.
+    assert [m.text for m in thread.messages] == [
+        "hello",
+        "#1 hello (saw 1)",
+        "fail",
+        "again",
+        "#2 again (saw 3)",
+    ]
+    assert [m.text for m in thread.visible()] == [
+        "hello",
+        "#1 hello (saw 1)",
+        "again",
+        "#2 again (saw 3)",
+    ]
 
 
 async def test_interrupt_steering_stops_the_run_and_keeps_its_finished_turns(

@@ -100,7 +100,7 @@ async def fetch_range(
 
 async def resolve_log(
     cache: ThreadCache,
-    client: Client,
+    client: Client | None,
     holder: Holder,
     *,
     length: int,
@@ -124,6 +124,8 @@ async def resolve_log(
             start += 1
         if start >= end:
             continue
+        if client is None:
+            raise ThreadResolutionError(f"Thread {holder.thread_id!r} is not cached here.")
         messages, before_id = await fetch_range(
             client, holder, start, end, page_bytes=cache.page_bytes, stats=cache.stats
         )

@@ -18,12 +18,14 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from ratchet.activities.events import DEFAULT_BATCH_INTERVAL, TurnEvents
+from ratchet.agents import views
 from ratchet.agents.agent import Agent, Result
 from ratchet.agents.compact import CompactModel
+from ratchet.agents.compaction import Compaction, CompactionPolicy, Summarize
 from ratchet.agents.context import RunContext
 from ratchet.agents.messages import Message, ToolCall, approximate_size, new_id
 from ratchet.agents.pending import PendingAction
-from ratchet.agents.state import ThreadData
+from ratchet.agents.state import Span, ThreadData
 from ratchet.agents.state_context import (
     SharedEntry,
     ShareToken,
@@ -46,7 +48,8 @@ from ratchet.telemetry import record_turn
 
 from .resources import WorkerResources
 from .state_refs import StateCache, new_write_id, resolve_state
-from .threads import ThreadCache, ThreadRef, resolve_thread
+from .thread_log import Holder, resolve_log
+from .threads import THREAD_NOT_CACHED, ThreadCache, ThreadRef, resolve_thread
 
 TURN_ACTIVITY = "ratchet.turn"
 TOOL_ACTIVITY = "ratchet.tool"
@@ -65,6 +68,9 @@ class TurnInput(CompactModel):
     Version 1 carries the whole ``thread``. Version 2 always carries ``thread_ref``
     and, for small threads only, the ``thread`` itself as well (inline mode);
     otherwise the worker resolves the reference from its cache or the workflow.
+    Version 3 is a session's log: ``thread_ref`` names the log (its length counts
+    the ``new_count`` new messages at its end), ``view`` says what the agent sees
+    of it, and the worker finds both in its cache or pages them in.
     """
 
     version: int = 1
@@ -88,6 +94,13 @@ class TurnInput(CompactModel):
     """State changes of the previous turn that were not committed."""
     events: bool = False
     """The run's workflow hosts an event stream: send the turn's events to it."""
+    view: list[Span] | None = None
+    """Version 3: the spans of the log the agent sees (before the new messages)."""
+    new_count: int = 0
+    """Version 3: the last ``new_count`` messages of the log are new to the agent
+    (sent inline as ``new_messages`` too when the turn is a local activity)."""
+    compaction: CompactionPolicy | None = None
+    """Version 3: compact the view first when it is over this budget."""
 
 
 class TurnOutput(CompactModel):
@@ -113,6 +126,9 @@ class TurnOutput(CompactModel):
     tool calls, sub-agents)."""
     handoff: str | None = None
     """The agent that takes the run over from the next turn."""
+    view: list[Span] | None = None
+    """Set when the turn compacted a session's view: the view from now on (a
+    summary note, if any, is the first message of ``added``)."""
 
 
 class ToolInput(CompactModel):
@@ -205,10 +221,15 @@ class TurnActivities:
         )
         thread: Thread = ChatMessageThread(id=self._thread_id(input))
         before = 0
+        new_messages = list(input.new_messages)
+        compacted: tuple[list[Span], Message | None, Usage] | None = None
 
         async def turn() -> Any:
-            nonlocal thread, before
-            thread = await self._thread(input, agent)
+            nonlocal thread, before, new_messages, compacted
+            if input.view is not None:
+                thread, new_messages, compacted = await self._log_thread(input, agent, context)
+            else:
+                thread = await self._thread(input, agent)
             context.thread = thread
             entries = input.state
             if input.state_refs:  # values named by reference: from the cache or the workflow
@@ -227,7 +248,7 @@ class TurnActivities:
                 agent=input.agent,
             )
             before = len(thread.messages)
-            return await agent.run(list(input.new_messages), thread, context)
+            return await agent.run(list(new_messages), thread, context)
 
         async with contextlib.AsyncExitStack() as stack:
             if input.events and self.event_batch_interval is not None:
@@ -259,11 +280,19 @@ class TurnActivities:
             added.append(final)
         for message in added:
             message.id = message.id or new_id()
-        known = {m.id for m in input.new_messages}
+        known = {m.id for m in new_messages}
+        usage = result.usage
+        view: list[Span] | None = None
+        if compacted is not None:
+            view, note, compaction_usage = compacted
+            usage = usage + compaction_usage
+            if note is not None:
+                added.insert(0, note)
         output = TurnOutput(
             added=[m.id if m.id in known else m for m in added],
             final_id=final.id if final is not None else None,
-            usage=result.usage,
+            usage=usage,
+            view=view,
             cursor=thread.cursor if thread.kind != MESSAGES else None,
             state=context.state.changes,
             shares=context.state.new_tokens,
@@ -274,7 +303,14 @@ class TurnActivities:
             output.write_id = new_write_id()
             self.state_cache.put_written(output.write_id, output.state)
         self._check_size(input, output)
-        if input.thread_ref is not None:
+        if input.view is not None and input.thread_ref is not None:
+            # Provisional until a later turn's reference confirms the result was committed.
+            fresh = [m for m in added if m.id not in known]
+            log = self.thread_cache.log(input.thread_ref.id)
+            position = input.thread_ref.version + input.new_count
+            delta = log.put(position, fresh, provisional=True)
+            self.thread_cache.log_changed(input.thread_ref.id, delta)
+        elif input.thread_ref is not None:
             self.thread_cache.put(input.thread_ref.key, [*thread.messages[:before], *added])
         record_turn(input.agent, output.usage)
         return output
@@ -349,6 +385,93 @@ class TurnActivities:
         if input.thread_ref is not None:
             messages = await resolve_thread(self.thread_cache, input.thread_ref)
         return ChatMessageThread(messages, id=self._thread_id(input))
+
+    async def _log_thread(
+        self, input: TurnInput, agent: Agent, context: RunContext
+    ) -> tuple[Thread, list[Message], tuple[list[Span], Message | None, Usage] | None]:
+        """A session turn: the agent's view of the log, its new messages, and the
+        compaction applied first (new view, summary note, usage), if any."""
+        ref, view = input.thread_ref, input.view
+        assert ref is not None and view is not None
+        if MESSAGES not in agent.thread_kinds:
+            raise IncompatibleThreadError(
+                f"Agent {input.agent!r} cannot continue this thread: it is a {MESSAGES!r} "
+                f"thread and the agent works with {', '.join(sorted(agent.thread_kinds))} "
+                "threads. " + _THREAD_HINTS[MESSAGES]
+            )
+        start = ref.version
+        length = start + input.new_count
+        info = activity.info()
+        log = self.thread_cache.log(ref.id)
+        if input.new_messages:  # sent inline (a local activity): the log has them too
+            self.thread_cache.log_changed(ref.id, log.put(start, input.new_messages))
+        needed = [*views.ranges(view, start), (start, length)]
+        if info.is_local:
+            if start and not log.confirm(start - 1, ref.last_id):
+                self.thread_cache.drop_log(ref.id)
+                log = self.thread_cache.log(ref.id)
+            if not all(log.has(a, b) for a, b in needed):
+                # The workflow is blocked on this local activity and cannot answer a
+                # query: it takes the turn again as a regular activity.
+                raise ApplicationError(
+                    f"Thread {ref.id} is not cached on this worker.",
+                    type=THREAD_NOT_CACHED,
+                    non_retryable=True,
+                )
+        message_at = await resolve_log(
+            self.thread_cache,
+            None if info.is_local else activity.client(),
+            Holder(info.workflow_id, info.workflow_run_id, ref.id),
+            length=start,
+            last_id=ref.last_id,
+            ranges=needed,
+        )
+        messages, shown = views.render(view, start, message_at)
+        new = [message_at(p) for p in range(start, length)]
+        compacted = None
+        policy = input.compaction
+        found = views.compact(policy, messages, shown) if policy is not None else None
+        if policy is not None and found is not None:
+            pinned = [views.dropped(message_at(p)) if d else message_at(p) for p, d in found.pinned]
+            note, usage = await self._summarise(policy, pinned, found.older, context)
+            messages = [views.dropped(message_at(p)) if d else message_at(p) for p, d in found.rest]
+            messages = [*pinned, *([note] if note is not None else []), *messages]
+            compacted = (found.view(start, length if note is not None else None), note, usage)
+        return ChatMessageThread(messages, id=ref.id), new, compacted
+
+    async def _summarise(
+        self,
+        policy: Compaction,
+        pinned: list[Message],
+        older: list[Message],
+        context: RunContext,
+    ) -> tuple[Message | None, Usage]:
+        """For ``Summarize``: the note that replaces ``older``, the summariser agent's
+        reply (a step a retried attempt of the turn does not repeat)."""
+        if not isinstance(policy, Summarize) or not older:
+            return None, Usage()
+        prefix = "compaction/"
+        sub = RunContext(
+            run_id=context.run_id,
+            execution_id=context.execution_id,
+            agent=policy.agent,
+            turn=context.turn,
+            attempt=context.attempt,
+            completed={
+                k[len(prefix) :]: v for k, v in context.completed.items() if k.startswith(prefix)
+            },
+            checkpoint=lambda steps: context.record({prefix + k: v for k, v in steps.items()}),
+            resources=self.resources,
+        )
+        result = await self.agent(policy.agent).run([], ChatMessageThread([*pinned, *older]), sub)
+        if result.final_response is None:
+            raise UsageError(
+                f"Summariser agent {policy.agent!r} returned no final_response; it must "
+                "answer with the summary."
+            )
+        note = policy.summary_message(result.final_response, len(older))
+        note.id = new_id()
+        return note, result.usage
 
     def _check_size(self, input: TurnInput, output: TurnOutput) -> None:
         if self.payload_limit is None:

@@ -71,6 +71,12 @@ class RunContext:
         self.checkpoint(dict(self._recorded))
         return value
 
+    def record(self, steps: Mapping[str, Any]) -> None:
+        """Record finished steps (raw JSON values, by key) as ``once`` does; the
+        engine uses it for steps it takes within the turn (a compaction's summary)."""
+        self._recorded.update(steps)
+        self.checkpoint(dict(self._recorded))
+
     def request_input(self, question: str) -> str:
         """Ask the user ``question``. The run waits (status AWAITING_INPUT) after this
         turn until someone answers with ``provide_input``; the answer arrives on the

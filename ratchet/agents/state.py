@@ -152,6 +152,16 @@ class ThreadData(BaseModel):
         """How many messages the whole thread holds (with its base)."""
         return (self.base.version if self.base else 0) + len(self.messages)
 
+    def visible(self) -> list[Message]:
+        """The messages the agent sees: the view applied to a whole log (as
+        ``SessionHandle.thread()`` returns it); ``messages`` when there is no view."""
+        if self.view is None:
+            return list(self.messages)
+        from .views import render  # views builds on this module
+
+        offset = self.base.version if self.base else 0
+        return render(self.view, self.length, lambda p: self.messages[p - offset])[0]
+
     @property
     def unsent(self) -> list[Message]:
         """For a service-backed thread: messages after the service's last reply."""

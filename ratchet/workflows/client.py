@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import os
 import re
@@ -30,28 +31,25 @@ from temporalio.exceptions import ApplicationError, FailureError
 from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet.activities.state_refs import STATE_QUERY
+from ratchet.activities.thread_log import Holder, fetch_range
+from ratchet.activities.threads import PAGE_BYTES
 from ratchet.agents.events import RunEvent
 from ratchet.agents.messages import Message, new_id
 from ratchet.agents.pending import Decision, PendingView
-from ratchet.agents.state import AgentSession, AgentState, ThreadData
+from ratchet.agents.state import AgentSession, AgentState, ThreadBase, ThreadData
 from ratchet.agents.state_context import StateChanged
 from ratchet.agents.state_export import StateExport
-from ratchet.errors import DecisionError, RunFailedError
+from ratchet.errors import DecisionError, InvalidInputError, RunFailedError
 from ratchet.storage import external_storage
 
 from .agent_run import AgentRunWorkflow, RunInput
-from .events import run_events, session_events
-from .fork import Checkpoint, read_checkpoint
+from .events import run_events
+from .fork import Checkpoint, not_run, read_checkpoint, read_mark
 from .pending import DecisionRequest, Verdict
 from .presets import RunOptions
 from .runner import RunResult, new_messages, run_details
-from .session import (
-    AgentSessionWorkflow,
-    SendRequest,
-    SessionInput,
-    SessionOptions,
-    SessionStatus,
-)
+from .session import SESSION_WORKFLOW, AgentSessionWorkflow, SessionInput, SessionOptions
+from .session_client import UPDATES_IN_FLIGHT, SessionHandle
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -190,125 +188,6 @@ class RunHandle:
             ) from e
 
 
-class SessionHandle:
-    """A started session: send messages, read its thread and state, close it."""
-
-    def __init__(self, handle: WorkflowHandle[Any, SessionStatus], client: AgentClient) -> None:
-        self._handle = handle
-        self._client = client
-
-    @property
-    def id(self) -> str:
-        return self._handle.id
-
-    @property
-    def workflow(self) -> WorkflowHandle[Any, SessionStatus]:
-        return self._handle
-
-    def run(self, number: int) -> RunHandle:
-        """The session's ``number``-th run (from 1), finished or in progress."""
-        client = self._client
-        handle = client.temporal.get_workflow_handle(
-            f"{self.id}-run-{number}", result_type=RunResult
-        )
-        return RunHandle(handle, client.ui_url, client.temporal.namespace)
-
-    def events(self, *, from_offset: int = 0) -> AsyncIterator[RunEvent]:
-        """The session's live events: each run's start and finish, and the run's own
-        events in between (see ``RunHandle.events``). Ends when the session closes."""
-        return session_events(self._client.temporal, self.id, from_offset=from_offset)
-
-    async def send(self, prompt: str | Sequence[Message]) -> RunResult:
-        """Run the agent on ``prompt`` as the session's next execution and wait for it.
-
-        Durable: the session records the message before it runs. Raises
-        ``RunFailedError`` if the session refuses the message or the run fails.
-        """
-        request = SendRequest(messages=new_messages(prompt, new_id))
-        try:
-            return await self._handle.execute_update(AgentSessionWorkflow.send, request)
-        except RPCError as e:
-            if e.status != RPCStatusCode.NOT_FOUND:
-                raise
-            raise RunFailedError(
-                self.id,
-                f"Session {self.id} is closed or does not exist ({e.message}).",
-                "SessionClosed",
-            ) from e
-        except WorkflowUpdateFailedError as e:
-            raise _run_failed(self.id, e) from e
-
-    async def status(self) -> SessionStatus:
-        return await self._handle.query(AgentSessionWorkflow.status)
-
-    async def state(self) -> AgentState:
-        """Session data; between runs the execution is ``None`` (status PENDING)."""
-        return await self._handle.query(AgentSessionWorkflow.session)
-
-    async def thread(self) -> ThreadData:
-        return await self._handle.query(AgentSessionWorkflow.thread)
-
-    async def read_state(self) -> StateExport:
-        return await self._handle.query(STATE_QUERY, result_type=StateExport)
-
-    async def export(self) -> dict[str, Any]:
-        """The agent's state as JSON-ready data (``AgentClient.start_session(state=...)``)."""
-        return (await self.read_state()).model_dump(mode="json")
-
-    async def close(self) -> SessionStatus:
-        """Stop taking messages; waits for queued runs, then the session completes."""
-        return await self._handle.execute_update(AgentSessionWorkflow.close)
-
-    async def cancel(self) -> SessionStatus:
-        """Stop the run in progress at its next safe point; its ``send`` returns with
-        status CANCELLED and the turns it finished. The session stays usable."""
-        return await self._handle.execute_update(AgentSessionWorkflow.cancel)
-
-    async def current_run(self) -> RunHandle | None:
-        """The run in progress, if any."""
-        run = (await self.status()).current_run
-        return self._client.get_run(run) if run else None
-
-    async def pending(self) -> list[PendingView]:
-        """What the run in progress waits for (approvals, questions)."""
-        run = await self.current_run()
-        return await run.pending() if run else []
-
-    async def wait_for_pending(self) -> list[PendingView]:
-        """Wait for a run of this session to wait for someone; list what for.
-        ``[]`` if the session closes first."""
-        while True:
-            run = await self._handle.execute_update(AgentSessionWorkflow.wait_run)
-            if run is None:
-                if (await self.status()).status == "CLOSED":
-                    return []
-                continue  # the session continued as new: ask the new workflow run
-            found = await self._client.get_run(run).wait_for_pending()
-            if found:
-                return found
-
-    async def approve(self, call_id: str, *, by: str | None = None) -> Decision:
-        return await (await self._run_for(call_id)).approve(call_id, by=by)
-
-    async def reject(
-        self, call_id: str, reason: str | None = None, *, by: str | None = None
-    ) -> Decision:
-        return await (await self._run_for(call_id)).reject(call_id, reason, by=by)
-
-    async def provide_input(
-        self, question_id: str, answer: str, *, by: str | None = None
-    ) -> Decision:
-        return await (await self._run_for(question_id)).provide_input(question_id, answer, by=by)
-
-    async def _run_for(self, id: str) -> RunHandle:
-        run = await self.current_run()
-        if run is None:
-            raise DecisionError(
-                f"Session {self.id} has no run in progress, so nothing waits for {id}."
-            )
-        return run
-
-
 class AgentClient:
     """Talks to Temporal on behalf of agent code. Connect once and reuse."""
 
@@ -327,6 +206,14 @@ class AgentClient:
         self.temporal = client
         self.task_queue = task_queue
         self.ui_url = ui_url
+        self._slots: dict[str, asyncio.Semaphore] = {}
+
+    def update_slot(self, session_id: str) -> asyncio.Semaphore:
+        """Bounds the Updates this client has in flight to one session."""
+        slot = self._slots.get(session_id)
+        if slot is None:
+            slot = self._slots[session_id] = asyncio.Semaphore(UPDATES_IN_FLIGHT)
+        return slot
 
     @classmethod
     async def connect(
@@ -451,15 +338,54 @@ class AgentClient:
             task_queue=self.task_queue,
             static_summary=f"{agent} session",
         )
-        return SessionHandle(handle, self)
+        return SessionHandle(handle, self, current=True)
 
     async def checkpoint(
         self, source: str, *, at_turn: int | None = None, at_message: str | None = None
     ) -> Checkpoint:
         """The thread and state of session (or run) ``source`` after turn ``at_turn``
         (counted across all its runs, from 1), or after the turn that added message
-        ``at_message``; neither: after its last turn. Read from Temporal history."""
-        return await read_checkpoint(self.temporal, source, at_turn=at_turn, at_message=at_message)
+        ``at_message``; neither: after its last turn. A session answers by query
+        (its workflow runs keep a mark per turn, and a closed run still answers); a
+        single run or a legacy session is read from its Temporal history."""
+        if not await self._is_current_session(source):
+            return await read_checkpoint(
+                self.temporal, source, at_turn=at_turn, at_message=at_message
+            )
+        answer, run_id = await read_mark(
+            self.temporal, source, at_turn=at_turn, at_message=at_message
+        )
+        mark = answer.mark
+        assert mark is not None
+        log, _ = await fetch_range(
+            self.temporal,
+            Holder(source, run_id, answer.thread_id),
+            0,
+            mark.length,
+            page_bytes=PAGE_BYTES,
+        )
+        seen = ThreadData(messages=log, view=mark.view).visible()
+        return Checkpoint(
+            source=source,
+            turn=mark.turn,
+            agent=mark.agent,
+            messages=[*seen, *not_run(mark.open_calls)],
+            state=mark.state,
+            turns_in_source=answer.turns,
+            options=answer.options,
+        )
+
+    async def _is_current_session(self, workflow_id: str) -> bool:
+        try:
+            kind = (await self.temporal.get_workflow_handle(workflow_id).describe()).workflow_type
+        except RPCError as e:
+            if e.status != RPCStatusCode.NOT_FOUND:
+                raise
+            raise InvalidInputError(
+                f"There is no workflow {workflow_id} (or it is past the namespace's "
+                "retention); fork a session or run by its id."
+            ) from e
+        return kind == SESSION_WORKFLOW
 
     async def fork(
         self,
@@ -472,38 +398,58 @@ class AgentClient:
     ) -> SessionHandle:
         """A new session that starts from ``source``'s checkpoint (see ``checkpoint``).
         The source is only read, and may be closed. ``options`` default to the
-        source session's."""
-        point = await self.checkpoint(source, at_turn=at_turn, at_message=at_message)
-        options = options or point.options or SessionOptions()
+        source session's. A current session's fork copies no messages: its thread
+        names the source's log up to the fork point."""
         session_id = session_id or f"{source}-fork-{uuid.uuid4().hex[:6]}"
+        if await self._is_current_session(source):
+            answer, run_id = await read_mark(
+                self.temporal, source, at_turn=at_turn, at_message=at_message
+            )
+            mark = answer.mark
+            assert mark is not None
+            options = options or answer.options or SessionOptions()
+            base = ThreadBase(
+                workflow_id=source,
+                run_id=run_id,
+                version=mark.length,
+                last_id=mark.last_id,
+                thread_id=answer.thread_id,
+            )
+            thread = ThreadData(
+                id=f"thread-{uuid.uuid4().hex[:12]}",
+                kind=answer.kind,
+                cursor=mark.cursor,
+                messages=not_run(mark.open_calls),
+                base=base,
+                view=mark.view,
+            )
+            agent, turn, state = mark.agent, mark.turn, mark.state
+        else:
+            point = await self.checkpoint(source, at_turn=at_turn, at_message=at_message)
+            options = options or point.options or SessionOptions()
+            thread = ThreadData(kind=options.run.thread_kind, messages=point.messages)
+            agent, turn, state = point.agent, point.turn, point.state
         session = AgentSession.new(
-            point.agent,
-            datetime.now(UTC),
-            session_id=session_id,
-            thread_kind=options.run.thread_kind,
+            agent, datetime.now(UTC), session_id=session_id, thread_kind=options.run.thread_kind
         )
         session = session.model_copy(
             update={
-                "thread": session.thread.model_copy(update={"messages": point.messages}),
-                "state": point.state,
-                "metadata": {"forked_from": source, "at_turn": point.turn},
+                "thread": thread.model_copy(update={"id": thread.id}),
+                "state": state,
+                "metadata": {"forked_from": source, "at_turn": turn},
             }
         )
         handle = await self.temporal.start_workflow(
             AgentSessionWorkflow.run,
-            SessionInput(
-                agent=point.agent, session=session, options=options, session_id=session_id
-            ),
+            SessionInput(agent=agent, session=session, options=options, session_id=session_id),
             id=session_id,
             task_queue=self.task_queue,
-            static_summary=f"{point.agent} session, forked from {source} at turn {point.turn}",
+            static_summary=f"{agent} session, forked from {source} at turn {turn}",
         )
-        return SessionHandle(handle, self)
+        return SessionHandle(handle, self, current=True)
 
     def get_session(self, session_id: str) -> SessionHandle:
-        return SessionHandle(
-            self.temporal.get_workflow_handle_for(AgentSessionWorkflow.run, session_id), self
-        )
+        return SessionHandle(self.temporal.get_workflow_handle(session_id), self)
 
     def get_run(self, workflow_id: str) -> RunHandle:
         handle = self.temporal.get_workflow_handle_for(AgentRunWorkflow.run, workflow_id)

@@ -1,51 +1,80 @@
 """Following a run or a session live, from outside (client side).
 
-A run's events come from its workflow's stream; a session's stream says when
-each run starts and finishes, and :func:`session_events` follows each run's own
-stream in between. Iteration ends when the workflow closes (a closed run's
-retained events are still read first).
+Events are read with the workflow stream's poll *query*, which writes nothing to
+the workflow's history (the stream's own subscriber polls with an Update, and
+each Update's completion is written to history). A poll that finds nothing waits
+a little longer each time, from ``MIN_POLL`` up to ``MAX_POLL``; offsets are
+global and go on across continue-as-new, so a query without a run id always
+reads the latest run. Iteration ends when the workflow has closed and its
+retained events are read.
+
+A session's plain messages run in the session workflow, so its stream holds
+everything; a legacy session's runs were child workflows, and
+:func:`session_events` follows each such run's own stream in between.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
-from datetime import timedelta
 
-from temporalio.client import Client
-from temporalio.contrib.workflow_streams import WorkflowStreamClient
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.contrib.workflow_streams._types import PollInput, PollResult, _decode_payload
 
 from ratchet.activities.events import EVENTS_TOPIC
 from ratchet.agents.events import RunEvent
 
-POLL_COOLDOWN = timedelta(milliseconds=100)
+POLL_QUERY = "__temporal_workflow_stream_poll"
+MIN_POLL = 0.05
+MAX_POLL = 1.0
+RUNNING = (WorkflowExecutionStatus.RUNNING, WorkflowExecutionStatus.CONTINUED_AS_NEW)
 
 
 async def run_events(
     client: Client, workflow_id: str, *, from_offset: int = 0
 ) -> AsyncIterator[RunEvent]:
-    """The events of one run, in order, each once (across continue-as-new too)."""
-    stream = WorkflowStreamClient.create(client, workflow_id)
+    """The events of one workflow (a run, or a session), in order, each once."""
+    handle = client.get_workflow_handle(workflow_id)
+    converter = client.data_converter.payload_converter
     seen: set[tuple[str, int, int, int]] = set()
-    async for item in stream.subscribe(
-        [EVENTS_TOPIC], from_offset, result_type=RunEvent, poll_cooldown=POLL_COOLDOWN
-    ):
-        event = item.data
-        if event.attempt:  # sent by a turn: a batch re-sent after a lost reply is dropped
-            key = (event.run_id, event.turn, event.attempt, event.seq)
-            if key in seen:
-                continue
-            seen.add(key)
-        yield event
+    offset, delay, closed = from_offset, MIN_POLL, False
+    while True:
+        result = await handle.query(
+            POLL_QUERY, PollInput(topics=[EVENTS_TOPIC], from_offset=offset), result_type=PollResult
+        )
+        for item in result.items:
+            event = converter.from_payload(_decode_payload(item.data), RunEvent)
+            if event.attempt:  # sent by a turn: a batch re-sent after a lost reply is dropped
+                key = (event.run_id, event.turn, event.attempt, event.seq)
+                if key in seen:
+                    continue
+                seen.add(key)
+            yield event
+        offset = max(offset, result.next_offset)
+        if result.more_ready:
+            continue
+        if result.items:
+            delay = MIN_POLL
+            continue
+        if closed:
+            return  # read to the end after it closed
+        status = (await handle.describe()).status
+        if status not in RUNNING:
+            closed = True  # one more poll reads what came before the close
+            continue
+        await asyncio.sleep(delay)
+        delay = min(MAX_POLL, delay * 1.5)
 
 
 async def session_events(
     client: Client, session_id: str, *, from_offset: int = 0
 ) -> AsyncIterator[RunEvent]:
-    """The session's events, with each of its runs' events between that run's
-    ``run_started`` and ``run_finished``."""
+    """The session's events. A legacy session's runs were child workflows: their
+    events are followed between that run's ``run_started`` and ``run_finished``."""
     async for event in run_events(client, session_id, from_offset=from_offset):
         yield event
-        if event.kind == "run_started" and event.run_id:
+        in_session = bool(event.data and event.data.get("in_session"))
+        if event.kind == "run_started" and event.run_id and not in_session:
             async for inner in run_events(client, event.run_id):
                 if inner.kind != "run_started":  # the session already said so
                     yield inner

@@ -21,13 +21,19 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet.activities.turn import TURN_ACTIVITY, TurnInput, TurnOutput
-from ratchet.agents.messages import Message
+from ratchet.agents.messages import Message, ToolCall
 from ratchet.agents.state_context import StateChange, StateEntry
 from ratchet.errors import InvalidInputError
 
 from .agent_run import RunInput
 from .runner import RunResult
-from .session import SessionInput, SessionOptions
+from .session import (
+    CHECKPOINT_QUERY,
+    CheckpointAnswer,
+    CheckpointRequest,
+    SessionInput,
+    SessionOptions,
+)
 
 STARTED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED
 COMPLETED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED
@@ -294,3 +300,48 @@ def _is_compaction(turn_input: TurnInput, run_input: RunInput | None) -> bool:
     policy = run_input.options.compaction if run_input else None
     agent = getattr(policy, "agent", None)
     return agent is not None and turn_input.agent == agent and not turn_input.new_messages
+
+
+async def read_mark(
+    client: Client, source: str, *, at_turn: int | None, at_message: str | None
+) -> tuple[CheckpointAnswer, str | None]:
+    """A current session's mark after turn ``at_turn`` (or after the turn that added
+    ``at_message``), asked of the workflow runs that hold it, newest first; and the
+    run that answered (its thread, and its bases, hold the messages)."""
+    if at_turn is not None and at_message is not None:
+        raise InvalidInputError("Fork at a turn or at a message, not both.")
+    if at_turn is not None and at_turn < 0:
+        raise InvalidInputError(f"at_turn must be 0 or more, got {at_turn}.")
+    request = CheckpointRequest(turn=at_turn, message=at_message)
+    run_id: str | None = None
+    total: int | None = None
+    while True:
+        handle = client.get_workflow_handle(source, run_id=run_id)
+        answer = await handle.query(CHECKPOINT_QUERY, request, result_type=CheckpointAnswer)
+        total = answer.turns if total is None else total
+        if answer.mark is not None:
+            if run_id is None:
+                run_id = (await handle.describe()).run_id
+            return answer, run_id
+        earlier = answer.earlier
+        if earlier is None or earlier.workflow_id != source or earlier.run_id is None:
+            break
+        run_id = earlier.run_id
+    if at_message is not None:
+        raise InvalidInputError(
+            f"No turn of {source} added message {at_message!r}; take ids from the session's thread."
+        )
+    raise InvalidInputError(
+        f"{source} has {total} turns; there is no turn {at_turn} to fork at. "
+        f"Pick a turn from 0 to {total}."
+    )
+
+
+def not_run(calls: Sequence[ToolCall]) -> list[Message]:
+    """Results for tool calls a fork starts with unsettled: models need one per call."""
+    return [
+        Message.tool(
+            call, "Not run: the session was forked before this call was settled.", is_error=True
+        ).model_copy(update={"id": f"msg_fork_{call.id}"})
+        for call in calls
+    ]

@@ -1,9 +1,14 @@
 """What a run tells the world while it works: its search attributes (for the
 Temporal UI's filters), its live event stream, and the session it belongs to.
 
-Events cost no history: the workflow keeps them in memory and watchers read
-them with Updates. Search attributes and session reports are commands, so they
-are only sent by runs started on code that has them (``INDEX_PATCH``).
+The workflow keeps its events in memory; Ratchet's watchers read them with the
+stream's poll *query*, which writes nothing to history. What does cost history:
+a turn's streamed events reach the workflow as signals (one per batch, only when
+the model streams or the agent emits), a watcher that polls with the stream's
+Update (``WorkflowStreamClient.subscribe``) writes each batch into the Update's
+completion, and a continue-as-new carries the last events in its input. Search
+attributes and session reports are commands, so they are only sent by runs
+started on code that has them (``INDEX_PATCH``).
 """
 
 from __future__ import annotations
@@ -122,6 +127,21 @@ class EventStream:
         self.trim()
         return self.stream.get_state()
 
+    def carried(self, *, max_events: int, max_bytes: int) -> WorkflowStreamState:
+        """What a continue-as-new carries: at most the last ``max_events`` events
+        within about ``max_bytes``; offsets go on from where they were."""
+        state = self.stream.get_state()
+        keep, size = 0, 0
+        for item in reversed(state.log):
+            size += len(item.data) + 16
+            if keep >= max_events or size > max_bytes:
+                break
+            keep += 1
+        cut = len(state.log) - keep
+        return WorkflowStreamState(
+            log=state.log[cut:], base_offset=state.base_offset + cut, publishers=state.publishers
+        )
+
     def trim(self) -> None:
         end = self.stream._on_offset()  # the stream's global offset (its offset query)
         if end > EVENTS_KEPT:
@@ -146,6 +166,8 @@ class RunObserver:
         self.session_id = session_id
         self.report_to = report_to
         self.run_id = workflow.info().workflow_id
+        self.in_session = False
+        """The run is a session's, in the session's workflow (its events are all here)."""
         self._reports: list[asyncio.Task[None]] = []
         """Signals in flight (the event loop keeps only weak references to tasks)."""
 
@@ -154,7 +176,8 @@ class RunObserver:
         if old is None:
             self.index.update(agent=agent, session_id=self.session_id)
             if new.step_count == 0:  # a new run, not one resumed after continue-as-new
-                self._publish("run_started", text=agent)
+                inline = {"in_session": True} if self.in_session else None
+                self._publish("run_started", text=agent, data=inline)
         resumed = old is None and new.step_count > 0  # after continue-as-new: nothing new
         if not resumed and (old is None or old.status != new.status):
             waiting = self.runner.waiting if new.status in WAITING else []

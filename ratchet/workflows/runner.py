@@ -24,6 +24,7 @@ from temporalio.exceptions import (
 with workflow.unsafe.imports_passed_through():
     from ratchet.activities.threads import THREAD_NOT_CACHED, ThreadRef
     from ratchet.activities.turn import TURN_ACTIVITY, TurnInput, TurnOutput
+    from ratchet.agents import views
     from ratchet.agents.compaction import Summarize
     from ratchet.agents.messages import Message, approximate_size
     from ratchet.agents.pending import PendingAction
@@ -111,9 +112,12 @@ class AgentRunner:
         options: RunOptions | None = None,
         state: Mapping[str, StateEntry] | AgentStateExport | None = None,
         shared: Sequence[ShareToken] = (),
+        log: bool = False,
     ) -> None:
         """``state`` seeds the agent's state (e.g. from a ``StateExport``); ``shared``
-        are tokens for other agents' keys in this workflow that its turns may use."""
+        are tokens for other agents' keys in this workflow that its turns may use.
+        ``log``: the thread is a session's log (see ``ratchet.agents.views``): runs
+        append to it, compaction and failures change only the agent's view of it."""
         self.agent = agent
         self.options = options or RunOptions()
         session = session or AgentSession.new(
@@ -143,6 +147,11 @@ class AgentRunner:
                 else {k: e.model_copy(update={"origin": None}) for k, e in state.items()}
             )
             session = session.model_copy(update={"state": entries})
+        if log and session.thread.kind == "messages" and session.thread.view is None:
+            session = session.model_copy(
+                update={"thread": session.thread.model_copy(update={"view": views.whole()})}
+            )
+        self.log = log
         self.state = AgentState(session=session)
         self.shared = list(shared)
         self.state_hooks: list[StateHook] = []
@@ -221,6 +230,17 @@ class AgentRunner:
                 await self.between_turns()
         self._fail("MaxTurnsExceededError", str(MaxTurnsExceededError(self.options.max_turns)))
 
+    def reset(self) -> None:
+        """Forget the last execution (a session runs one per message)."""
+        self.stop_request = None
+        self.carry = []
+        self.state_conflicts = []
+        self._undelivered = []
+        self._waiting_rows = []
+        self.turns_this_run = 0
+        self.pending = PendingWork(self)
+        self.state.execution = None
+
     def stop(self, request: StopRequest) -> None:
         """Stop at the next safe point: the turn in flight is cancelled (its worker sees
         it at the next heartbeat) and discarded; finished turns are kept. Undecided
@@ -231,7 +251,11 @@ class AgentRunner:
     def _stopped(self, pending: list[Message]) -> RunResult:
         """End a stopped run; messages already settled for the next turn are kept."""
         assert self.stop_request is not None
-        if pending:
+        thread = self.state.session.thread
+        logged = thread.view is not None and [m.id for m in thread.messages[-len(pending) :]] == [
+            m.id for m in pending
+        ]
+        if pending and not logged:  # a log holds them once the turn was asked for
             self._append(pending)
         self._set_execution(self._execution.with_status(AgentStatus(self.stop_request.status)))
         workflow.set_current_details(progress_markdown(self.agent, self._execution))
@@ -334,6 +358,7 @@ class AgentRunner:
             policy is None
             or thread.kind != "messages"
             or thread.base is not None  # a session's run: the session compacts its thread
+            or thread.view is not None  # a session's log: the turn compacts the view
             or not policy.over_budget(thread.messages)
         ):
             return
@@ -416,7 +441,8 @@ class AgentRunner:
     ) -> TurnOutput:
         try:
             # A local activity cannot page in a thread held by the session workflow.
-            if self.options.fast and self.state.session.thread.base is None:
+            thread = self.state.session.thread
+            if self.options.fast and (thread.base is None or thread.view is not None):
                 return await self._take_local_turn(input, summary)
             return await workflow.execute_activity(
                 TURN_ACTIVITY,
@@ -454,6 +480,18 @@ class AgentRunner:
             if not (isinstance(cause, ApplicationError) and cause.type == THREAD_NOT_CACHED):
                 raise
             assert ref is not None
+            if input.version == 3:
+                # A session's log: a regular activity can page in what is not cached.
+                return await workflow.execute_activity(
+                    TURN_ACTIVITY,
+                    input.model_copy(update={"new_messages": []}),
+                    result_type=TurnOutput,
+                    task_queue=self.options.task_queue,
+                    start_to_close_timeout=self.options.turn_timeout,
+                    heartbeat_timeout=self.options.heartbeat_timeout,
+                    retry_policy=turn_retry_policy(self.options),
+                    summary=summary,
+                )
             thread = self.state.session.thread
             inline = thread.model_copy(update={"messages": thread.messages[: ref.version]})
             return await self._local_activity(input.model_copy(update={"thread": inline}), summary)
@@ -498,6 +536,8 @@ class AgentRunner:
                 common["shared"] = self._states.shared_entries(self.shared)
         if not self._by_reference:
             return TurnInput(version=1, run_id=info.workflow_id, thread=thread, **common)
+        if thread.view is not None and agent is None:
+            return self._log_input(thread, pending, common)
         if thread.kind != "messages":
             # The service holds the conversation: send its cursor and what it has not seen.
             unsent = thread.model_copy(update={"messages": thread.unsent})
@@ -526,11 +566,37 @@ class AgentRunner:
         # Version 2 leaves out run_id: the worker reads it from the activity's info.
         return TurnInput(version=2, thread=thread if inline else None, thread_ref=ref, **common)
 
+    def _log_input(self, thread: ThreadData, pending: list[Message], common: dict) -> TurnInput:
+        """A turn over a session's log: the new messages join the log first (they
+        are in history already, in the send that brought them, or in the results
+        the workflow settled), and the turn names them by position."""
+        start = thread.length
+        last_id = thread.messages[-1].id if thread.messages else None
+        if last_id is None and thread.base is not None:
+            last_id = thread.base.last_id
+        if pending:
+            self._append(pending)
+        ref = ThreadRef(id=thread.id, version=start, last_id=last_id)
+        common["new_messages"] = pending if self.options.fast else []
+        return TurnInput(
+            version=3,
+            thread_ref=ref,
+            view=thread.view,
+            new_count=len(pending),
+            compaction=self.options.compaction,
+            **common,
+        )
+
     def _apply(self, turn: int, pending: list[Message], output: TurnOutput) -> list[Message]:
         by_id = {m.id: m for m in pending}
         added = [by_id[a] if isinstance(a, str) else a for a in output.added]
         now = workflow.now()
-        self._append(added, cursor=output.cursor)
+        if self.state.session.thread.view is not None:
+            # A session's log holds the new messages already; a compaction changed the view.
+            fresh = [a for a in output.added if not isinstance(a, str)]
+            self._append(fresh, view=output.view)
+        else:
+            self._append(added, cursor=output.cursor)
         self._commit_state(turn, output)
         step = StepResult(
             turn=turn,
@@ -548,11 +614,19 @@ class AgentRunner:
             workflow.set_current_details(progress_markdown(self.agent, self._execution))
         return added
 
-    def _append(self, messages: list[Message], *, cursor: str | None = None) -> None:
+    def _append(
+        self,
+        messages: list[Message],
+        *,
+        cursor: str | None = None,
+        view: list | None = None,
+    ) -> None:
         session = self.state.session
         update: dict = {"messages": [*session.thread.messages, *messages]}
         if cursor is not None:
             update["cursor"] = cursor
+        if view is not None:
+            update["view"] = view
         thread = session.thread.model_copy(update=update)
         self._thread_bytes += sum(approximate_size(m) for m in messages)
         self.state.session = session.model_copy(
@@ -594,10 +668,14 @@ class AgentRunner:
             turns=execution.step_count,
             session_id=self.state.session.info.id,
             state_conflicts=self.state_conflicts,
-            messages=self.state.session.thread.messages if self.state.session.thread.base else [],
-            state=self.state.session.state if self.state.session.thread.base else {},
+            messages=self.state.session.thread.messages if self._holds_part() else [],
+            state=self.state.session.state if self._holds_part() else {},
             thread=self.state.session.thread,
         )
+
+    def _holds_part(self) -> bool:
+        """A run of a session's thread held by the session (legacy sessions)."""
+        return self.state.session.thread.base is not None and not self.log
 
     def _fail(self, kind: str, message: str) -> NoReturn:
         self._set_execution(self._execution.with_status(AgentStatus.FAILED))

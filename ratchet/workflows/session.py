@@ -1,42 +1,78 @@
-"""AgentSessionWorkflow: one long-lived workflow per user session.
+"""AgentSessionWorkflow: one long-lived workflow per user session (type ``AgentSession``).
 
-The session holds session data only (thread, state, metadata). Each message a
-user sends starts one execution, an ``AgentRunWorkflow`` child, so the Temporal
-UI shows session → runs → turns. A child continues the session's thread by
-reference: its input names the session's thread and version, never the messages,
-and its turns read them from the session through the ``ratchet.thread`` query.
-When the run ends the session appends the messages it added and takes its state.
+A message sent to the session runs in the session's own workflow, turn by turn
+(one activity per turn), so each message is written to history once: the user's
+in the ``send`` Update that brought it, every other in the result of the turn
+that made it. The thread is an append-only log: a turn's input names log
+positions, never messages, and the worker reads them from its cache or pages
+them in with the ``ratchet.thread`` query (see ``ratchet.agents.views``).
+
+Continue-as-new carries no thread: the new workflow run names the previous one
+for the earlier messages, and a closed run still answers the query. The input
+stays small at any session length (queue, recent results and recent events
+only). Sub-agents still run as child workflows.
+
+Sends do not hold Updates open for long: the first ``MAX_HELD`` wait for their
+result, the others get a ticket at once and the client polls ``send_result``
+(a query, nothing written to history).
 """
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, Field
 from temporalio import workflow
-from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamState
 
+    from ratchet.agents import views
     from ratchet.agents.compact import CompactModel
     from ratchet.agents.events import RunEvent
-    from ratchet.agents.messages import Message, approximate_size
-    from ratchet.agents.pending import PendingView
-    from ratchet.agents.state import AgentSession, AgentState, AgentStatus, ThreadBase, ThreadData
+    from ratchet.agents.messages import Message, ToolCall, approximate_size
+    from ratchet.agents.pending import Decision, PendingView
+    from ratchet.agents.state import (
+        AgentSession,
+        AgentState,
+        AgentStatus,
+        ExecutionState,
+        Span,
+        ThreadBase,
+        ThreadData,
+    )
+    from ratchet.agents.state_context import StateEntry
     from ratchet.errors import BudgetExceededError, InvalidInputError
 
-    from .agent_run import AgentRunWorkflow, RunInput
-    from .observe import EventStream, Index, RunProgress
-    from .pending import StopRequest
+    from .observe import EventStream, Index, RunObserver, excerpt
+    from .pending import DecisionRequest, StopRequest
     from .presets import RunOptions
-    from .runner import RunResult, new_messages, run_details
-    from .state import state_registry
-    from .threads import thread_registry
+    from .runner import AgentRunner, RunResult, new_messages
 
-SESSION_THREAD_LIMIT = 1536 * 1024
-"""Largest thread a session carries into a new workflow run (a payload holds 2 MB)."""
+SESSION_WORKFLOW = "AgentSession"
+CHECKPOINT_QUERY = "ratchet.checkpoint"
+MAX_HELD = 2
+"""Sends that wait for their result in the Update; the rest return a ticket at once
+(Temporal admits 10 Updates in flight per workflow)."""
+MAX_QUEUED = 1000
+"""Messages a session queues behind the one running; more are refused (SessionBusy)."""
+RESULTS_KEPT = 500
+RESULTS_CARRIED = 50
+"""Results of finished sends a client can still ask for by ticket (after a
+continue-as-new, the latest ones)."""
+EVENTS_CARRIED = 500
+EVENT_BYTES_CARRIED = 24 * 1024
+QUEUE_BYTES_CARRIED = 24 * 1024
+"""A continue-as-new waits for the queue to drain below this many bytes."""
+HISTORY_EVENTS = 8000
+HISTORY_BYTES = 8 * 1024 * 1024
+UPDATES_PER_RUN = 1500
+"""A workflow run continues as new past any of these (Temporal warns at 10,240
+events and 10 MB, ends runs at 51,200 events and 50 MB, and admits 2,000 Updates
+per run)."""
 
 
 class SessionOptions(CompactModel):
@@ -48,12 +84,70 @@ class SessionOptions(CompactModel):
     flight is cancelled) and runs the new message; ``reject`` refuses it with an
     error (the caller may retry later)."""
     run: RunOptions = Field(default_factory=RunOptions)
-    """Options of every run the session starts."""
+    """Options of every run the session starts (``run.compaction`` keeps the
+    agent's view of a long conversation within budget; the log keeps it all)."""
     continue_as_new_after_runs: int | None = None
     """Continue as new after this many runs in one workflow run (besides when Temporal
-    suggests it)."""
+    suggests it, or the run's history nears Temporal's limits)."""
     token_budget: int | None = None
     """Most tokens all the session's runs may use together; each run gets what is left."""
+
+
+class SendRequest(BaseModel):
+    messages: list[Message]
+
+
+class Queued(CompactModel):
+    ticket: int
+    messages: list[Message]
+
+
+class SendOutcome(CompactModel):
+    """Where a sent message is: queued, running, or done (with its run's result)."""
+
+    ticket: int
+    state: Literal["queued", "running", "done", "failed", "unknown"]
+    result: RunResult | None = None
+    """The run's result without its answer's text, which is in the thread once
+    (``final_at``)."""
+    final_at: int | None = None
+    """Position of the final response in the session's thread."""
+    error: str | None = None
+    error_type: str | None = None
+
+
+class TurnMark(CompactModel):
+    """The session after one of its turns: what a fork or checkpoint starts from."""
+
+    turn: int
+    """Counted across the whole session, from 1 (0: before its first)."""
+    length: int
+    """Messages in the log after the turn."""
+    last_id: str | None = None
+    view: list[Span] | None = None
+    cursor: str | None = None
+    agent: str
+    state: dict[str, StateEntry] = Field(default_factory=dict)
+    open_calls: list[ToolCall] = Field(default_factory=list)
+    """Tool calls of the turn whose results were not in the log yet."""
+
+
+class CheckpointRequest(CompactModel):
+    turn: int | None = None
+    message: str | None = None
+    """Id of a message: the checkpoint after the turn that added it."""
+
+
+class CheckpointAnswer(CompactModel):
+    """A workflow run's answer: the mark, or the earlier run to ask."""
+
+    mark: TurnMark | None = None
+    earlier: ThreadBase | None = None
+    thread_id: str
+    kind: str = "messages"
+    turns: int = 0
+    """Turns the session has had (for error messages)."""
+    options: SessionOptions | None = None
 
 
 class SessionInput(BaseModel):
@@ -63,17 +157,17 @@ class SessionInput(BaseModel):
     runs: int = 0
     """Runs started by earlier workflow runs of this session (continue-as-new)."""
     session_id: str | None = None
-    """The session's id (its workflow id); its runs are ``<session id>-run-<n>``."""
+    """The session's id (its workflow id)."""
     used_tokens: int = 0
     """Tokens used by earlier workflow runs of this session."""
     turns: int = 0
     cost_usd: float = 0.0
     stream: WorkflowStreamState | None = None
     """The live events carried over a continue-as-new."""
-
-
-class SendRequest(BaseModel):
-    messages: list[Message]
+    tickets: int = 0
+    """Messages sent to earlier workflow runs (tickets go on from here)."""
+    queue: list[Queued] = Field(default_factory=list)
+    results: list[SendOutcome] = Field(default_factory=list)
 
 
 class SessionStatus(CompactModel):
@@ -83,20 +177,20 @@ class SessionStatus(CompactModel):
     waiting: int = 0
     """Messages queued behind the run in progress."""
     current_run: str | None = None
-    """Workflow id of the run in progress."""
+    """The run in progress (``<session id>-run-<n>``)."""
     used_tokens: int = 0
     token_budget: int | None = None
     run_status: AgentStatus | None = None
-    """The status of the run in progress, as it last reported it."""
+    """The status of the run in progress."""
     waiting_for: list[str] = Field(default_factory=list)
     """What the run in progress waits for (approvals, questions), one line each."""
     turns: int = 0
     cost_usd: float = 0.0
 
 
-@workflow.defn(name="AgentSessionWorkflow")
+@workflow.defn(name=SESSION_WORKFLOW)
 class AgentSessionWorkflow:
-    """A conversation that lives for ever; ``send`` (an Update) runs one execution."""
+    """A conversation that lives for ever; each message sent runs one execution."""
 
     @workflow.init
     def __init__(self, input: SessionInput) -> None:
@@ -109,63 +203,284 @@ class AgentSessionWorkflow:
             thread_kind=input.options.run.thread_kind,
         )
         self.agent = input.agent
-        self.state = AgentState(session=session)
         self._options = input.options
-        self._runs = input.runs
-        self._runs_this_workflow_run = 0
-        self._tickets = 0
-        self._serving = 0
-        self._current: str | None = None
-        self._child: workflow.ChildWorkflowHandle | None = None
-        self._stop_request: StopRequest | None = None
-        self._used = input.used_tokens
-        self._closed = False
-        self._turns = input.turns
-        self._cost = input.cost_usd
-        self._run_status: AgentStatus | None = None
-        self._waiting_for: list[str] = []
-        self._pending: list[PendingView] = []
+        self._runner = AgentRunner(
+            input.agent, session=session, options=input.options.run, log=True
+        )
+        self._runner.live_events = True
         self._events = EventStream(WorkflowStream(input.stream))
         self._index = Index()
-        self._thread_bytes = sum(approximate_size(m) for m in session.thread.messages)
-        thread_registry().register(lambda: self.state.session.thread)
-        state_registry().register(self)
+        self._observer = RunObserver(
+            self._runner,
+            self._events,
+            Index(enabled=False),  # the session indexes its own totals
+            session_id=session.info.id,
+            report_to=None,
+        )
+        self._observer.in_session = True
+        self._runner.observers.append(self._observer)
+        self._runner.observers.append(lambda old, new: self._progress(old, new))
+        self._runner.state_hooks.append(self._observer.state_changed)
+        self._runner.observers.append(self._mark)
+        self._marks: list[TurnMark] = [self._new_mark(input.turns)]
+        """This workflow run's turns (the first: where it started), for forks."""
+        self._runs = input.runs
+        self._runs_this_workflow_run = 0
+        self._used = input.used_tokens
+        self._turns = input.turns
+        self._cost = input.cost_usd
+        self._tickets = input.tickets
+        self._queue: deque[Queued] = deque(input.queue)
+        self._queued_bytes = sum(_size(q) for q in self._queue)
+        self._results: dict[int, SendOutcome] = {r.ticket: r for r in input.results}
+        self._current: Queued | None = None
+        self._current_run: str | None = None
+        self._held = 0
+        self._updates = 0
+        self._closed = False
+        self._ending = False
 
-    def state_changed(self, event: object) -> None:  # StateOwner: runs commit, not the session
-        return None
+    @property
+    def state(self) -> AgentState:
+        return self._runner.state
 
     @workflow.run
     async def run(self, input: SessionInput) -> SessionStatus:
         self._show()
         while True:
             await workflow.wait_condition(
-                lambda: (self._closed or self._continue_as_new_due()) and self._idle()
+                lambda: bool(self._queue) or self._closed or self._continue_as_new_due()
             )
-            self._events.stream.detach_pollers()  # watchers read the rest by query
-            if self._closed:
-                self._show()
-                await workflow.wait_condition(workflow.all_handlers_finished)
-                return self.status()
+            if self._continue_as_new_due() and self._queued_bytes <= QUEUE_BYTES_CARRIED:
+                await self._continue_as_new()
+            if self._queue:
+                item = self._queue.popleft()
+                self._queued_bytes -= _size(item)
+                await self._execute(item)
+                continue
+            self._closed = True
+            self._show()
+            self._events.stream.detach_pollers()
             await workflow.wait_condition(workflow.all_handlers_finished)
-            if not self._idle():
-                continue  # a message arrived while handlers finished
-            workflow.continue_as_new(
-                SessionInput(
-                    agent=self.agent,
-                    session=self.state.session,
-                    options=self._options,
-                    runs=self._runs,
-                    used_tokens=self._used,
-                    turns=self._turns,
-                    cost_usd=self._cost,
-                    stream=self._events.state(),
+            return self.status()
+
+    def _continue_as_new_due(self) -> bool:
+        info = workflow.info()
+        limit = self._options.continue_as_new_after_runs
+        return (
+            info.is_continue_as_new_suggested()
+            or info.get_current_history_length() > HISTORY_EVENTS
+            or info.get_current_history_size() > HISTORY_BYTES
+            or self._updates >= UPDATES_PER_RUN
+            or (limit is not None and self._runs_this_workflow_run >= limit)
+        )
+
+    async def _continue_as_new(self) -> None:
+        """A fresh workflow run: the thread stays here by reference; the input holds
+        the queue, the latest results and events, and the totals."""
+        self._ending = True  # held sends return their ticket; the client polls the new run
+        self._events.stream.detach_pollers()
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        info = workflow.info()
+        session = self.state.session
+        thread = session.thread
+        last_id = thread.messages[-1].id if thread.messages else None
+        base = ThreadBase(
+            workflow_id=info.workflow_id,
+            run_id=info.run_id,
+            version=thread.length,
+            last_id=last_id or (thread.base.last_id if thread.base else None),
+        )
+        carried = thread.model_copy(update={"messages": [], "base": base})
+        results = sorted(self._results.values(), key=lambda r: r.ticket)[-RESULTS_CARRIED:]
+        workflow.continue_as_new(
+            SessionInput(
+                agent=self.agent,
+                session=session.model_copy(update={"thread": carried}),
+                options=self._options,
+                runs=self._runs,
+                session_id=session.info.id,
+                used_tokens=self._used,
+                turns=self._turns,
+                cost_usd=self._cost,
+                stream=self._events.carried(
+                    max_events=EVENTS_CARRIED, max_bytes=EVENT_BYTES_CARRIED
+                ),
+                tickets=self._tickets,
+                queue=list(self._queue),
+                results=results,
+            )
+        )
+
+    async def _execute(self, item: Queued) -> None:
+        runner = self._runner
+        session = self.state.session
+        thread = session.thread
+        mark, view, cursor, state = thread.length, thread.view, thread.cursor, session.state
+        self._runs += 1
+        self._runs_this_workflow_run += 1
+        label = f"{session.info.id}-run-{self._runs}"
+        budget = self._options.token_budget
+        if budget is not None and self._used >= budget:
+            error = BudgetExceededError(self._used, budget, scope="session")
+            self._settle(
+                SendOutcome(
+                    ticket=item.ticket,
+                    state="failed",
+                    error=str(error),
+                    error_type="BudgetExceededError",
                 )
             )
+            return
+        options = self._options.run
+        if budget is not None:
+            options = options.model_copy(update={"token_budget": budget - self._used})
+        runner.reset()
+        runner.options = options
+        runner.agent = self.agent
+        self._observer.run_id = label
+        self._current, self._current_run = item, label
+        self._show()
+        try:
+            result = await runner.run(item.messages)
+        except Exception as e:
+            cause = root_cause(e)
+            text = getattr(cause, "message", None) or str(cause)
+            kind = getattr(cause, "type", None) or type(cause).__name__
+            self._rollback(mark, view, cursor, state)
+            self._finished(label, AgentStatus.FAILED, text)
+            message = f"Run {label} of session {workflow.info().workflow_id} failed: {text}"
+            if kind == "BudgetExceededError" and budget is not None:
+                self._used = budget
+                message = f"The session has spent its token_budget of {budget}. {message}"
+            else:
+                kind = "RunFailed"
+            self._settle(
+                SendOutcome(ticket=item.ticket, state="failed", error=message, error_type=kind)
+            )
+            return
+        finally:
+            self._current, self._current_run = None, None
+            self.state.execution = None
+        self._used += result.usage.total_tokens
+        self._turns += result.turns
+        self._cost += result.usage.cost_usd
+        self.agent = result.agent  # a handoff moves the session to another agent
+        final_at = self._position(result.final_response)
+        self._finished(label, result.status, result.output)
+        self._settle(
+            SendOutcome(
+                ticket=item.ticket,
+                state="done",
+                result=result.model_copy(
+                    update={"final_response": None, "messages": [], "state": {}, "thread": None}
+                ),
+                final_at=final_at,
+            )
+        )
+
+    def _new_mark(self, turn: int, added: Sequence[str] = ()) -> TurnMark:
+        session = self.state.session
+        thread = session.thread
+        last = thread.messages[-1].id if thread.messages else None
+        ids = set(added)
+        fresh = [m for m in thread.messages[-len(ids) :] if m.id in ids] if ids else []
+        answered = {m.tool_call_id for m in fresh if m.role == "tool"}
+        return TurnMark(
+            turn=turn,
+            length=thread.length,
+            last_id=last or (thread.base.last_id if thread.base else None),
+            view=thread.view,
+            cursor=thread.cursor,
+            agent=self._runner.agent,
+            state=session.state,
+            open_calls=[c for m in fresh for c in m.tool_calls if c.id not in answered],
+        )
+
+    def _mark(self, old: ExecutionState | None, new: ExecutionState) -> None:
+        if old is not None and new.step_count > old.step_count:
+            step = new.step_results[-1]
+            self._marks.append(self._new_mark(self._turns + new.step_count, step.message_ids))
+
+    @workflow.query(name=CHECKPOINT_QUERY)
+    def checkpoint(self, request: CheckpointRequest) -> CheckpointAnswer:
+        """The mark after turn ``request.turn`` (or after the turn that added message
+        ``request.message``; neither: the latest), or which earlier run to ask."""
+        thread = self.state.session.thread
+        answer = CheckpointAnswer(
+            thread_id=thread.id,
+            kind=thread.kind,
+            turns=self._marks[-1].turn,
+            options=self._options,
+        )
+        marks = self._marks
+        if request.message is not None:
+            offset = thread.base.version if thread.base else 0
+            where = next(
+                (offset + i for i, m in enumerate(thread.messages) if m.id == request.message),
+                None,
+            )
+            if where is None:
+                return answer.model_copy(update={"earlier": thread.base})
+            found = next((m for m in marks if m.length > where), None)
+            return answer.model_copy(update={"mark": found})
+        if request.turn is None:
+            return answer.model_copy(update={"mark": marks[-1]})
+        if request.turn < marks[0].turn:
+            return answer.model_copy(update={"earlier": thread.base})
+        found = next((m for m in marks if m.turn == request.turn), None)
+        return answer.model_copy(update={"mark": found})
+
+    def _rollback(self, mark: int, view: list | None, cursor: str | None, state: dict) -> None:
+        """A failed run leaves the session as it was: its messages stay in the log
+        (and in history) but leave the agent's view; state and cursor go back."""
+        session = self.state.session
+        thread = session.thread
+        update: dict = {"cursor": cursor}
+        if view is not None:
+            update["view"] = views.without(view, mark, thread.length)
+        else:  # a service-backed thread: the run's messages were never referenced
+            offset = thread.base.version if thread.base else 0
+            update["messages"] = thread.messages[: mark - offset]
+        self.state.session = session.model_copy(
+            update={"thread": thread.model_copy(update=update), "state": state}
+        )
+
+    def _position(self, message: Message | None) -> int | None:
+        if message is None:
+            return None
+        thread = self.state.session.thread
+        offset = thread.base.version if thread.base else 0
+        for index in range(len(thread.messages) - 1, -1, -1):
+            if thread.messages[index].id == message.id:
+                return offset + index
+        return None
+
+    def _settle(self, outcome: SendOutcome) -> None:
+        self._results[outcome.ticket] = outcome
+        while len(self._results) > RESULTS_KEPT:
+            self._results.pop(next(iter(self._results)))
+        self._show()
+
+    def _finished(self, run: str, status: AgentStatus, text: str) -> None:
+        self._events.publish(
+            RunEvent(
+                kind="run_finished",
+                run_id=run,
+                agent=self.agent,
+                text=excerpt(text, 4000),
+                data={"status": status.value},
+            )
+        )
+
+    def _progress(self, old: object, new: object) -> None:
+        if getattr(old, "status", None) != getattr(new, "status", None):
+            self._show()
 
     def _show(self) -> None:
         """Index the session's status and totals, and show them in its details."""
         status = self.status()
-        shown = self._run_status or ("RUNNING" if status.status == "RUNNING" else None)
+        shown = status.run_status or ("RUNNING" if status.status == "RUNNING" else None)
         shown = shown or ("COMPLETED" if status.status == "CLOSED" else "PENDING")
         self._index.update(
             agent=self.agent,
@@ -177,40 +492,35 @@ class AgentSessionWorkflow:
         )
         workflow.set_current_details(session_markdown(status, str(shown)))
 
-    @workflow.signal(name="ratchet.run_progress")
-    def run_progress(self, progress: RunProgress) -> None:
-        """The run in progress started or stopped waiting for someone."""
-        if progress.run_id != self._current:
-            return  # a run that has ended since
-        self._run_status = progress.status
-        self._waiting_for = progress.waiting
-        self._pending = progress.pending
-        self._show()
-
     def _idle(self) -> bool:
-        return self._serving == self._tickets
-
-    def _continue_as_new_due(self) -> bool:
-        if self._thread_bytes > SESSION_THREAD_LIMIT:
-            return False  # too large for one payload: carry on in this run
-        limit = self._options.continue_as_new_after_runs
-        return workflow.info().is_continue_as_new_suggested() or (
-            limit is not None and self._runs_this_workflow_run >= limit
-        )
+        return self._current is None and not self._queue
 
     @workflow.update
-    async def send(self, request: SendRequest) -> RunResult:
-        """Run the agent on ``request.messages`` (after any queued before them)."""
+    async def send(self, request: SendRequest) -> SendOutcome:
+        """Queue ``request.messages``; wait for their run's result if few sends are
+        waiting already, else return the ticket to poll with ``send_result``."""
+        self._updates += 1
         ticket = self._tickets
         self._tickets += 1
+        item = Queued(ticket=ticket, messages=request.messages)
+        self._queue.append(item)
+        self._queued_bytes += _size(item)
         if self._options.steering == "interrupt" and self._current is not None:
-            await self._stop_run(StopRequest(status="INTERRUPTED", reason="a newer message"))
-        await workflow.wait_condition(lambda: self._serving == ticket)
+            self._runner.stop(StopRequest(status="INTERRUPTED", reason="a newer message"))
+        self._show()
+        if self._held >= MAX_HELD or self._ending:
+            return self.send_result(ticket)
+        self._held += 1
         try:
-            return await self._execute(request.messages)
+            await workflow.wait_condition(lambda: ticket in self._results or self._ending)
         finally:
-            self._serving += 1
-            self._show()
+            self._held -= 1
+        outcome = self.send_result(ticket)
+        if outcome.state == "failed":
+            raise ApplicationError(
+                outcome.error or "failed", type=outcome.error_type, non_retryable=True
+            )
+        return outcome
 
     @send.validator
     def _validate_send(self, request: SendRequest) -> None:
@@ -223,150 +533,99 @@ class AgentSessionWorkflow:
             new_messages(request.messages, lambda: "checked")
         except InvalidInputError as e:
             raise ApplicationError(str(e), type="InvalidInputError") from e
-        self._check_budget()
-        if self._options.steering == "reject" and not self._idle():
-            raise ApplicationError(
-                f"Session {workflow.info().workflow_id} is running {self._current}; it rejects "
-                "messages until that run ends (SessionOptions(steering='queue') queues them).",
-                type="SessionBusy",
-            )
-
-    def _check_budget(self) -> None:
         budget = self._options.token_budget
         if budget is not None and self._used >= budget:
             raise ApplicationError(
                 str(BudgetExceededError(self._used, budget, scope="session")),
                 type="BudgetExceededError",
             )
+        if self._options.steering == "reject" and not self._idle():
+            raise ApplicationError(
+                f"Session {workflow.info().workflow_id} is running {self._current_run}; it "
+                "rejects messages until that run ends (SessionOptions(steering='queue') "
+                "queues them).",
+                type="SessionBusy",
+            )
+        if len(self._queue) >= MAX_QUEUED:
+            raise ApplicationError(
+                f"Session {workflow.info().workflow_id} has {len(self._queue)} messages queued, "
+                f"its limit; send again once some have run (status().waiting says how many).",
+                type="SessionBusy",
+            )
 
-    async def _execute(self, messages: list[Message]) -> RunResult:
-        info = workflow.info()
-        session = self.state.session
-        thread = session.thread
-        base = ThreadBase(
-            workflow_id=info.workflow_id,
-            run_id=info.run_id,
-            version=thread.length,
-            last_id=thread.messages[-1].id if thread.messages else None,
-        )
-        child_thread = thread.model_copy(update={"messages": [], "base": base})
-        self._check_budget()  # again: the runs this message queued behind may have spent it
-        options = self._options.run
-        budget = self._options.token_budget
-        if budget is not None:
-            options = options.model_copy(update={"token_budget": budget - self._used})
-        self._runs += 1
-        self._runs_this_workflow_run += 1
-        self._current = f"{session.info.id}-run-{self._runs}"
-        self._stop_request = None
-        try:
-            self._child = await workflow.start_child_workflow(
-                AgentRunWorkflow.run,
-                RunInput(
-                    agent=self.agent,
-                    messages=messages,
-                    session=session.model_copy(update={"thread": child_thread}),
-                    options=options,
-                    report_to=info.workflow_id if self._index.enabled else None,
-                ),
-                id=self._current,
-                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-                static_summary=f"{self.agent} · run {self._runs}",
-                static_details=run_details(
-                    self.agent, messages, session=info.workflow_id, parent=None
-                ),
-            )
-            self._events.publish(
-                RunEvent(
-                    kind="run_started", run_id=self._current, agent=self.agent, text=self.agent
-                )
-            )
-            self._show()
-            if self._stop_request is not None:  # asked for while the run was starting
-                await self._stop_run(self._stop_request)
-            result: RunResult = await self._child
-        except Exception as e:
-            # The run failed: the session keeps what it had and stays usable.
-            cause = _root_cause(e)
-            text = getattr(cause, "message", None) or str(cause)
-            self._finished(AgentStatus.FAILED, text)
-            message = f"Run {self._current} of session {info.workflow_id} failed: {text}"
-            if getattr(cause, "type", None) == "BudgetExceededError" and budget is not None:
-                self._used = budget
-                message = f"The session has spent its token_budget of {budget}. {message}"
-                raise ApplicationError(message, type="BudgetExceededError") from e
-            raise ApplicationError(message, type="RunFailed", non_retryable=True) from e
-        finally:
-            self._current = None
-            self._child = None
-            self._run_status, self._waiting_for, self._pending = None, [], []
-        self._used += result.usage.total_tokens
-        self._turns += result.turns
-        self._cost += result.usage.cost_usd
-        self._finished(result.status, result.output, run_id=result.workflow_id)
-        self.agent = result.agent  # a handoff moves the session to another agent
-        self.state.session = session.model_copy(
-            update={
-                "thread": thread.model_copy(
-                    update={"messages": [*thread.messages, *result.messages]}
-                ),
-                "state": result.state,
-                "info": session.info.touch(workflow.now()),
-            }
-        )
-        self._thread_bytes += sum(approximate_size(m) for m in result.messages)
-        # The messages and state are in the run's result already; the caller gets the rest.
-        return result.model_copy(update={"messages": [], "state": {}})
-
-    def _finished(self, status: AgentStatus, text: str, run_id: str | None = None) -> None:
-        self._events.publish(
-            RunEvent(
-                kind="run_finished",
-                run_id=run_id or self._current or "",
-                agent=self.agent,
-                text=text,
-                data={"status": status.value},
-            )
-        )
+    @workflow.query
+    def send_result(self, ticket: int) -> SendOutcome:
+        """Where the message sent with ``ticket`` is (its result once its run ended)."""
+        if ticket in self._results:
+            return self._results[ticket]
+        if self._current is not None and self._current.ticket == ticket:
+            return SendOutcome(ticket=ticket, state="running")
+        if any(q.ticket == ticket for q in self._queue):
+            return SendOutcome(ticket=ticket, state="queued")
+        return SendOutcome(ticket=ticket, state="unknown")
 
     @workflow.update
-    async def wait_run(self) -> str | None:
-        """Wait until a run is in progress and return its workflow id (``None`` if the
-        session closes or continues as new first)."""
-        await workflow.wait_condition(
-            lambda: self._child is not None or self._closed or self._continue_as_new_due()
-        )
-        return self._current if self._child is not None else None
-
-    @workflow.update
-    async def cancel(self) -> SessionStatus:
+    def cancel(self) -> SessionStatus:
         """Stop the run in progress at its next safe point (its send returns with
         status CANCELLED and the turns it finished); the session stays usable."""
+        self._updates += 1
         if self._current is not None:
-            await self._stop_run(StopRequest(status="CANCELLED", reason="cancelled"))
+            self._runner.stop(StopRequest(status="CANCELLED", reason="cancelled"))
         return self.status()
-
-    async def _stop_run(self, request: StopRequest) -> None:
-        """Ask the run in progress to stop. A run still starting gets it once started;
-        a run that has just ended needs nothing, so a failed signal is only logged."""
-        self._stop_request = request
-        if self._child is None:
-            return
-        try:
-            await self._child.signal(AgentRunWorkflow.stop, request)
-        except Exception as e:  # the child closed between the check and the signal
-            workflow.logger.info("Run %s did not take the stop: %s", self._current, e)
 
     @workflow.update
     async def close(self) -> SessionStatus:
         """Stop taking messages; queued ones still run. The workflow then completes."""
+        self._updates += 1
         self._closed = True
-        await workflow.wait_condition(self._idle)
+        await workflow.wait_condition(lambda: self._idle() or self._ending)
         return self.status()
+
+    @workflow.update
+    def approve(self, request: DecisionRequest) -> Decision:
+        """Approve a pending tool call of the run in progress."""
+        self._updates += 1
+        return self._runner.pending.decide(request, "approve")
+
+    @approve.validator
+    def _validate_approve(self, request: DecisionRequest) -> None:
+        self._check_decision(request)
+        self._runner.pending.validate(request, "approve")
+
+    @workflow.update
+    def reject(self, request: DecisionRequest) -> Decision:
+        """Reject a pending tool call; the model is told, with ``reason``."""
+        self._updates += 1
+        return self._runner.pending.decide(request, "reject")
+
+    @reject.validator
+    def _validate_reject(self, request: DecisionRequest) -> None:
+        self._check_decision(request)
+        self._runner.pending.validate(request, "reject")
+
+    @workflow.update
+    def provide_input(self, request: DecisionRequest) -> Decision:
+        """Answer a question the agent asked."""
+        self._updates += 1
+        return self._runner.pending.decide(request, "answer")
+
+    @provide_input.validator
+    def _validate_provide_input(self, request: DecisionRequest) -> None:
+        self._check_decision(request)
+        self._runner.pending.validate(request, "answer")
+
+    def _check_decision(self, request: DecisionRequest) -> None:
+        if self._current is None:
+            raise ApplicationError(
+                f"Session {workflow.info().workflow_id} has no run in progress, so nothing "
+                f"waits for {request.id}.",
+                type="DecisionError",
+            )
 
     @workflow.query
     def status(self) -> SessionStatus:
         running = not self._idle()
+        execution = self.state.execution
         return SessionStatus(
             agent=self.agent,
             status="CLOSED"
@@ -375,32 +634,38 @@ class AgentSessionWorkflow:
             if running
             else "PENDING",
             runs=self._runs,
-            waiting=max(0, self._tickets - self._serving - 1),
-            current_run=self._current,
+            waiting=len(self._queue),
+            current_run=self._current_run,
             used_tokens=self._used,
             token_budget=self._options.token_budget,
-            run_status=self._run_status,
-            waiting_for=self._waiting_for,
+            run_status=execution.status if execution is not None else None,
+            waiting_for=self._runner.waiting,
             turns=self._turns,
             cost_usd=self._cost,
         )
 
     @workflow.query
     def pending(self) -> list[PendingView]:
-        """What the run in progress waits for (approvals, questions), as it last said."""
-        return self._pending
+        """What the run in progress waits for (approvals, questions)."""
+        return self._runner.pending.view() if self._current is not None else []
 
     @workflow.query
     def session(self) -> AgentState:
-        """Session data (between runs the execution is ``None``: status PENDING)."""
+        """Session data (between runs the execution is ``None``: status PENDING). The
+        thread holds this workflow run's messages; earlier ones are named by its base."""
         return self.state
 
     @workflow.query
     def thread(self) -> ThreadData:
+        """This workflow run's part of the thread (``base`` names the rest)."""
         return self.state.session.thread
 
 
-def _root_cause(error: BaseException) -> BaseException:
+def _size(item: Queued) -> int:
+    return sum(approximate_size(m) for m in item.messages) + 16
+
+
+def root_cause(error: BaseException) -> BaseException:
     while error.__cause__ is not None:
         error = error.__cause__
     return error

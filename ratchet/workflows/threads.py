@@ -43,8 +43,9 @@ class ThreadRegistry:
         # A run continuing a session's thread holds only the messages after its base.
         offset = thread.base.version if thread.base else 0
         if request.start < offset:
-            if thread.view is not None and thread.base is not None:
-                # A session log: the run named by the base holds the earlier messages.
+            if thread.base is not None:
+                # The run named by the base holds the earlier messages (a session's
+                # earlier workflow run, or a fork's source).
                 return ThreadPage(next=request.start, base=thread.base)
             raise ApplicationError(
                 f"Messages before {offset} of thread {request.key!r} are held by workflow "

@@ -1,0 +1,287 @@
+"""SessionHandle: a session seen from outside (client side).
+
+Every call goes to the session's latest workflow run (handles carry no run id),
+so continue-as-new is invisible to callers. A send holds one Update: the session
+answers it with the result when few sends are waiting, else at once with a
+ticket, and the client then polls ``send_result`` (a query: no history). One
+client keeps at most ``UPDATES_IN_FLIGHT`` Updates open per session, well under
+Temporal's 10; past any limit the caller gets a ``RunFailedError``, never a raw
+``ResourceExhausted``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.service import RPCError, RPCStatusCode
+
+from ratchet.activities.state_refs import STATE_QUERY
+from ratchet.activities.thread_log import Holder, fetch_range
+from ratchet.activities.threads import PAGE_BYTES
+from ratchet.agents.compact import CompactModel
+from ratchet.agents.events import RunEvent
+from ratchet.agents.messages import Message, new_id
+from ratchet.agents.pending import Decision, PendingView
+from ratchet.agents.state import AgentState, Span, ThreadData
+from ratchet.agents.state_export import StateExport
+from ratchet.errors import DecisionError, RunFailedError
+
+from .events import session_events
+from .pending import DecisionRequest, Verdict
+from .runner import RunResult, new_messages
+from .session import SESSION_WORKFLOW, SendOutcome, SendRequest, SessionStatus
+
+if TYPE_CHECKING:
+    from .client import AgentClient, RunHandle
+
+UPDATES_IN_FLIGHT = 3
+MIN_POLL = 0.02
+MAX_POLL = 1.0
+BUSY_RETRIES = 5
+
+
+class LogInfo(CompactModel):
+    """Where a session's thread is: its id, length, and the agent's view of it."""
+
+    thread_id: str
+    length: int
+    kind: str = "messages"
+    cursor: str | None = None
+    view: list[Span] | None = None
+
+
+class SessionHandle:
+    """A started session: send messages, read its thread and state, close it."""
+
+    def __init__(
+        self, handle: WorkflowHandle[Any, Any], client: AgentClient, *, current: bool = False
+    ) -> None:
+        # The latest run, always (a handle with a run id would stay on one run).
+        self._handle = client.temporal.get_workflow_handle(handle.id, result_type=SessionStatus)
+        self.first_run_id = handle.first_execution_run_id or handle.result_run_id
+        """The session's first workflow run, when this handle started it."""
+        self._client = client
+        self._current = current
+        """Known to run the current session workflow (not a legacy one)."""
+
+    @property
+    def id(self) -> str:
+        return self._handle.id
+
+    @property
+    def workflow(self) -> WorkflowHandle[Any, Any]:
+        return self._handle
+
+    async def is_current(self) -> bool:
+        """Whether the session runs on the current workflow type (legacy sessions
+        move to it at their next continue-as-new)."""
+        if not self._current:
+            self._current = (await self._handle.describe()).workflow_type == SESSION_WORKFLOW
+        return self._current
+
+    def run(self, number: int) -> RunHandle:
+        """A legacy session's ``number``-th run (from 1): a child workflow. Runs of
+        the current session workflow are in the session's own history."""
+        client = self._client
+        handle = client.temporal.get_workflow_handle(
+            f"{self.id}-run-{number}", result_type=RunResult
+        )
+        from .client import RunHandle
+
+        return RunHandle(handle, client.ui_url, client.temporal.namespace)
+
+    def events(self, *, from_offset: int = 0) -> AsyncIterator[RunEvent]:
+        """The session's live events: each run's start and finish and the run's own
+        events in between (see ``RunHandle.events``). Ends when the session closes."""
+        return session_events(self._client.temporal, self.id, from_offset=from_offset)
+
+    async def send(self, prompt: str | Sequence[Message]) -> RunResult:
+        """Run the agent on ``prompt`` as the session's next execution and wait for it.
+
+        Durable: the session records the message before it runs. Raises
+        ``RunFailedError`` if the session refuses the message or the run fails.
+        """
+        request = SendRequest(messages=new_messages(prompt, new_id))
+        if not await self.is_current():
+            return await self._update("send", request, RunResult)
+        outcome = await self._update("send", request, SendOutcome)
+        delay = MIN_POLL
+        while outcome.state in ("queued", "running"):
+            await asyncio.sleep(delay)
+            delay = min(MAX_POLL, delay * 1.5)
+            outcome = await self._handle.query(
+                "send_result", outcome.ticket, result_type=SendOutcome
+            )
+        return await self._result(outcome)
+
+    async def _result(self, outcome: SendOutcome) -> RunResult:
+        if outcome.state == "failed":
+            raise RunFailedError(self.id, outcome.error or "failed", outcome.error_type or "")
+        if outcome.result is None:
+            raise RunFailedError(
+                self.id,
+                f"Session {self.id} no longer holds the result of message {outcome.ticket} "
+                "(it keeps the latest results only); read the thread instead.",
+                "ResultExpired",
+            )
+        result = outcome.result
+        if outcome.final_at is not None:
+            info = await self._log_info()
+            final, _ = await fetch_range(
+                self._client.temporal,
+                Holder(self.id, None, info.thread_id),
+                outcome.final_at,
+                outcome.final_at + 1,
+                page_bytes=PAGE_BYTES,
+            )
+            result = result.model_copy(update={"final_response": final[0]})
+        return result
+
+    async def _update(self, name: str, arg: Any, result_type: type) -> Any:
+        async with self._client.update_slot(self.id):
+            for attempt in range(BUSY_RETRIES + 1):
+                try:
+                    return await self._handle.execute_update(name, arg, result_type=result_type)
+                except WorkflowUpdateFailedError as e:
+                    from .client import _run_failed
+
+                    raise _run_failed(self.id, e) from e
+                except RPCError as e:
+                    if e.status == RPCStatusCode.NOT_FOUND:
+                        raise RunFailedError(
+                            self.id,
+                            f"Session {self.id} is closed or does not exist ({e.message}).",
+                            "SessionClosed",
+                        ) from e
+                    if e.status != RPCStatusCode.RESOURCE_EXHAUSTED or attempt == BUSY_RETRIES:
+                        if e.status == RPCStatusCode.RESOURCE_EXHAUSTED:
+                            raise RunFailedError(
+                                self.id,
+                                f"Session {self.id} has too many requests in flight from other "
+                                f"clients ({e.message}); send again shortly.",
+                                "SessionBusy",
+                            ) from e
+                        raise
+                    await asyncio.sleep(0.2 * 2**attempt)
+        raise AssertionError("unreachable")
+
+    async def status(self) -> SessionStatus:
+        return await self._handle.query("status", result_type=SessionStatus)
+
+    async def state(self) -> AgentState:
+        """Session data; between runs the execution is ``None`` (status PENDING).
+        For a current session the thread holds only its latest workflow run's
+        messages; ``thread()`` reads them all."""
+        return await self._handle.query("session", result_type=AgentState)
+
+    async def thread(self) -> ThreadData:
+        """The whole thread, paged in (any length): every message the session has
+        had, in order; ``view`` says which of them the agent sees now."""
+        if not await self.is_current():
+            return await self._handle.query("thread", result_type=ThreadData)
+        info = await self._log_info()
+        messages, _ = await fetch_range(
+            self._client.temporal,
+            Holder(self.id, None, info.thread_id),
+            0,
+            info.length,
+            page_bytes=PAGE_BYTES,
+        )
+        return ThreadData(
+            id=info.thread_id, kind=info.kind, cursor=info.cursor, messages=messages, view=info.view
+        )
+
+    async def _log_info(self) -> LogInfo:
+        thread = await self._handle.query("thread", result_type=ThreadData)
+        return LogInfo(
+            thread_id=thread.id,
+            length=thread.length,
+            kind=thread.kind,
+            cursor=thread.cursor,
+            view=thread.view,
+        )
+
+    async def read_state(self) -> StateExport:
+        return await self._handle.query(STATE_QUERY, result_type=StateExport)
+
+    async def export(self) -> dict[str, Any]:
+        """The agent's state as JSON-ready data (``AgentClient.start_session(state=...)``)."""
+        return (await self.read_state()).model_dump(mode="json")
+
+    async def close(self) -> SessionStatus:
+        """Stop taking messages; waits for queued runs, then the session completes."""
+        status = await self._update("close", None, SessionStatus)
+        delay = MIN_POLL
+        while status.status != "CLOSED":  # the session continued as new meanwhile
+            await asyncio.sleep(delay)
+            delay = min(MAX_POLL, delay * 1.5)
+            status = await self.status()
+        return status
+
+    async def cancel(self) -> SessionStatus:
+        """Stop the run in progress at its next safe point; its ``send`` returns with
+        status CANCELLED and the turns it finished. The session stays usable."""
+        return await self._update("cancel", None, SessionStatus)
+
+    async def current_run(self) -> RunHandle | None:
+        """A legacy session's run in progress (a child workflow), if any."""
+        if await self.is_current():
+            return None
+        run = (await self.status()).current_run
+        return self._client.get_run(run) if run else None
+
+    async def pending(self) -> list[PendingView]:
+        """What the run in progress waits for (approvals, questions)."""
+        if await self.is_current():
+            return await self._handle.query("pending", result_type=list[PendingView])
+        run = await self.current_run()
+        return await run.pending() if run else []
+
+    async def wait_for_pending(self) -> list[PendingView]:
+        """Wait for a run of this session to wait for someone; list what for.
+        ``[]`` if the session closes first."""
+        delay = MIN_POLL
+        while True:
+            if await self.is_current():
+                found = await self.pending()
+                if found:
+                    return found
+            else:
+                run = await self.current_run()
+                found = await run.pending() if run else []
+                if found:
+                    return found
+            if (await self.status()).status == "CLOSED":
+                return []
+            await asyncio.sleep(delay)
+            delay = min(MAX_POLL, delay * 1.5)
+
+    async def approve(self, call_id: str, *, by: str | None = None) -> Decision:
+        return await self._decide("approve", DecisionRequest(id=call_id, by=by))
+
+    async def reject(
+        self, call_id: str, reason: str | None = None, *, by: str | None = None
+    ) -> Decision:
+        return await self._decide("reject", DecisionRequest(id=call_id, reason=reason, by=by))
+
+    async def provide_input(
+        self, question_id: str, answer: str, *, by: str | None = None
+    ) -> Decision:
+        return await self._decide("answer", DecisionRequest(id=question_id, answer=answer, by=by))
+
+    async def _decide(self, verdict: Verdict, request: DecisionRequest) -> Decision:
+        if not await self.is_current():
+            run = await self.current_run()
+            if run is None:
+                raise DecisionError(
+                    f"Session {self.id} has no run in progress, so nothing waits for {request.id}."
+                )
+            return await run._decide(verdict, request)
+        name = {"approve": "approve", "reject": "reject", "answer": "provide_input"}[verdict]
+        try:
+            return await self._update(name, request, Decision)
+        except RunFailedError as e:
+            raise DecisionError(e.cause) from e
