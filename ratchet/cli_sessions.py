@@ -201,7 +201,14 @@ async def show(session: SessionHandle, last: int, *, run: int | None = None) -> 
     for item in await session.pending():
         print(f"waiting for {item.action.kind}: {item.action.id} · {item.action.describe()}")
     number = run or status.runs
-    if number:
+    if number and await session.is_current():
+        if run is not None and run != status.runs:
+            print(f"\n(run {run}'s turns are in the session's history; showing the last run)")
+        execution = await session.workflow.query("execution", result_type=ExecutionState | None)
+        if execution is not None and execution.step_results:
+            print(f"\nturns of {session.id}-run-{status.runs} ({execution.status.value}):")
+            print(turns_table(execution))
+    elif number:
         handle = session.run(number)
         execution = (await handle.state()).execution
         if execution is not None and execution.step_results:

@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 
 from ratchet.agents import ScriptedModel
-from ratchet.agents.compaction import Summarize, SummarizingAgent
+from ratchet.agents.compaction import KeepLastTurns, Summarize, SummarizingAgent
 from ratchet.devserver import DevServer
 from ratchet.errors import RunFailedError
 from ratchet.worker import build_worker
@@ -25,7 +25,10 @@ from ratchet.workflows.orchestration import (
     WriterCriticInput,
     WriterCriticLoop,
 )
+from ratchet.workflows.session import SessionInput
+from ratchet.workflows.session_v1 import AgentSessionWorkflowV1
 
+from .history import until
 from .hitl_agents import Blocker, Ledger, payment_agent
 from .state_agents import StepAgent
 from .test_agent_state import plan_agents
@@ -193,12 +196,78 @@ async def record() -> None:
                     client.get_run(f"{waiting.id}-run-1").workflow,
                 ),
             ]
+        # Issue 13: sessions that run their messages in their own workflow.
+        client = await AgentClient.connect(server.address, task_queue="record-13")
+        agents_13 = {
+            "echo": Echo,
+            "pay": payment_agent(Ledger(), [ScriptedModel.call("pay", to="acme", amount=500)]),
+        }
+        async with build_worker(client, agents_13):
+            recorded += await _record_sessions(client)
             for name, handle in recorded:
                 if (HISTORIES / f"{name}.json").exists():
                     continue
                 history = await handle.fetch_history()
                 (HISTORIES / f"{name}.json").write_text(history.to_json())
                 print(f"recorded {name}: {len(history.events)} events")
+
+
+async def _record_sessions(client: AgentClient) -> list[tuple[str, object]]:
+    plain = await client.start_session("echo")
+    for text in ("hello", "again"):
+        await plain.send(text)
+    await plain.close()
+    compacting = await client.start_session(
+        "echo",
+        options=SessionOptions(
+            run=RunOptions(compaction=KeepLastTurns(max_messages=4, turns=1)),
+            continue_as_new_after_runs=3,
+        ),
+    )
+    for text in ("one", "fail", "two", "three", "four"):
+        try:
+            await compacting.send(text)
+        except RunFailedError:
+            pass
+    fast = await client.start_session("echo", options=SessionOptions(run=RunOptions(fast=True)))
+    for text in ("quick", "quicker"):
+        await fast.send(text)
+    waiting = await client.start_session("pay")
+    sent = asyncio.ensure_future(waiting.send("pay acme 500"))
+    pending = await waiting.wait_for_pending()
+    await waiting.approve(pending[0].action.id, by="oncall")
+    await sent
+    legacy_id = f"legacy-{uuid.uuid4().hex[:8]}"
+    legacy = await client.temporal.start_workflow(
+        AgentSessionWorkflowV1.run,
+        SessionInput(
+            agent="echo",
+            session_id=legacy_id,  # replay runs it under another workflow id
+            options=SessionOptions(continue_as_new_after_runs=1),
+        ),
+        id=legacy_id,
+        task_queue=client.task_queue,
+    )
+    moved = client.get_session(legacy.id)
+    await moved.send("old")
+    await until(moved.is_current, bool)
+    await moved.send("new")
+    first = client.temporal.get_workflow_handle
+    return [
+        ("agent_session_two_sends_then_closed", plain.workflow),
+        (
+            "agent_session_compaction_and_failure",
+            first(compacting.id, run_id=compacting.first_run_id),
+        ),
+        ("agent_session_continued_by_reference", compacting.workflow),
+        ("agent_session_fast_mode", fast.workflow),
+        ("agent_session_waiting_for_approval", waiting.workflow),
+        (
+            "legacy_session_moves_to_agent_session",
+            first(legacy.id, run_id=legacy.first_execution_run_id),
+        ),
+        ("agent_session_moved_from_legacy", moved.workflow),
+    ]
 
 
 async def _drain(events) -> None:

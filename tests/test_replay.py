@@ -13,6 +13,7 @@ from temporalio.worker import Replayer
 from ratchet.worker import workflow_runner
 from ratchet.workflows import AgentRunWorkflow, AgentSessionWorkflow, RunInput, RunResult
 from ratchet.workflows.orchestration import FanOut, WriterCriticLoop
+from ratchet.workflows.session_v1 import AgentSessionWorkflowV1
 
 from .user_workflows import ForeignToken, ResearchAndReview, SharedPlan
 
@@ -54,6 +55,13 @@ def test_histories_are_recorded():
         "agent_run_indexed_continued",
         "session_indexed_waiting_for_approval",
         "session_run_reports_progress",
+        "agent_session_two_sends_then_closed",
+        "agent_session_compaction_and_failure",
+        "agent_session_continued_by_reference",
+        "agent_session_fast_mode",
+        "agent_session_waiting_for_approval",
+        "legacy_session_moves_to_agent_session",
+        "agent_session_moved_from_legacy",
     }
 
 
@@ -62,6 +70,7 @@ async def test_recorded_history_replays_without_nondeterminism(path: Path):
     result = await replayer(
         AgentRunWorkflow,
         AgentSessionWorkflow,
+        AgentSessionWorkflowV1,
         ResearchAndReview,
         SharedPlan,
         ForeignToken,

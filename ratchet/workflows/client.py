@@ -49,7 +49,7 @@ from .pending import DecisionRequest, Verdict
 from .presets import RunOptions
 from .runner import RunResult, new_messages, run_details
 from .session import SESSION_WORKFLOW, AgentSessionWorkflow, SessionInput, SessionOptions
-from .session_client import UPDATES_IN_FLIGHT, SessionHandle
+from .session_client import UPDATES_IN_FLIGHT, ResultPoller, SessionHandle
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -207,6 +207,15 @@ class AgentClient:
         self.task_queue = task_queue
         self.ui_url = ui_url
         self._slots: dict[str, asyncio.Semaphore] = {}
+        self._pollers: dict[str, ResultPoller] = {}
+
+    def result_poller(self, session_id: str) -> ResultPoller:
+        """Polls for this client's queued sends to one session, all in one query."""
+        poller = self._pollers.get(session_id)
+        if poller is None:
+            handle = self.temporal.get_workflow_handle(session_id)
+            poller = self._pollers[session_id] = ResultPoller(handle)
+        return poller
 
     def update_slot(self, session_id: str) -> asyncio.Semaphore:
         """Bounds the Updates this client has in flight to one session."""

@@ -235,6 +235,7 @@ class AgentSessionWorkflow:
         self._results: dict[int, SendOutcome] = {r.ticket: r for r in input.results}
         self._current: Queued | None = None
         self._current_run: str | None = None
+        self._last_execution: ExecutionState | None = None
         self._held = 0
         self._updates = 0
         self._closed = False
@@ -361,6 +362,7 @@ class AgentSessionWorkflow:
             return
         finally:
             self._current, self._current_run = None, None
+            self._last_execution = self.state.execution
             self.state.execution = None
         self._used += result.usage.total_tokens
         self._turns += result.turns
@@ -423,13 +425,31 @@ class AgentSessionWorkflow:
             if where is None:
                 return answer.model_copy(update={"earlier": thread.base})
             found = next((m for m in marks if m.length > where), None)
-            return answer.model_copy(update={"mark": found})
+            return answer.model_copy(update={"mark": self._settled(found)})
         if request.turn is None:
-            return answer.model_copy(update={"mark": marks[-1]})
+            return answer.model_copy(update={"mark": self._settled(marks[-1])})
         if request.turn < marks[0].turn:
             return answer.model_copy(update={"earlier": thread.base})
         found = next((m for m in marks if m.turn == request.turn), None)
-        return answer.model_copy(update={"mark": found})
+        return answer.model_copy(update={"mark": self._settled(found)})
+
+    def _settled(self, mark: TurnMark | None) -> TurnMark | None:
+        """The mark with the results settled for its open tool calls (approvals,
+        durable tools), which the log holds right after it, when it has them."""
+        if mark is None or not mark.open_calls:
+            return mark
+        thread = self.state.session.thread
+        offset = thread.base.version if thread.base else 0
+        open_ids = {c.id for c in mark.open_calls}
+        position, last_id = mark.length, mark.last_id
+        while 0 <= position - offset < len(thread.messages):
+            message = thread.messages[position - offset]
+            if message.role != "tool" or message.tool_call_id not in open_ids:
+                break
+            open_ids.discard(message.tool_call_id)
+            position, last_id = position + 1, message.id
+        calls = [c for c in mark.open_calls if c.id in open_ids]
+        return mark.model_copy(update={"length": position, "last_id": last_id, "open_calls": calls})
 
     def _rollback(self, mark: int, view: list | None, cursor: str | None, state: dict) -> None:
         """A failed run leaves the session as it was: its messages stay in the log
@@ -564,6 +584,11 @@ class AgentSessionWorkflow:
             return SendOutcome(ticket=ticket, state="queued")
         return SendOutcome(ticket=ticket, state="unknown")
 
+    @workflow.query
+    def send_results(self, tickets: list[int]) -> list[SendOutcome]:
+        """``send_result`` for many tickets at once (one client polls for all its sends)."""
+        return [self.send_result(t) for t in tickets]
+
     @workflow.update
     def cancel(self) -> SessionStatus:
         """Stop the run in progress at its next safe point (its send returns with
@@ -643,6 +668,11 @@ class AgentSessionWorkflow:
             turns=self._turns,
             cost_usd=self._cost,
         )
+
+    @workflow.query
+    def execution(self) -> ExecutionState | None:
+        """The run in progress, else the last one this workflow run finished."""
+        return self.state.execution or self._last_execution
 
     @workflow.query
     def pending(self) -> list[PendingView]:

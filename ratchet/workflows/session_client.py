@@ -43,6 +43,44 @@ MAX_POLL = 1.0
 BUSY_RETRIES = 5
 
 
+class ResultPoller:
+    """Waits for the results of one client's queued sends to one session with one
+    query at a time (a workflow answers a few queries at once, not hundreds)."""
+
+    def __init__(self, handle: WorkflowHandle[Any, Any]) -> None:
+        self._handle = handle
+        self._waiting: dict[int, asyncio.Future[SendOutcome]] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    async def wait(self, ticket: int) -> SendOutcome:
+        future = asyncio.get_running_loop().create_future()
+        self._waiting[ticket] = future
+        if self._task is None or self._task.done():
+            self._task = asyncio.ensure_future(self._poll())
+        return await future
+
+    async def _poll(self) -> None:
+        delay = MIN_POLL
+        while self._waiting:
+            await asyncio.sleep(delay)
+            try:
+                outcomes = await self._handle.query(
+                    "send_results", sorted(self._waiting), result_type=list[SendOutcome]
+                )
+            except Exception as e:  # every waiting send gets the error
+                for future in self._waiting.values():
+                    if not future.done():
+                        future.set_exception(e)
+                self._waiting.clear()
+                return
+            settled = [o for o in outcomes if o.state not in ("queued", "running")]
+            for outcome in settled:
+                future = self._waiting.pop(outcome.ticket, None)
+                if future is not None and not future.done():
+                    future.set_result(outcome)
+            delay = MIN_POLL if settled else min(MAX_POLL, delay * 1.5)
+
+
 class LogInfo(CompactModel):
     """Where a session's thread is: its id, length, and the agent's view of it."""
 
@@ -108,13 +146,8 @@ class SessionHandle:
         if not await self.is_current():
             return await self._update("send", request, RunResult)
         outcome = await self._update("send", request, SendOutcome)
-        delay = MIN_POLL
-        while outcome.state in ("queued", "running"):
-            await asyncio.sleep(delay)
-            delay = min(MAX_POLL, delay * 1.5)
-            outcome = await self._handle.query(
-                "send_result", outcome.ticket, result_type=SendOutcome
-            )
+        if outcome.state in ("queued", "running"):
+            outcome = await self._client.result_poller(self.id).wait(outcome.ticket)
         return await self._result(outcome)
 
     async def _result(self, outcome: SendOutcome) -> RunResult:

@@ -1,0 +1,287 @@
+"""Sessions at length: history per message byte, continue-as-new inputs, queues, latency.
+
+    .venv/bin/python -m bench.sessions [--sends 1000] [--tiny 1000] [--latency 60]
+
+One session, driven through the public API only, with a scripted agent whose
+messages look real: the user writes ~300 characters, the answer is ~1,500, and
+every third send makes one tool call whose result is ~1,000 characters. No
+watcher, no streaming. At checkpoints it reads every workflow run of the session
+(``DescribeWorkflowExecution``: history bytes and events; the started event: the
+continue-as-new input) and divides their total by the JSON bytes of the thread.
+
+Then: ``--tiny`` one-word sends (bytes and events per send); 150 concurrent
+sends to one session (answered in order; the client keeps at most 3 Updates in
+flight); and the latency from ``send`` until the scripted model is called,
+alternating (ABBA) with a bare workflow that runs one activity per Update.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import time
+from datetime import timedelta
+from pathlib import Path
+
+from temporalio import activity, workflow
+from temporalio.worker import Worker
+
+from ratchet.agents import Agent, Message, Result, RunContext, Thread
+from ratchet.devserver import DevServer
+from ratchet.worker import build_worker
+from ratchet.workflows import AgentClient
+
+RESULTS = Path(__file__).parent / "results"
+USER = "u" * 290
+ANSWER = "a" * 1500
+TOOL = "t" * 1000
+
+
+class Tiny(Agent):
+    async def run(self, messages: list[Message], thread: Thread, context: RunContext) -> Result:
+        return Result(final_response=Message.assistant("ok"))
+
+
+class Realistic(Agent):
+    """Every third send: a tool call and its ~1,000-character result, then the answer."""
+
+    def __init__(self, called: asyncio.Queue | None = None) -> None:
+        self.called = called
+
+    async def run(self, messages: list[Message], thread: Thread, context: RunContext) -> Result:
+        if self.called is not None:
+            self.called.put_nowait(time.perf_counter())
+        await thread.on_new_messages(messages)
+        number = sum(1 for m in thread.messages if m.role == "user")
+        if number % 3 == 0:
+            call = Message.model_validate(
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [{"id": f"c{number}", "name": "lookup", "arguments": "{}"}],
+                }
+            )
+            result = Message.model_validate(
+                {"role": "tool", "content": TOOL, "tool_call_id": f"c{number}", "name": "lookup"}
+            )
+            await thread.on_new_messages([call, result])
+        return Result(final_response=Message.assistant(f"{number} {ANSWER}"))
+
+
+async def session_history(client: AgentClient, session_id: str) -> dict:
+    """Every workflow run of the session: history bytes and events, input sizes."""
+    temporal = client.temporal
+    runs, total_bytes, total_events, inputs, lengths = 0, 0, 0, [], []
+    async for info in temporal.list_workflows(f"WorkflowId = '{session_id}'"):
+        described = await temporal.get_workflow_handle(session_id, run_id=info.run_id).describe()
+        raw = described.raw_description.workflow_execution_info
+        runs += 1
+        total_bytes += raw.history_size_bytes
+        total_events += raw.history_length
+        lengths.append(raw.history_length)
+        handle = temporal.get_workflow_handle(session_id, run_id=info.run_id)
+        async for event in handle.fetch_history_events():
+            attributes = event.workflow_execution_started_event_attributes
+            inputs.append(sum(p.ByteSize() for p in attributes.input.payloads))
+            break
+    return {
+        "workflow_runs": runs,
+        "history_bytes": total_bytes,
+        "history_events": total_events,
+        "largest_run_input_bytes": max(inputs),
+        "largest_run_events": max(lengths),
+    }
+
+
+async def long_session(client: AgentClient, sends: int, checkpoints: list[int]) -> list[dict]:
+    session = await client.start_session("real")
+    rows = []
+    started = time.perf_counter()
+    for i in range(1, sends + 1):
+        await session.send(f"{i} {USER}")
+        if i in checkpoints:
+            thread = await session.thread()
+            message_bytes = sum(len(m.model_dump_json()) for m in thread.messages)
+            history = await session_history(client, session.id)
+            in_order = [int(m.text.split()[0]) for m in thread.messages if m.role == "user"]
+            rows.append(
+                {
+                    "sends": i,
+                    "messages": len(thread.messages),
+                    "in_order": in_order == list(range(1, i + 1)),
+                    "message_bytes": message_bytes,
+                    **history,
+                    "history_per_message_byte": round(history["history_bytes"] / message_bytes, 3),
+                    "fixed_bytes_per_send": round(
+                        (history["history_bytes"] - message_bytes) / i, 1
+                    ),
+                    "events_per_send": round(history["history_events"] / i, 2),
+                    "seconds": round(time.perf_counter() - started, 1),
+                }
+            )
+            print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+async def tiny_session(client: AgentClient, sends: int) -> dict:
+    session = await client.start_session("tiny")
+    for i in range(sends):
+        await session.send(f"hi {i}")
+    thread = await session.thread()
+    message_bytes = sum(len(m.model_dump_json()) for m in thread.messages)
+    history = await session_history(client, session.id)
+    return {
+        "sends": sends,
+        "message_bytes": message_bytes,
+        **history,
+        "bytes_per_send": round(history["history_bytes"] / sends, 1),
+        "fixed_bytes_per_send": round((history["history_bytes"] - message_bytes) / sends, 1),
+        "events_per_send": round(history["history_events"] / sends, 2),
+    }
+
+
+async def concurrent_sends(client: AgentClient, count: int) -> dict:
+    session = await client.start_session("tiny")
+    peak = 0
+    slot = client.update_slot(session.id)
+
+    async def watch() -> None:
+        nonlocal peak
+        while True:
+            peak = max(peak, 3 - slot._value)  # Updates this client holds open
+            await asyncio.sleep(0.005)
+
+    watcher = asyncio.ensure_future(watch())
+    errors: list[str] = []
+
+    async def send(i: int):
+        try:
+            return await session.send(f"n{i}")
+        except Exception as e:  # counted, reported
+            errors.append(f"{type(e).__name__}: {e}")
+
+    started = time.perf_counter()
+    results = await asyncio.gather(*(send(i) for i in range(count)))
+    elapsed = time.perf_counter() - started
+    watcher.cancel()
+    thread = await session.thread()
+    users = [m.text for m in thread.messages if m.role == "user"]
+    return {
+        "sends": count,
+        "answered": sum(r is not None for r in results),
+        "errors": errors[:3],
+        "all_queued_and_answered_once": sorted(users) == sorted(f"n{i}" for i in range(count)),
+        "peak_updates_in_flight_from_client": peak,
+        "seconds": round(elapsed, 2),
+    }
+
+
+@activity.defn(name="bare.step")
+async def bare_step(text: str) -> str:
+    called: asyncio.Queue = bare_step.called  # type: ignore[attr-defined]
+    called.put_nowait(time.perf_counter())
+    return text
+
+
+@workflow.defn(name="BareUpdateWorkflow", sandboxed=False)
+class BareUpdateWorkflow:
+    """The baseline: an Update that runs one activity and returns its result."""
+
+    def __init__(self) -> None:
+        self.done = False
+
+    @workflow.run
+    async def run(self) -> None:
+        await workflow.wait_condition(lambda: self.done)
+
+    @workflow.update
+    async def send(self, text: str) -> str:
+        return await workflow.execute_activity(
+            "bare.step", text, start_to_close_timeout=timedelta(seconds=30)
+        )
+
+    @workflow.signal
+    def close(self) -> None:
+        self.done = True
+
+
+async def latency(client: AgentClient, called: asyncio.Queue, rounds: int) -> dict:
+    session = await client.start_session("timed")
+    bare = await client.temporal.start_workflow(
+        BareUpdateWorkflow.run, id=f"bare-{time.time_ns()}", task_queue="bare"
+    )
+
+    async def ours(i: int) -> float:
+        started = time.perf_counter()
+        task = asyncio.ensure_future(session.send(f"t{i}"))
+        at = await called.get()
+        await task
+        return at - started
+
+    async def theirs(i: int) -> float:
+        started = time.perf_counter()
+        task = asyncio.ensure_future(bare.execute_update(BareUpdateWorkflow.send, f"t{i}"))
+        at = await called.get()
+        await task
+        return at - started
+
+    for i in range(10):  # warm-up, not counted
+        await ours(i)
+        await theirs(i)
+    a, b = [], []
+    for i in range(rounds):
+        first, second = (ours, theirs) if i % 2 == 0 else (theirs, ours)  # ABBA
+        x, y = await first(i), await second(i)
+        (a if first is ours else b).append(x)
+        (b if first is ours else a).append(y)
+    await bare.signal(BareUpdateWorkflow.close)
+    return {
+        "rounds": rounds,
+        "session_send_to_model_ms": round(statistics.median(a) * 1000, 1),
+        "bare_update_to_activity_ms": round(statistics.median(b) * 1000, 1),
+        "ratio": round(statistics.median(a) / statistics.median(b), 2),
+    }
+
+
+async def main(sends: int, tiny: int, rounds: int, concurrent: int) -> dict:
+    checkpoints = sorted({c for c in (100, 1000, 10_000, sends) if c <= sends})
+    called: asyncio.Queue = asyncio.Queue()
+    bare_step.called = called  # type: ignore[attr-defined]
+    with DevServer.start(ui=False) as server:
+        client = await AgentClient.connect(server.address, task_queue="sessions")
+        agents = {"real": Realistic, "tiny": Tiny, "timed": lambda: Realistic(called)}
+        async with (
+            build_worker(client, agents),
+            Worker(
+                client.temporal,
+                task_queue="bare",
+                workflows=[BareUpdateWorkflow],
+                activities=[bare_step],
+            ),
+        ):
+            report = {
+                "latency": await latency(client, called, rounds),
+                "concurrent": await concurrent_sends(client, concurrent),
+                "tiny": await tiny_session(client, tiny),
+                "realistic": await long_session(client, sends, checkpoints),
+            }
+    return report
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sends", type=int, default=1000)
+    parser.add_argument("--tiny", type=int, default=1000)
+    parser.add_argument("--latency", type=int, default=60)
+    parser.add_argument("--concurrent", type=int, default=150)
+    parser.add_argument("--out", default=str(RESULTS / "sessions.json"))
+    args = parser.parse_args()
+    report = asyncio.run(main(args.sends, args.tiny, args.latency, args.concurrent))
+    report["command"] = (
+        f"python -m bench.sessions --sends {args.sends} --tiny {args.tiny} "
+        f"--latency {args.latency} --concurrent {args.concurrent}"
+    )
+    Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report, indent=2))
