@@ -236,8 +236,11 @@ async def latency(client: AgentClient, called: asyncio.Queue, rounds: int) -> di
         x, y = await first(i), await second(i)
         (a if first is ours else b).append(x)
         (b if first is ours else a).append(y)
+    described = await bare.describe()
+    bare_bytes = described.raw_description.workflow_execution_info.history_size_bytes
     await bare.signal(BareUpdateWorkflow.close)
     return {
+        "bare_history_bytes_per_update": round(bare_bytes / (rounds + 10), 1),
         "rounds": rounds,
         "session_send_to_model_ms": round(statistics.median(a) * 1000, 1),
         "bare_update_to_activity_ms": round(statistics.median(b) * 1000, 1),

@@ -69,8 +69,8 @@ class Index:
     """Upserts search attributes whose values changed.
 
     Runs started on code with ``BATCH_PATCH`` send the counters (turns, tokens,
-    cost) only along with a change of status or name, or every ``FLUSH_TURNS``
-    turns: a ten-turn run upserts twice, not once a turn.
+    cost) only along with a change of status or name, or once they are
+    ``FLUSH_TURNS`` turns behind: a ten-turn run upserts twice, not once a turn.
     """
 
     def __init__(self, enabled: bool | None = None) -> None:
@@ -78,6 +78,7 @@ class Index:
         self._batched: bool | None = None
         self._values: dict[str, Any] = {}
         self._dirty: dict[str, Any] = {}
+        self._flushed_turns = 0
 
     @property
     def enabled(self) -> bool:
@@ -87,7 +88,9 @@ class Index:
             self._enabled = workflow.patched(INDEX_PATCH)
         return self._enabled
 
-    def update(self, **values: Any) -> None:
+    def update(self, *, flush: bool = False, **values: Any) -> None:
+        """``flush``: send counters now (a session at rest, whose numbers an operator
+        reads), not with the next change of status."""
         for name, value in values.items():
             if value is None or self._values.get(name) == value:
                 continue
@@ -102,14 +105,16 @@ class Index:
         turns = self._dirty.get("turns")
         if (
             self._batched
+            and not flush
             and self._dirty.keys() <= COUNTERS
-            and not (turns is not None and turns % FLUSH_TURNS == 0)
+            and (turns is None or turns - self._flushed_turns < FLUSH_TURNS)
         ):
             return  # counters only: they go with the next status change
         workflow.upsert_search_attributes(
             [INDEXED[name].value_set(value) for name, value in self._dirty.items()]
         )
         self._dirty.clear()
+        self._flushed_turns = self._values.get("turns", 0)
 
 
 class EventStream:

@@ -11,7 +11,7 @@ import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import NoReturn
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 from temporalio import workflow
 from temporalio.exceptions import (
     ActivityError,
@@ -25,6 +25,7 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.activities.threads import THREAD_NOT_CACHED, ThreadRef
     from ratchet.activities.turn import TURN_ACTIVITY, TurnInput, TurnOutput
     from ratchet.agents import views
+    from ratchet.agents.compact import CompactModel
     from ratchet.agents.compaction import Summarize
     from ratchet.agents.messages import Message, approximate_size
     from ratchet.agents.pending import PendingAction
@@ -57,7 +58,7 @@ THREAD_REF_PATCH = "ratchet.thread-ref"
 """Runs started before threads by reference replay with the thread inline."""
 
 
-class RunResult(BaseModel):
+class RunResult(CompactModel):
     """How a run ended. The thread itself is not in it: ask the run's ``state``."""
 
     workflow_id: str

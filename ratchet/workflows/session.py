@@ -498,14 +498,22 @@ class AgentSessionWorkflow:
             self._show()
 
     def _show(self) -> None:
-        """Index the session's status and totals, and show them in its details."""
+        """Index the session's status and totals, and show them in its details.
+
+        The index says whether the session waits for someone (``AWAITING_*``), is
+        closed (``COMPLETED``) or neither (``PENDING``): a busy session does not flip
+        its attribute on every message; its details say whether a run is in progress.
+        """
         status = self.status()
         shown = status.run_status or ("RUNNING" if status.status == "RUNNING" else None)
         shown = shown or ("COMPLETED" if status.status == "CLOSED" else "PENDING")
+        waiting = status.run_status in (AgentStatus.AWAITING_APPROVAL, AgentStatus.AWAITING_INPUT)
+        indexed = shown if waiting else "COMPLETED" if status.status == "CLOSED" else "PENDING"
         self._index.update(
             agent=self.agent,
             session_id=self.state.session.info.id,
-            status=str(shown),
+            status=str(indexed),
+            flush=self._idle(),  # at rest: counters now; while busy, with the batch
             turns=self._turns,
             tokens=self._used,
             cost_usd=round(self._cost, 6),
