@@ -70,7 +70,7 @@ class Scene:
     completed_run_id: str
     session_id: str
     session_run_id: str
-    session_agent_run_id: str  # the session's run that waits: "<session>-run-1"
+    session_agent_run_id: str  # the label of the session's run that waits: "<session>-run-1"
 
     def page(self, workflow_id: str, run_id: str, tab: str) -> str:
         return f"{self.ui_url}/namespaces/default/workflows/{workflow_id}/{run_id}/{tab}"
@@ -103,18 +103,17 @@ async def scene(ui_server: DevServer) -> AsyncIterator[Scene]:
         approved = False
         try:
             pending = await session.wait_for_pending()
-            waiting = session.run(1)
             # The UI lists what visibility has indexed: wait for it here first.
-            await listed(client.temporal, 'AgentStatus = "AWAITING_APPROVAL"', count=2)
+            await listed(client.temporal, 'AgentStatus = "AWAITING_APPROVAL"')
             await listed(client.temporal, f'WorkflowId = "{run.id}" AND AgentStatus = "COMPLETED"')
-            assert ui_server.ui_url and run.run_id and session.workflow.result_run_id
+            assert ui_server.ui_url and run.run_id and session.first_run_id
             yield Scene(
                 ui_url=ui_server.ui_url,
                 completed_id=run.id,
                 completed_run_id=run.run_id,
                 session_id=session.id,
-                session_run_id=session.workflow.result_run_id,
-                session_agent_run_id=waiting.id,
+                session_run_id=session.first_run_id,
+                session_agent_run_id=f"{session.id}-run-1",
             )
             await session.approve(pending[0].action.id, by="ui-test")
             approved = True
@@ -186,15 +185,16 @@ def row(page, workflow_id: str):
     return page.get_by_role("link", name=workflow_id, exact=True)
 
 
-async def test_the_awaiting_approval_filter_lists_the_waiting_session_and_its_run_only(
+async def test_the_awaiting_approval_filter_lists_the_waiting_session_only(
     scene: Scene, page, capsys
 ):
     await open_list_until(
         page, scene.workflows('AgentStatus="AWAITING_APPROVAL"'), scene.session_id
     )
-    await expect(row(page, scene.session_agent_run_id)).to_be_visible()
-    await expect(page.get_by_role("link", name="AgentSessionWorkflow")).to_have_count(1)
-    await expect(page.get_by_role("link", name="AgentRunWorkflow")).to_have_count(1)
+    # The session's run is inside the session workflow: one row, the session's.
+    await expect(row(page, scene.session_id)).to_be_visible()
+    await expect(page.get_by_role("link", name="AgentSession", exact=True)).to_have_count(1)
+    await expect(page.get_by_role("link", name="AgentRunWorkflow")).to_have_count(0)
     await expect(row(page, scene.completed_id)).to_have_count(0)
     # The UI took the query from the URL: it shows it as the active filter.
     await expect(page.get_by_text('AgentStatus = "AWAITING_APPROVAL"')).to_be_visible()
@@ -203,7 +203,6 @@ async def test_the_awaiting_approval_filter_lists_the_waiting_session_and_its_ru
     # The same list filtered on COMPLETED shows the finished run, and not the session.
     await open_list_until(page, scene.workflows('AgentStatus="COMPLETED"'), scene.completed_id)
     await expect(row(page, scene.session_id)).to_have_count(0)
-    await expect(row(page, scene.session_agent_run_id)).to_have_count(0)
     await screenshot(page, "workflows-completed", capsys)
 
 

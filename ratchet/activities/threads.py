@@ -28,8 +28,8 @@ from ratchet.errors import ThreadResolutionError
 THREAD_QUERY = "ratchet.thread"
 THREAD_NOT_CACHED = "ThreadNotCached"
 """Failure type of a local-activity turn whose worker lacks the thread (fast mode)."""
-PAGE_BYTES = 1024 * 1024
-"""Largest page of messages one query answer carries (well under gRPC limits)."""
+PAGE_BYTES = 384 * 1024
+"""Largest page of messages one query answer carries (under the 512 KiB payload warning)."""
 
 
 class ThreadRef(CompactModel):
@@ -128,8 +128,13 @@ class ThreadCache:
 
     def put(self, key: str, messages: Sequence[Message]) -> None:
         """Remember a version of a thread (usually the previous one plus a turn)."""
+        old = self._entries.get(key)
+        known, total = 0, 0
+        if isinstance(old, tuple) and 0 < len(old[0]) <= len(messages):
+            if old[0][-1] is messages[len(old[0]) - 1]:  # the same prefix: size only the rest
+                known, total = len(old[0]), old[1]
         self._drop(key)
-        total = sum(_size(m) for m in messages)
+        total += sum(_size(m) for m in messages[known:])
         if total > self.max_bytes:
             return  # larger than the whole cache: the next turn pages it in again
         self._entries[key] = (list(messages), total)
