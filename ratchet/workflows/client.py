@@ -18,7 +18,6 @@ from temporalio.client import (
     WorkflowHandle,
     WorkflowUpdateFailedError,
 )
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import (
     DataConverter,
     DefaultFailureConverterWithEncodedAttributes,
@@ -39,6 +38,8 @@ from ratchet.agents.pending import Decision, PendingView
 from ratchet.agents.state import AgentSession, AgentState, ThreadBase, ThreadData
 from ratchet.agents.state_context import StateChanged
 from ratchet.agents.state_export import StateExport
+from ratchet.converter import RatchetPayloadConverter
+from ratchet.converter import data_converter as ratchet_data_converter
 from ratchet.errors import DecisionError, InvalidInputError, RunFailedError
 from ratchet.storage import external_storage
 
@@ -195,9 +196,9 @@ class AgentClient:
         self, client: Client, *, task_queue: str = DEFAULT_TASK_QUEUE, ui_url: str | None = None
     ) -> None:
         converter = client.data_converter
-        if converter.payload_converter_class is not pydantic_data_converter.payload_converter_class:
+        if converter.payload_converter_class is not RatchetPayloadConverter:
             converter = dataclasses.replace(
-                pydantic_data_converter,
+                ratchet_data_converter,
                 external_storage=converter.external_storage,
                 payload_codec=converter.payload_codec,
                 failure_converter_class=converter.failure_converter_class,
@@ -266,7 +267,7 @@ class AgentClient:
 
         if traced := client_interceptors(tracing):
             config["interceptors"] = [*config.get("interceptors", []), *traced]
-        converter = pydantic_data_converter
+        converter = ratchet_data_converter
         if payload_storage is not None:
             converter = dataclasses.replace(
                 converter, external_storage=external_storage(payload_storage)

@@ -1,0 +1,55 @@
+"""Ratchet's data converter: pydantic JSON, with one type-adapter cache per process.
+
+Temporal builds a payload converter for every workflow instance, and the stock
+pydantic converter keeps its own cache of ``TypeAdapter``s (each with compiled
+validators and serializers): every cached workflow rebuilt and kept its own for
+the same few types. This converter writes exactly the same JSON; its adapters
+and serializer are shared by every instance in the process.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from pydantic import TypeAdapter
+from pydantic_core import SchemaSerializer
+from pydantic_core.core_schema import any_schema
+from temporalio.contrib.pydantic import PydanticJSONPlainPayloadConverter
+from temporalio.converter import (
+    CompositePayloadConverter,
+    DataConverter,
+    DefaultPayloadConverter,
+    JSONPlainPayloadConverter,
+)
+
+_ADAPTERS = functools.lru_cache(maxsize=1024)(TypeAdapter)
+_ANY = SchemaSerializer(any_schema())
+
+
+class SharedPydanticJSONConverter(PydanticJSONPlainPayloadConverter):
+    def __init__(self) -> None:
+        self._schema_serializer = _ANY
+        self._to_json_options = None
+        self._type_adapter = _ADAPTERS
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._type_adapter = _ADAPTERS
+
+
+class RatchetPayloadConverter(CompositePayloadConverter):
+    """The stock pydantic payload converter's encodings, sharing one adapter cache."""
+
+    def __init__(self) -> None:
+        shared = SharedPydanticJSONConverter()
+        super().__init__(
+            *(
+                shared if isinstance(c, JSONPlainPayloadConverter) else c
+                for c in DefaultPayloadConverter.default_encoding_payload_converters
+            )
+        )
+
+
+data_converter = DataConverter(payload_converter_class=RatchetPayloadConverter)
+"""What ``AgentClient`` connects with (payloads as ``pydantic_data_converter`` writes them)."""
