@@ -199,6 +199,14 @@ async def test_a_session_streams_each_runs_events_between_its_start_and_finish(
         await session.send("two")
         await session.close()
         seen = await watcher
+        history = await events(session)
+    # The watcher read by query: its polls wrote nothing to the session's history.
+    updates = [
+        e.workflow_execution_update_accepted_event_attributes.accepted_request.input.name
+        for e in history
+        if e.HasField("workflow_execution_update_accepted_event_attributes")
+    ]
+    assert updates == ["send", "send", "close"]
     outline = [(e.kind, e.text) for e in seen if e.kind in ("run_started", "run_finished")]
     assert outline == [
         ("run_started", "chat"),
