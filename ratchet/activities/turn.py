@@ -48,7 +48,7 @@ from ratchet.telemetry import record_turn
 
 from .resources import WorkerResources
 from .state_refs import StateCache, new_write_id, resolve_state
-from .thread_log import Holder, resolve_log
+from .thread_log import HANDOFF, Holder, resolve_log
 from .threads import THREAD_NOT_CACHED, ThreadCache, ThreadRef, resolve_thread
 
 TURN_ACTIVITY = "ratchet.turn"
@@ -101,6 +101,8 @@ class TurnInput(CompactModel):
     (sent inline as ``new_messages`` too when the turn is a local activity)."""
     compaction: CompactionPolicy | None = None
     """Version 3: compact the view first when it is over this budget."""
+    new_last_id: str | None = None
+    """Version 3: id of the last new message (checks a batch handed over in-process)."""
 
 
 class TurnOutput(CompactModel):
@@ -403,8 +405,11 @@ class TurnActivities:
         length = start + input.new_count
         info = activity.info()
         log = self.thread_cache.log(ref.id)
-        if input.new_messages:  # sent inline (a local activity): the log has them too
-            self.thread_cache.log_changed(ref.id, log.put(start, input.new_messages))
+        handed = input.new_messages or HANDOFF.take(ref.id, start, input.new_last_id)
+        if (
+            handed and len(handed) == input.new_count
+        ):  # inline (a local activity), or handed over in this process
+            self.thread_cache.log_changed(ref.id, log.put(start, handed))
         needed = [*views.ranges(view, start), (start, length)]
         if info.is_local:
             if start and not log.confirm(start - 1, ref.last_id):

@@ -22,6 +22,7 @@ from temporalio.exceptions import (
 )
 
 with workflow.unsafe.imports_passed_through():
+    from ratchet.activities.thread_log import HANDOFF
     from ratchet.activities.threads import THREAD_NOT_CACHED, ThreadRef
     from ratchet.activities.turn import TURN_ACTIVITY, TurnInput, TurnOutput
     from ratchet.agents import views
@@ -579,12 +580,18 @@ class AgentRunner:
             self._append(pending)
         ref = ThreadRef(id=thread.id, version=start, last_id=last_id)
         common["new_messages"] = pending if self.options.fast else []
+        new_last_id = None
+        if pending and not self.options.fast and not workflow.unsafe.is_replaying():
+            HANDOFF.offer(thread.id, start, pending)
+        if pending and not self.options.fast:
+            new_last_id = pending[-1].id
         return TurnInput(
             version=3,
             thread_ref=ref,
             view=thread.view,
             new_count=len(pending),
             compaction=self.options.compaction,
+            new_last_id=new_last_id,
             **common,
         )
 
