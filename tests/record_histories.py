@@ -252,8 +252,18 @@ async def _record_sessions(client: AgentClient) -> list[tuple[str, object]]:
     await moved.send("old")
     await until(moved.is_current, bool)
     await moved.send("new")
+    current = await client.start_session("pay")  # one patch marker: ratchet.v2
+    sent = asyncio.ensure_future(current.send("pay acme 500"))
+    pending = await current.wait_for_pending()
+    await current.approve(pending[0].action.id)
+    await sent
+    await current.send("and again")
+    run = await client.start_run("echo", "hello")
+    await run.result()
     first = client.temporal.get_workflow_handle
     return [
+        ("agent_session_current_patches", current.workflow),
+        ("agent_run_current_patches", run.workflow),
         ("agent_session_two_sends_then_closed", plain.workflow),
         (
             "agent_session_compaction_and_failure",

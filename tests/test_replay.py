@@ -62,6 +62,8 @@ def test_histories_are_recorded():
         "agent_session_waiting_for_approval",
         "legacy_session_moves_to_agent_session",
         "agent_session_moved_from_legacy",
+        "agent_session_current_patches",
+        "agent_run_current_patches",
     }
 
 

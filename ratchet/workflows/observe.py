@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.agents.state import AgentStatus, ExecutionState
     from ratchet.agents.state_context import StateChanged
 
+    from .patches import patched
     from .search_attributes import (
         AGENT_COST_USD,
         AGENT_NAME,
@@ -42,7 +43,6 @@ INDEX_PATCH = "ratchet.index"
 BATCH_PATCH = "ratchet.index-batched"
 """Runs and sessions started before batching replay with an upsert per change."""
 FLUSH_TURNS = 10
-COUNTERS = frozenset({"turns", "tokens", "cost_usd"})
 EVENTS_KEPT = 2000
 """Events a workflow keeps for late watchers; older ones are dropped at turn ends."""
 WAITING = (AgentStatus.AWAITING_APPROVAL, AgentStatus.AWAITING_INPUT)
@@ -68,9 +68,9 @@ class RunProgress(BaseModel):
 class Index:
     """Upserts search attributes whose values changed.
 
-    Runs started on code with ``BATCH_PATCH`` send the counters (turns, tokens,
-    cost) only along with a change of status or name, or once they are
-    ``FLUSH_TURNS`` turns behind: a ten-turn run upserts twice, not once a turn.
+    Runs started on code with ``BATCH_PATCH`` send names and counters (turns,
+    tokens, cost) only along with a change of status, or once the counters are
+    ``FLUSH_TURNS`` turns behind: a ten-turn run upserts about twice, not once a turn.
     """
 
     def __init__(self, enabled: bool | None = None) -> None:
@@ -85,7 +85,7 @@ class Index:
         """Asked of the patch on first use (which may be in a handler that runs
         before ``@workflow.run`` starts)."""
         if self._enabled is None:
-            self._enabled = workflow.patched(INDEX_PATCH)
+            self._enabled = patched(INDEX_PATCH)
         return self._enabled
 
     def update(self, *, flush: bool = False, **values: Any) -> None:
@@ -101,15 +101,15 @@ class Index:
         if not self._dirty or not self.enabled:
             return
         if self._batched is None:
-            self._batched = workflow.patched(BATCH_PATCH)
+            self._batched = patched(BATCH_PATCH)
         turns = self._dirty.get("turns")
         if (
             self._batched
             and not flush
-            and self._dirty.keys() <= COUNTERS
+            and "status" not in self._dirty
             and (turns is None or turns - self._flushed_turns < FLUSH_TURNS)
         ):
-            return  # counters only: they go with the next status change
+            return  # names and counters go with the next status change
         workflow.upsert_search_attributes(
             [INDEXED[name].value_set(value) for name, value in self._dirty.items()]
         )

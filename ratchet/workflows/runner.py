@@ -48,6 +48,7 @@ with workflow.unsafe.imports_passed_through():
         ShareTokenError,
     )
 
+    from .patches import patched
     from .pending import PendingWork, StopRequest, failure_text
     from .presets import RunOptions, turn_retry_policy
     from .state import StateHook, state_registry
@@ -188,7 +189,7 @@ class AgentRunner:
             pending = list(messages) if resume else new_messages(messages, _workflow_message_id)
         except InvalidInputError as e:
             raise ApplicationError(str(e), type="InvalidInputError", non_retryable=True) from e
-        self._by_reference = workflow.patched(THREAD_REF_PATCH)
+        self._by_reference = patched(THREAD_REF_PATCH)
         if resume is not None:
             self._set_execution(resume)
         else:
