@@ -7,7 +7,7 @@ from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 
-from ratchet.workflows import AgentClient, RunOptions
+from ratchet.workflows import AgentClient, RunOptions, SessionOptions
 
 from .agents import EventLog
 from .conftest import release
@@ -102,3 +102,33 @@ async def test_two_workers_share_runs_and_losing_one_loses_nothing(
     assert all(count == 1 for count in ends.values())
     b_turns = {r["run"] for r in log.read() if r["kind"] == "tool_end" and r["pid"] == b.pid}
     assert b_turns == {h.id for h in handles}
+
+
+async def test_a_session_resumes_on_another_worker_after_a_kill_mid_send(
+    agent_client: AgentClient, worker_processes, event_log: Path
+):
+    log = EventLog(event_log)
+    first = worker_processes()
+    session = await agent_client.start_session("steps", options=SessionOptions(run=OPTIONS))
+    sent = asyncio.ensure_future(session.send("do three steps"))
+    release(event_log, session.id, 1)
+    await wait_for_event(log, lambda r: r["kind"] == "tool_start" and r["n"] == 2)
+    first.kill()
+
+    second = worker_processes()
+    release(event_log, session.id, 2)
+    release(event_log, session.id, 3)
+    result = await sent
+    thread = await session.thread()
+
+    assert result.output == "all 3 steps done"
+    records = log.read()
+    # Turn 1 finished before the kill and did not run again (turn 2's model call may,
+    # if its checkpoint had not reached the server); the new worker, which had never
+    # seen the session, paged the whole log in (the user's message included).
+    model_calls = Counter(r["turn"] for r in records if r["kind"] == "model")
+    assert model_calls[1] == 1 and model_calls[3] == 1 and model_calls[4] == 1
+    seen = {r["turn"]: r["messages"] for r in records if r["kind"] == "model"}
+    assert seen == {1: 1, 2: 3, 3: 5, 4: 7}
+    assert {r["pid"] for r in records if r["kind"] == "tool_end"} == {first.pid, second.pid}
+    assert [m.role for m in thread.messages] == ["user", *["assistant", "tool"] * 3, "assistant"]
