@@ -200,6 +200,8 @@ class TurnActivities:
         def checkpoint(recorded: dict[str, Any]) -> None:
             # Heartbeat details are one payload: steps are kept in order while they fit
             # the budget; a step left out runs again if the turn is retried.
+            if info.is_local:
+                return  # a local activity (fast mode) has no heartbeats to carry them
             progress.clear()
             used = 0
             for key, value in recorded.items():
@@ -208,8 +210,7 @@ class TurnActivities:
                 if used + sizes[key] <= CHECKPOINT_BUDGET:
                     progress[key] = value
                     used += sizes[key]
-            if not info.is_local:  # local activities (fast mode) have no heartbeats
-                activity.heartbeat(progress)
+            activity.heartbeat(progress)
 
         context = RunContext(
             run_id=input.run_id or info.workflow_id,
