@@ -5,7 +5,8 @@
 Each measurement is a fresh worker process: it starts ``count`` workflows, sends
 each one short message (an Update that runs one activity) and leaves them idle
 in the worker's cache; the growth of the process's resident memory divided by
-``count`` is the cost of one cached idle workflow. The engines alternate
+``count`` is the cost of one cached idle workflow. The bare workflow is sandboxed,
+as workflows are by default. The engines alternate
 bare, ratchet, ratchet, bare (ABBA); the medians are reported.
 """
 
@@ -27,7 +28,8 @@ from ratchet.devserver import DevServer
 from ratchet.worker import build_worker
 from ratchet.workflows import AgentClient
 
-from .sessions import RESULTS, BareUpdateWorkflow, Tiny, bare_step
+from .bare_workflows import BareUpdateWorkflow, bare_step
+from .sessions import RESULTS, Tiny
 
 
 def rss_kb() -> int:
@@ -39,7 +41,6 @@ def rss_kb() -> int:
 
 async def one(address: str, engine: str, count: int) -> float:
     client = await AgentClient.connect(address, task_queue=f"mem-{engine}-{time.time_ns()}")
-    bare_step.called = asyncio.Queue()  # type: ignore[attr-defined]
     if engine == "ratchet":
         worker = build_worker(client, {"tiny": Tiny}, max_cached_workflows=count + 100)
     else:

@@ -22,16 +22,16 @@ import asyncio
 import json
 import statistics
 import time
-from datetime import timedelta
 from pathlib import Path
 
-from temporalio import activity, workflow
 from temporalio.worker import Worker
 
 from ratchet.agents import Agent, Message, Result, RunContext, Thread
 from ratchet.devserver import DevServer
 from ratchet.worker import build_worker
 from ratchet.workflows import AgentClient
+
+from .bare_workflows import CALLED, BareUpdateWorkflow, bare_step
 
 RESULTS = Path(__file__).parent / "results"
 USER = "u" * 290
@@ -178,35 +178,6 @@ async def concurrent_sends(client: AgentClient, count: int) -> dict:
     }
 
 
-@activity.defn(name="bare.step")
-async def bare_step(text: str) -> str:
-    called: asyncio.Queue = bare_step.called  # type: ignore[attr-defined]
-    called.put_nowait(time.perf_counter())
-    return text
-
-
-@workflow.defn(name="BareUpdateWorkflow", sandboxed=False)
-class BareUpdateWorkflow:
-    """The baseline: an Update that runs one activity and returns its result."""
-
-    def __init__(self) -> None:
-        self.done = False
-
-    @workflow.run
-    async def run(self) -> None:
-        await workflow.wait_condition(lambda: self.done)
-
-    @workflow.update
-    async def send(self, text: str) -> str:
-        return await workflow.execute_activity(
-            "bare.step", text, start_to_close_timeout=timedelta(seconds=30)
-        )
-
-    @workflow.signal
-    def close(self) -> None:
-        self.done = True
-
-
 async def latency(client: AgentClient, called: asyncio.Queue, rounds: int) -> dict:
     session = await client.start_session("timed")
     bare = await client.temporal.start_workflow(
@@ -251,7 +222,7 @@ async def latency(client: AgentClient, called: asyncio.Queue, rounds: int) -> di
 async def main(sends: int, tiny: int, rounds: int, concurrent: int) -> dict:
     checkpoints = sorted({c for c in (100, 1000, 10_000, sends) if c <= sends})
     called: asyncio.Queue = asyncio.Queue()
-    bare_step.called = called  # type: ignore[attr-defined]
+    CALLED[:] = [called]
     with DevServer.start(ui=False) as server:
         client = await AgentClient.connect(server.address, task_queue="sessions")
         agents = {"real": Realistic, "tiny": Tiny, "timed": lambda: Realistic(called)}
