@@ -447,16 +447,7 @@ class AgentRunner:
             thread = self.state.session.thread
             if self.options.fast and (thread.base is None or thread.view is not None):
                 return await self._take_local_turn(input, summary)
-            return await workflow.execute_activity(
-                TURN_ACTIVITY,
-                input,
-                result_type=TurnOutput,
-                task_queue=self.options.task_queue,
-                start_to_close_timeout=self.options.turn_timeout,
-                heartbeat_timeout=self.options.heartbeat_timeout,
-                retry_policy=turn_retry_policy(self.options),
-                summary=summary,
-            )
+            return await self._activity(input, summary)
         except (asyncio.CancelledError, ActivityError, ApplicationError) as e:
             if is_cancelled_exception(e) or self.stop_request is not None:
                 self._set_execution(self._execution.with_status(AgentStatus.CANCELLED))
@@ -485,19 +476,22 @@ class AgentRunner:
             assert ref is not None
             if input.version == 3:
                 # A session's log: a regular activity can page in what is not cached.
-                return await workflow.execute_activity(
-                    TURN_ACTIVITY,
-                    input.model_copy(update={"new_messages": []}),
-                    result_type=TurnOutput,
-                    task_queue=self.options.task_queue,
-                    start_to_close_timeout=self.options.turn_timeout,
-                    heartbeat_timeout=self.options.heartbeat_timeout,
-                    retry_policy=turn_retry_policy(self.options),
-                    summary=summary,
-                )
+                return await self._activity(input.model_copy(update={"new_messages": []}), summary)
             thread = self.state.session.thread
             inline = thread.model_copy(update={"messages": thread.messages[: ref.version]})
             return await self._local_activity(input.model_copy(update={"thread": inline}), summary)
+
+    async def _activity(self, input: TurnInput, summary: str) -> TurnOutput:
+        return await workflow.execute_activity(
+            TURN_ACTIVITY,
+            input,
+            result_type=TurnOutput,
+            task_queue=self.options.task_queue,
+            start_to_close_timeout=self.options.turn_timeout,
+            heartbeat_timeout=self.options.heartbeat_timeout,
+            retry_policy=turn_retry_policy(self.options),
+            summary=summary,
+        )
 
     async def _local_activity(self, input: TurnInput, summary: str) -> TurnOutput:
         return await workflow.execute_local_activity(
