@@ -54,7 +54,7 @@ async def test_a_session_compacts_what_the_model_sees_and_forks_on_either_side(
     agent_client: AgentClient,
 ):
     recorder = Recorder()
-    options = SessionOptions(run=RunOptions(compaction=KeepLastTurns(max_messages=6, turns=2)))
+    options = SessionOptions(compaction=KeepLastTurns(max_messages=6, turns=2))
     async with build_worker(agent_client, {"rec": recorder}):
         session = await agent_client.start_session("rec", options=options)
         for i in range(6):

@@ -32,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
 
     from ratchet.agents import views
     from ratchet.agents.compact import CompactModel
+    from ratchet.agents.compaction import CompactionPolicy
     from ratchet.agents.events import RunEvent
     from ratchet.agents.messages import Message, ToolCall, approximate_size
     from ratchet.agents.pending import Decision, PendingView
@@ -91,6 +92,9 @@ class SessionOptions(CompactModel):
     suggests it, or the run's history nears Temporal's limits)."""
     token_budget: int | None = None
     """Most tokens all the session's runs may use together; each run gets what is left."""
+    compaction: CompactionPolicy | None = None
+    """Keeps what the agent sees within budget (overrides ``run.compaction``): it
+    applies before a turn whose view is over budget and changes only the view."""
 
 
 class SendRequest(BaseModel):
@@ -334,6 +338,8 @@ class AgentSessionWorkflow:
             )
             return
         options = self._options.run
+        if self._options.compaction is not None:
+            options = options.model_copy(update={"compaction": self._options.compaction})
         if budget is not None:
             options = options.model_copy(update={"token_budget": budget - self._used})
         runner.reset()
