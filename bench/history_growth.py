@@ -262,7 +262,10 @@ def main() -> None:
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.out}.json").write_text(json.dumps(rows, indent=2) + "\n")
     (RESULTS / f"{args.out}.md").write_text(markdown(rows) + "\n")
-    plot(rows, RESULTS / f"{args.out}.png")
+    try:
+        plot(rows, RESULTS / f"{args.out}.png")
+    except ModuleNotFoundError as e:  # the bench extra brings matplotlib
+        print(f"no plot: {e} (pip install -e '.[bench]')")
 
 
 if __name__ == "__main__":
