@@ -42,3 +42,14 @@ class BareUpdateWorkflow:
     @workflow.signal
     def close(self) -> None:
         self.done = True
+
+
+@workflow.defn(name="BareRunWorkflow")
+class BareRunWorkflow:
+    """A workflow that runs one activity: the baseline for starting a run."""
+
+    @workflow.run
+    async def run(self, text: str) -> str:
+        return await workflow.execute_activity(
+            "bare.step", text, start_to_close_timeout=timedelta(seconds=30)
+        )
