@@ -176,6 +176,8 @@ class AgentRunner:
         self._waiting_rows: list[str] = []
         self.observers: list[Callable[[ExecutionState | None, ExecutionState], None]] = []
         """Called with the old and new execution whenever it changes (status, turns, usage)."""
+        self.details_hook: Callable[[str], None] | None = None
+        """Called with the run's progress (Markdown) instead of setting the details."""
         self.live_events = False
         """Turns send their live events to this workflow's event stream."""
 
@@ -218,7 +220,7 @@ class AgentRunner:
             self._check_budget()
             if output.final_id is not None:
                 self._set_execution(self._execution.with_status(AgentStatus.COMPLETED))
-                workflow.set_current_details(progress_markdown(self.agent, self._execution))
+                self._details(progress_markdown(self.agent, self._execution))
                 return self._result(next(m for m in added if m.id == output.final_id))
             pending, previous = [], added
             if output.pending:
@@ -261,7 +263,7 @@ class AgentRunner:
         if pending and not logged:  # a log holds them once the turn was asked for
             self._append(pending)
         self._set_execution(self._execution.with_status(AgentStatus(self.stop_request.status)))
-        workflow.set_current_details(progress_markdown(self.agent, self._execution))
+        self._details(progress_markdown(self.agent, self._execution))
         return self._result(None)
 
     async def _take_stoppable_turn(self, input: TurnInput, summary: str) -> TurnOutput | None:
@@ -282,7 +284,7 @@ class AgentRunner:
     def set_status(self, status: AgentStatus, *, waiting: Sequence[str] = ()) -> None:
         self._waiting_rows = list(waiting)
         self._set_execution(self._execution.with_status(status))
-        workflow.set_current_details(
+        self._details(
             progress_markdown(self.agent, self._execution, waiting=self._waiting_rows)
         )
 
@@ -614,7 +616,7 @@ class AgentRunner:
         if not self.options.fast or output.final_id is not None or turn % FAST_DETAILS_EVERY == 0:
             # Encoding the details costs a payload per activation; fast mode (a turn in a
             # few milliseconds) refreshes them every few turns instead of every turn.
-            workflow.set_current_details(progress_markdown(self.agent, self._execution))
+            self._details(progress_markdown(self.agent, self._execution))
         return added
 
     def _append(
@@ -676,13 +678,21 @@ class AgentRunner:
             thread=self.state.session.thread,
         )
 
+    def _details(self, text: str) -> None:
+        """Show the run's progress in the workflow's current details (a session
+        shows it under its own)."""
+        if self.details_hook is not None:
+            self.details_hook(text)
+        else:
+            workflow.set_current_details(text)
+
     def _holds_part(self) -> bool:
         """A run of a session's thread held by the session (legacy sessions)."""
         return self.state.session.thread.base is not None and not self.log
 
     def _fail(self, kind: str, message: str) -> NoReturn:
         self._set_execution(self._execution.with_status(AgentStatus.FAILED))
-        workflow.set_current_details(progress_markdown(self.agent, self._execution, error=message))
+        self._details(progress_markdown(self.agent, self._execution, error=message))
         raise ApplicationError(message, type=kind, non_retryable=True)
 
 

@@ -212,6 +212,8 @@ class AgentSessionWorkflow:
             input.agent, session=session, options=input.options.run, log=True
         )
         self._runner.live_events = True
+        self._runner.details_hook = self._run_details
+        self._run_progress = ""
         self._events = EventStream(WorkflowStream(input.stream))
         self._index = Index()
         self._observer = RunObserver(
@@ -347,6 +349,7 @@ class AgentSessionWorkflow:
         runner.agent = self.agent
         self._observer.run_id = label
         self._current, self._current_run = item, label
+        self._run_progress = ""
         self._show()
         try:
             result = await runner.run(item.messages)
@@ -524,7 +527,17 @@ class AgentSessionWorkflow:
             tokens=self._used,
             cost_usd=round(self._cost, 6),
         )
-        workflow.set_current_details(session_markdown(status, str(shown)))
+        if self._current is not None and self._run_progress:
+            # The run's own table says what it waits for.
+            header = session_markdown(status.model_copy(update={"waiting_for": []}), str(shown))
+            workflow.set_current_details(f"{header}\n\n{self._run_progress}")
+        else:
+            workflow.set_current_details(session_markdown(status, str(shown)))
+
+    def _run_details(self, text: str) -> None:
+        """The run in progress's own details (its turns), shown under the session's."""
+        self._run_progress = text
+        self._show()
 
     def _idle(self) -> bool:
         return self._current is None and not self._queue
