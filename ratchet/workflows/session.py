@@ -136,6 +136,16 @@ class TurnMark(CompactModel):
     """Tool calls of the turn whose results were not in the log yet."""
 
 
+class LogInfo(CompactModel):
+    """Where a session's thread is: its id, length, and the agent's view of it."""
+
+    thread_id: str
+    length: int
+    kind: str = "messages"
+    cursor: str | None = None
+    view: list[Span] | None = None
+
+
 class CheckpointRequest(CompactModel):
     turn: int | None = None
     message: str | None = None
@@ -711,6 +721,19 @@ class AgentSessionWorkflow:
         """Session data (between runs the execution is ``None``: status PENDING). The
         thread holds this workflow run's messages; earlier ones are named by its base."""
         return self.state
+
+    @workflow.query
+    def log_info(self) -> LogInfo:
+        """Where the thread is (id, length, view, cursor), without its messages: read
+        them with the ``ratchet.thread`` page query."""
+        thread = self.state.session.thread
+        return LogInfo(
+            thread_id=thread.id,
+            length=thread.length,
+            kind=thread.kind,
+            cursor=thread.cursor,
+            view=thread.view,
+        )
 
     @workflow.query
     def thread(self) -> ThreadData:

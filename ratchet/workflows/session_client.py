@@ -21,18 +21,17 @@ from temporalio.service import RPCError, RPCStatusCode
 from ratchet.activities.state_refs import STATE_QUERY
 from ratchet.activities.thread_log import Holder, fetch_range
 from ratchet.activities.threads import PAGE_BYTES
-from ratchet.agents.compact import CompactModel
 from ratchet.agents.events import RunEvent
 from ratchet.agents.messages import Message, new_id
 from ratchet.agents.pending import Decision, PendingView
-from ratchet.agents.state import AgentState, Span, ThreadData
+from ratchet.agents.state import AgentState, ThreadData
 from ratchet.agents.state_export import StateExport
 from ratchet.errors import DecisionError, RunFailedError
 
 from .events import session_events
 from .pending import DecisionRequest, Verdict
 from .runner import RunResult, new_messages
-from .session import SESSION_WORKFLOW, SendOutcome, SendRequest, SessionStatus
+from .session import SESSION_WORKFLOW, LogInfo, SendOutcome, SendRequest, SessionStatus
 
 if TYPE_CHECKING:
     from .client import AgentClient, RunHandle
@@ -81,16 +80,6 @@ class ResultPoller:
             delay = MIN_POLL if settled else min(MAX_POLL, delay * 1.5)
 
 
-class LogInfo(CompactModel):
-    """Where a session's thread is: its id, length, and the agent's view of it."""
-
-    thread_id: str
-    length: int
-    kind: str = "messages"
-    cursor: str | None = None
-    view: list[Span] | None = None
-
-
 class SessionHandle:
     """A started session: send messages, read its thread and state, close it."""
 
@@ -103,6 +92,7 @@ class SessionHandle:
         """The session's first workflow run, when this handle started it."""
         self._client = client
         self._current = current
+        self._thread_id: str | None = None
         """Known to run the current session workflow (not a legacy one)."""
 
     @property
@@ -162,10 +152,11 @@ class SessionHandle:
             )
         result = outcome.result
         if outcome.final_at is not None:
-            info = await self._log_info()
+            if self._thread_id is None:  # a session's thread keeps its id for ever
+                self._thread_id = (await self._log_info()).thread_id
             final, _ = await fetch_range(
                 self._client.temporal,
-                Holder(self.id, None, info.thread_id),
+                Holder(self.id, None, self._thread_id),
                 outcome.final_at,
                 outcome.final_at + 1,
                 page_bytes=PAGE_BYTES,
@@ -228,14 +219,7 @@ class SessionHandle:
         )
 
     async def _log_info(self) -> LogInfo:
-        thread = await self._handle.query("thread", result_type=ThreadData)
-        return LogInfo(
-            thread_id=thread.id,
-            length=thread.length,
-            kind=thread.kind,
-            cursor=thread.cursor,
-            view=thread.view,
-        )
+        return await self._handle.query("log_info", result_type=LogInfo)
 
     async def read_state(self) -> StateExport:
         return await self._handle.query(STATE_QUERY, result_type=StateExport)
