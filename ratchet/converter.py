@@ -42,13 +42,18 @@ class RatchetPayloadConverter(CompositePayloadConverter):
     """The stock pydantic payload converter's encodings, sharing one adapter cache."""
 
     def __init__(self) -> None:
-        shared = SharedPydanticJSONConverter()
-        super().__init__(
-            *(
-                shared if isinstance(c, JSONPlainPayloadConverter) else c
-                for c in DefaultPayloadConverter.default_encoding_payload_converters
-            )
-        )
+        super().__init__(*_encodings())
+
+
+@functools.cache
+def _encodings() -> tuple:
+    """The encoding converters (stateless), built once: Temporal makes a payload
+    converter for every workflow instance and local activity."""
+    shared = SharedPydanticJSONConverter()
+    return tuple(
+        shared if isinstance(c, JSONPlainPayloadConverter) else c
+        for c in DefaultPayloadConverter.default_encoding_payload_converters
+    )
 
 
 data_converter = DataConverter(payload_converter_class=RatchetPayloadConverter)

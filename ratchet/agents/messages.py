@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 from typing import Any, Literal
@@ -43,15 +44,7 @@ class ToolCall(CompactModel):
 
     def describe(self, limit: int = 60) -> str:
         """``lookup(city="Oslo")``, shortened to ``limit`` characters for summaries."""
-        try:
-            args = ", ".join(
-                f"{k}={json.dumps(v, ensure_ascii=False)}"
-                for k, v in self.parsed_arguments().items()
-            )
-        except ValueError:
-            args = self.arguments
-        text = f"{self.name}({args})"
-        return text if len(text) <= limit else text[: limit - 1] + "…"
+        return _describe(self.name, self.arguments, limit)
 
 
 class Message(CompactModel):
@@ -93,3 +86,17 @@ class Message(CompactModel):
     @property
     def text(self) -> str:
         return self.content or ""
+
+
+@functools.lru_cache(maxsize=1024)
+def _describe(name: str, arguments: str, limit: int) -> str:
+    """A call's one-line description (asked several times per turn: cached)."""
+    try:
+        value = json.loads(arguments or "{}")
+        if not isinstance(value, dict):
+            raise ValueError(value)
+        args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in value.items())
+    except ValueError:
+        args = arguments
+    text = f"{name}({args})"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
