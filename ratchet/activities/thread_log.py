@@ -23,6 +23,11 @@ from ratchet.errors import ThreadResolutionError
 
 from .threads import THREAD_QUERY, CacheStats, ThreadCache, ThreadPage, ThreadPageRequest
 
+
+class LogNotCached(ThreadResolutionError):
+    """A turn that cannot query (a local activity) lacks part of the log."""
+
+
 MAX_CHAIN = 10_000
 """Most workflow runs a page request follows back (a guard against a cycle)."""
 
@@ -126,7 +131,7 @@ async def resolve_log(
         if start >= end:
             continue
         if client is None:
-            raise ThreadResolutionError(f"Thread {holder.thread_id!r} is not cached here.")
+            raise LogNotCached(f"Thread {holder.thread_id!r} is not cached on this worker.")
         messages, before_id = await fetch_range(
             client, holder, start, end, page_bytes=cache.page_bytes, stats=cache.stats
         )

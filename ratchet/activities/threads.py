@@ -191,11 +191,11 @@ class LogEntry:
         self.size = 0
 
     def has(self, start: int, end: int) -> bool:
+        """Whether positions ``start`` to ``end`` are all cached and confirmed."""
+        if any(a < end and start < b for a, b in self.provisional):
+            return False
         messages = self.messages
-        return all(p in messages and not self.is_provisional(p) for p in range(start, end))
-
-    def is_provisional(self, position: int) -> bool:
-        return any(a <= position < b for a, b in self.provisional)
+        return all(p in messages for p in range(start, end))
 
     def confirm(self, position: int, message_id: str | None) -> bool:
         """Check the cached message at ``position`` against the id the workflow gave

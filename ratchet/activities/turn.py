@@ -48,7 +48,7 @@ from ratchet.telemetry import record_turn
 
 from .resources import WorkerResources
 from .state_refs import StateCache, new_write_id, resolve_state
-from .thread_log import HANDOFF, Holder, resolve_log
+from .thread_log import HANDOFF, Holder, LogNotCached, resolve_log
 from .threads import THREAD_NOT_CACHED, ThreadCache, ThreadRef, resolve_thread
 
 TURN_ACTIVITY = "ratchet.turn"
@@ -406,42 +406,33 @@ class TurnActivities:
         length = start + input.new_count
         info = activity.info()
         log = self.thread_cache.log(ref.id)
+        # Inline (a local activity), or handed over by the workflow in this process.
         handed = input.new_messages or HANDOFF.take(ref.id, start, input.new_last_id)
-        if (
-            handed and len(handed) == input.new_count
-        ):  # inline (a local activity), or handed over in this process
+        if handed and len(handed) == input.new_count:
             self.thread_cache.log_changed(ref.id, log.put(start, handed))
-        needed = [*views.ranges(view, start), (start, length)]
-        if info.is_local:
-            if start and not log.confirm(start - 1, ref.last_id):
-                self.thread_cache.drop_log(ref.id)
-                log = self.thread_cache.log(ref.id)
-            if not all(log.has(a, b) for a, b in needed):
-                # The workflow is blocked on this local activity and cannot answer a
-                # query: it takes the turn again as a regular activity.
-                raise ApplicationError(
-                    f"Thread {ref.id} is not cached on this worker.",
-                    type=THREAD_NOT_CACHED,
-                    non_retryable=True,
-                )
-        message_at = await resolve_log(
-            self.thread_cache,
-            None if info.is_local else activity.client(),
-            Holder(info.workflow_id, info.workflow_run_id, ref.id),
-            length=start,
-            last_id=ref.last_id,
-            ranges=needed,
-        )
+        try:
+            message_at = await resolve_log(
+                self.thread_cache,
+                None if info.is_local else activity.client(),
+                Holder(info.workflow_id, info.workflow_run_id, ref.id),
+                length=start,
+                last_id=ref.last_id,
+                ranges=[*views.ranges(view, start), (start, length)],
+            )
+        except LogNotCached as e:
+            # The workflow is blocked on this local activity and cannot answer a
+            # query: it takes the turn again as a regular activity.
+            raise ApplicationError(str(e), type=THREAD_NOT_CACHED, non_retryable=True) from e
         messages, shown = views.render(view, start, message_at)
         new = [message_at(p) for p in range(start, length)]
         compacted = None
         policy = input.compaction
         found = views.compact(policy, messages, shown) if policy is not None else None
         if policy is not None and found is not None:
-            pinned = [views.dropped(message_at(p)) if d else message_at(p) for p, d in found.pinned]
+            pinned = views.materialize(found.pinned, message_at)
             note, usage = await self._summarise(policy, pinned, found.older, context)
-            messages = [views.dropped(message_at(p)) if d else message_at(p) for p, d in found.rest]
-            messages = [*pinned, *([note] if note is not None else []), *messages]
+            rest = views.materialize(found.rest, message_at)
+            messages = [*pinned, *([note] if note is not None else []), *rest]
             compacted = (found.view(start, length if note is not None else None), note, usage)
         return ChatMessageThread(messages, id=ref.id), new, compacted
 

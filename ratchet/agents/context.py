@@ -67,8 +67,7 @@ class RunContext:
         if key in self._recorded:
             return adapter.validate_python(self._recorded[key])
         value = await step()
-        self._recorded[key] = adapter.dump_python(value, mode="json")
-        self.checkpoint(dict(self._recorded))
+        self.record({key: adapter.dump_python(value, mode="json")})
         return value
 
     def record(self, steps: Mapping[str, Any]) -> None:

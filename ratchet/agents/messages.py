@@ -37,10 +37,7 @@ class ToolCall(CompactModel):
 
     def parsed_arguments(self) -> dict[str, Any]:
         """The arguments as a dict; raises ``ValueError`` when the model sent bad JSON."""
-        value = json.loads(self.arguments or "{}")
-        if not isinstance(value, dict):
-            raise ValueError(f"expected a JSON object, got {type(value).__name__}")
-        return value
+        return _json_object(self.arguments)
 
     def describe(self, limit: int = 60) -> str:
         """``lookup(city="Oslo")``, shortened to ``limit`` characters for summaries."""
@@ -92,11 +89,16 @@ class Message(CompactModel):
 def _describe(name: str, arguments: str, limit: int) -> str:
     """A call's one-line description (asked several times per turn: cached)."""
     try:
-        value = json.loads(arguments or "{}")
-        if not isinstance(value, dict):
-            raise ValueError(value)
+        value = _json_object(arguments)
         args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in value.items())
     except ValueError:
         args = arguments
     text = f"{name}({args})"
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _json_object(arguments: str) -> dict[str, Any]:
+    value = json.loads(arguments or "{}")
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a JSON object, got {type(value).__name__}")
+    return value

@@ -148,9 +148,29 @@ class ThreadData(BaseModel):
     failed sends only change the view). ``None``: the agent sees ``messages``."""
 
     @property
+    def offset(self) -> int:
+        """Position of ``messages[0]`` in the whole thread (after its base)."""
+        return self.base.version if self.base else 0
+
+    @property
     def length(self) -> int:
         """How many messages the whole thread holds (with its base)."""
-        return (self.base.version if self.base else 0) + len(self.messages)
+        return self.offset + len(self.messages)
+
+    @property
+    def last_id(self) -> str | None:
+        """Id of the whole thread's last message (its base's when this part is empty)."""
+        if self.messages:
+            return self.messages[-1].id
+        return self.base.last_id if self.base else None
+
+    def continued(self, workflow_id: str, run_id: str | None) -> ThreadData:
+        """This thread as a new workflow run starts with it: no messages, all of
+        them named by reference to the run (``workflow_id``, ``run_id``) holding them."""
+        base = ThreadBase(
+            workflow_id=workflow_id, run_id=run_id, version=self.length, last_id=self.last_id
+        )
+        return self.model_copy(update={"messages": [], "base": base})
 
     def visible(self) -> list[Message]:
         """The messages the agent sees: the view applied to a whole log (as
@@ -159,8 +179,7 @@ class ThreadData(BaseModel):
             return list(self.messages)
         from .views import render  # views builds on this module
 
-        offset = self.base.version if self.base else 0
-        return render(self.view, self.length, lambda p: self.messages[p - offset])[0]
+        return render(self.view, self.length, lambda p: self.messages[p - self.offset])[0]
 
     @property
     def unsent(self) -> list[Message]:

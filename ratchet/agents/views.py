@@ -19,11 +19,10 @@ from .compaction import Compaction, DropToolResults, KeepLastTurns, Summarize, d
 from .messages import Message
 from .state import Span
 
-WHOLE: tuple[Span, ...] = (Span(start=0),)
-
 
 def whole() -> list[Span]:
-    return list(WHOLE)
+    """The view of a whole log."""
+    return [Span(start=0)]
 
 
 def normalize(spans: Iterable[Span]) -> list[Span]:
@@ -72,8 +71,14 @@ def render(
     """The messages the view shows among the first ``upto`` of the log, and their
     positions (with the drop flag)."""
     shown = positions(view, upto)
-    messages = [dropped(message_at(p)) if drop else message_at(p) for p, drop in shown]
-    return messages, shown
+    return materialize(shown, message_at), shown
+
+
+def materialize(
+    shown: Iterable[tuple[int, bool]], message_at: Callable[[int], Message]
+) -> list[Message]:
+    """The messages at these log positions, tool results dropped where flagged."""
+    return [dropped(message_at(p)) if drop else message_at(p) for p, drop in shown]
 
 
 def spans_of(shown: Iterable[tuple[int, bool]]) -> list[Span]:

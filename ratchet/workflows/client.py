@@ -49,7 +49,14 @@ from .fork import Checkpoint, not_run, read_checkpoint, read_mark
 from .pending import DecisionRequest, Verdict
 from .presets import RunOptions
 from .runner import RunResult, new_messages, run_details
-from .session import SESSION_WORKFLOW, AgentSessionWorkflow, SessionInput, SessionOptions
+from .session import (
+    SESSION_WORKFLOW,
+    AgentSessionWorkflow,
+    CheckpointAnswer,
+    SessionInput,
+    SessionOptions,
+    TurnMark,
+)
 from .session_client import UPDATES_IN_FLIGHT, ResultPoller, SessionHandle
 
 if TYPE_CHECKING:
@@ -358,18 +365,15 @@ class AgentClient:
         ``at_message``; neither: after its last turn. A session answers by query
         (its workflow runs keep a mark per turn, and a closed run still answers); a
         single run or a legacy session is read from its Temporal history."""
-        if not await self._is_current_session(source):
+        found = await self._mark(source, at_turn, at_message)
+        if found is None:
             return await read_checkpoint(
                 self.temporal, source, at_turn=at_turn, at_message=at_message
             )
-        answer, run_id = await read_mark(
-            self.temporal, source, at_turn=at_turn, at_message=at_message
-        )
-        mark = answer.mark
-        assert mark is not None
+        answer, mark = found
         log, _ = await fetch_range(
             self.temporal,
-            Holder(source, run_id, answer.thread_id),
+            Holder(source, answer.run_id, answer.thread_id),
             0,
             mark.length,
             page_bytes=PAGE_BYTES,
@@ -385,17 +389,23 @@ class AgentClient:
             options=answer.options,
         )
 
-    async def _is_current_session(self, workflow_id: str) -> bool:
+    async def _mark(
+        self, source: str, at_turn: int | None, at_message: str | None
+    ) -> tuple[CheckpointAnswer, TurnMark] | None:
+        """A current session's mark (see ``checkpoint``); ``None`` for a single run or
+        a legacy session, whose checkpoints are read from history."""
         try:
-            kind = (await self.temporal.get_workflow_handle(workflow_id).describe()).workflow_type
+            kind = (await self.temporal.get_workflow_handle(source).describe()).workflow_type
         except RPCError as e:
             if e.status != RPCStatusCode.NOT_FOUND:
                 raise
             raise InvalidInputError(
-                f"There is no workflow {workflow_id} (or it is past the namespace's "
+                f"There is no workflow {source} (or it is past the namespace's "
                 "retention); fork a session or run by its id."
             ) from e
-        return kind == SESSION_WORKFLOW
+        if kind != SESSION_WORKFLOW:
+            return None
+        return await read_mark(self.temporal, source, at_turn=at_turn, at_message=at_message)
 
     async def fork(
         self,
@@ -411,16 +421,13 @@ class AgentClient:
         source session's. A current session's fork copies no messages: its thread
         names the source's log up to the fork point."""
         session_id = session_id or f"{source}-fork-{uuid.uuid4().hex[:6]}"
-        if await self._is_current_session(source):
-            answer, run_id = await read_mark(
-                self.temporal, source, at_turn=at_turn, at_message=at_message
-            )
-            mark = answer.mark
-            assert mark is not None
+        found = await self._mark(source, at_turn, at_message)
+        if found is not None:
+            answer, mark = found
             options = options or answer.options or SessionOptions()
             base = ThreadBase(
                 workflow_id=source,
-                run_id=run_id,
+                run_id=answer.run_id,
                 version=mark.length,
                 last_id=mark.last_id,
                 thread_id=answer.thread_id,
@@ -435,7 +442,9 @@ class AgentClient:
             )
             agent, turn, state = mark.agent, mark.turn, mark.state
         else:
-            point = await self.checkpoint(source, at_turn=at_turn, at_message=at_message)
+            point = await read_checkpoint(
+                self.temporal, source, at_turn=at_turn, at_message=at_message
+            )
             options = options or point.options or SessionOptions()
             thread = ThreadData(kind=options.run.thread_kind, messages=point.messages)
             agent, turn, state = point.agent, point.turn, point.state
@@ -444,7 +453,7 @@ class AgentClient:
         )
         session = session.model_copy(
             update={
-                "thread": thread.model_copy(update={"id": thread.id}),
+                "thread": thread,
                 "state": state,
                 "metadata": {"forked_from": source, "at_turn": turn},
             }

@@ -33,6 +33,7 @@ from .session import (
     CheckpointRequest,
     SessionInput,
     SessionOptions,
+    TurnMark,
 )
 
 STARTED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED
@@ -73,10 +74,7 @@ async def read_checkpoint(
 ) -> Checkpoint:
     """The checkpoint of ``source`` (a session, or a single run) after turn ``at_turn``,
     or after the turn that added message ``at_message``. Neither: after its last turn."""
-    if at_turn is not None and at_message is not None:
-        raise InvalidInputError("Fork at a turn or at a message, not both.")
-    if at_turn is not None and at_turn < 0:
-        raise InvalidInputError(f"at_turn must be 0 or more, got {at_turn}.")
+    _check_point(at_turn, at_message)
     reader = _HistoryReader(client)
     first = await reader.first_input(source)
     if isinstance(first, SessionInput):
@@ -117,6 +115,13 @@ async def read_checkpoint(
             "session's thread."
         )
     return point
+
+
+def _check_point(at_turn: int | None, at_message: str | None) -> None:
+    if at_turn is not None and at_message is not None:
+        raise InvalidInputError("Fork at a turn or at a message, not both.")
+    if at_turn is not None and at_turn < 0:
+        raise InvalidInputError(f"at_turn must be 0 or more, got {at_turn}.")
 
 
 class _NoSuchWorkflow(InvalidInputError):
@@ -304,14 +309,10 @@ def _is_compaction(turn_input: TurnInput, run_input: RunInput | None) -> bool:
 
 async def read_mark(
     client: Client, source: str, *, at_turn: int | None, at_message: str | None
-) -> tuple[CheckpointAnswer, str | None]:
+) -> tuple[CheckpointAnswer, TurnMark]:
     """A current session's mark after turn ``at_turn`` (or after the turn that added
-    ``at_message``), asked of the workflow runs that hold it, newest first; and the
-    run that answered (its thread, and its bases, hold the messages)."""
-    if at_turn is not None and at_message is not None:
-        raise InvalidInputError("Fork at a turn or at a message, not both.")
-    if at_turn is not None and at_turn < 0:
-        raise InvalidInputError(f"at_turn must be 0 or more, got {at_turn}.")
+    ``at_message``), asked of the workflow runs that hold it, newest first."""
+    _check_point(at_turn, at_message)
     request = CheckpointRequest(turn=at_turn, message=at_message)
     run_id: str | None = None
     total: int | None = None
@@ -320,9 +321,7 @@ async def read_mark(
         answer = await handle.query(CHECKPOINT_QUERY, request, result_type=CheckpointAnswer)
         total = answer.turns if total is None else total
         if answer.mark is not None:
-            if run_id is None:
-                run_id = (await handle.describe()).run_id
-            return answer, run_id
+            return answer, answer.mark
         earlier = answer.earlier
         if earlier is None or earlier.workflow_id != source or earlier.run_id is None:
             break

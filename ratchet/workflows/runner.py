@@ -172,6 +172,8 @@ class AgentRunner:
         """Approvals, questions, durable tools and sub-agents the run waits for."""
         self.stop_request: StopRequest | None = None
         self.carry: list[Message] = []
+        self._logged: list[Message] = []
+        """The new messages the last turn over a session's log appended already."""
         """Results settled for the next turn, which a continue-as-new must carry over."""
         self._waiting_rows: list[str] = []
         self.observers: list[Callable[[ExecutionState | None, ExecutionState], None]] = []
@@ -239,6 +241,7 @@ class AgentRunner:
         """Forget the last execution (a session runs one per message)."""
         self.stop_request = None
         self.carry = []
+        self._logged = []
         self.state_conflicts = []
         self._undelivered = []
         self._waiting_rows = []
@@ -256,11 +259,7 @@ class AgentRunner:
     def _stopped(self, pending: list[Message]) -> RunResult:
         """End a stopped run; messages already settled for the next turn are kept."""
         assert self.stop_request is not None
-        thread = self.state.session.thread
-        logged = thread.view is not None and [m.id for m in thread.messages[-len(pending) :]] == [
-            m.id for m in pending
-        ]
-        if pending and not logged:  # a log holds them once the turn was asked for
+        if pending and pending is not self._logged:  # a log holds them once a turn took them
             self._append(pending)
         self._set_execution(self._execution.with_status(AgentStatus(self.stop_request.status)))
         self._details(progress_markdown(self.agent, self._execution))
@@ -284,9 +283,7 @@ class AgentRunner:
     def set_status(self, status: AgentStatus, *, waiting: Sequence[str] = ()) -> None:
         self._waiting_rows = list(waiting)
         self._set_execution(self._execution.with_status(status))
-        self._details(
-            progress_markdown(self.agent, self._execution, waiting=self._waiting_rows)
-        )
+        self._details(progress_markdown(self.agent, self._execution, waiting=self._waiting_rows))
 
     @property
     def execution_id(self) -> str:
@@ -554,12 +551,11 @@ class AgentRunner:
                 )
             )
         )
-        last_id = thread.messages[-1].id if thread.messages else None
         ref = ThreadRef(
             id=thread.id,
             generation=thread.generation,
             version=thread.length,
-            last_id=last_id or (thread.base.last_id if thread.base else None),
+            last_id=thread.last_id,
             base=thread.base,
         )
         # Version 2 leaves out run_id: the worker reads it from the activity's info.
@@ -570,18 +566,17 @@ class AgentRunner:
         are in history already, in the send that brought them, or in the results
         the workflow settled), and the turn names them by position."""
         start = thread.length
-        last_id = thread.messages[-1].id if thread.messages else None
-        if last_id is None and thread.base is not None:
-            last_id = thread.base.last_id
+        ref = ThreadRef(id=thread.id, version=start, last_id=thread.last_id)
         if pending:
             self._append(pending)
-        ref = ThreadRef(id=thread.id, version=start, last_id=last_id)
+            self._logged = pending
         common["new_messages"] = pending if self.options.fast else []
         new_last_id = None
-        if pending and not self.options.fast and not workflow.unsafe.is_replaying():
-            HANDOFF.offer(thread.id, start, pending)
         if pending and not self.options.fast:
+            # A local activity gets them inline; a turn this process runs, by hand.
             new_last_id = pending[-1].id
+            if not workflow.unsafe.is_replaying():
+                HANDOFF.offer(thread.id, start, pending)
         return TurnInput(
             version=3,
             thread_ref=ref,

@@ -157,6 +157,8 @@ class CheckpointAnswer(CompactModel):
 
     mark: TurnMark | None = None
     earlier: ThreadBase | None = None
+    run_id: str
+    """The workflow run that answered (it, and the runs its thread names, hold the log)."""
     thread_id: str
     kind: str = "messages"
     turns: int = 0
@@ -235,7 +237,7 @@ class AgentSessionWorkflow:
         )
         self._observer.in_session = True
         self._runner.observers.append(self._observer)
-        self._runner.observers.append(lambda old, new: self._progress(old, new))
+        self._runner.observers.append(self._progress)
         self._runner.state_hooks.append(self._observer.state_changed)
         self._runner.observers.append(self._mark)
         self._marks: list[TurnMark] = [self._new_mark(input.turns)]
@@ -300,15 +302,7 @@ class AgentSessionWorkflow:
         await workflow.wait_condition(workflow.all_handlers_finished)
         info = workflow.info()
         session = self.state.session
-        thread = session.thread
-        last_id = thread.messages[-1].id if thread.messages else None
-        base = ThreadBase(
-            workflow_id=info.workflow_id,
-            run_id=info.run_id,
-            version=thread.length,
-            last_id=last_id or (thread.base.last_id if thread.base else None),
-        )
-        carried = thread.model_copy(update={"messages": [], "base": base})
+        carried = session.thread.continued(info.workflow_id, info.run_id)
         results = sorted(self._results.values(), key=lambda r: r.ticket)[-RESULTS_CARRIED:]
         workflow.continue_as_new(
             SessionInput(
@@ -403,14 +397,13 @@ class AgentSessionWorkflow:
     def _new_mark(self, turn: int, added: Sequence[str] = ()) -> TurnMark:
         session = self.state.session
         thread = session.thread
-        last = thread.messages[-1].id if thread.messages else None
         ids = set(added)
         fresh = [m for m in thread.messages[-len(ids) :] if m.id in ids] if ids else []
         answered = {m.tool_call_id for m in fresh if m.role == "tool"}
         return TurnMark(
             turn=turn,
             length=thread.length,
-            last_id=last or (thread.base.last_id if thread.base else None),
+            last_id=thread.last_id,
             view=thread.view,
             cursor=thread.cursor,
             agent=self._runner.agent,
@@ -429,6 +422,7 @@ class AgentSessionWorkflow:
         ``request.message``; neither: the latest), or which earlier run to ask."""
         thread = self.state.session.thread
         answer = CheckpointAnswer(
+            run_id=workflow.info().run_id,
             thread_id=thread.id,
             kind=thread.kind,
             turns=self._marks[-1].turn,
@@ -436,9 +430,12 @@ class AgentSessionWorkflow:
         )
         marks = self._marks
         if request.message is not None:
-            offset = thread.base.version if thread.base else 0
             where = next(
-                (offset + i for i, m in enumerate(thread.messages) if m.id == request.message),
+                (
+                    thread.offset + i
+                    for i, m in enumerate(thread.messages)
+                    if m.id == request.message
+                ),
                 None,
             )
             if where is None:
@@ -458,7 +455,7 @@ class AgentSessionWorkflow:
         if mark is None or not mark.open_calls:
             return mark
         thread = self.state.session.thread
-        offset = thread.base.version if thread.base else 0
+        offset = thread.offset
         open_ids = {c.id for c in mark.open_calls}
         position, last_id = mark.length, mark.last_id
         while 0 <= position - offset < len(thread.messages):
@@ -479,8 +476,7 @@ class AgentSessionWorkflow:
         if view is not None:
             update["view"] = views.without(view, mark, thread.length)
         else:  # a service-backed thread: the run's messages were never referenced
-            offset = thread.base.version if thread.base else 0
-            update["messages"] = thread.messages[: mark - offset]
+            update["messages"] = thread.messages[: mark - thread.offset]
         self.state.session = session.model_copy(
             update={"thread": thread.model_copy(update=update), "state": state}
         )
@@ -489,10 +485,9 @@ class AgentSessionWorkflow:
         if message is None:
             return None
         thread = self.state.session.thread
-        offset = thread.base.version if thread.base else 0
         for index in range(len(thread.messages) - 1, -1, -1):
             if thread.messages[index].id == message.id:
-                return offset + index
+                return thread.offset + index
         return None
 
     def _settle(self, outcome: SendOutcome) -> None:

@@ -154,13 +154,7 @@ class SessionHandle:
         if outcome.final_at is not None:
             if self._thread_id is None:  # a session's thread keeps its id for ever
                 self._thread_id = (await self._log_info()).thread_id
-            final, _ = await fetch_range(
-                self._client.temporal,
-                Holder(self.id, None, self._thread_id),
-                outcome.final_at,
-                outcome.final_at + 1,
-                page_bytes=PAGE_BYTES,
-            )
+            final = await self._messages(self._thread_id, outcome.final_at, outcome.final_at + 1)
             result = result.model_copy(update={"final_response": final[0]})
         return result
 
@@ -207,16 +201,19 @@ class SessionHandle:
         if not await self.is_current():
             return await self._handle.query("thread", result_type=ThreadData)
         info = await self._log_info()
-        messages, _ = await fetch_range(
-            self._client.temporal,
-            Holder(self.id, None, info.thread_id),
-            0,
-            info.length,
-            page_bytes=PAGE_BYTES,
-        )
+        messages = await self._messages(info.thread_id, 0, info.length)
         return ThreadData(
             id=info.thread_id, kind=info.kind, cursor=info.cursor, messages=messages, view=info.view
         )
+
+    async def _messages(self, thread_id: str, start: int, end: int) -> list[Message]:
+        """Messages ``start`` to ``end`` of the session's log, paged in from the
+        workflow runs that hold them."""
+        holder = Holder(self.id, None, thread_id)
+        messages, _ = await fetch_range(
+            self._client.temporal, holder, start, end, page_bytes=PAGE_BYTES
+        )
+        return messages
 
     async def _log_info(self) -> LogInfo:
         return await self._handle.query("log_info", result_type=LogInfo)
@@ -261,20 +258,12 @@ class SessionHandle:
         """Wait for a run of this session to wait for someone; list what for.
         ``[]`` if the session closes first."""
         delay = MIN_POLL
-        while True:
-            if await self.is_current():
-                found = await self.pending()
-                if found:
-                    return found
-            else:
-                run = await self.current_run()
-                found = await run.pending() if run else []
-                if found:
-                    return found
+        while not (found := await self.pending()):
             if (await self.status()).status == "CLOSED":
                 return []
             await asyncio.sleep(delay)
             delay = min(MAX_POLL, delay * 1.5)
+        return found
 
     async def approve(self, call_id: str, *, by: str | None = None) -> Decision:
         return await self._decide("approve", DecisionRequest(id=call_id, by=by))

@@ -22,7 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.agents.events import RunEvent
     from ratchet.agents.messages import Message, approximate_size
     from ratchet.agents.pending import PendingView
-    from ratchet.agents.state import AgentSession, AgentState, AgentStatus, ThreadBase, ThreadData
+    from ratchet.agents.state import AgentSession, AgentState, AgentStatus, ThreadData
     from ratchet.errors import BudgetExceededError, InvalidInputError
 
     from .agent_run import AgentRunWorkflow, RunInput
@@ -132,14 +132,7 @@ class AgentSessionWorkflowV1:
         """The input of the current session workflow: the thread stays here, by
         reference (this run answers the ``ratchet.thread`` query once closed)."""
         info = workflow.info()
-        thread = self.state.session.thread
-        base = ThreadBase(
-            workflow_id=info.workflow_id,
-            run_id=info.run_id,
-            version=thread.length,
-            last_id=thread.messages[-1].id if thread.messages else None,
-        )
-        moved = thread.model_copy(update={"messages": [], "base": base})
+        moved = self.state.session.thread.continued(info.workflow_id, info.run_id)
         return SessionInput(
             agent=self.agent,
             session=self.state.session.model_copy(update={"thread": moved}),
@@ -232,13 +225,7 @@ class AgentSessionWorkflowV1:
         info = workflow.info()
         session = self.state.session
         thread = session.thread
-        base = ThreadBase(
-            workflow_id=info.workflow_id,
-            run_id=info.run_id,
-            version=thread.length,
-            last_id=thread.messages[-1].id if thread.messages else None,
-        )
-        child_thread = thread.model_copy(update={"messages": [], "base": base})
+        child_thread = thread.continued(info.workflow_id, info.run_id)
         self._check_budget()  # again: the runs this message queued behind may have spent it
         options = self._options.run
         budget = self._options.token_budget

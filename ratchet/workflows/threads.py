@@ -41,17 +41,11 @@ class ThreadRegistry:
                 type="ThreadResolutionError",
             )
         # A run continuing a session's thread holds only the messages after its base.
-        offset = thread.base.version if thread.base else 0
-        if request.start < offset:
-            if thread.base is not None:
-                # The run named by the base holds the earlier messages (a session's
-                # earlier workflow run, or a fork's source).
-                return ThreadPage(next=request.start, base=thread.base)
-            raise ApplicationError(
-                f"Messages before {offset} of thread {request.key!r} are held by workflow "
-                f"{thread.base.workflow_id if thread.base else ''!r}.",
-                type="ThreadResolutionError",
-            )
+        offset = thread.offset
+        if thread.base is not None and request.start < offset:
+            # The run named by the base holds the earlier messages (a session's earlier
+            # workflow run, a legacy session's session workflow, or a fork's source).
+            return ThreadPage(next=request.start, base=thread.base)
         end = min(request.end, thread.length)
         messages, size = [], 0
         for message in thread.messages[request.start - offset : end - offset]:
