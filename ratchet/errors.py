@@ -107,6 +107,12 @@ class RunError(RatchetError):
     """A run could not finish."""
 
 
+class StaleAttemptError(RunError):
+    """This attempt of a turn is no longer current: the server timed it out (its worker
+    missed heartbeats) or the run ended, and another attempt takes the turn. Raised
+    before a step or a side effect, so the stale attempt stops without doing it."""
+
+
 class ThreadResolutionError(RunError):
     """A worker could not obtain the thread version a turn refers to."""
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import time
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -89,4 +91,71 @@ def steps_agent(steps: int = 3) -> Agent:
     )
 
 
-AGENTS = {"steps": steps_agent}
+class TimedModel(ModelClient):
+    """A model that takes ``latency`` seconds (from the run's plan, the first user
+    message as JSON) and, like a real one, returns fresh call ids every time. Logs
+    ``model_start`` and ``model_end``. With ``hold`` in the plan, attempt 1 waits for
+    the release file ``<run>-model`` before answering on turn 1."""
+
+    def __init__(self, inner: ModelClient, log: EventLog, release_dir: Path | None) -> None:
+        self.inner = inner
+        self.log = log
+        self.release_dir = release_dir
+
+    async def create(
+        self, messages: Sequence[Message], tools: Sequence[Tool], context: RunContext
+    ) -> ModelResponse:
+        plan = json.loads(messages[0].text)
+        fields = {"run": context.run_id, "turn": context.turn, "attempt": context.attempt}
+        self.log.write("model_start", **fields)
+        try:
+            await asyncio.sleep(plan.get("latency", 0))
+            held = plan.get("hold") and context.turn == context.attempt == 1
+            if held and self.release_dir is not None:
+                gate = self.release_dir / f"{context.run_id}-model"
+                while not gate.exists():  # noqa: ASYNC110 - written by the test process
+                    await asyncio.sleep(0.02)
+        except asyncio.CancelledError:
+            self.log.write("model_cancelled", **fields)
+            raise
+        response = await self.inner.create(messages, tools, context)
+        calls = [
+            c.model_copy(update={"id": f"call_{uuid.uuid4().hex[:12]}"})
+            for c in response.message.tool_calls
+        ]
+        response.message.tool_calls = calls
+        self.log.write("model_end", **fields)
+        return response
+
+
+def crash_agent() -> Agent:
+    """One model call, then ``work``, which SIGKILLs its own worker ``kill_after``
+    seconds in (once per run, when ``kill_after`` is set in the plan); then answers."""
+    log = EventLog(os.environ.get("RATCHET_TEST_LOG"))
+    release = os.environ.get("RATCHET_TEST_RELEASE_DIR")
+    release_dir = Path(release) if release else None
+
+    def script(messages: Sequence[Message], context: RunContext) -> str | Message:
+        if any(m.role == "tool" for m in messages):
+            return "worked"
+        plan = json.loads(messages[0].text)
+        return ScriptedModel.call("work", kill_after=plan.get("kill_after"))
+
+    @tool
+    async def work(kill_after: float | None, context: RunContext) -> str:
+        """Work; maybe crash the worker partway."""
+        fields = {"run": context.run_id, "attempt": context.attempt, "call": context.call_id}
+        log.write("tool_start", key=context.idempotency_key(), **fields)
+        marker = release_dir / f"{context.run_id}-killed" if release_dir else None
+        if kill_after is not None and marker is not None and not marker.exists():
+            marker.touch()
+            await asyncio.sleep(kill_after)
+            log.write("kill", **fields)
+            os.kill(os.getpid(), signal.SIGKILL)
+        log.write("tool_end", **fields)
+        return "done"
+
+    return ToolCallingAgent(TimedModel(ScriptedModel(script), log, release_dir), [work])
+
+
+AGENTS = {"steps": steps_agent, "crash": crash_agent}

@@ -69,7 +69,7 @@ def release_dir(event_log: Path) -> Path:
     return path
 
 
-def release(event_log: Path, run_id: str, n: int) -> None:
+def release(event_log: Path, run_id: str, n: int | str) -> None:
     (release_dir(event_log) / f"{run_id}-{n}").touch()
 
 

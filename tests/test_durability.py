@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import signal
 from collections import Counter
 from datetime import timedelta
 from pathlib import Path
+
+from temporalio.api.enums.v1 import EventType, TimeoutType
 
 from ratchet.workflows import AgentClient, RunOptions, SessionOptions
 
 from .agents import EventLog
 from .conftest import release
-from .history import attempts
+from .history import attempts, events, of_type
 
 HEARTBEAT = timedelta(seconds=3)
-STICKY = timedelta(seconds=3)
-"""build_worker's sticky timeout: how long a query waits for a dead worker's workflow."""
 OPTIONS = RunOptions(
     heartbeat_timeout=HEARTBEAT,
     initial_retry_interval=timedelta(milliseconds=100),
@@ -61,16 +64,18 @@ async def test_killed_worker_resumes_without_rerunning_completed_turns(
     seen = {r["turn"]: r["messages"] for r in records if r["kind"] == "model"}
     assert seen == {1: 1, 2: 3, 3: 5, 4: 7}
     assert tool_ends == {1: 1, 2: 1, 3: 1}
-    # The interrupted turn 2 ran again on the new worker once the heartbeat timed out;
-    # paging the thread in from the workflow waited for the workflow to leave the dead
-    # worker's sticky queue.
+    # The interrupted turn 2 ran again on the new worker once its heartbeat timed out.
     retry = next(
         r for r in records if r["kind"] == "tool_start" and r["n"] == 2 and r["pid"] == second.pid
     )
-    assert retry["attempt"] == 2
-    assert retry["time"] - killed_at < (HEARTBEAT + STICKY).total_seconds() + 3.0
+    assert retry["attempt"] == 2 and retry["time"] > killed_at
     assert {r["pid"] for r in records if r["kind"] == "tool_end"} == {first.pid, second.pid}
     assert await attempts(handle) == [1, 2, 1, 1]
+    started = of_type(await events(handle), EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED)
+    retried = started[1].activity_task_started_event_attributes
+    assert (
+        retried.last_failure.timeout_failure_info.timeout_type == TimeoutType.TIMEOUT_TYPE_HEARTBEAT
+    )
 
 
 async def test_two_workers_share_runs_and_losing_one_loses_nothing(
@@ -132,3 +137,74 @@ async def test_a_session_resumes_on_another_worker_after_a_kill_mid_send(
     assert seen == {1: 1, 2: 3, 3: 5, 4: 7}
     assert {r["pid"] for r in records if r["kind"] == "tool_end"} == {first.pid, second.pid}
     assert [m.role for m in thread.messages] == ["user", *["assistant", "tool"] * 3, "assistant"]
+
+
+async def test_a_finished_model_call_is_not_made_again_after_a_kill_right_after_it(
+    agent_client: AgentClient, worker_processes, event_log: Path
+):
+    # Default options. The model takes 3 s; its worker is SIGKILLed 0.5, 1 and 2 s into
+    # the tool call that follows (the SDK's own heartbeat, throttled to 0.8 of the
+    # heartbeat timeout, would not have carried the model's reply to the server yet).
+    log = EventLog(event_log)
+    workers = [worker_processes(), worker_processes()]
+    runs = []
+    for kill_after in (0.5, 1.0, 2.0):
+        plan = json.dumps({"latency": 3, "kill_after": kill_after})
+        handle = await agent_client.start_run("crash", plan)
+        assert (await handle.result()).output == "worked"
+        runs.append(handle.id)
+        workers = [w for w in workers if w.process.poll() is None]
+        assert len(workers) == 1  # the one that ran the first attempt killed itself
+        workers.append(worker_processes())
+
+    records = log.read()
+    for run in runs:
+        mine = [r for r in records if r.get("run") == run]
+        assert [r["kind"] for r in mine if r["kind"].startswith("model")] == [
+            "model_start",
+            "model_end",
+            "model_start",  # turn 2's
+            "model_end",
+        ]
+        starts = [r for r in mine if r["kind"] == "tool_start"]
+        kill = next(r for r in mine if r["kind"] == "kill")
+        # The retried tool call is the same call: same call id, same idempotency key.
+        assert [r["attempt"] for r in starts] == [1, 2]
+        assert starts[0]["key"] == starts[1]["key"] and starts[0]["call"] == starts[1]["call"]
+        assert starts[1]["pid"] != kill["pid"]
+
+
+async def test_a_stale_attempt_starts_no_tool_after_another_attempt_finished_its_turn(
+    agent_client: AgentClient, worker_processes, event_log: Path, task_queue: str
+):
+    log = EventLog(event_log)
+    # Workflows on one worker, turns on another task queue: the worker that stalls
+    # holds no workflow task and, with one turn slot taken, polls for no other turn.
+    turns = f"{task_queue}-turns"
+    worker_processes()
+    stalled = worker_processes("--task-queue", turns, "--max-concurrent-turns", "1")
+    options = RunOptions(task_queue=turns, initial_retry_interval=timedelta(milliseconds=100))
+    handle = await agent_client.start_run("crash", json.dumps({"hold": True}), options=options)
+    await wait_for_event(log, lambda r: r["kind"] == "model_start" and r["attempt"] == 1)
+    # Frozen mid-model-call: it misses its heartbeats, the server gives the turn to
+    # another worker, which finishes the run.
+    os.kill(stalled.pid, signal.SIGSTOP)
+    try:
+        worker_processes("--task-queue", turns)
+        assert (await handle.result()).output == "worked"
+    finally:
+        os.kill(stalled.pid, signal.SIGCONT)
+    release(event_log, handle.id, "model")  # the stale attempt's model call returns now
+
+    # It stops at its check before the tool call (StaleAttemptError), or, if the SDK's
+    # own heartbeat hears first that the attempt is gone, it is cancelled.
+    async with asyncio.timeout(60):
+        while not (  # noqa: ASYNC110 - output pumped by a thread, a file another process writes
+            any("no longer knows this attempt" in line for line in stalled.output)
+            or any(r["kind"] == "model_cancelled" for r in log.read())
+        ):
+            await asyncio.sleep(0.05)
+    starts = [r for r in log.read() if r["kind"] == "tool_start"]
+    assert [r["attempt"] for r in starts] == [2]
+    assert all(r["pid"] != stalled.pid for r in starts)
+    assert stalled.process.poll() is None  # the worker lives on

@@ -21,7 +21,14 @@ from ratchet.agents.messages import Message, approximate_size
 from ratchet.agents.state import ThreadBase
 from ratchet.errors import ThreadResolutionError
 
-from .threads import THREAD_QUERY, CacheStats, ThreadCache, ThreadPage, ThreadPageRequest
+from .threads import (
+    THREAD_QUERY,
+    CacheStats,
+    ThreadCache,
+    ThreadPage,
+    ThreadPageRequest,
+    unstick,
+)
 
 
 class LogNotCached(ThreadResolutionError):
@@ -120,6 +127,7 @@ async def resolve_log(
         cache.drop_log(holder.thread_id)  # it held another message there: start over
         log = cache.log(holder.thread_id)
     missing = [(a, b) for a, b in ranges if not log.has(a, b)]
+    unstuck = False
     if missing:
         cache.stats.misses += 1
     else:
@@ -132,6 +140,9 @@ async def resolve_log(
             continue
         if client is None:
             raise LogNotCached(f"Thread {holder.thread_id!r} is not cached on this worker.")
+        if not unstuck:
+            await unstick(client, holder.workflow_id, holder.run_id)
+            unstuck = True
         messages, before_id = await fetch_range(
             client, holder, start, end, page_bytes=cache.page_bytes, stats=cache.stats
         )

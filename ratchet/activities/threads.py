@@ -11,14 +11,18 @@ history once: in the activity input or result of the turn that added it.
 
 from __future__ import annotations
 
+import contextlib
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pydantic import BaseModel
 from temporalio import activity
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.workflowservice.v1 import ResetStickyTaskQueueRequest
 from temporalio.client import Client, WorkflowQueryFailedError
 from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError
 
 from ratchet.agents.compact import CompactModel
 from ratchet.agents.messages import Message, approximate_size
@@ -236,6 +240,28 @@ def _size(message: Message) -> int:
     return approximate_size(message)
 
 
+async def unstick(client: Client, workflow_id: str | None, run_id: str | None) -> None:
+    """Before a retried turn queries its own workflow for the thread: the worker of
+    the attempt before may have died, and with it the workflow's sticky queue, where
+    a query waits for the sticky timeout before going elsewhere. Resetting stickiness
+    sends the query to the task queue, where any live worker answers at once; the
+    cost is one full replay on the workflow's next task. Only on attempts after the
+    first, only for the turn's own workflow."""
+    if not activity.in_activity():
+        return
+    info = activity.info()
+    if info.attempt < 2 or info.is_local or workflow_id not in (None, info.workflow_id):
+        return
+    request = ResetStickyTaskQueueRequest(
+        namespace=client.namespace,
+        execution=WorkflowExecution(
+            workflow_id=info.workflow_id, run_id=run_id or info.workflow_run_id
+        ),
+    )
+    with contextlib.suppress(RPCError):  # a closed run has no stickiness to reset
+        await client.workflow_service.reset_sticky_task_queue(request)
+
+
 async def fetch_thread(
     client: Client,
     ref: ThreadRef,
@@ -298,6 +324,7 @@ async def resolve_thread(cache: ThreadCache, ref: ThreadRef) -> list[Message]:
             non_retryable=True,
         )
     client = activity.client()
+    await unstick(client, ref.workflow_id, ref.run_id)
     prefix: list[Message] = []
     base = ref.base_ref()
     if base is not None:

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import Field
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError
 
 from ratchet.activities.events import DEFAULT_BATCH_INTERVAL, TurnEvents
 from ratchet.agents import views
@@ -41,11 +42,13 @@ from ratchet.errors import (
     IncompatibleThreadError,
     ModelError,
     PayloadTooLargeError,
+    StaleAttemptError,
     ThreadResolutionError,
     UsageError,
 )
 from ratchet.telemetry import record_turn
 
+from .heartbeats import Heartbeats, TurnCancelled
 from .resources import WorkerResources
 from .state_refs import StateCache, new_write_id, resolve_state
 from .thread_log import HANDOFF, Holder, LogNotCached, resolve_log
@@ -53,7 +56,6 @@ from .threads import THREAD_NOT_CACHED, ThreadCache, ThreadRef, resolve_thread
 
 TURN_ACTIVITY = "ratchet.turn"
 TOOL_ACTIVITY = "ratchet.tool"
-DEFAULT_HEARTBEAT_INTERVAL = 2.0
 PAYLOAD_LIMIT = 2 * 1024 * 1024
 CHECKPOINT_BUDGET = 512 * 1024
 """Most bytes of finished steps a turn keeps in its heartbeat details."""
@@ -183,6 +185,18 @@ class TurnActivities:
     async def run_turn(self, input: TurnInput) -> TurnOutput:
         try:
             return await self._run_turn(input)
+        except StaleAttemptError as e:
+            # The server has given the turn to another attempt and would refuse this
+            # one's result: end without reporting one.
+            activity.logger.warning(str(e))
+            activity.raise_complete_async()
+        except TurnCancelled:
+            handle = activity.client().get_async_activity_handle(
+                task_token=activity.info().task_token
+            )
+            with contextlib.suppress(RPCError):
+                await handle.report_cancellation()
+            activity.raise_complete_async()
         except (UsageError, ThreadResolutionError) as e:
             raise ApplicationError(str(e), type=type(e).__name__, non_retryable=True) from e
         except ModelError as e:
@@ -196,12 +210,20 @@ class TurnActivities:
         agent = self.agent(input.agent)
         progress: dict[str, Any] = _earlier_progress(info.heartbeat_details)
         sizes: dict[str, int] = {}
+        beats = None
+        if not info.is_local:  # a local activity (fast mode) has no heartbeats
+            beats = Heartbeats(
+                activity.client().get_async_activity_handle(task_token=info.task_token),
+                info.heartbeat_timeout,
+                lambda: progress,
+                describe=f"Turn {input.turn} (attempt {info.attempt}) of agent {input.agent!r}",
+            )
 
         def checkpoint(recorded: dict[str, Any]) -> None:
             # Heartbeat details are one payload: steps are kept in order while they fit
             # the budget; a step left out runs again if the turn is retried.
-            if info.is_local:
-                return  # a local activity (fast mode) has no heartbeats to carry them
+            if beats is None:
+                return
             progress.clear()
             used = 0
             for key, value in recorded.items():
@@ -210,7 +232,7 @@ class TurnActivities:
                 if used + sizes[key] <= CHECKPOINT_BUDGET:
                     progress[key] = value
                     used += sizes[key]
-            activity.heartbeat(progress)
+            beats.changed()
 
         context = RunContext(
             run_id=input.run_id or info.workflow_id,
@@ -222,6 +244,9 @@ class TurnActivities:
             checkpoint=checkpoint,
             resources=self.resources,
         )
+        if beats is not None:
+            context.acknowledge_hook = beats.write
+            context.confirm_hook = beats.confirm
         thread: Thread = ChatMessageThread(id=self._thread_id(input))
         before = 0
         new_messages = list(input.new_messages)
@@ -263,7 +288,7 @@ class TurnActivities:
                     batch_interval=self.event_batch_interval,
                 )
                 context.event_sink = (await stack.enter_async_context(events)).emit
-            result = await self._heartbeat_while(turn(), info, progress)
+            result = await _alive_while(turn(), beats)
 
         if not isinstance(result, Result):
             raise UsageError(
@@ -317,24 +342,6 @@ class TurnActivities:
             self.thread_cache.put(input.thread_ref.key, [*thread.messages[:before], *added])
         record_turn(input.agent, output.usage)
         return output
-
-    @staticmethod
-    async def _heartbeat_while(
-        work: Coroutine[Any, Any, Any], info: activity.Info, progress: dict[str, Any]
-    ) -> Any:
-        """Heartbeat while the agent works, so a dead worker is noticed within the
-        heartbeat timeout and cancellation reaches the turn."""
-        interval = _heartbeat_interval(info.heartbeat_timeout)
-        task = asyncio.create_task(work)
-        try:
-            while not task.done():
-                await asyncio.wait({task}, timeout=interval)
-                if not task.done() and not info.is_local:
-                    activity.heartbeat(progress)
-        finally:
-            if not task.done():
-                task.cancel()
-        return task.result()
 
     @activity.defn(name=TOOL_ACTIVITY)
     async def run_tool(self, input: ToolInput) -> Message:
@@ -458,6 +465,8 @@ class TurnActivities:
                 k[len(prefix) :]: v for k, v in context.completed.items() if k.startswith(prefix)
             },
             checkpoint=lambda steps: context.record({prefix + k: v for k, v in steps.items()}),
+            acknowledge_hook=context.acknowledge_hook,
+            confirm_hook=context.confirm_hook,
             resources=self.resources,
         )
         result = await self.agent(policy.agent).run([], ChatMessageThread([*pinned, *older]), sub)
@@ -530,7 +539,19 @@ def _earlier_progress(details: Any) -> dict[str, Any]:
     return {}
 
 
-def _heartbeat_interval(timeout: timedelta | None) -> float:
-    if not timeout:
-        return DEFAULT_HEARTBEAT_INTERVAL
-    return max(0.2, min(DEFAULT_HEARTBEAT_INTERVAL, timeout.total_seconds() / 3))
+async def _alive_while(work: Coroutine[Any, Any, Any], beats: Heartbeats | None) -> Any:
+    """Run the agent's work while heartbeating, so a dead worker is noticed within
+    the heartbeat timeout and a cancelled or stale attempt stops."""
+    if beats is None:
+        return await work
+    task = asyncio.create_task(work)
+    alive = asyncio.create_task(beats.keep_alive())
+    try:
+        await asyncio.wait({task, alive}, return_when=asyncio.FIRST_COMPLETED)
+        if alive.done():
+            alive.result()  # StaleAttemptError or TurnCancelled
+        return task.result()
+    finally:
+        for t in (task, alive):
+            t.cancel()
+        await asyncio.gather(task, alive, return_exceptions=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -23,14 +24,23 @@ async def _no_events(event: Any) -> None:
     return None
 
 
+async def _nothing_to_wait_for(*args: Any) -> None:
+    return None
+
+
 @dataclass
 class RunContext:
     """The context of one agent turn.
 
     Within a turn an agent can make its expensive steps skip-on-retry with
-    :meth:`once`: the first attempt records each finished step (the engine
-    heartbeats it to Temporal), and a retried attempt of the same turn gets the
-    recorded value back instead of doing the step again.
+    :meth:`once`: the first attempt records each finished step and ``once`` returns
+    when Temporal has acknowledged it (in a heartbeat), so a retried attempt of the
+    same turn gets the recorded value back instead of doing the step again, however
+    soon after the step the worker died. Before each step ``once`` also checks that
+    this attempt is still the current one (see :meth:`check_current`).
+
+    Fast mode (local activities) has no heartbeats: there steps are not recorded
+    across attempts and the checks pass.
     """
 
     run_id: str = "local"
@@ -43,6 +53,13 @@ class RunContext:
     completed: Mapping[str, Any] = field(default_factory=dict)
     """Steps earlier attempts of this turn finished, by key (raw JSON values)."""
     checkpoint: Callable[[dict[str, Any]], None] = _no_checkpoint
+    """Engine hook: takes every recorded step after each new one."""
+    acknowledge_hook: Callable[[], Awaitable[None]] = _nothing_to_wait_for
+    """Engine hook: returns once the steps handed to ``checkpoint`` are durable."""
+    confirm_hook: Callable[[str], Awaitable[None]] = _nothing_to_wait_for
+    """Engine hook: returns if this attempt is current, else raises StaleAttemptError."""
+    call_id: str | None = None
+    """In a tool: the id of the call being run (see :meth:`idempotency_key`)."""
     thread: Any = None
     """The turn's ``Thread`` (models continuing a service-backed thread read its cursor)."""
     event_sink: Callable[[Any], Awaitable[None]] = _no_events
@@ -57,18 +74,57 @@ class RunContext:
     def __post_init__(self) -> None:
         self._recorded = dict(self.completed)
 
-    def idempotency_key(self, call_id: str) -> str:
-        """A key for a tool call's side effect, the same on every attempt of this turn."""
+    def idempotency_key(self, call_id: str | None = None) -> str:
+        """A key for a tool call's side effect (to pass to a payment API, say).
+
+        It is the same on every attempt of this turn whenever the model's reply was
+        checkpointed (a model call made again returns new call ids). In a tool,
+        ``call_id`` defaults to the call being run."""
+        call_id = call_id or self.call_id
+        if not call_id:
+            raise ValueError(
+                "idempotency_key() needs a call id: call it from a tool that takes a "
+                "RunContext parameter, or pass the ToolCall's id."
+            )
         return f"{self.run_id}/{self.execution_id}/turn-{self.turn}/{call_id}"
 
-    async def once(self, key: str, step: Callable[[], Awaitable[T]], result_type: type[T]) -> T:
-        """Run ``step`` unless an earlier attempt of this turn already finished it."""
+    def for_call(self, call_id: str) -> RunContext:
+        """This context as the tool running call ``call_id`` sees it (same steps,
+        state and hooks)."""
+        context = copy.copy(self)
+        context.call_id = call_id
+        return context
+
+    async def once(
+        self,
+        key: str,
+        step: Callable[[], Awaitable[T]],
+        result_type: type[T],
+        *,
+        wait: bool = True,
+    ) -> T:
+        """Run ``step`` unless an earlier attempt of this turn already finished it.
+
+        Returns once the server holds the step's result. ``wait=False`` returns
+        without waiting, for a step that may be the turn's last (the turn's result
+        records it): the check before the next step writes it first.
+        """
         adapter: TypeAdapter[T] = type_adapter(result_type)
         if key in self._recorded:
             return adapter.validate_python(self._recorded[key])
+        await self.confirm_hook(f"step {key!r}")
         value = await step()
         self.record({key: adapter.dump_python(value, mode="json")})
+        if wait:
+            await self.acknowledge_hook()
         return value
+
+    async def check_current(self) -> None:
+        """Raise ``StaleAttemptError`` if this attempt is no longer the current one
+        (the server timed it out and retried the turn elsewhere); call it before a
+        side effect that does not go through :meth:`once`. Steps recorded so far are
+        written first."""
+        await self.confirm_hook("a side effect")
 
     def record(self, steps: Mapping[str, Any]) -> None:
         """Record finished steps (raw JSON values, by key) as ``once`` does; the

@@ -52,10 +52,13 @@ class ToolCallingAgent(Agent):
         prompt = list(thread.messages)
         if self.instructions:
             prompt.insert(0, Message.system(self.instructions))
+        # Not waited for: if the reply is final, the turn's result records it; if it
+        # asks for tools, the check before the first tool writes it.
         response = await context.once(
             "model",
             lambda: self.model.create(prompt, list(self.tools.values()), context),
             ModelResponse,
+            wait=False,
         )
         reply = response.message
         if response.cursor is not None:

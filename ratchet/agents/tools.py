@@ -127,7 +127,7 @@ class Tool:
             )
         kwargs = {name: getattr(args, name) for name in type(args).model_fields}
         if self.context_param:
-            kwargs[self.context_param] = context
+            kwargs[self.context_param] = context.for_call(call.id)
         try:
             if inspect.iscoroutinefunction(self.fn):
                 value = await self.fn(**kwargs)

@@ -17,8 +17,10 @@ class RunOptions(CompactModel):
     max_turns: int = 25
     turn_timeout: timedelta = timedelta(minutes=10)
     """Start-to-close timeout of one turn attempt (a model call and its tools)."""
-    heartbeat_timeout: timedelta = timedelta(seconds=10)
-    """A turn whose worker stops heartbeating for this long is retried elsewhere."""
+    heartbeat_timeout: timedelta = timedelta(seconds=3)
+    """A turn whose worker stops heartbeating for this long is retried elsewhere. A
+    turn heartbeats every 0.4 of it when nothing else has (one RPC per 1.2 s at the
+    default), and each step ``context.once`` records is acknowledged by the server."""
     max_attempts: int = 10
     """Attempts per turn before the run fails (0 means unlimited)."""
     initial_retry_interval: timedelta = timedelta(seconds=1)

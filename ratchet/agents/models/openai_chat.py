@@ -91,6 +91,8 @@ class OpenAIChatModel(ModelClient):
             for c in (reply.tool_calls or [])
             if getattr(c, "function", None) is not None
         ]
+        if not reply.content and not calls:
+            raise empty_reply(completion.model)
         counts = completion.usage
         usage = one_request(counts.prompt_tokens, counts.completion_tokens) if counts else None
         return ModelResponse(
@@ -123,13 +125,23 @@ class OpenAIChatModel(ModelClient):
                         call["name"] += part.function.name or ""
                         call["arguments"] += part.function.arguments or ""
         if not text and not calls:
-            raise ModelError("The model's stream ended without text or tool calls.", True)
+            raise empty_reply(model)
         tool_calls = [
             ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"] or "{}")
             for _, c in sorted(calls.items())
         ]
         message = Message.assistant("".join(text) or None, tool_calls)
         return ModelResponse(message=message, usage=usage, model=model)
+
+
+def empty_reply(model: str | None) -> ModelError:
+    """A reply with neither text nor tool calls: nothing to answer with or act on.
+    Retryable: another sample usually has one; the run fails after max_attempts."""
+    return ModelError(
+        f"The model{f' {model!r}' if model else ''} replied with neither text nor tool "
+        "calls; the turn is retried (the run fails after RunOptions.max_attempts).",
+        retryable=True,
+    )
 
 
 def one_request(input_tokens: int | None = 0, output_tokens: int | None = 0) -> Usage:
