@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import TypeAdapter
 from pydantic_core import SchemaSerializer
 from pydantic_core.core_schema import any_schema
+from temporalio.api.common.v1 import Payload
 from temporalio.contrib.pydantic import PydanticJSONPlainPayloadConverter
 from temporalio.converter import (
     CompositePayloadConverter,
@@ -22,6 +23,8 @@ from temporalio.converter import (
     DefaultPayloadConverter,
     JSONPlainPayloadConverter,
 )
+
+from ratchet.agents.compact import decoding
 
 _ADAPTERS = functools.lru_cache(maxsize=1024)(TypeAdapter)
 _ANY = SchemaSerializer(any_schema())
@@ -36,6 +39,10 @@ class SharedPydanticJSONConverter(PydanticJSONPlainPayloadConverter):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._type_adapter = _ADAPTERS
+
+    def from_payload(self, payload: Payload, type_hint: type | None = None) -> Any:
+        with decoding():  # a recorded value: options are checked by the workflow
+            return super().from_payload(payload, type_hint)
 
 
 class RatchetPayloadConverter(CompositePayloadConverter):

@@ -4,24 +4,41 @@ One base, two branches: mistakes by the developer using Ratchet, which a code or
 configuration change fixes, and failures of a run, which happen at run time::
 
     RatchetError
-    ├── UsageError              fix the code or configuration that called Ratchet
-    │   ├── ConfigurationError  settings, registration, environment
-    │   │   └── PayloadDecryptionError  an encrypted payload whose key is missing or wrong
-    │   ├── AgentNotFoundError  an agent name no worker has registered
-    │   ├── InvalidInputError   a prompt, message or argument Ratchet cannot run
-    │   ├── ScriptExhaustedError a ScriptedModel asked for more replies than it holds
-    │   ├── ResourceNotFoundError a worker resource no factory was given for
-    │   ├── StateError          agent state that cannot be stored, read or shared
+    ├── UsageError                  fix the code or configuration that called Ratchet
+    │   ├── ConfigurationError      settings, registration, environment
+    │   │   ├── InvalidOptionsError RunOptions / SessionOptions out of range (a ValueError)
+    │   │   ├── PayloadDecryptionError  an encrypted payload whose key is missing or wrong
+    │   │   └── ResourceNotFoundError   a worker resource no factory was given for
+    │   ├── AgentNotFoundError      an agent name no worker has registered
+    │   ├── InvalidInputError       a prompt, message or argument Ratchet cannot run
+    │   │   └── PayloadTooLargeError    over Temporal's 2 MB payload limit
+    │   ├── IncompatibleThreadError an agent given a thread kind it cannot continue
+    │   ├── ScriptExhaustedError    a ScriptedModel asked for more replies than it holds
+    │   ├── StateError              agent state that cannot be stored, read or shared
     │   │   ├── StateSerializationError  a value the serializer cannot store
     │   │   ├── StateIntegrityError      signed state that is unsigned or tampered with
     │   │   ├── StateSchemaError         a stored type that cannot be loaded or upgraded
     │   │   └── ShareTokenError          a share token this run cannot use
-    │   └── DecisionError       an approval or answer for nothing the run waits for
-    └── RunError                a run could not finish
-        ├── ModelError          the model service failed (``retryable`` says if it may pass)
+    │   ├── DecisionError           an approval or answer for nothing the run waits for
+    │   ├── NotFoundError           no run or session with that id
+    │   │   ├── RunNotFoundError
+    │   │   └── SessionNotFoundError
+    │   └── AlreadyStartedError     a run or session with that id exists already
+    └── RunError                    a run could not finish
+        ├── ModelError              the model service failed (``retryable`` says if it may pass)
         ├── MaxTurnsExceededError
-        ├── BudgetExceededError a run used more tokens than its token_budget
-        └── RunFailedError      raised by the client: the run's workflow failed
+        ├── BudgetExceededError     a run used more tokens than its token_budget
+        ├── SessionClosedError      the session takes no more messages
+        ├── SessionBusyError        the session cannot take a message now; send again later
+        ├── StaleAttemptError       a turn attempt the server has replaced (in the worker)
+        ├── ThreadResolutionError   a worker could not obtain the thread a turn names
+        └── RunFailedError          raised by the client: the run's workflow failed
+
+The client raises a run's failure as ``RunFailedError`` *and* the error it names:
+``run_failed()`` picks a class deriving from both (by ``error_type``), so
+``except BudgetExceededError`` and ``except RunFailedError`` both catch a run that
+went over budget. Such an instance has RunFailedError's attributes (``workflow_id``,
+``cause``, ``error_type``), not the specific error's.
 
 This module imports nothing from Temporal, so agent code can raise these freely.
 """
@@ -59,6 +76,10 @@ class InvalidInputError(UsageError):
     """A prompt, message or argument that cannot be run."""
 
 
+class InvalidOptionsError(ConfigurationError, ValueError):
+    """Options (RunOptions, SessionOptions) with a value out of its range."""
+
+
 class ScriptExhaustedError(UsageError):
     """A ScriptedModel was asked for a reply its script does not have."""
 
@@ -67,7 +88,7 @@ class IncompatibleThreadError(UsageError):
     """An agent was given a thread kind it cannot work with."""
 
 
-class PayloadTooLargeError(UsageError):
+class PayloadTooLargeError(InvalidInputError):
     """A turn produced more data than one Temporal payload can carry."""
 
 
@@ -150,13 +171,22 @@ class MaxTurnsExceededError(RunError):
 
 
 class RunFailedError(RunError):
-    """The run's workflow failed; ``cause`` is the first failure's message."""
+    """The run's workflow failed; ``cause`` is the first failure's message and
+    ``error_type`` its type (see ``run_failed``)."""
 
     def __init__(self, workflow_id: str, cause: str, error_type: str | None = None) -> None:
-        super().__init__(f"Run {workflow_id} failed: {cause}")
+        message = (
+            cause
+            if cause.startswith(f"Run {workflow_id}")
+            else (f"Run {workflow_id} failed: {cause}")
+        )
+        Exception.__init__(self, message)
         self.workflow_id = workflow_id
         self.cause = cause
         self.error_type = error_type
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 class BudgetExceededError(RunError):
@@ -173,3 +203,70 @@ class BudgetExceededError(RunError):
 
 class DecisionError(UsageError):
     """An approval, rejection or answer that does not match anything the run waits for."""
+
+
+class NotFoundError(UsageError):
+    """No run or session has that id (in this namespace)."""
+
+
+class RunNotFoundError(NotFoundError):
+    """No run has that id."""
+
+
+class SessionNotFoundError(NotFoundError):
+    """No session has that id."""
+
+
+class AlreadyStartedError(UsageError):
+    """A run or session with that id exists already (ids are unique per namespace
+    while the workflow is open, and within its retention afterwards)."""
+
+
+class SessionClosedError(RunError):
+    """The session is closed (or has ended): it takes no more messages."""
+
+
+class SessionBusyError(RunError):
+    """The session cannot take a message now: its queue is full, or Temporal's limit
+    of Updates in flight per workflow is reached. Send again shortly."""
+
+
+_ALIASES = {"SessionClosed": SessionClosedError, "SessionBusy": SessionBusyError}
+"""Failure types recorded before the classes existed."""
+_FAILED: dict[type[RatchetError], type[RunFailedError]] = {}
+
+
+def failure_class(error_type: str | None) -> type[RatchetError] | None:
+    """The Ratchet error class a failure's ``error_type`` names, if any."""
+    if not error_type:
+        return None
+    if error_type in _ALIASES:
+        return _ALIASES[error_type]
+    found = [RatchetError]
+    while found:
+        cls = found.pop()
+        if cls.__name__ == error_type:
+            return cls
+        found += cls.__subclasses__()
+    return None
+
+
+def run_failed(workflow_id: str, cause: str, error_type: str | None) -> RunFailedError:
+    """A RunFailedError that is also the error ``error_type`` names (when Ratchet
+    has a class of that name), so either can be caught."""
+    specific = failure_class(error_type)
+    if specific is None or issubclass(specific, RunFailedError):
+        return RunFailedError(workflow_id, cause, error_type)
+    if specific not in _FAILED:
+        _FAILED[specific] = type(
+            specific.__name__,
+            (RunFailedError, specific),
+            {
+                "__init__": RunFailedError.__init__,
+                "__str__": RunFailedError.__str__,
+                "__module__": __name__,
+                "__qualname__": f"RunFailedError[{specific.__name__}]",
+                "__doc__": f"A run that failed with {specific.__name__}.",
+            },
+        )
+    return _FAILED[specific](workflow_id, cause, error_type)

@@ -9,7 +9,14 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 
 from ratchet.agents import Agent, AgentStatus, Message, Result, RunContext, ScriptedModel, Thread
-from ratchet.errors import DecisionError, InvalidInputError, RunFailedError, UsageError
+from ratchet.errors import (
+    DecisionError,
+    InvalidInputError,
+    RunFailedError,
+    SessionBusyError,
+    SessionClosedError,
+    UsageError,
+)
 from ratchet.worker import build_worker
 from ratchet.workflows import AgentClient, RunOptions, SessionOptions
 
@@ -125,9 +132,9 @@ async def test_reject_steering_refuses_a_message_while_a_run_is_in_progress(
         )
         first = asyncio.create_task(session.send("first"))
         await echo.started.wait()
-        with pytest.raises(RunFailedError, match="rejects messages until that run ends") as e:
+        with pytest.raises(SessionBusyError, match="rejects messages until that run ends") as e:
             await session.send("second")
-        assert e.value.error_type == "SessionBusy"
+        assert isinstance(e.value, RunFailedError) and e.value.error_type == "SessionBusyError"
         echo.gate.set()
         assert (await first).output == "#1 first (saw 1)"
         assert (await session.send("third")).output == "#2 third (saw 3)"
@@ -157,16 +164,19 @@ async def test_a_failed_run_leaves_the_session_usable_and_a_closed_one_refuses(
     async with build_worker(agent_client, {"echo": Echo}):
         session = await agent_client.start_session("echo")
         await session.send("hello")
-        with pytest.raises(RunFailedError, match="asked to fail"):
+        with pytest.raises(RunFailedError, match="asked to fail") as failed:
             await session.send("fail")
+        # The run's own failure, with its context (which turn of which agent) and type.
+        assert "Turn 1 of agent 'echo' failed" in str(failed.value)
+        assert failed.value.error_type == "UsageError"
         assert (await session.send("again")).output == "#2 again (saw 3)"
         with pytest.raises(InvalidInputError):
             await session.send("   ")
         closed = await session.close()
         assert closed.status == "CLOSED" and closed.runs == 3
-        with pytest.raises(RunFailedError, match="is closed") as e:
+        with pytest.raises(SessionClosedError, match="is closed") as e:
             await session.send("late")
-        assert e.value.error_type == "SessionClosed"
+        assert isinstance(e.value, RunFailedError) and e.value.error_type == "SessionClosedError"
         assert (await session.workflow.result()).status == "CLOSED"
         thread = await session.thread()
     # The failed run's message stays in the log (and in history) but left the agent's view.

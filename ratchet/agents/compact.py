@@ -11,8 +11,10 @@ pydantic's serializer (Rust) skips it; no Python runs per model instance.
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from typing import Any, Literal, get_origin
 
 from pydantic import BaseModel, TypeAdapter
@@ -52,3 +54,21 @@ def _is_default(field: FieldInfo) -> Callable[[Any], bool] | None:
 
 def _is_empty(value: Any) -> bool:
     return not value
+
+
+_DECODING: ContextVar[bool] = ContextVar("ratchet_decoding", default=False)
+
+
+@contextlib.contextmanager
+def decoding() -> Iterator[None]:
+    """Values built inside are decoded (from a history or a request), not written
+    in code: option range checks leave them to the workflow (see CheckedOptions)."""
+    token = _DECODING.set(True)
+    try:
+        yield
+    finally:
+        _DECODING.reset(token)
+
+
+def is_decoding() -> bool:
+    return _DECODING.get()

@@ -114,7 +114,15 @@ def upgrade(cls: type, data: Any, stored: int) -> Any:
                 f"{cls.__qualname__} was stored at schema version {stored} and there is no upgrade "
                 f"from it; add one: @state_schema({schema.version}, upgrades={{{stored}: ...}})."
             )
-        data = step(data)
+        try:
+            data = step(data)
+        except Exception as e:  # noqa: BLE001 - any failure of user code, named with its place
+            raise StateSchemaError(
+                f"Upgrading {cls.__qualname__} from schema version {stored} to {stored + 1} "
+                f"failed: {type(e).__name__}: {e}. Fix the upgrade function for version "
+                f"{stored} in @state_schema({schema.version}, upgrades=...) and deploy it; "
+                "the stored data is unchanged."
+            ) from e
         stored += 1
     return data
 

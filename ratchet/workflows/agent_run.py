@@ -14,6 +14,7 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.agents.pending import Decision, PendingView
     from ratchet.agents.state import AgentSession, AgentState, ExecutionState, ThreadData
     from ratchet.agents.state_context import StateChanged
+    from ratchet.errors import UsageError
 
     from .observe import EventStream, Index, RunObserver
     from .pending import DecisionRequest, StopRequest
@@ -44,7 +45,7 @@ class RunInput(BaseModel):
     """The live events carried over a continue-as-new."""
 
 
-@workflow.defn(name="AgentRunWorkflow")
+@workflow.defn(name="AgentRunWorkflow", failure_exception_types=[UsageError])
 class AgentRunWorkflow:
     """Runs an agent until it answers. History is the checkpoint log: a crash
     resumes at the last completed turn and no completed turn runs again."""
@@ -69,6 +70,7 @@ class AgentRunWorkflow:
 
     @workflow.run
     async def run(self, input: RunInput) -> RunResult:
+        input.options.check()  # a bad value fails the run (UsageError), never wedges it
         runner = self._runner
         runner.between_turns = self._continue_as_new_if_due
         runner.live_events = True

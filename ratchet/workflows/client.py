@@ -40,10 +40,11 @@ from ratchet.agents.state_context import StateChanged
 from ratchet.agents.state_export import StateExport
 from ratchet.converter import RatchetPayloadConverter
 from ratchet.converter import data_converter as ratchet_data_converter
-from ratchet.errors import DecisionError, InvalidInputError, RunFailedError
+from ratchet.errors import DecisionError, InvalidInputError, RunFailedError, run_failed
 from ratchet.storage import external_storage
 
 from .agent_run import AgentRunWorkflow, RunInput
+from .client_errors import GuardedHandle, translated
 from .events import run_events
 from .fork import Checkpoint, not_run, read_checkpoint, read_mark
 from .pending import DecisionRequest, Verdict
@@ -77,7 +78,7 @@ class RunHandle:
     def __init__(
         self, handle: WorkflowHandle[Any, RunResult], ui_url: str | None, namespace: str
     ) -> None:
-        self._handle = handle
+        self._handle = GuardedHandle(handle, "run")
         self._ui_url = ui_url
         self._namespace = namespace
 
@@ -92,7 +93,7 @@ class RunHandle:
     @property
     def workflow(self) -> WorkflowHandle[Any, RunResult]:
         """The Temporal handle, for anything this class does not wrap."""
-        return self._handle
+        return self._handle.unguarded
 
     def events(self, *, from_offset: int = 0) -> AsyncIterator[RunEvent]:
         """The run's live events in order (status, turns, streamed text, tool calls,
@@ -300,18 +301,21 @@ class AgentClient:
         """
         messages = new_messages(prompt, new_id)
         options = options or RunOptions()
+        options.check()
         if state is not None:
             session = _with_state(agent, session, StateExport.load(state), options)
-        handle = await self.temporal.start_workflow(
-            AgentRunWorkflow.run,
-            RunInput(agent=agent, messages=messages, session=session, options=options),
-            id=workflow_id or run_workflow_id(agent),
-            task_queue=self.task_queue,
-            static_summary=f"{agent}: {_excerpt(messages)}",
-            static_details=run_details(
-                agent, messages, session=session.info.id if session else None, parent=None
-            ),
-        )
+        workflow_id = workflow_id or run_workflow_id(agent)
+        with translated("run", workflow_id):
+            handle = await self.temporal.start_workflow(
+                AgentRunWorkflow.run,
+                RunInput(agent=agent, messages=messages, session=session, options=options),
+                id=workflow_id,
+                task_queue=self.task_queue,
+                static_summary=f"{agent}: {_excerpt(messages)}",
+                static_details=run_details(
+                    agent, messages, session=session.info.id if session else None, parent=None
+                ),
+            )
         return RunHandle(handle, self.ui_url, self.temporal.namespace)
 
     async def run(
@@ -340,6 +344,7 @@ class AgentClient:
     ) -> SessionHandle:
         """Start a long-lived session with ``agent``; each ``send`` runs one execution."""
         options = options or SessionOptions()
+        options.check()
         session = None
         if state is not None:
             session = _with_state(agent, None, StateExport.load(state), options.run)
@@ -348,13 +353,16 @@ class AgentClient:
             session = session.model_copy(
                 update={"info": session.info.model_copy(update={"id": workflow_id})}
             )
-        handle = await self.temporal.start_workflow(
-            AgentSessionWorkflow.run,
-            SessionInput(agent=agent, session=session, options=options, session_id=workflow_id),
-            id=workflow_id,
-            task_queue=self.task_queue,
-            static_summary=f"{agent} session",
-        )
+        with translated("session", workflow_id):
+            handle = await self.temporal.start_workflow(
+                AgentSessionWorkflow.run,
+                SessionInput(
+                    agent=agent, session=session, options=options, session_id=workflow_id
+                ),
+                id=workflow_id,
+                task_queue=self.task_queue,
+                static_summary=f"{agent} session",
+            )
         return SessionHandle(handle, self, current=True)
 
     async def checkpoint(
@@ -505,7 +513,7 @@ def _run_failed(
         cause = cause.cause
     message = cause.message if isinstance(cause, FailureError) else str(error)
     kind = cause.type if isinstance(cause, ApplicationError) else type(cause).__name__
-    return RunFailedError(workflow_id, message, kind)
+    return run_failed(workflow_id, message, kind)
 
 
 def _with_state(

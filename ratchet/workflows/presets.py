@@ -3,15 +3,54 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from temporalio.common import RetryPolicy
 
-from ratchet.agents.compact import CompactModel
+from ratchet.agents.compact import CompactModel, is_decoding
 from ratchet.agents.compaction import CompactionPolicy
+from ratchet.errors import InvalidOptionsError
 
 
-class RunOptions(CompactModel):
+class CheckedOptions(CompactModel):
+    """Options whose ranges are checked when they are built in code (``__init__``),
+    so a bad value fails where it was written. Decoding (a recorded history, a
+    client's request) does not check: workflows call ``check()`` when a run starts,
+    so an old history still replays and a new run fails instead of wedging."""
+
+    def __init__(self, **data: Any) -> None:
+        super().__init__(**data)
+        if not is_decoding():
+            self.check()
+
+    def problems(self) -> list[str]:
+        return []
+
+    def check(self) -> None:
+        """Raise ``InvalidOptionsError`` naming every field out of its range."""
+        problems = self.problems()
+        if problems:
+            name = type(self).__name__
+            raise InvalidOptionsError(
+                f"{name} has {len(problems)} value(s) out of range: "
+                + "; ".join(f"{name}.{p}" for p in problems)
+                + "."
+            )
+
+
+def at_least(name: str, value: int | None, low: int, meaning: str = "") -> list[str]:
+    if value is None or value >= low:
+        return []
+    return [f"{name}={value!r}, but it must be at least {low}{meaning}"]
+
+
+def positive(name: str, value: timedelta | None, example: str) -> list[str]:
+    if value is None or value > timedelta(0):
+        return []
+    return [f"{name}={value!r}, but it must be greater than 0 (e.g. {example})"]
+
+
+class RunOptions(CheckedOptions):
     """How a run is executed. Every field has a default so old histories decode."""
 
     max_turns: int = 25
@@ -52,6 +91,26 @@ class RunOptions(CompactModel):
     token_budget: int | None = None
     """Most tokens the run may use, its sub-agents included; past it the run fails
     with BudgetExceededError."""
+
+
+    def problems(self) -> list[str]:
+        found = [
+            *at_least("max_turns", self.max_turns, 1),
+            *positive("turn_timeout", self.turn_timeout, "timedelta(minutes=10)"),
+            *positive("heartbeat_timeout", self.heartbeat_timeout, "timedelta(seconds=3)"),
+            *at_least("max_attempts", self.max_attempts, 0, " (0 means unlimited)"),
+            *positive("initial_retry_interval", self.initial_retry_interval, "1 second"),
+            *at_least("inline_thread_bytes", self.inline_thread_bytes, 0),
+            *positive("approval_timeout", self.approval_timeout, "timedelta(hours=24), or None"),
+            *at_least("token_budget", self.token_budget, 1, " (None: no budget)"),
+            *at_least("continue_as_new_after_turns", self.continue_as_new_after_turns, 1),
+        ]
+        if timedelta(0) < self.turn_timeout <= self.heartbeat_timeout:
+            found.append(
+                f"heartbeat_timeout={self.heartbeat_timeout!r}, but it must be shorter than "
+                f"turn_timeout={self.turn_timeout!r} (a dead worker is noticed after it)"
+            )
+        return found
 
 
 def tool_retry_policy(options: RunOptions, max_attempts: int | None) -> RetryPolicy:

@@ -88,8 +88,17 @@ def new_messages(prompt: str | Sequence[Message], make_id: Callable[[], str]) ->
     """Validate a prompt and give each message without an id one from ``make_id``."""
     if isinstance(prompt, str):
         messages = [Message.user(prompt)] if prompt.strip() else []
-    else:
+    elif isinstance(prompt, Sequence) and all(isinstance(m, Message) for m in prompt):
         messages = [m.model_copy() for m in prompt]
+    else:
+        wrong = prompt if not isinstance(prompt, Sequence) else next(
+            m for m in prompt if not isinstance(m, Message)
+        )
+        raise InvalidInputError(
+            f"A prompt must be a string or a list of ratchet.agents.Message; got "
+            f"{type(wrong).__name__} {_short(wrong)}. Pass text as a str (e.g. str(value)) "
+            "or build messages with Message.user(...)."
+        )
     if not messages or all(not (m.content or "").strip() and not m.tool_calls for m in messages):
         raise InvalidInputError(
             "The prompt is empty: pass a non-empty string or at least one message with content."
@@ -97,6 +106,11 @@ def new_messages(prompt: str | Sequence[Message], make_id: Callable[[], str]) ->
     for message in messages:
         message.id = message.id or make_id()
     return messages
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _workflow_message_id() -> str:

@@ -46,11 +46,11 @@ with workflow.unsafe.imports_passed_through():
         ThreadData,
     )
     from ratchet.agents.state_context import StateEntry
-    from ratchet.errors import BudgetExceededError, InvalidInputError
+    from ratchet.errors import BudgetExceededError, InvalidInputError, UsageError
 
     from .observe import EventStream, Index, RunObserver, excerpt
     from .pending import DecisionRequest, StopRequest
-    from .presets import RunOptions
+    from .presets import CheckedOptions, RunOptions, at_least
     from .runner import AgentRunner, RunResult, new_messages
 
 SESSION_WORKFLOW = "AgentSession"
@@ -76,7 +76,7 @@ events and 10 MB, ends runs at 51,200 events and 50 MB, and admits 2,000 Updates
 per run)."""
 
 
-class SessionOptions(CompactModel):
+class SessionOptions(CheckedOptions):
     """How a session treats its runs. Every field has a default."""
 
     steering: Literal["queue", "interrupt", "reject"] = "queue"
@@ -95,6 +95,13 @@ class SessionOptions(CompactModel):
     compaction: CompactionPolicy | None = None
     """Keeps what the agent sees within budget (overrides ``run.compaction``): it
     applies before a turn whose view is over budget and changes only the view."""
+
+    def problems(self) -> list[str]:
+        return [
+            *(f"run.{p}" for p in self.run.problems()),
+            *at_least("continue_as_new_after_runs", self.continue_as_new_after_runs, 1),
+            *at_least("token_budget", self.token_budget, 1, " (None: no budget)"),
+        ]
 
 
 class SendRequest(BaseModel):
@@ -204,7 +211,7 @@ class SessionStatus(CompactModel):
     cost_usd: float = 0.0
 
 
-@workflow.defn(name=SESSION_WORKFLOW)
+@workflow.defn(name=SESSION_WORKFLOW, failure_exception_types=[UsageError])
 class AgentSessionWorkflow:
     """A conversation that lives for ever; each message sent runs one execution."""
 
@@ -265,6 +272,7 @@ class AgentSessionWorkflow:
 
     @workflow.run
     async def run(self, input: SessionInput) -> SessionStatus:
+        input.options.check()  # a bad value fails the session (UsageError), never wedges it
         self._show()
         while True:
             await workflow.wait_condition(
@@ -358,7 +366,8 @@ class AgentSessionWorkflow:
         try:
             result = await runner.run(item.messages)
         except Exception as e:
-            cause = root_cause(e)
+            # The run's own failure says where (which turn, tool or state key) and what.
+            cause = first_application_error(e)
             text = getattr(cause, "message", None) or str(cause)
             kind = getattr(cause, "type", None) or type(cause).__name__
             self._rollback(mark, view, cursor, state)
@@ -367,8 +376,6 @@ class AgentSessionWorkflow:
             if kind == "BudgetExceededError" and budget is not None:
                 self._used = budget
                 message = f"The session has spent its token_budget of {budget}. {message}"
-            else:
-                kind = "RunFailed"
             self._settle(
                 SendOutcome(ticket=item.ticket, state="failed", error=message, error_type=kind)
             )
@@ -579,7 +586,7 @@ class AgentSessionWorkflow:
         if self._closed:
             raise ApplicationError(
                 f"Session {workflow.info().workflow_id} is closed; start a new one.",
-                type="SessionClosed",
+                type="SessionClosedError",
             )
         try:
             new_messages(request.messages, lambda: "checked")
@@ -596,13 +603,13 @@ class AgentSessionWorkflow:
                 f"Session {workflow.info().workflow_id} is running {self._current_run}; it "
                 "rejects messages until that run ends (SessionOptions(steering='queue') "
                 "queues them).",
-                type="SessionBusy",
+                type="SessionBusyError",
             )
         if len(self._queue) >= MAX_QUEUED:
             raise ApplicationError(
                 f"Session {workflow.info().workflow_id} has {len(self._queue)} messages queued, "
                 f"its limit; send again once some have run (status().waiting says how many).",
-                type="SessionBusy",
+                type="SessionBusyError",
             )
 
     @workflow.query
@@ -738,6 +745,14 @@ class AgentSessionWorkflow:
 
 def _size(item: Queued) -> int:
     return sum(approximate_size(m) for m in item.messages) + 16
+
+
+def first_application_error(error: BaseException) -> BaseException:
+    """The outermost ApplicationError in ``error``'s chain of causes (the one with
+    the most context), else the deepest cause."""
+    while not isinstance(error, ApplicationError) and error.__cause__ is not None:
+        error = error.__cause__
+    return error
 
 
 def root_cause(error: BaseException) -> BaseException:

@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
-from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet.activities.state_refs import STATE_QUERY
 from ratchet.activities.thread_log import Holder, fetch_range
@@ -26,8 +25,9 @@ from ratchet.agents.messages import Message, new_id
 from ratchet.agents.pending import Decision, PendingView
 from ratchet.agents.state import AgentState, ThreadData
 from ratchet.agents.state_export import StateExport
-from ratchet.errors import DecisionError, RunFailedError
+from ratchet.errors import DecisionError, RunFailedError, SessionBusyError, run_failed
 
+from .client_errors import GuardedHandle
 from .events import session_events
 from .pending import DecisionRequest, Verdict
 from .runner import RunResult, new_messages
@@ -87,7 +87,9 @@ class SessionHandle:
         self, handle: WorkflowHandle[Any, Any], client: AgentClient, *, current: bool = False
     ) -> None:
         # The latest run, always (a handle with a run id would stay on one run).
-        self._handle = client.temporal.get_workflow_handle(handle.id, result_type=SessionStatus)
+        self._handle = GuardedHandle(
+            client.temporal.get_workflow_handle(handle.id, result_type=SessionStatus), "session"
+        )
         self.first_run_id = handle.first_execution_run_id or handle.result_run_id
         """The session's first workflow run, when this handle started it."""
         self._client = client
@@ -101,7 +103,8 @@ class SessionHandle:
 
     @property
     def workflow(self) -> WorkflowHandle[Any, Any]:
-        return self._handle
+        """The Temporal handle, for anything this class does not wrap."""
+        return self._handle.unguarded
 
     async def is_current(self) -> bool:
         """Whether the session runs on the current workflow type (legacy sessions
@@ -142,7 +145,7 @@ class SessionHandle:
 
     async def _result(self, outcome: SendOutcome) -> RunResult:
         if outcome.state == "failed":
-            raise RunFailedError(self.id, outcome.error or "failed", outcome.error_type or "")
+            raise run_failed(self.id, outcome.error or "failed", outcome.error_type or "")
         if outcome.result is None:
             raise RunFailedError(
                 self.id,
@@ -167,21 +170,8 @@ class SessionHandle:
                     from .client import _run_failed
 
                     raise _run_failed(self.id, e) from e
-                except RPCError as e:
-                    if e.status == RPCStatusCode.NOT_FOUND:
-                        raise RunFailedError(
-                            self.id,
-                            f"Session {self.id} is closed or does not exist ({e.message}).",
-                            "SessionClosed",
-                        ) from e
-                    if e.status != RPCStatusCode.RESOURCE_EXHAUSTED or attempt == BUSY_RETRIES:
-                        if e.status == RPCStatusCode.RESOURCE_EXHAUSTED:
-                            raise RunFailedError(
-                                self.id,
-                                f"Session {self.id} has too many requests in flight from other "
-                                f"clients ({e.message}); send again shortly.",
-                                "SessionBusy",
-                            ) from e
+                except SessionBusyError:
+                    if attempt == BUSY_RETRIES:
                         raise
                     await asyncio.sleep(0.2 * 2**attempt)
         raise AssertionError("unreachable")

@@ -23,7 +23,7 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.agents.messages import Message, approximate_size
     from ratchet.agents.pending import PendingView
     from ratchet.agents.state import AgentSession, AgentState, AgentStatus, ThreadData
-    from ratchet.errors import BudgetExceededError, InvalidInputError
+    from ratchet.errors import BudgetExceededError, InvalidInputError, UsageError
 
     from .agent_run import AgentRunWorkflow, RunInput
     from .observe import EventStream, Index, RunProgress
@@ -48,7 +48,7 @@ V2_PATCH = "ratchet.session-v2"
 """Legacy sessions move to the current session workflow at their next continue-as-new."""
 
 
-@workflow.defn(name="AgentSessionWorkflow")
+@workflow.defn(name="AgentSessionWorkflow", failure_exception_types=[UsageError])
 class AgentSessionWorkflowV1:
     """A conversation that lives for ever; ``send`` (an Update) runs one execution."""
 
@@ -90,6 +90,7 @@ class AgentSessionWorkflowV1:
 
     @workflow.run
     async def run(self, input: SessionInput) -> SessionStatus:
+        input.options.check()  # a bad value fails the session (UsageError), never wedges it
         self._show()
         while True:
             await workflow.wait_condition(

@@ -1,0 +1,113 @@
+"""What the client raises instead of raw temporalio errors.
+
+Every call the client makes to Temporal for a run or a session goes through
+``translated``: a missing workflow, a closed session, a full session, a payload
+over Temporal's limit and a payload the client cannot decrypt each become the
+Ratchet error that says what to change (see ``ratchet.errors``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any, Literal
+
+from temporalio.client import WorkflowHandle
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError, RPCStatusCode
+
+from ratchet.errors import (
+    AlreadyStartedError,
+    PayloadDecryptionError,
+    PayloadTooLargeError,
+    RunNotFoundError,
+    SessionNotFoundError,
+    run_failed,
+)
+
+Noun = Literal["run", "session"]
+PAYLOAD_LIMIT_TEXT = (
+    "Temporal refuses payloads over 2 MB. Send less (store large data elsewhere and "
+    "pass a reference), or give the client external payload storage: "
+    "AgentClient.connect(..., payload_storage=...)."
+)
+
+
+@contextlib.contextmanager
+def translated(noun: Noun, workflow_id: str) -> Iterator[None]:
+    """Raise Ratchet errors for what Temporal says about ``workflow_id``."""
+    try:
+        yield
+    except WorkflowAlreadyStartedError as e:
+        raise AlreadyStartedError(
+            f"A {noun} with id {workflow_id!r} exists already; pick another id "
+            f"(or leave it out for a generated one), or open it with get_{noun}()."
+        ) from e
+    except RPCError as e:
+        raise _from_rpc(e, noun, workflow_id) from e
+    except KeyError as e:
+        if "payload encoding" not in str(e):
+            raise
+        raise PayloadDecryptionError(
+            f"The {noun} {workflow_id!r} holds encrypted payloads and this client has no "
+            "key for them: set RATCHET_ENCRYPTION_KEYS (as the workers have it) or pass "
+            "codec=EncryptionCodec(...) to AgentClient.connect."
+        ) from e
+
+
+def _from_rpc(e: RPCError, noun: Noun, workflow_id: str) -> BaseException:
+    text = e.message or ""
+    if e.status == RPCStatusCode.NOT_FOUND and "completed" in text and noun == "session":
+        return run_failed(
+            workflow_id,
+            f"Session {workflow_id} is closed: it takes no more messages ({text}). "
+            "Start a new session, or fork this one.",
+            "SessionClosedError",
+        )
+    if e.status == RPCStatusCode.NOT_FOUND and "completed" not in text:
+        cls = SessionNotFoundError if noun == "session" else RunNotFoundError
+        return cls(
+            f"No {noun} with id {workflow_id!r} in this namespace ({text}); check the id "
+            f"(`ratchet sessions list` lists them) and the namespace the client connects to."
+        )
+    if e.status == RPCStatusCode.RESOURCE_EXHAUSTED:
+        return run_failed(
+            workflow_id,
+            f"The {noun} {workflow_id} cannot take more requests now ({text}): Temporal "
+            "admits 10 Updates in flight per workflow. Send again shortly.",
+            "SessionBusyError",
+        )
+    if e.status == RPCStatusCode.INVALID_ARGUMENT and "size exceeds" in text:
+        return PayloadTooLargeError(
+            f"The request to {noun} {workflow_id} is too large ({text}). " + PAYLOAD_LIMIT_TEXT
+        )
+    return e
+
+
+_WRAPPED = frozenset(
+    {"query", "result", "execute_update", "describe", "cancel", "signal", "terminate"}
+)
+
+
+class GuardedHandle:
+    """A ``WorkflowHandle`` whose calls raise Ratchet errors (see ``translated``);
+    everything else is the handle's own."""
+
+    def __init__(self, handle: WorkflowHandle[Any, Any], noun: Noun) -> None:
+        self._handle = handle
+        self._noun = noun
+
+    @property
+    def unguarded(self) -> WorkflowHandle[Any, Any]:
+        return self._handle
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._handle, name)
+        if name not in _WRAPPED:
+            return attr
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            with translated(self._noun, self._handle.id):
+                return await attr(*args, **kwargs)
+
+        return call
