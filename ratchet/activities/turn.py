@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Callable, Coroutine, Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import Field
@@ -107,6 +107,20 @@ class TurnInput(CompactModel):
     """Version 3: id of the last new message (checks a batch handed over in-process)."""
 
 
+ATTEMPTS_KEY = "ratchet.attempts"
+"""Heartbeat details key under which each attempt of a turn records who ran it."""
+
+
+class AttemptRecord(CompactModel):
+    """One attempt of a turn: which worker ran it, from when."""
+
+    attempt: int
+    worker: str = ""
+    started_at: datetime | None = None
+    failure: str | None = None
+    """Why it did not finish the turn (known for the attempt just before the last)."""
+
+
 class TurnOutput(CompactModel):
     """What a turn appended to the thread, in order.
 
@@ -133,6 +147,9 @@ class TurnOutput(CompactModel):
     view: list[Span] | None = None
     """Set when the turn compacted a session's view: the view from now on (a
     summary note, if any, is the first message of ``added``)."""
+    attempts: list[AttemptRecord] = Field(default_factory=list)
+    """The attempts before this one, as far as their heartbeats reached the server
+    (empty on a first attempt: history names its worker)."""
 
 
 class ToolInput(CompactModel):
@@ -209,6 +226,9 @@ class TurnActivities:
         info = activity.info()
         agent = self.agent(input.agent)
         progress: dict[str, Any] = _earlier_progress(info.heartbeat_details)
+        earlier = progress.pop(ATTEMPTS_KEY, [])
+        attempts = [*earlier, _this_attempt(info)]
+        progress[ATTEMPTS_KEY] = attempts
         sizes: dict[str, int] = {}
         beats = None
         if not info.is_local:  # a local activity (fast mode) has no heartbeats
@@ -225,6 +245,7 @@ class TurnActivities:
             if beats is None:
                 return
             progress.clear()
+            progress[ATTEMPTS_KEY] = attempts
             used = 0
             for key, value in recorded.items():
                 if key not in sizes:
@@ -240,7 +261,7 @@ class TurnActivities:
             agent=input.agent,
             turn=input.turn,
             attempt=info.attempt,
-            completed=dict(progress),
+            completed={k: v for k, v in progress.items() if k != ATTEMPTS_KEY},
             checkpoint=checkpoint,
             resources=self.resources,
         )
@@ -326,6 +347,7 @@ class TurnActivities:
             shares=context.state.new_tokens,
             pending=pending,
             handoff=result.handoff,
+            attempts=[AttemptRecord.model_validate(a) for a in earlier],
         )
         if output.state:
             output.write_id = new_write_id()
@@ -531,6 +553,11 @@ def _describe(message: Message) -> str:
         name = f"tool {message.name!r}" if message.name else "a tool"
         return f"the result of {name} (call {message.tool_call_id})"
     return f"a {message.role} message"
+
+
+def _this_attempt(info: activity.Info) -> dict[str, Any]:
+    worker = activity.client().identity if not info.is_local else ""
+    return {"attempt": info.attempt, "worker": worker, "started_at": info.started_time.isoformat()}
 
 
 def _earlier_progress(details: Any) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from .presets import RunOptions
 from .runner import AgentRunner, RunResult, run_agent
 from .session import AgentSessionWorkflow, SessionOptions, SessionStatus
 from .session_client import SessionHandle
+from .turns import TurnRecord
 
 __all__ = [
     "AgentClient",
@@ -24,5 +25,6 @@ __all__ = [
     "SessionHandle",
     "SessionOptions",
     "SessionStatus",
+    "TurnRecord",
     "run_agent",
 ]

@@ -59,6 +59,7 @@ from .session import (
     TurnMark,
 )
 from .session_client import UPDATES_IN_FLIGHT, ResultPoller, SessionHandle
+from .turns import TurnRecord, read_turns
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -116,6 +117,12 @@ class RunHandle:
             return await self._handle.result()
         except WorkflowFailureError as e:
             raise _run_failed(self.id, e) from e
+
+    async def turns(self) -> list[TurnRecord]:
+        """Each turn so far: its attempts (which worker ran each, when, why one
+        failed), timings, outcome and tokens, read from the run's history."""
+        with translated("run", self.id):
+            return await read_turns(self._handle.unguarded)
 
     async def state(self) -> AgentState:
         """Session and execution as the run holds them now."""

@@ -27,11 +27,12 @@ from ratchet.agents.state import AgentState, ThreadData
 from ratchet.agents.state_export import StateExport
 from ratchet.errors import DecisionError, RunFailedError, SessionBusyError, run_failed
 
-from .client_errors import GuardedHandle
+from .client_errors import GuardedHandle, translated
 from .events import session_events
 from .pending import DecisionRequest, Verdict
 from .runner import RunResult, new_messages
 from .session import SESSION_WORKFLOW, LogInfo, SendOutcome, SendRequest, SessionStatus
+from .turns import TurnRecord, read_turns
 
 if TYPE_CHECKING:
     from .client import AgentClient, RunHandle
@@ -175,6 +176,12 @@ class SessionHandle:
                         raise
                     await asyncio.sleep(0.2 * 2**attempt)
         raise AssertionError("unreachable")
+
+    async def turns(self) -> list[TurnRecord]:
+        """The turns of the session's current workflow run (see ``RunHandle.turns``);
+        each run before a continue-as-new keeps its own in its history."""
+        with translated("session", self.id):
+            return await read_turns(self._handle.unguarded)
 
     async def status(self) -> SessionStatus:
         return await self._handle.query("status", result_type=SessionStatus)
