@@ -185,24 +185,6 @@ class _Handler(BaseHTTPRequestHandler):
         log.info("%s %s", self.address_string(), format % args)
 
 
-def add_codec_server_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8081)
-    parser.add_argument(
-        "--ui-origin",
-        default="http://localhost:8233",
-        help="the Web UI's origin, the only one given CORS headers (scheme://host:port)",
-    )
-    parser.add_argument(
-        "--token-env",
-        default="RATCHET_CODEC_TOKEN",
-        help="environment variable holding the bearer token clients must send",
-    )
-    parser.add_argument(
-        "--no-auth", action="store_true", help="accept requests without a token (local use only)"
-    )
-
-
 def serve_command(args: argparse.Namespace) -> int:
     """``ratchet codec-server``: serve the RATCHET_ENCRYPTION_KEYS codec until SIGINT/SIGTERM."""
     from ratchet.codec import EncryptionCodec

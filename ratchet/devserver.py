@@ -56,6 +56,8 @@ class DevServer:
     log_path: Path
     db_path: Path | None = None
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    temp_dir: Path | None = None
+    """A directory ``start`` made for the log; ``stop`` removes it."""
 
     @property
     def address(self) -> str:
@@ -77,18 +79,27 @@ class DevServer:
         log_dir: Path | None = None,
         timeout: float = 60.0,
         search_attributes: bool = True,
+        ip: str = "127.0.0.1",
     ) -> DevServer:
         port = port or free_port()
         ui_port = (ui_port or free_port()) if ui else None
-        log_dir = log_dir or Path(tempfile.mkdtemp(prefix="ratchet-temporal-"))
+        temp_dir = None if log_dir else Path(tempfile.mkdtemp(prefix="ratchet-temporal-"))
+        log_dir = log_dir or temp_dir
+        assert log_dir is not None
         log_dir.mkdir(parents=True, exist_ok=True)
-        server = cls(port=port, ui_port=ui_port, log_path=log_dir / "temporal.log", db_path=db_path)
+        server = cls(
+            port=port,
+            ui_port=ui_port,
+            log_path=log_dir / "temporal.log",
+            db_path=db_path,
+            temp_dir=temp_dir,
+        )
         command = [
             temporal_binary(),
             "server",
             "start-dev",
             "--ip",
-            "127.0.0.1",
+            ip,
             "--port",
             str(port),
             "--log-level",
@@ -110,6 +121,7 @@ class DevServer:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,  # Ctrl-C in a terminal must not kill it mid-shutdown
+                preexec_fn=_die_with_parent,
             )
         server._wait_ready(timeout)
         return server
@@ -153,20 +165,37 @@ class DevServer:
 
     def stop(self, timeout: float = 15.0) -> None:
         process, self.process = self.process, None
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout)
+        if process is not None and process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout)
+        if self.temp_dir is not None:
+            shutil.rmtree(self.temp_dir, ignore_errors=True)
+            self.temp_dir = None
 
     def __enter__(self) -> DevServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: take no blocked signals from the parent, and on
+    Linux get SIGTERM when the process that started it dies, even by SIGKILL
+    (PR_SET_PDEATHSIG), so no server outlives its owner."""
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
+    if os.getppid() == 1:  # the parent died before the call
+        os._exit(1)
 
 
 def _tail(path: Path, lines: int = 20) -> str:

@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import importlib
 import logging
+import os
 import signal
 import sys
 from collections.abc import Mapping
@@ -35,8 +36,6 @@ from ratchet.workflows.client import DEFAULT_TASK_QUEUE, AgentClient
 from ratchet.workflows.search_attributes import ensure_search_attributes
 from ratchet.workflows.session import AgentSessionWorkflow
 from ratchet.workflows.session_v1 import AgentSessionWorkflowV1
-
-DEFAULT_AGENTS = "ratchet.examples:AGENTS"
 
 
 def build_worker(
@@ -132,6 +131,8 @@ def load_agents(spec: str) -> Mapping[str, AgentFactory]:
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise ConfigurationError(f"--agents {spec!r} must look like 'package.module:AGENTS'.")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())  # the project's own modules, as uvicorn and celery do
     try:
         value = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as e:
@@ -186,27 +187,12 @@ async def serve(
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ratchet.cli.worker import add_worker_arguments
+
     parser = argparse.ArgumentParser(prog="ratchet worker", description="Run a Ratchet worker.")
     add_worker_arguments(parser)
     args = parser.parse_args(argv)
     return run_worker_command(args)
-
-
-def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--agents", default=DEFAULT_AGENTS, help="module:ATTR dict of agents")
-    parser.add_argument(
-        "--address", help="Temporal address (default: TEMPORAL_ADDRESS or localhost:7233)"
-    )
-    parser.add_argument(
-        "--namespace", help="Temporal namespace (default: TEMPORAL_NAMESPACE or default)"
-    )
-    parser.add_argument("--task-queue", default=DEFAULT_TASK_QUEUE)
-    parser.add_argument("--max-concurrent-turns", type=int, default=50)
-    parser.add_argument(
-        "--metrics-address",
-        help="serve Prometheus metrics on HOST:PORT at /metrics "
-        "(default: RATCHET_METRICS_ADDRESS; none: off)",
-    )
 
 
 def run_worker_command(args: argparse.Namespace) -> int:
@@ -228,6 +214,12 @@ def run_worker_command(args: argparse.Namespace) -> int:
     except ConfigurationError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except RuntimeError as e:
+        from ratchet.cli.common import is_connection_failure, no_server
+
+        if not is_connection_failure(e):
+            raise
+        return no_server(args)
     return 0
 
 

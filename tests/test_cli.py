@@ -84,7 +84,7 @@ def test_run_of_an_unknown_agent_exits_non_zero_with_the_reason(
     done = ratchet("run", "nobody", "hello", "--task-queue", task_queue, server=temporal_server)
     assert done.returncode == 1
     assert 'Agent "nobody" is not registered' in done.stderr
-    assert "registered: steps" in done.stderr
+    assert "registered: crash, steps" in done.stderr
 
 
 def test_worker_with_a_bad_agents_spec_exits_with_a_clear_error():

@@ -130,8 +130,8 @@ async def test_sessions_list_and_cancel(
         for _ in range(100):  # the visibility store is eventually consistent; poll it
             code, listed, err = await ratchet(temporal_server, task_queue, "sessions", "list")
             row = next((r.split() for r in listed.splitlines() if r.startswith(session.id)), [])
-            if row[2:3] == ["PENDING"] or code != 0:
+            if row[3:4] == ["PENDING"] or code != 0:
                 break
             await asyncio.sleep(0.1)
     # The session is open and idle (its run was cancelled), and says so by its search attributes.
-    assert row[:3] == [session.id, "blocker", "PENDING"], (listed, err)
+    assert row[:4] == [session.id, "session", "blocker", "PENDING"], (listed, err)

@@ -58,4 +58,4 @@ async def test_sessions_show_prints_the_runs_turns_as_a_table_and_list_filters_b
     assert "$0.0" in rows[0]  # the agent's model has a price
     assert listing[0] == 0, listing[2]
     found = [line.split() for line in listing[1].splitlines()[2:]]
-    assert [session.id, "weather", "PENDING", "2"] in [row[:4] for row in found]
+    assert [session.id, "session", "weather", "PENDING", "2"] in [row[:5] for row in found]

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from ratchet.workflows import AgentClient
-from ratchet.workflows.search_attributes import SEARCH_ATTRIBUTES, ensure_search_attributes
 
-
-def add_setup_command(commands: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction) -> None:
     setup = commands.add_parser(
         "setup", help="register Ratchet's search attributes on a namespace (idempotent)"
     )
@@ -21,10 +18,18 @@ def add_setup_command(commands: argparse._SubParsersAction) -> None:
     setup.add_argument(
         "--profile", help="temporalio.envconfig profile (default: TEMPORAL_PROFILE or default)"
     )
+    setup.set_defaults(func=setup_command)
+
+
+async def setup_command(args: argparse.Namespace) -> int:
+    return await setup(args)
 
 
 async def setup(args: argparse.Namespace) -> int:
     """Print what was registered; a refusal raises ConfigurationError (cli.main prints it)."""
+    from ratchet.workflows import AgentClient
+    from ratchet.workflows.search_attributes import SEARCH_ATTRIBUTES, ensure_search_attributes
+
     client = await AgentClient.connect(args.address, namespace=args.namespace, profile=args.profile)
     namespace = client.temporal.namespace
     added = await ensure_search_attributes(client.temporal)

@@ -8,12 +8,14 @@ import itertools
 import os
 import sys
 from collections.abc import AsyncIterator
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from temporalio.client import Client
+from .common import add_connection_arguments, connect
 
-from ratchet.agents.events import RunEvent
-from ratchet.workflows.events import run_events, session_events
+if TYPE_CHECKING:
+    from temporalio.client import Client
+
+    from ratchet.agents.events import RunEvent
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 COLOURS = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
@@ -27,15 +29,23 @@ STATUS_COLOUR = {
 }
 
 
-def add_watch_command(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    watch = commands.add_parser("watch", help="follow a session or a run live")
-    watch.add_argument("id", help="a session id (or a run's workflow id)")
-    watch.add_argument("--no-color", action="store_true", help="plain text (also: NO_COLOR)")
-    return watch
+def register(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser("watch", help="follow a session or a run live")
+    parser.add_argument("id", help="a session id (or a run's workflow id)")
+    parser.add_argument("--no-color", action="store_true", help="plain text (also: NO_COLOR)")
+    add_connection_arguments(parser)
+    parser.set_defaults(func=watch_command)
+
+
+async def watch_command(args: argparse.Namespace) -> int:
+    client = await connect(args)
+    return await watch(client.temporal, args)
 
 
 async def events_of(client: Client, workflow_id: str) -> AsyncIterator[RunEvent]:
     """A session's events with its runs', or a single run's."""
+    from ratchet.workflows.events import run_events, session_events
+
     description = await client.get_workflow_handle(workflow_id).describe()
     if description.workflow_type in ("AgentSession", "AgentSessionWorkflow"):
         return session_events(client, workflow_id)

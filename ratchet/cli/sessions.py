@@ -4,35 +4,51 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import getpass
 import json
 import sys
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
-from ratchet.agents.pending import PendingView
-from ratchet.agents.state import ExecutionState
-from ratchet.errors import DecisionError, RunFailedError
-from ratchet.workflows import AgentClient, SessionHandle
+from .common import add_connection_arguments, connect
+
+if TYPE_CHECKING:
+    from ratchet.agents.pending import PendingView
+    from ratchet.agents.state import ExecutionState
+    from ratchet.workflows import RunHandle, SessionHandle
+
+STATUSES = (
+    "running",
+    "awaiting_approval",
+    "awaiting_input",
+    "completed",
+    "failed",
+    "cancelled",
+    "pending",
+)
+"""What ``sessions list --status`` accepts (AgentStatus values, any case)."""
 
 
-def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--address", help="Temporal address (default: TEMPORAL_ADDRESS or localhost:7233)"
-    )
-    parser.add_argument("--namespace")
-    parser.add_argument("--task-queue", default="ratchet")
-
-
-def add_session_commands(commands: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction) -> None:
     chat = commands.add_parser("chat", help="talk to an agent in a session, turn after turn")
     chat.add_argument("agent")
     chat.add_argument("--session", help="continue this session instead of starting one")
     chat.add_argument("--close", action="store_true", help="close the session on exit")
+    chat.add_argument("--by", default=_user(), help="who decides approvals (default: you)")
     add_connection_arguments(chat)
+    chat.set_defaults(func=chat_command)
 
-    sessions = commands.add_parser("sessions", help="list, inspect and steer sessions")
+    sessions = commands.add_parser("sessions", help="list, inspect and steer sessions and runs")
+    sessions.set_defaults(func=sessions_command)
     verbs = sessions.add_subparsers(dest="verb", required=True)
-    listing = verbs.add_parser("list", help="sessions, newest first")
-    listing.add_argument("--status", help="only sessions with this AgentStatus")
+    listing = verbs.add_parser("list", help="sessions and runs, newest first")
+    listing.add_argument(
+        "--status",
+        type=str.lower,
+        choices=STATUSES,
+        help="only those with this AgentStatus (e.g. awaiting_approval)",
+    )
+    listing.add_argument("--sessions-only", action="store_true", help="leave standalone runs out")
     add_connection_arguments(listing)
     show = verbs.add_parser("show", help="a session's status, pending work, turns and thread")
     show.add_argument("session")
@@ -46,27 +62,30 @@ def add_session_commands(commands: argparse._SubParsersAction) -> None:
     where.add_argument("--at-turn", type=int)
     where.add_argument("--at-message")
     fork.add_argument("--id", help="the new session's id")
-    approve = verbs.add_parser("approve", help="approve a pending tool call")
-    approve.add_argument("session")
+    approve = verbs.add_parser("approve", help="approve a pending tool call (session or run)")
+    approve.add_argument("session", help="a session id or a run's workflow id")
     approve.add_argument("call_id")
-    reject = verbs.add_parser("reject", help="reject a pending tool call")
-    reject.add_argument("session")
+    reject = verbs.add_parser("reject", help="reject a pending tool call (session or run)")
+    reject.add_argument("session", help="a session id or a run's workflow id")
     reject.add_argument("call_id")
     reject.add_argument("--reason")
     answer = verbs.add_parser("answer", help="answer a question the agent asked")
-    answer.add_argument("session")
+    answer.add_argument("session", help="a session id or a run's workflow id")
     answer.add_argument("question_id")
     answer.add_argument("text")
     cancel = verbs.add_parser("cancel", help="stop the run in progress (the session stays)")
     cancel.add_argument("session")
+    for parser in (approve, reject, answer):
+        parser.add_argument("--by", default=_user(), help="who decides (default: you)")
     for parser in (show, export, fork, approve, reject, answer, cancel):
         add_connection_arguments(parser)
 
 
-async def connect(args: argparse.Namespace) -> AgentClient:
-    return await AgentClient.connect(
-        args.address, namespace=args.namespace, task_queue=args.task_queue
-    )
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no user name in this environment
+        return "cli"
 
 
 Prompt = Callable[[str], Awaitable[str]]
@@ -79,7 +98,13 @@ async def read_line(prompt: str) -> str:
     return line.rstrip("\n") if line else "/quit"
 
 
+async def chat_command(args: argparse.Namespace) -> int:
+    return await chat(args)
+
+
 async def chat(args: argparse.Namespace, ask: Prompt = read_line) -> int:
+    from ratchet.errors import RunFailedError
+
     client = await connect(args)
     session = (
         client.get_session(args.session) if args.session else await client.start_session(args.agent)
@@ -92,7 +117,7 @@ async def chat(args: argparse.Namespace, ask: Prompt = read_line) -> int:
         if not text:
             continue
         try:
-            result = await send_and_decide(session, text, ask)
+            result = await send_and_decide(session, text, ask, by=getattr(args, "by", _user()))
         except RunFailedError as e:
             print(f"error: {e.cause}", file=sys.stderr)
             continue
@@ -103,31 +128,38 @@ async def chat(args: argparse.Namespace, ask: Prompt = read_line) -> int:
     return 0
 
 
-async def send_and_decide(session: SessionHandle, text: str, ask: Prompt):
+async def send_and_decide(session: SessionHandle, text: str, ask: Prompt, *, by: str = "cli"):
     """Send ``text`` and, while the run waits for someone, ask at the terminal."""
     sent = asyncio.create_task(session.send(text))
     while True:
         waiting = asyncio.create_task(session.wait_for_pending())
         done, _ = await asyncio.wait({sent, waiting}, return_when=asyncio.FIRST_COMPLETED)
         if sent in done:
+            # The cancelled wait ends with an error of its own: collect it, or asyncio
+            # prints "Task exception was never retrieved" after every message.
             waiting.cancel()
+            await asyncio.gather(waiting, return_exceptions=True)
             return sent.result()
         for item in waiting.result():
-            await decide(session, item, ask)
+            await decide(session, item, ask, by=by)
 
 
-async def decide(session: SessionHandle, item: PendingView, ask: Prompt) -> None:
+async def decide(
+    session: SessionHandle, item: PendingView, ask: Prompt, *, by: str = "cli"
+) -> None:
+    from ratchet.errors import DecisionError
+
     action = item.action
     try:
         if action.kind == "input":
             answer = await ask(f"{action.question}\nanswer> ")
-            await session.provide_input(action.id, answer, by="cli")
+            await session.provide_input(action.id, answer, by=by)
             return
         reply = await ask(f"approve {action.call.describe() if action.call else action.id}? [y/n] ")
         if reply.strip().lower() in ("y", "yes"):
-            await session.approve(action.id, by="cli")
+            await session.approve(action.id, by=by)
         else:
-            await session.reject(action.id, "declined at the terminal", by="cli")
+            await session.reject(action.id, "declined at the terminal", by=by)
     except DecisionError as e:  # decided elsewhere in the meantime
         print(f"note: {e}", file=sys.stderr)
 
@@ -135,17 +167,23 @@ async def decide(session: SessionHandle, item: PendingView, ask: Prompt) -> None
 async def sessions_command(args: argparse.Namespace) -> int:
     client = await connect(args)
     if args.verb == "list":
-        # The store lists newest first; legacy sessions have the older type name.
-        query = "WorkflowType IN ('AgentSession', 'AgentSessionWorkflow')"
+        # The store lists newest first; legacy sessions have the older type name. A
+        # session's runs are its own; standalone runs (AgentRunWorkflow) are listed too.
+        types = ["'AgentSession'", "'AgentSessionWorkflow'"]
+        if not args.sessions_only:
+            types.append("'AgentRunWorkflow'")
+        query = f"WorkflowType IN ({', '.join(types)})"
         if args.status:
             query += f" AND AgentStatus = '{args.status.upper()}'"
-        rows = [["session", "agent", "status", "turns", "tokens", "started"]]
+        rows = [["id", "kind", "agent", "status", "turns", "tokens", "started"]]
         async for info in client.temporal.list_workflows(query, limit=100):
             found = {p.key.name: p.value for p in info.typed_search_attributes}
             closed = info.status.name if info.status and info.status.value != 1 else None
+            kind = "run" if info.workflow_type == "AgentRunWorkflow" else "session"
             rows.append(
                 [
                     info.id,
+                    kind,
                     str(found.get("AgentName", "?")),
                     closed or str(found.get("AgentStatus", "RUNNING")),
                     str(found.get("AgentTurns", "")),
@@ -161,6 +199,16 @@ async def sessions_command(args: argparse.Namespace) -> int:
         )
         print(fork.id)
         return 0
+    if args.verb in ("approve", "reject", "answer"):
+        target = await _decider(client, args.session)
+        if args.verb == "approve":
+            await target.approve(args.call_id, by=args.by)
+        elif args.verb == "reject":
+            await target.reject(args.call_id, args.reason, by=args.by)
+        else:
+            await target.provide_input(args.question_id, args.text, by=args.by)
+        print("ok")
+        return 0
     session = client.get_session(args.session)
     if args.verb == "show":
         return await show(session, args.messages, run=args.run)
@@ -173,19 +221,24 @@ async def sessions_command(args: argparse.Namespace) -> int:
         }
         print(json.dumps(data, indent=2))
         return 0
-    if args.verb == "approve":
-        await session.approve(args.call_id, by="cli")
-    elif args.verb == "reject":
-        await session.reject(args.call_id, args.reason, by="cli")
-    elif args.verb == "answer":
-        await session.provide_input(args.question_id, args.text, by="cli")
-    elif args.verb == "cancel":
+    if args.verb == "cancel":
         status = await session.cancel()
         if status.current_run is None:
             print(f"session {session.id} has no run in progress")
             return 0
     print("ok")
     return 0
+
+
+async def _decider(client: object, workflow_id: str) -> SessionHandle | RunHandle:
+    """The session or the standalone run with that id (decisions work on both)."""
+    from ratchet.workflows import AgentClient
+
+    assert isinstance(client, AgentClient)
+    description = await client.get_session(workflow_id).workflow.describe()
+    if description.workflow_type == "AgentRunWorkflow":
+        return client.get_run(workflow_id)
+    return client.get_session(workflow_id)
 
 
 async def show(session: SessionHandle, last: int, *, run: int | None = None) -> int:
@@ -204,6 +257,8 @@ async def show(session: SessionHandle, last: int, *, run: int | None = None) -> 
     if number and await session.is_current():
         if run is not None and run != status.runs:
             print(f"\n(run {run}'s turns are in the session's history; showing the last run)")
+        from ratchet.agents.state import ExecutionState
+
         execution = await session.workflow.query("execution", result_type=ExecutionState | None)
         if execution is not None and execution.step_results:
             print(f"\nturns of {session.id}-run-{status.runs} ({execution.status.value}):")

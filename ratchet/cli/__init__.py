@@ -1,0 +1,64 @@
+"""The ``ratchet`` command line, one module per command (``ratchet/cli/<command>.py``).
+
+Each command module registers its parser with ``set_defaults(func=...)`` and imports
+what it needs only when it runs, so ``ratchet --help`` loads nothing heavy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import inspect
+import os
+import sys
+
+COMMANDS = ("server", "worker", "run", "sessions", "watch", "setup", "codec", "demo")
+
+
+def entry() -> None:
+    """The ``ratchet`` console script: exits with the command's real code, every time."""
+    from ratchet._exit import hard_exit
+
+    hard_exit(main())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ratchet", description="Durable agents on Temporal.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name in COMMANDS:
+        importlib.import_module(f"ratchet.cli.{name}").register(commands)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        result = args.func(args)
+        if inspect.isawaitable(result):
+            result = asyncio.run(result)  # type: ignore[arg-type]
+        return int(result or 0)
+    except BrokenPipeError:  # `ratchet ... | head`: the reader left; so do we, quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # noqa: BLE001 - one line for what a user can act on, else raise
+        return _report(e, args)
+
+
+def _report(error: Exception, args: argparse.Namespace) -> int:
+    from ratchet.errors import RatchetError
+
+    from .common import is_connection_failure, no_server
+
+    if isinstance(error, RatchetError):
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    if is_connection_failure(error):
+        return no_server(args)
+    if type(error).__module__.startswith("temporalio"):
+        cause = getattr(error, "cause", None)
+        print(f"error: {getattr(cause, 'message', None) or error}", file=sys.stderr)
+        return 1
+    raise error

@@ -1,0 +1,6 @@
+"""``python -m ratchet.cli``: the ``ratchet`` command."""
+
+from ratchet.cli import entry
+
+if __name__ == "__main__":
+    entry()

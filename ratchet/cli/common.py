@@ -1,0 +1,74 @@
+"""What every command shares: connection options, connecting, one-line errors.
+
+This module and every command module import only the standard library at the
+top, so ``ratchet --help`` stays fast; a command imports what it needs when it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ratchet.workflows import AgentClient
+
+DEFAULT_ADDRESS = "localhost:7233"
+
+
+def add_connection_arguments(parser: argparse.ArgumentParser, *, task_queue: bool = True) -> None:
+    parser.add_argument(
+        "--address", help=f"Temporal address (default: TEMPORAL_ADDRESS or {DEFAULT_ADDRESS})"
+    )
+    parser.add_argument(
+        "--namespace", help="Temporal namespace (default: TEMPORAL_NAMESPACE or default)"
+    )
+    if task_queue:
+        parser.add_argument("--task-queue", default="ratchet")
+
+
+def address_of(args: argparse.Namespace) -> str:
+    return getattr(args, "address", None) or os.environ.get("TEMPORAL_ADDRESS") or DEFAULT_ADDRESS
+
+
+async def connect(args: argparse.Namespace, **options: object) -> AgentClient:
+    from ratchet.workflows import AgentClient
+
+    return await AgentClient.connect(
+        getattr(args, "address", None),
+        namespace=getattr(args, "namespace", None),
+        task_queue=getattr(args, "task_queue", "ratchet"),
+        **options,  # type: ignore[arg-type]
+    )
+
+
+def is_connection_failure(error: BaseException) -> bool:
+    """Temporal's client says it could not reach the server (no server running there)."""
+    text = str(error)
+    return isinstance(error, RuntimeError) and (
+        "Failed client connect" in text or "transport error" in text.lower()
+    )
+
+
+def no_server(args: argparse.Namespace) -> int:
+    print(
+        f"error: no Temporal server answers at {address_of(args)}. Start one with "
+        "`ratchet server` (a local dev server), or point --address / TEMPORAL_ADDRESS "
+        "at yours.",
+        file=sys.stderr,
+    )
+    return 1
+
+
+def default_ui_url(address: str | None) -> str | None:
+    """The Web UI a run's link points at: RATCHET_UI_URL, or the dev server's default
+    (:8233) when the address is the local default. ``ratchet server --ui-port N``
+    users set RATCHET_UI_URL=http://localhost:N (or pass --ui-url)."""
+    explicit = os.environ.get("RATCHET_UI_URL")
+    if explicit:
+        return explicit
+    host = (address or os.environ.get("TEMPORAL_ADDRESS") or DEFAULT_ADDRESS).rsplit(":", 1)
+    if host[0] in ("localhost", "127.0.0.1") and host[-1] == "7233":
+        return f"http://{host[0]}:8233"
+    return None
