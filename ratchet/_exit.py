@@ -3,22 +3,63 @@
 Temporal's Rust runtime keeps threads alive until the process ends; tearing the
 interpreter down around them can abort with "PyGILState_Release" (exit 134) about
 half the time (temporalio/sdk-python#300). Short-lived commands flush their output
-and leave with ``os._exit`` so their exit code is always the real one.
+and leave with ``os._exit`` so their exit code is always the real one; user scripts
+get the same through :func:`run_main`.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 import sys
+import traceback
+from collections.abc import Awaitable, Callable
+from typing import Any, NoReturn
 
 
-def hard_exit(code: int) -> None:
+def hard_exit(code: int) -> NoReturn:
     from ratchet.telemetry import flush_tracing  # os._exit skips the SDK's own atexit flush
 
     flush_tracing()
+    logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (OSError, ValueError):
             pass
     os._exit(code)
+
+
+def run_main(main: Callable[..., Awaitable[Any]], *args: Any) -> NoReturn:
+    """Run ``main(*args)`` with ``asyncio.run`` and exit with the script's real code.
+
+    Use it instead of ``asyncio.run(main())`` at the bottom of a script that talks to
+    Temporal. The exit code is what ``main`` returns (an int; ``None`` is 0), the code
+    of a ``SystemExit`` it raises, 1 after an uncaught exception (its traceback is
+    printed first) and 130 after Ctrl-C. Output is flushed, then the process leaves
+    without interpreter finalisation, which can otherwise abort with exit 134 while
+    Temporal's runtime threads are alive (temporalio/sdk-python#300).
+    """
+    try:
+        returned = asyncio.run(main(*args))
+        code = _exit_code(returned)
+    except SystemExit as stop:
+        code = _exit_code(stop.code)
+    except KeyboardInterrupt:
+        code = 130
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    hard_exit(code)
+
+
+def _exit_code(value: object) -> int:
+    """``sys.exit`` semantics: None is 0, an int is itself, anything else is printed
+    to stderr and means 1."""
+    if value is None:
+        return 0
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    print(value, file=sys.stderr)
+    return 1

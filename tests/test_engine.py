@@ -85,6 +85,16 @@ async def test_run_completes_with_one_activity_per_turn(agent_client: AgentClien
     ]
 
 
+async def test_cancelling_a_finished_run_leaves_it_completed(agent_client: AgentClient):
+    async with build_worker(agent_client, {"weather": lambda: weather_agent(["Sunny."])}):
+        handle = await agent_client.start_run("weather", "Oslo?")
+        await handle.result()
+        await handle.cancel()  # raised a raw RPCError ("already completed") before
+
+    description = await handle.workflow.describe()
+    assert description.status == WorkflowExecutionStatus.COMPLETED
+
+
 async def test_model_sees_tool_errors_for_bad_arguments_and_unknown_tools(
     agent_client: AgentClient,
 ):

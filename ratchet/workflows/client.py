@@ -144,7 +144,8 @@ class RunHandle:
 
     async def cancel(self) -> None:
         """Cancel the run through Temporal: the turn in flight sees it at its next
-        heartbeat and the workflow ends CANCELLED."""
+        heartbeat and the workflow ends CANCELLED. A run that has ended already is
+        left as it ended."""
         await self._handle.cancel()
 
     async def pending(self) -> list[PendingView]:

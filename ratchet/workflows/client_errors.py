@@ -89,9 +89,17 @@ _WRAPPED = frozenset(
 )
 
 
+_ENDING = frozenset({"cancel", "terminate"})
+
+
+def _already_ended(e: RPCError) -> bool:
+    return e.status == RPCStatusCode.NOT_FOUND and "completed" in (e.message or "")
+
+
 class GuardedHandle:
     """A ``WorkflowHandle`` whose calls raise Ratchet errors (see ``translated``);
-    everything else is the handle's own."""
+    everything else is the handle's own. Cancelling or terminating a workflow that
+    has ended already does nothing."""
 
     def __init__(self, handle: WorkflowHandle[Any, Any], noun: Noun) -> None:
         self._handle = handle
@@ -108,6 +116,11 @@ class GuardedHandle:
 
         async def call(*args: Any, **kwargs: Any) -> Any:
             with translated(self._noun, self._handle.id):
-                return await attr(*args, **kwargs)
+                try:
+                    return await attr(*args, **kwargs)
+                except RPCError as e:
+                    if name in _ENDING and _already_ended(e):
+                        return None  # ending what has ended is done already
+                    raise
 
         return call
