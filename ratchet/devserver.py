@@ -57,7 +57,8 @@ class DevServer:
     db_path: Path | None = None
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     temp_dir: Path | None = None
-    """A directory ``start`` made for the log; ``stop`` removes it."""
+    """A directory ``start`` made for the log; ``stop`` removes it (and the next
+    ``start`` removes one whose owner was killed before it could)."""
 
     @property
     def address(self) -> str:
@@ -83,7 +84,10 @@ class DevServer:
     ) -> DevServer:
         port = port or free_port()
         ui_port = (ui_port or free_port()) if ui else None
-        temp_dir = None if log_dir else Path(tempfile.mkdtemp(prefix="ratchet-temporal-"))
+        temp_dir = None
+        if log_dir is None:
+            _sweep_orphaned_temp_dirs()
+            temp_dir = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-"))
         log_dir = log_dir or temp_dir
         assert log_dir is not None
         log_dir.mkdir(parents=True, exist_ok=True)
@@ -181,6 +185,28 @@ class DevServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+TEMP_PREFIX = "ratchet-temporal-"
+
+
+def _sweep_orphaned_temp_dirs() -> None:
+    """Remove log directories of servers whose owning process is gone (killed with
+    SIGKILL, its server died with it through PR_SET_PDEATHSIG)."""
+    for path in Path(tempfile.gettempdir()).glob(f"{TEMP_PREFIX}*-*"):
+        owner = path.name[len(TEMP_PREFIX) :].split("-", 1)[0]
+        if owner.isdigit() and not _alive(int(owner)):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
 
 
 def _die_with_parent() -> None:

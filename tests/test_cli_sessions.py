@@ -4,6 +4,7 @@ in the test's process (so the test can see what the tools really did)."""
 from __future__ import annotations
 
 import asyncio
+import getpass
 import json
 import os
 import sys
@@ -135,3 +136,24 @@ async def test_sessions_list_and_cancel(
             await asyncio.sleep(0.1)
     # The session is open and idle (its run was cancelled), and says so by its search attributes.
     assert row[:4] == [session.id, "session", "blocker", "PENDING"], (listed, err)
+
+
+async def test_approve_takes_a_run_id_and_records_who_decided(
+    temporal_server: DevServer, agent_client: AgentClient, task_queue: str
+):
+    ledger = Ledger()
+    agent = payment_agent(ledger, [ScriptedModel.call("pay", to="acme", amount=300)])
+    async with build_worker(agent_client, {"pay": agent}):
+        handle = await agent_client.start_run("pay", "pay acme")  # a run, not a session
+        (pending,) = await handle.wait_for_pending()
+        code, out, err = await ratchet(
+            temporal_server, task_queue, "sessions", "approve", handle.id, pending.action.id
+        )
+        assert code == 0, err  # a query error on the run id before
+        result = await handle.result()
+        decisions = await handle.decisions()
+    assert ledger.payments == [("acme", 300, 1)]
+    assert result.output == "done: paid 300 to acme"
+    assert [(d.id, d.approved, d.by) for d in decisions] == [
+        (pending.action.id, True, getpass.getuser())  # "cli" before, whoever ran it
+    ]
