@@ -10,7 +10,7 @@ import os
 import sys
 from datetime import timedelta
 
-from ratchet.agents import AgentStatus, ScriptedModel
+from ratchet.agents import AgentStatus, ScriptedModel, ToolCallingAgent, tool
 from ratchet.devserver import DevServer
 from ratchet.worker import build_worker
 from ratchet.workflows import AgentClient, RunOptions, SessionOptions
@@ -157,3 +157,52 @@ async def test_approve_takes_a_run_id_and_records_who_decided(
     assert [(d.id, d.approved, d.by) for d in decisions] == [
         (pending.action.id, True, getpass.getuser())  # "cli" before, whoever ran it
     ]
+
+
+async def test_chat_prints_the_reply_as_the_model_writes_it(
+    temporal_server: DevServer, agent_client: AgentClient, task_queue: str
+):
+    go = asyncio.Event()
+
+    @tool
+    async def look_up() -> str:
+        """Look it up."""
+        await go.wait()
+        return "42"
+
+    first = ScriptedModel.call("look_up").model_copy(update={"content": "Looking it up."})
+    model = ScriptedModel([first, "Found it: 42."], stream=True)
+    agent = ToolCallingAgent(model, [look_up])
+    async with build_worker(agent_client, {"finder": lambda: agent}):
+        chat = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "ratchet.cli",
+            "chat",
+            "finder",
+            "--task-queue",
+            task_queue,
+            cwd=ROOT,
+            env={**os.environ, "TEMPORAL_ADDRESS": temporal_server.address},
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        assert chat.stdin is not None and chat.stdout is not None
+        chat.stdin.write(b"what is it?\n")
+        await chat.stdin.drain()
+        before = b""
+        while b"Looking it up." not in before:  # the reply so far, while the tool works
+            chunk = await asyncio.wait_for(chat.stdout.read(100), 60)
+            assert chunk, before
+            before += chunk
+        assert not go.is_set()
+        go.set()
+        chat.stdin.write(b"/quit\n")
+        chat.stdin.close()
+        rest, err = await asyncio.wait_for(chat.communicate(), 60)
+    assert chat.returncode == 0, err
+    out = (before + rest).decode()
+    assert "finder> Looking it up.\n  · look_up()\nfinder> Found it: 42.\n" in out
+    assert out.count("Found it: 42.") == 1  # streamed, not printed again at the end
+    assert b"Traceback" not in err and b"never retrieved" not in err

@@ -116,16 +116,63 @@ async def chat(args: argparse.Namespace, ask: Prompt = read_line) -> int:
             break
         if not text:
             continue
+        reply = Reply(args.agent)
+        follow = asyncio.create_task(reply.follow(session, await session.event_offset()))
         try:
             result = await send_and_decide(session, text, ask, by=getattr(args, "by", _user()))
         except RunFailedError as e:
+            await reply.finish(follow)
             print(f"error: {e.cause}", file=sys.stderr)
             continue
-        print(f"{result.agent}> {result.output or f'({result.status.value})'}")
+        await reply.finish(follow)
+        if not reply.streamed:  # the model did not stream: the answer comes whole
+            print(f"{result.agent}> {result.output or f'({result.status.value})'}")
     if args.close:
         await session.close()
         print(f"session {session.id} closed")
     return 0
+
+
+class Reply:
+    """Prints a run's reply as the model writes it (text deltas), with a line per
+    tool call, from the session's events after ``offset``."""
+
+    FINISH_WAIT = 5.0
+    """Seconds the reply may lag behind the send's answer before it is cut short."""
+
+    def __init__(self, agent: str) -> None:
+        self.agent = agent
+        self.streamed = False
+        self._mid_line = False
+
+    async def follow(self, session: SessionHandle, offset: int) -> None:
+        async for event in session.events(from_offset=offset):
+            if event.kind == "text_delta" and event.text:
+                if not self._mid_line:
+                    print(f"{self.agent}> ", end="")
+                print(event.text, end="", flush=True)
+                self.streamed = self._mid_line = True
+            elif event.kind == "tool_call":
+                self._end_line()
+                print(f"  · {event.text}", flush=True)
+            elif event.kind == "turn_completed":
+                self._end_line()
+            elif event.kind == "run_finished":
+                return
+
+    async def finish(self, follow: asyncio.Task[None]) -> None:
+        """Let the reply catch up with the run's end, then end its line."""
+        try:
+            await asyncio.wait_for(follow, self.FINISH_WAIT)
+        except Exception:  # noqa: BLE001 - too slow or failed: the answer still prints
+            follow.cancel()
+            await asyncio.gather(follow, return_exceptions=True)
+        self._end_line()
+
+    def _end_line(self) -> None:
+        if self._mid_line:
+            print(flush=True)
+            self._mid_line = False
 
 
 async def send_and_decide(session: SessionHandle, text: str, ask: Prompt, *, by: str = "cli"):

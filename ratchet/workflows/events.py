@@ -25,6 +25,7 @@ from ratchet.activities.events import EVENTS_TOPIC
 from ratchet.agents.events import RunEvent
 
 POLL_QUERY = "__temporal_workflow_stream_poll"
+OFFSET_QUERY = "__temporal_workflow_stream_offset"
 MIN_POLL = 0.05
 MAX_POLL = 1.0
 RUNNING = (WorkflowExecutionStatus.RUNNING, WorkflowExecutionStatus.CONTINUED_AS_NEW)

@@ -28,7 +28,7 @@ from ratchet.agents.state_export import StateExport
 from ratchet.errors import DecisionError, RunFailedError, SessionBusyError, run_failed
 
 from .client_errors import GuardedHandle, translated
-from .events import session_events
+from .events import OFFSET_QUERY, session_events
 from .pending import DecisionRequest, Verdict
 from .runner import RunResult, new_messages
 from .session import SESSION_WORKFLOW, LogInfo, SendOutcome, SendRequest, SessionStatus
@@ -129,6 +129,11 @@ class SessionHandle:
         """The session's live events: each run's start and finish and the run's own
         events in between (see ``RunHandle.events``). Ends when the session closes."""
         return session_events(self._client.temporal, self.id, from_offset=from_offset)
+
+    async def event_offset(self) -> int:
+        """Where the session's event stream ends now: ``events(from_offset=...)``
+        with it follows only what happens next."""
+        return await self._handle.query(OFFSET_QUERY, result_type=int)
 
     async def send(self, prompt: str | Sequence[Message]) -> RunResult:
         """Run the agent on ``prompt`` as the session's next execution and wait for it.
