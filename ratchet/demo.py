@@ -175,8 +175,10 @@ async def run_demo(keep: bool, state_dir: Path) -> int:
             f"\n{result.turns} turns, {result.usage.total_tokens} tokens. Tool calls finished "
             f"before the kill and run again by worker B: {len(rerun)}."
         )
-        print(f"Open the run in the Temporal UI: {handle.ui_url}")
-        if keep:
+        if not keep:  # a link to a server that is about to stop would lead nowhere
+            print("The dev server stops now; `ratchet demo --keep` keeps it and its Web UI up.")
+        else:
+            print(f"Open the run in the Temporal UI: {handle.ui_url}")
             print("\n--keep: server and UI stay up; press Ctrl-C to stop.")
             stop = asyncio.Event()
             loop.add_signal_handler(signal.SIGINT, stop.set)

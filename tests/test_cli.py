@@ -43,7 +43,8 @@ def test_demo_kills_a_worker_and_the_run_resumes():
     assert "✓ turn 2 checkpointed (attempt 2" in out
     assert "Tool calls finished before the kill and run again by worker B: 0." in out
     assert "Answer: Lisbon wins" in out
-    assert "/namespaces/default/workflows/run-travel-" in out
+    assert "/namespaces/default/workflows/" not in out  # no link to a stopped server
+    assert "`ratchet demo --keep` keeps it and its Web UI up" in out
 
 
 def test_run_prints_the_answer_workflow_id_and_ui_link(
