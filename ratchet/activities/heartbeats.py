@@ -50,6 +50,16 @@ sent = 0
 """Heartbeat RPCs this process has sent (the heartbeat benchmark reads it)."""
 
 
+def stale_message(describe: str, before: str, cause: str) -> str:
+    """What a worker logs when the server no longer knows one of its attempts."""
+    what = f" before {before}" if before else ""
+    return (
+        f"{describe} stopped{what}: the server no longer knows this attempt ({cause}). "
+        "It timed the attempt out (its worker missed heartbeats) or the run ended; "
+        "another attempt takes or took the turn."
+    )
+
+
 class TurnCancelled(Exception):
     """The server asked this attempt to stop (the run was cancelled, or the
     activity paused or reset); the turn reports its cancellation and ends."""
@@ -121,12 +131,7 @@ class Heartbeats:
         except RPCError as e:
             if e.status != RPCStatusCode.NOT_FOUND:
                 raise
-            what = f" before {before}" if before else ""
-            raise StaleAttemptError(
-                f"{self._describe} stopped{what}: the server no longer knows this attempt "
-                f"({e.message}). It timed the attempt out (its worker missed heartbeats) "
-                "or the run ended; another attempt takes or took the turn."
-            ) from e
+            raise StaleAttemptError(stale_message(self._describe, before, e.message)) from e
         self._acked_version = version
         self._acked_at = started
         self._acked = details

@@ -48,7 +48,7 @@ from ratchet.errors import (
 )
 from ratchet.telemetry import record_turn
 
-from .heartbeats import Heartbeats, TurnCancelled
+from .heartbeats import Heartbeats, TurnCancelled, stale_message
 from .resources import WorkerResources
 from .state_refs import StateCache, new_write_id, resolve_state
 from .thread_log import HANDOFF, Holder, LogNotCached, resolve_log
@@ -207,6 +207,13 @@ class TurnActivities:
             # one's result: end without reporting one.
             activity.logger.warning(str(e))
             activity.raise_complete_async()
+        except asyncio.CancelledError:
+            # The SDK's own heartbeat heard first that the attempt is gone.
+            details = activity.cancellation_details()
+            if details is not None and (details.not_found or details.timed_out):
+                cause = "its worker's heartbeat was refused"
+                activity.logger.warning(stale_message(_describe_turn(input), "", cause))
+            raise
         except TurnCancelled:
             handle = activity.client().get_async_activity_handle(
                 task_token=activity.info().task_token
@@ -236,7 +243,7 @@ class TurnActivities:
                 activity.client().get_async_activity_handle(task_token=info.task_token),
                 info.heartbeat_timeout,
                 lambda: progress,
-                describe=f"Turn {input.turn} (attempt {info.attempt}) of agent {input.agent!r}",
+                describe=_describe_turn(input),
             )
 
         def checkpoint(recorded: dict[str, Any]) -> None:
@@ -558,6 +565,10 @@ def _describe(message: Message) -> str:
 def _this_attempt(info: activity.Info) -> dict[str, Any]:
     worker = activity.client().identity if not info.is_local else ""
     return {"attempt": info.attempt, "worker": worker, "started_at": info.started_time.isoformat()}
+
+
+def _describe_turn(input: TurnInput) -> str:
+    return f"Turn {input.turn} (attempt {activity.info().attempt}) of agent {input.agent!r}"
 
 
 def _earlier_progress(details: Any) -> dict[str, Any]:
