@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -81,6 +82,7 @@ class DevServer:
         timeout: float = 60.0,
         search_attributes: bool = True,
         ip: str = "127.0.0.1",
+        extra_args: Sequence[str] = (),
     ) -> DevServer:
         port = port or free_port()
         ui_port = (ui_port or free_port()) if ui else None
@@ -118,6 +120,7 @@ class DevServer:
             command += ["--ui-codec-endpoint", codec_endpoint]
         if search_attributes:  # False: a bare server, as a new cluster would be
             command += dev_server_flags()
+        command += extra_args  # e.g. --metrics-port for the benchmarks
         with open(server.log_path, "ab") as log:
             server.process = subprocess.Popen(
                 command,

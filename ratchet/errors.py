@@ -88,8 +88,12 @@ class IncompatibleThreadError(UsageError):
     """An agent was given a thread kind it cannot work with."""
 
 
+PAYLOAD_LIMIT = 2 * 1024 * 1024
+"""Temporal refuses a payload (an input, a result, a message) larger than this."""
+
+
 class PayloadTooLargeError(InvalidInputError):
-    """A turn produced more data than one Temporal payload can carry."""
+    """A prompt or a turn's result larger than one Temporal payload can carry."""
 
 
 class PayloadDecryptionError(ConfigurationError):
@@ -242,10 +246,11 @@ def failure_class(error_type: str | None) -> type[RatchetError] | None:
         return None
     if error_type in _ALIASES:
         return _ALIASES[error_type]
+    made = set(_FAILED.values())  # run_failed's classes share their error's name
     found = [RatchetError]
     while found:
         cls = found.pop()
-        if cls.__name__ == error_type:
+        if cls.__name__ == error_type and cls not in made:
             return cls
         found += cls.__subclasses__()
     return None

@@ -38,6 +38,7 @@ from ratchet.agents.state_context import (
 from ratchet.agents.thread import MESSAGES, ChatMessageThread, ServiceThread, Thread
 from ratchet.agents.usage import Usage
 from ratchet.errors import (
+    PAYLOAD_LIMIT,
     AgentNotFoundError,
     IncompatibleThreadError,
     ModelError,
@@ -56,7 +57,6 @@ from .threads import THREAD_NOT_CACHED, ThreadCache, ThreadRef, resolve_thread
 
 TURN_ACTIVITY = "ratchet.turn"
 TOOL_ACTIVITY = "ratchet.tool"
-PAYLOAD_LIMIT = 2 * 1024 * 1024
 CHECKPOINT_BUDGET = 512 * 1024
 """Most bytes of finished steps a turn keeps in its heartbeat details."""
 """Temporal refuses a payload over 2 MB; a turn result that large fails, not retries."""

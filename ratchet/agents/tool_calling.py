@@ -10,7 +10,7 @@ from typing import Any
 from .agent import Agent, Result
 from .context import RunContext
 from .messages import Message, ToolCall
-from .models.base import ModelClient, ModelResponse
+from .models.base import ModelClient, ModelResponse, empty_reply
 from .pending import PendingAction
 from .thread import Thread
 from .tools import Tool, tool
@@ -55,10 +55,7 @@ class ToolCallingAgent(Agent):
         # Not waited for: if the reply is final, the turn's result records it; if it
         # asks for tools, the check before the first tool writes it.
         response = await context.once(
-            "model",
-            lambda: self.model.create(prompt, list(self.tools.values()), context),
-            ModelResponse,
-            wait=False,
+            "model", lambda: self._ask(prompt, context), ModelResponse, wait=False
         )
         reply = response.message
         if response.cursor is not None:
@@ -81,6 +78,13 @@ class ToolCallingAgent(Agent):
         results = await asyncio.gather(*(self._call(c, context) for c in now))
         await thread.on_new_messages(results)
         return Result(usage=response.usage, pending=pending, handoff=handoff)
+
+    async def _ask(self, prompt: list[Message], context: RunContext) -> ModelResponse:
+        response = await self.model.create(prompt, list(self.tools.values()), context)
+        if not response.message.content and not response.message.tool_calls:
+            # Raised inside the step, so the checkpoint never records an empty reply.
+            raise empty_reply(response.model)
+        return response
 
     async def _call(self, call: ToolCall, context: RunContext) -> Message:
         tool = self.tools.get(call.name)

@@ -44,7 +44,7 @@ from ratchet.errors import DecisionError, InvalidInputError, RunFailedError, run
 from ratchet.storage import external_storage
 
 from .agent_run import AgentRunWorkflow, RunInput
-from .client_errors import GuardedHandle, translated
+from .client_errors import GuardedHandle, check_prompt_size, translated
 from .events import run_events
 from .fork import Checkpoint, not_run, read_checkpoint, read_mark
 from .pending import DecisionRequest, Verdict
@@ -310,9 +310,10 @@ class AgentClient:
         messages = new_messages(prompt, new_id)
         options = options or RunOptions()
         options.check()
+        workflow_id = workflow_id or run_workflow_id(agent)
+        check_prompt_size(self.temporal, messages, "run", workflow_id)
         if state is not None:
             session = _with_state(agent, session, StateExport.load(state), options)
-        workflow_id = workflow_id or run_workflow_id(agent)
         with translated("run", workflow_id):
             handle = await self.temporal.start_workflow(
                 AgentRunWorkflow.run,
@@ -364,9 +365,7 @@ class AgentClient:
         with translated("session", workflow_id):
             handle = await self.temporal.start_workflow(
                 AgentSessionWorkflow.run,
-                SessionInput(
-                    agent=agent, session=session, options=options, session_id=workflow_id
-                ),
+                SessionInput(agent=agent, session=session, options=options, session_id=workflow_id),
                 id=workflow_id,
                 task_queue=self.task_queue,
                 static_summary=f"{agent} session",
@@ -474,13 +473,14 @@ class AgentClient:
                 "metadata": {"forked_from": source, "at_turn": turn},
             }
         )
-        handle = await self.temporal.start_workflow(
-            AgentSessionWorkflow.run,
-            SessionInput(agent=agent, session=session, options=options, session_id=session_id),
-            id=session_id,
-            task_queue=self.task_queue,
-            static_summary=f"{agent} session, forked from {source} at turn {turn}",
-        )
+        with translated("session", session_id):
+            handle = await self.temporal.start_workflow(
+                AgentSessionWorkflow.run,
+                SessionInput(agent=agent, session=session, options=options, session_id=session_id),
+                id=session_id,
+                task_queue=self.task_queue,
+                static_summary=f"{agent} session, forked from {source} at turn {turn}",
+            )
         return SessionHandle(handle, self, current=True)
 
     def get_session(self, session_id: str) -> SessionHandle:

@@ -9,14 +9,16 @@ Ratchet error that says what to change (see ``ratchet.errors``).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
-from temporalio.client import WorkflowHandle
+from temporalio.client import Client, WorkflowHandle
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from ratchet.agents.messages import Message, approximate_size
 from ratchet.errors import (
+    PAYLOAD_LIMIT,
     AlreadyStartedError,
     PayloadDecryptionError,
     PayloadTooLargeError,
@@ -31,6 +33,19 @@ PAYLOAD_LIMIT_TEXT = (
     "pass a reference), or give the client external payload storage: "
     "AgentClient.connect(..., payload_storage=...)."
 )
+
+
+def check_prompt_size(client: Client, messages: Sequence[Message], noun: Noun, id: str) -> None:
+    """Refuse a prompt over Temporal's payload limit before it is sent: a server
+    refuses a workflow input that large, but takes an Update's, and the workflow
+    could then never pass the message on."""
+    if client.data_converter.external_storage is not None:
+        return
+    size = sum(approximate_size(m) for m in messages)
+    if size > PAYLOAD_LIMIT:
+        raise PayloadTooLargeError(
+            f"The prompt for {noun} {id} is {size / 1024 / 1024:.1f} MB. " + PAYLOAD_LIMIT_TEXT
+        )
 
 
 @contextlib.contextmanager

@@ -92,7 +92,6 @@ class RunOptions(CheckedOptions):
     """Most tokens the run may use, its sub-agents included; past it the run fails
     with BudgetExceededError."""
 
-
     def problems(self) -> list[str]:
         found = [
             *at_least("max_turns", self.max_turns, 1),

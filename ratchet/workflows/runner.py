@@ -91,8 +91,10 @@ def new_messages(prompt: str | Sequence[Message], make_id: Callable[[], str]) ->
     elif isinstance(prompt, Sequence) and all(isinstance(m, Message) for m in prompt):
         messages = [m.model_copy() for m in prompt]
     else:
-        wrong = prompt if not isinstance(prompt, Sequence) else next(
-            m for m in prompt if not isinstance(m, Message)
+        wrong = (
+            prompt
+            if not isinstance(prompt, Sequence)
+            else next(m for m in prompt if not isinstance(m, Message))
         )
         raise InvalidInputError(
             f"A prompt must be a string or a list of ratchet.agents.Message; got "

@@ -27,7 +27,7 @@ from ratchet.agents.state import AgentState, ThreadData
 from ratchet.agents.state_export import StateExport
 from ratchet.errors import DecisionError, RunFailedError, SessionBusyError, run_failed
 
-from .client_errors import GuardedHandle, translated
+from .client_errors import GuardedHandle, check_prompt_size, translated
 from .events import OFFSET_QUERY, session_events
 from .pending import DecisionRequest, Verdict
 from .runner import RunResult, new_messages
@@ -142,6 +142,7 @@ class SessionHandle:
         ``RunFailedError`` if the session refuses the message or the run fails.
         """
         request = SendRequest(messages=new_messages(prompt, new_id))
+        check_prompt_size(self._client.temporal, request.messages, "session", self.id)
         if not await self.is_current():
             return await self._update("send", request, RunResult)
         outcome = await self._update("send", request, SendOutcome)

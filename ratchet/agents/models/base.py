@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ...errors import ModelError
 from ..context import RunContext
 from ..messages import Message
 from ..pricing import ModelPrice
@@ -85,3 +86,13 @@ def _traced(create: _Create) -> _Create:
             return response
 
     return traced
+
+
+def empty_reply(model: str | None) -> ModelError:
+    """A reply with neither text nor tool calls: nothing to answer with or act on.
+    Retryable: another sample usually has one; the run fails after max_attempts."""
+    return ModelError(
+        f"The model{f' {model!r}' if model else ''} replied with neither text nor tool "
+        "calls; the turn is retried (the run fails after RunOptions.max_attempts).",
+        retryable=True,
+    )

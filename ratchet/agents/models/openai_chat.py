@@ -18,7 +18,7 @@ from ..messages import Message, ToolCall
 from ..pricing import ModelPrice
 from ..tools import Tool
 from ..usage import Usage
-from .base import ModelClient, ModelResponse
+from .base import ModelClient, ModelResponse, empty_reply
 
 RETRYABLE_STATUS = {408, 409, 429}
 
@@ -132,16 +132,6 @@ class OpenAIChatModel(ModelClient):
         ]
         message = Message.assistant("".join(text) or None, tool_calls)
         return ModelResponse(message=message, usage=usage, model=model)
-
-
-def empty_reply(model: str | None) -> ModelError:
-    """A reply with neither text nor tool calls: nothing to answer with or act on.
-    Retryable: another sample usually has one; the run fails after max_attempts."""
-    return ModelError(
-        f"The model{f' {model!r}' if model else ''} replied with neither text nor tool "
-        "calls; the turn is retried (the run fails after RunOptions.max_attempts).",
-        retryable=True,
-    )
 
 
 def one_request(input_tokens: int | None = 0, output_tokens: int | None = 0) -> Usage:
