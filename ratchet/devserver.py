@@ -84,8 +84,6 @@ class DevServer:
         ip: str = "127.0.0.1",
         extra_args: Sequence[str] = (),
     ) -> DevServer:
-        port = port or free_port()
-        ui_port = (ui_port or free_port()) if ui else None
         temp_dir = None
         if log_dir is None:
             _sweep_orphaned_temp_dirs()
@@ -93,45 +91,58 @@ class DevServer:
         log_dir = log_dir or temp_dir
         assert log_dir is not None
         log_dir.mkdir(parents=True, exist_ok=True)
-        server = cls(
-            port=port,
-            ui_port=ui_port,
-            log_path=log_dir / "temporal.log",
-            db_path=db_path,
-            temp_dir=temp_dir,
-        )
-        command = [
-            temporal_binary(),
-            "server",
-            "start-dev",
-            "--ip",
-            ip,
-            "--port",
-            str(port),
-            "--log-level",
-            "warn",
-        ]
-        command += (
-            ["--ui-port", str(ui_port), "--ui-disable-news-fetch"] if ui_port else ["--headless"]
-        )
-        if db_path:
-            command += ["--db-filename", str(db_path)]
-        if codec_endpoint and ui_port:  # the UI then decodes payloads through it
-            command += ["--ui-codec-endpoint", codec_endpoint]
-        if search_attributes:  # False: a bare server, as a new cluster would be
-            command += dev_server_flags()
-        command += extra_args  # e.g. --metrics-port for the benchmarks
-        with open(server.log_path, "ab") as log:
-            server.process = subprocess.Popen(
-                command,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,  # Ctrl-C in a terminal must not kill it mid-shutdown
-                preexec_fn=_die_with_parent,
+        # A free port can be taken by another process before the server binds it (a
+        # shared machine); ports chosen here are chosen again then.
+        tries = 1 if port and (ui_port or not ui) else PORT_TRIES
+        for attempt in range(1, tries + 1):
+            server = cls(
+                port=port or free_port(),
+                ui_port=(ui_port or free_port()) if ui else None,
+                log_path=log_dir / "temporal.log",
+                db_path=db_path,
+                temp_dir=temp_dir,
             )
-        server._wait_ready(timeout)
-        return server
+            command = [
+                temporal_binary(),
+                "server",
+                "start-dev",
+                "--ip",
+                ip,
+                "--port",
+                str(server.port),
+                "--log-level",
+                "warn",
+            ]
+            command += (
+                ["--ui-port", str(server.ui_port), "--ui-disable-news-fetch"]
+                if server.ui_port
+                else ["--headless"]
+            )
+            if db_path:
+                command += ["--db-filename", str(db_path)]
+            if codec_endpoint and server.ui_port:  # the UI then decodes payloads through it
+                command += ["--ui-codec-endpoint", codec_endpoint]
+            if search_attributes:  # False: a bare server, as a new cluster would be
+                command += dev_server_flags()
+            command += extra_args  # e.g. --metrics-port for the benchmarks
+            with open(server.log_path, "ab") as log:
+                logged = log.tell()
+                server.process = subprocess.Popen(
+                    command,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,  # Ctrl-C in a terminal must not kill it mid-shutdown
+                    preexec_fn=_die_with_parent,
+                )
+            try:
+                server._wait_ready(timeout)
+            except ConfigurationError:
+                if attempt == tries or not _port_taken(server.log_path, logged):
+                    raise
+                continue
+            return server
+        raise AssertionError("unreachable")
 
     def _wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -190,6 +201,8 @@ class DevServer:
         self.stop()
 
 
+PORT_TRIES = 3
+"""Starts with newly chosen ports when one was taken meanwhile."""
 TEMP_PREFIX = "ratchet-temporal-"
 
 
@@ -225,6 +238,13 @@ def _die_with_parent() -> None:
     libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
     if os.getppid() == 1:  # the parent died before the call
         os._exit(1)
+
+
+def _port_taken(path: Path, since: int) -> bool:
+    """Whether the server's log says, after byte ``since``, that a port was taken."""
+    with open(path, "rb") as log:
+        log.seek(since)
+        return b"address already in use" in log.read()
 
 
 def _tail(path: Path, lines: int = 20) -> str:

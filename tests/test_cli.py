@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from ratchet import devserver
 from ratchet.devserver import DevServer, free_port, temporal_binary
 
 from .conftest import ROOT, release
@@ -262,3 +264,21 @@ def test_a_killed_server_command_takes_its_dev_server_along():
     again.terminate()
     assert again.wait(30) == 0 and gone(again_child)
     assert not log_dir.exists()
+
+
+def test_a_port_taken_before_the_server_binds_it_is_chosen_again(tmp_path: Path, monkeypatch):
+    # On a shared machine another process can take a free port first (CI saw it).
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        taken = holder.getsockname()[1]
+        offered = iter([taken])
+        monkeypatch.setattr(devserver, "free_port", lambda: next(offered, None) or free_port())
+        server = DevServer.start(ui=False, log_dir=tmp_path)
+        try:
+            assert server.port != taken
+            assert "address already in use" in server.log_path.read_text()
+            with socket.create_connection(("127.0.0.1", server.port), timeout=5):
+                pass
+        finally:
+            server.stop()
