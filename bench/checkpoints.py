@@ -23,8 +23,8 @@ import tempfile
 from pathlib import Path
 
 from ratchet._exit import hard_exit
+from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
-from ratchet.workflows import AgentClient
 from tests.agents import EventLog
 from tests.conftest import WorkerProcess
 

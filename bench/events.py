@@ -29,9 +29,9 @@ from ratchet.agents import (
     ToolCallingAgent,
     tool,
 )
+from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
 from ratchet.worker import build_worker
-from ratchet.workflows import AgentClient
 
 RESULTS = Path(__file__).parent / "results" / "events.json"
 EMITS = 40

@@ -38,9 +38,10 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from ratchet.agents import OpenAIChatModel, ToolCallingAgent, tool
+from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
+from ratchet.wire.options import RunOptions
 from ratchet.worker import build_worker
-from ratchet.workflows import AgentClient, RunOptions
 
 from . import integrations
 from .openai_stub import start_stub

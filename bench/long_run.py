@@ -22,9 +22,10 @@ from temporalio.client import WorkflowExecutionStatus
 
 from ratchet.agents import ScriptedModel, ToolCallingAgent, tool
 from ratchet.agents.compaction import KeepLastTurns
+from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
+from ratchet.wire.options import RunOptions
 from ratchet.worker import build_worker
-from ratchet.workflows import AgentClient, RunOptions
 
 RESULTS = Path(__file__).parent / "results"
 

@@ -29,9 +29,10 @@ from pathlib import Path
 from temporalio import activity, workflow
 
 from ratchet.agents import ScriptedModel, ToolCallingAgent, tool
+from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
+from ratchet.wire.options import RunOptions
 from ratchet.worker import build_worker
-from ratchet.workflows import AgentClient, RunOptions
 
 RESULTS = Path(__file__).parent / "results"
 TOOL_RESULT = "x" * 2000

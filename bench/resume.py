@@ -37,8 +37,9 @@ import urllib.request
 from pathlib import Path
 
 from ratchet._exit import hard_exit
+from ratchet.client import AgentClient
 from ratchet.devserver import DevServer, free_port
-from ratchet.workflows import AgentClient, RunOptions
+from ratchet.wire.options import RunOptions
 from tests.agents import EventLog
 from tests.conftest import WorkerProcess, release
 

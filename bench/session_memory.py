@@ -24,9 +24,9 @@ from pathlib import Path
 from temporalio.worker import Worker
 
 from ratchet._exit import hard_exit
+from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
 from ratchet.worker import build_worker
-from ratchet.workflows import AgentClient
 
 from .bare_workflows import BareUpdateWorkflow, bare_step
 from .sessions import RESULTS, Tiny

@@ -20,9 +20,9 @@ import uuid
 from temporalio.worker import Worker
 
 from ratchet.agents import Agent, Message, Result, RunContext, Thread
+from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
 from ratchet.worker import build_worker
-from ratchet.workflows import AgentClient
 
 from .bare_workflows import CALLED, BareRunWorkflow, bare_step
 from .sessions import RESULTS

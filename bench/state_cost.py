@@ -29,9 +29,10 @@ from ratchet.agents import (
     RunContext,
     Thread,
 )
+from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
+from ratchet.wire.options import RunOptions
 from ratchet.worker import build_worker
-from ratchet.workflows import AgentClient, RunOptions
 
 from .state_types import typical_state
 

@@ -14,7 +14,7 @@ import logging
 import os
 import sys
 import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, NoReturn
 
 
@@ -31,7 +31,7 @@ def hard_exit(code: int) -> NoReturn:
     os._exit(code)
 
 
-def run_main(main: Callable[..., Awaitable[Any]], *args: Any) -> NoReturn:
+def run_main(main: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> NoReturn:
     """Run ``main(*args)`` with ``asyncio.run`` and exit with the script's real code.
 
     Use it instead of ``asyncio.run(main())`` at the bottom of a script that talks to

@@ -18,12 +18,13 @@ from pathlib import Path
 
 from temporalio.api.enums.v1 import EventType
 
-from ratchet.activities.turn import TurnOutput
 from ratchet.agents.messages import Message
+from ratchet.client import AgentClient
+from ratchet.client.client import RunHandle
 from ratchet.devserver import DevServer, env_with_address
 from ratchet.examples import DEMO_PROMPT
-from ratchet.workflows import AgentClient, RunOptions
-from ratchet.workflows.client import RunHandle
+from ratchet.wire.options import RunOptions
+from ratchet.wire.turns import TurnOutput
 
 TASK_QUEUE = "ratchet-demo"
 

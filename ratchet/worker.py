@@ -19,23 +19,19 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio.client import Client
-from temporalio.plugin import SimplePlugin
-from temporalio.worker import Worker
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+from temporalio.worker import Worker, WorkflowRunner
 
 from ratchet import telemetry
 from ratchet._exit import hard_exit
 from ratchet.activities.events import DEFAULT_BATCH_INTERVAL
-from ratchet.activities.resources import ResourceFactory, WorkerResources
+from ratchet.activities.resources import ResourceFactory
 from ratchet.activities.state_refs import StateCache
 from ratchet.activities.threads import ThreadCache
-from ratchet.activities.turn import PAYLOAD_LIMIT, AgentFactory, TurnActivities
+from ratchet.activities.turn import AgentFactory
+from ratchet.client.client import DEFAULT_TASK_QUEUE, AgentClient
 from ratchet.errors import ConfigurationError
-from ratchet.workflows.agent_run import AgentRunWorkflow
-from ratchet.workflows.client import DEFAULT_TASK_QUEUE, AgentClient
-from ratchet.workflows.search_attributes import ensure_search_attributes
-from ratchet.workflows.session import AgentSessionWorkflow
-from ratchet.workflows.session_v1 import AgentSessionWorkflowV1
+from ratchet.plugin import RatchetPlugin, passed_through
+from ratchet.wire.search_attributes import ensure_search_attributes
 
 
 def build_worker(
@@ -70,50 +66,30 @@ def build_worker(
         raise ConfigurationError(
             "build_worker() needs at least one agent: agents={'name': factory}."
         )
-    if isinstance(client, AgentClient):
-        task_queue = task_queue or client.task_queue
-        client = client.temporal
-    task_queue = task_queue or DEFAULT_TASK_QUEUE
-    external = client.data_converter.external_storage is not None
-    worker_resources = WorkerResources(resources)
-    turns = TurnActivities(
+    if not isinstance(client, AgentClient):
+        client = AgentClient(client)  # Ratchet's converter on a plain client
+    task_queue = task_queue or client.task_queue
+    plugin = RatchetPlugin(
         agents,
         task_queue=task_queue,
+        max_concurrent_turns=max_concurrent_turns,
         thread_cache=thread_cache,
-        payload_limit=None if external else PAYLOAD_LIMIT,
-        resources=worker_resources,
+        resources=resources,
         state_cache=state_cache,
-        event_batch_interval=live_events,
+        live_events=live_events,
     )
-    plugins = list(worker_options.pop("plugins", []))
-    if resources:
-        plugins.append(SimplePlugin("ratchet.resources", run_context=worker_resources.lifespan))
+    plugins = [*worker_options.pop("plugins", []), plugin]
     return Worker(
-        client,
+        client.temporal,
         task_queue=task_queue,
-        workflows=[
-            AgentRunWorkflow,
-            AgentSessionWorkflow,
-            AgentSessionWorkflowV1,
-            *(workflows or []),
-        ],
-        activities=[turns.run_turn, turns.run_tool, *(activities or [])],
-        max_concurrent_activities=max_concurrent_turns,
-        workflow_runner=workflow_runner(),
+        workflows=list(workflows or []),
+        activities=list(activities or []),
         plugins=plugins,
-        # A run whose worker died moves to another worker within seconds.
-        sticky_queue_schedule_to_start_timeout=worker_options.pop(
-            "sticky_queue_schedule_to_start_timeout", timedelta(seconds=3)
-        ),
         **worker_options,
     )
 
 
-PASSED_THROUGH = ("ratchet", "pydantic", "openai", "opentelemetry")
-"""Modules workflows share with the worker instead of re-importing per instance."""
-
-
-def workflow_runner() -> SandboxedWorkflowRunner:
+def workflow_runner() -> WorkflowRunner:
     """The sandbox Ratchet's workflows run in (and replay tests replay in).
 
     Ratchet's own modules and the libraries they use are passed through: imported
@@ -121,9 +97,7 @@ def workflow_runner() -> SandboxedWorkflowRunner:
     and 60 ms of CPU per cached workflow otherwise). Ratchet's modules keep no
     global mutable state; the replay tests guard their determinism.
     """
-    return SandboxedWorkflowRunner(
-        restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSED_THROUGH)
-    )
+    return passed_through(None)
 
 
 def load_agents(spec: str) -> Mapping[str, AgentFactory]:

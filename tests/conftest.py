@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from ratchet._exit import hard_exit
+from ratchet.client import AgentClient
 from ratchet.devserver import DevServer, env_with_address
-from ratchet.workflows import AgentClient
 
 ROOT = Path(__file__).resolve().parent.parent
 _exit_status: list[int] = []

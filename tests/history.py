@@ -10,7 +10,7 @@ import temporalio.converter
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
-from ratchet.workflows import RunHandle, SessionHandle
+from ratchet.client import RunHandle, SessionHandle
 
 T = TypeVar("T")
 

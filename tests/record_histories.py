@@ -15,17 +15,18 @@ from pathlib import Path
 
 from ratchet.agents import ScriptedModel
 from ratchet.agents.compaction import KeepLastTurns, Summarize, SummarizingAgent
+from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
 from ratchet.errors import RunFailedError
-from ratchet.worker import build_worker
-from ratchet.workflows import AgentClient, RunOptions, SessionOptions
-from ratchet.workflows.orchestration import (
+from ratchet.examples.orchestration import (
     FanOut,
     FanOutInput,
     WriterCriticInput,
     WriterCriticLoop,
 )
-from ratchet.workflows.session import SessionInput
+from ratchet.wire.options import RunOptions, SessionOptions
+from ratchet.wire.sessions import SessionInput
+from ratchet.worker import build_worker
 from ratchet.workflows.session_v1 import AgentSessionWorkflowV1
 
 from .history import until
@@ -104,7 +105,9 @@ async def record() -> None:
             for text in ("hello", "again"):
                 await session.send(text)
             await session.close()
-            first_run = client.temporal.get_workflow_handle(compacted.id, run_id=compacted.run_id)
+            first_run = client.temporal.get_workflow_handle(
+                compacted.id, run_id=compacted.temporal_run_id
+            )
             recorded = [
                 ("agent_run_completed", completed.workflow),
                 ("agent_run_max_turns", failed.workflow),
@@ -186,7 +189,9 @@ async def record() -> None:
             await sent
             await waiting.close()
             await watcher
-            first_indexed = client.temporal.get_workflow_handle(indexed.id, run_id=indexed.run_id)
+            first_indexed = client.temporal.get_workflow_handle(
+                indexed.id, run_id=indexed.temporal_run_id
+            )
             recorded += [
                 ("agent_run_indexed_with_events", first_indexed),
                 ("agent_run_indexed_continued", client.temporal.get_workflow_handle(indexed.id)),
@@ -267,7 +272,7 @@ async def _record_sessions(client: AgentClient) -> list[tuple[str, object]]:
         ("agent_session_two_sends_then_closed", plain.workflow),
         (
             "agent_session_compaction_and_failure",
-            first(compacting.id, run_id=compacting.first_run_id),
+            first(compacting.id, run_id=compacting.first_temporal_run_id),
         ),
         ("agent_session_continued_by_reference", compacting.workflow),
         ("agent_session_fast_mode", fast.workflow),

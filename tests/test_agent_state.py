@@ -15,10 +15,11 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowFailureError
 
 from ratchet.activities.state_refs import StateCache
-from ratchet.agents import PickleSerializer, RunContext, StateExport
+from ratchet.agents import PickleSerializer, RunContext
+from ratchet.client import AgentClient, StateExport
 from ratchet.errors import RunFailedError, ShareTokenError
+from ratchet.wire.options import RunOptions
 from ratchet.worker import build_worker
-from ratchet.workflows import AgentClient, RunOptions
 
 from .history import attempts, events, of_type
 from .state_agents import Booby, Cart, Connection, Opaque, StepAgent, rich_values

@@ -11,7 +11,6 @@ from temporalio.client import WorkflowFailureError
 
 from ratchet.agents import (
     Agent,
-    AgentStatus,
     Message,
     Result,
     RunContext,
@@ -20,9 +19,10 @@ from ratchet.agents import (
     ToolCallingAgent,
     tool,
 )
+from ratchet.client import AgentClient, AgentStatus
 from ratchet.errors import DecisionError
+from ratchet.wire.options import RunOptions
 from ratchet.worker import build_worker
-from ratchet.workflows import AgentClient, RunOptions
 
 from .history import events, of_type
 from .hitl_agents import Blocker, Ledger, payment_agent

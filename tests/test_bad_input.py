@@ -14,6 +14,7 @@ from temporalio.client import WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet.agents import Message, RunContext, ScriptedModel, ToolCallingAgent, tool
+from ratchet.client import AgentClient
 from ratchet.errors import (
     AgentNotFoundError,
     AlreadyStartedError,
@@ -31,9 +32,10 @@ from ratchet.errors import (
     StateError,
     run_failed,
 )
+from ratchet.wire.options import RunOptions, SessionOptions
+from ratchet.wire.runs import RunInput
 from ratchet.worker import build_worker
-from ratchet.workflows import AgentClient, RunOptions, SessionOptions
-from ratchet.workflows.agent_run import AgentRunWorkflow, RunInput
+from ratchet.workflows.agent_run import AgentRunWorkflow
 
 from .conftest import ROOT
 from .hitl_agents import Ledger, payment_agent

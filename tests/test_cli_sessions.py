@@ -10,10 +10,11 @@ import os
 import sys
 from datetime import timedelta
 
-from ratchet.agents import AgentStatus, ScriptedModel, ToolCallingAgent, tool
+from ratchet.agents import ScriptedModel, ToolCallingAgent, tool
+from ratchet.client import AgentClient, AgentStatus
 from ratchet.devserver import DevServer
+from ratchet.wire.options import RunOptions, SessionOptions
 from ratchet.worker import build_worker
-from ratchet.workflows import AgentClient, RunOptions, SessionOptions
 
 from .conftest import ROOT
 from .hitl_agents import Blocker, Ledger, payment_agent

@@ -22,12 +22,19 @@ from temporalio.converter import DataConverter
 
 from ratchet.agents import OpenAIChatModel, ScriptedModel, ToolCallingAgent, tool
 from ratchet.cli import main
-from ratchet.codec import COMPRESSION, ENCODING, KEY_ID, EncryptionCodec, generate_key, parse_keys
-from ratchet.codec_server import CodecServer
+from ratchet.client import AgentClient
 from ratchet.devserver import DevServer, free_port, temporal_binary
 from ratchet.errors import ConfigurationError, ModelError, PayloadDecryptionError, RunFailedError
+from ratchet.payloads.codec import (
+    COMPRESSION,
+    ENCODING,
+    KEY_ID,
+    EncryptionCodec,
+    generate_key,
+    parse_keys,
+)
+from ratchet.payloads.codec_server import CodecServer
 from ratchet.worker import build_worker
-from ratchet.workflows import AgentClient
 
 from .conftest import ROOT
 from .openai_server import OpenAIServer

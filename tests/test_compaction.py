@@ -14,8 +14,9 @@ from ratchet.agents.compaction import (
     SummarizingAgent,
     turn_groups,
 )
+from ratchet.client import AgentClient
+from ratchet.wire.options import RunOptions
 from ratchet.worker import build_worker
-from ratchet.workflows import AgentClient, RunOptions
 
 from .history import summary, turn_activities
 from .test_threads import raw_history
@@ -156,7 +157,7 @@ async def test_a_long_execution_continues_as_new_and_carries_on_where_it_was(
     assert len(seen) == 9  # no turn ran twice across the new workflow runs
     assert state.execution is not None and state.execution.step_count == 9
     first = await agent_client.temporal.get_workflow_handle(
-        handle.id, run_id=handle.run_id
+        handle.id, run_id=handle.temporal_run_id
     ).describe()
     assert first.status == WorkflowExecutionStatus.CONTINUED_AS_NEW
     runs = [w async for w in agent_client.temporal.list_workflows(f"WorkflowId = '{handle.id}'")]

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from temporalio.api.enums.v1 import EventType, TimeoutType
 
-from ratchet.workflows import AgentClient, RunOptions, SessionOptions
+from ratchet.client import AgentClient
+from ratchet.wire.options import RunOptions, SessionOptions
 
 from .agents import EventLog
 from .conftest import release

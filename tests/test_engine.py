@@ -9,7 +9,6 @@ from temporalio.client import WorkflowExecutionStatus
 
 from ratchet.agents import (
     Agent,
-    AgentStatus,
     Message,
     ModelResponse,
     Result,
@@ -18,9 +17,10 @@ from ratchet.agents import (
     ToolCallingAgent,
     tool,
 )
+from ratchet.client import AgentClient, AgentStatus
 from ratchet.errors import InvalidInputError, ModelError, RunFailedError
+from ratchet.wire.options import RunOptions
 from ratchet.worker import build_worker
-from ratchet.workflows import AgentClient, RunOptions
 
 from .history import attempts, summary, turn_activities
 

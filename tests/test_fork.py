@@ -7,9 +7,9 @@ import asyncio
 import pytest
 
 from ratchet.agents import Agent, Message, Result, RunContext, ScriptedModel, Thread
+from ratchet.client import AgentClient
 from ratchet.errors import InvalidInputError
 from ratchet.worker import build_worker
-from ratchet.workflows import AgentClient
 
 from .hitl_agents import Ledger, payment_agent
 

@@ -14,9 +14,10 @@ from ratchet.agents import (
     ToolCallingAgent,
     agent_tool,
 )
+from ratchet.client import AgentClient
 from ratchet.errors import RunFailedError
+from ratchet.wire.options import RunOptions
 from ratchet.worker import build_worker
-from ratchet.workflows import AgentClient, RunOptions
 
 from .history import events, of_type
 

@@ -22,8 +22,8 @@ from ratchet.agents import (
     ToolCallingAgent,
     tool,
 )
+from ratchet.client import AgentClient
 from ratchet.worker import build_worker
-from ratchet.workflows import AgentClient
 
 from .history import events, of_type
 from .hitl_agents import Ledger, payment_agent

@@ -17,9 +17,10 @@ from ratchet.agents import (
     Usage,
     tool,
 )
+from ratchet.client import AgentClient
 from ratchet.errors import ModelError, RunFailedError
+from ratchet.wire.options import RunOptions
 from ratchet.worker import build_worker
-from ratchet.workflows import AgentClient, RunOptions
 
 from .history import attempts
 from .openai_server import OpenAIServer

@@ -18,9 +18,10 @@ from ratchet.agents import (
     ToolCallingAgent,
     Usage,
 )
+from ratchet.client import AgentClient
 from ratchet.errors import ModelError, RunFailedError
+from ratchet.wire.options import RunOptions
 from ratchet.worker import build_worker
-from ratchet.workflows import AgentClient, RunOptions
 
 from .history import attempts, events, of_type
 from .openai_server import OpenAIServer

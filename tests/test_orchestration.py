@@ -6,14 +6,14 @@ import uuid
 from collections.abc import Sequence
 
 from ratchet.agents import Message, RunContext, ScriptedModel, ToolCallingAgent
-from ratchet.worker import build_worker
-from ratchet.workflows import AgentClient
-from ratchet.workflows.orchestration import (
+from ratchet.client import AgentClient
+from ratchet.examples.orchestration import (
     FanOut,
     FanOutInput,
     WriterCriticInput,
     WriterCriticLoop,
 )
+from ratchet.worker import build_worker
 
 
 def team() -> dict:

@@ -10,9 +10,10 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from ratchet.examples.orchestration import FanOut, WriterCriticLoop
+from ratchet.wire.runs import RunInput, RunResult
 from ratchet.worker import workflow_runner
-from ratchet.workflows import AgentRunWorkflow, AgentSessionWorkflow, RunInput, RunResult
-from ratchet.workflows.orchestration import FanOut, WriterCriticLoop
+from ratchet.workflows import AgentRunWorkflow, AgentSessionWorkflow
 from ratchet.workflows.session_v1 import AgentSessionWorkflowV1
 
 from .user_workflows import ForeignToken, ResearchAndReview, SharedPlan

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from ratchet.client import AgentClient
+from ratchet.client.client import DEFAULT_TASK_QUEUE
 from ratchet.devserver import DevServer
 from ratchet.examples import AGENTS
 from ratchet.worker import build_worker
-from ratchet.workflows import AgentClient
-from ratchet.workflows.client import DEFAULT_TASK_QUEUE
 
 from .conftest import ROOT
 

@@ -9,15 +9,9 @@ import pytest
 from pydantic import BaseModel
 
 from ratchet.activities.resources import WorkerResources
-from ratchet.agents import (
-    JSONSerializer,
-    PickleSerializer,
-    ShareToken,
-    StateContext,
-    StateEntry,
-    state_schema,
-)
+from ratchet.agents import JSONSerializer, PickleSerializer, ShareToken, StateContext, state_schema
 from ratchet.agents.serializers import upgrade
+from ratchet.client import StateEntry
 from ratchet.errors import (
     ConfigurationError,
     ResourceNotFoundError,

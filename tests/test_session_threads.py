@@ -20,9 +20,10 @@ from ratchet.agents import (
     ToolCallingAgent,
 )
 from ratchet.agents.compaction import KeepLastTurns, Summarize, SummarizingAgent
+from ratchet.client import AgentClient
+from ratchet.wire.options import RunOptions, SessionOptions
+from ratchet.wire.sessions import SessionInput
 from ratchet.worker import build_worker
-from ratchet.workflows import AgentClient, RunOptions, SessionOptions
-from ratchet.workflows.session import SessionInput
 from ratchet.workflows.session_v1 import AgentSessionWorkflowV1
 
 from .history import events, until
@@ -111,7 +112,7 @@ async def test_a_responses_session_carries_its_cursor_across_sends_continue_as_n
             await session.send(f"q{i}")
         fork = await agent_client.fork(session.id, at_turn=2)
         await fork.send("forked")
-        runs = await chain_length(agent_client, session.id, session.first_run_id)
+        runs = await chain_length(agent_client, session.id, session.first_temporal_run_id)
     await model.client.close()
     bodies = [r.body for r in server.requests]
     assert "previous_response_id" not in bodies[0]

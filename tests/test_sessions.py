@@ -8,7 +8,8 @@ from datetime import timedelta
 import pytest
 from temporalio.api.enums.v1 import EventType
 
-from ratchet.agents import Agent, AgentStatus, Message, Result, RunContext, ScriptedModel, Thread
+from ratchet.agents import Agent, Message, Result, RunContext, ScriptedModel, Thread
+from ratchet.client import AgentClient, AgentStatus
 from ratchet.errors import (
     DecisionError,
     InvalidInputError,
@@ -17,8 +18,8 @@ from ratchet.errors import (
     SessionClosedError,
     UsageError,
 )
+from ratchet.wire.options import RunOptions, SessionOptions
 from ratchet.worker import build_worker
-from ratchet.workflows import AgentClient, RunOptions, SessionOptions
 
 from .history import events, until
 from .hitl_agents import Blocker, Ledger, payment_agent
@@ -76,7 +77,7 @@ async def test_each_message_runs_in_the_session_and_is_written_to_history_once(
         state = await session.state()
         status = await session.status()
         history = await events(session)
-        exported = await session.export()
+        exported = await session.export_state()
     assert outputs == [
         "#1 unique-0-text (saw 1)",
         "#2 unique-1-text (saw 3)",
@@ -112,7 +113,7 @@ async def test_a_session_continues_as_new_and_keeps_its_thread_and_state(
             await session.send(f"m{i}")
         thread = await session.thread()
         export = await session.read_state()
-        workflow_runs = await chain_length(agent_client, session.id, session.first_run_id)
+        workflow_runs = await chain_length(agent_client, session.id, session.first_temporal_run_id)
     assert len(thread.messages) == 250  # 50 × (prompt, 3 notes, answer)
     assert [m.text for m in thread.messages[0::5]] == [f"m{i}" for i in range(50)]
     assert thread.messages[-1].text == "#50 m49 (saw 249)"

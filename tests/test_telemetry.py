@@ -23,10 +23,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 from ratchet.agents import ModelPrice, ScriptedModel, ToolCallingAgent, tool
+from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
 from ratchet.telemetry import create_tracer_provider, metrics_runtime
 from ratchet.worker import build_worker
-from ratchet.workflows import AgentClient
 
 PROMPT = "PROMPT-MARKER-4d1f Oslo or Lisbon?"
 CITY = "ARGUMENT-MARKER-9c2e"

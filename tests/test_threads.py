@@ -9,12 +9,14 @@ from pathlib import Path
 import pytest
 from temporalio.api.enums.v1 import EventType
 
-from ratchet.activities.threads import ThreadCache, ThreadRef
+from ratchet.activities.threads import ThreadCache
 from ratchet.agents import Message, ScriptedModel, ToolCallingAgent, tool
 from ratchet.agents.messages import approximate_size
+from ratchet.client import AgentClient, RunHandle
 from ratchet.errors import RunFailedError
+from ratchet.wire.options import RunOptions
+from ratchet.wire.turns import ThreadRef
 from ratchet.worker import build_worker
-from ratchet.workflows import AgentClient, RunHandle, RunOptions
 
 from .history import attempts, events, of_type
 

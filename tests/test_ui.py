@@ -26,9 +26,9 @@ except ImportError:  # the tests skip and say how to install it
     async_playwright = None
 
 from ratchet.agents import ScriptedModel
+from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
 from ratchet.worker import build_worker
-from ratchet.workflows import AgentClient
 
 from .hitl_agents import Ledger, payment_agent
 from .test_observability import listed, weather_agent
@@ -106,13 +106,13 @@ async def scene(ui_server: DevServer) -> AsyncIterator[Scene]:
             # The UI lists what visibility has indexed: wait for it here first.
             await listed(client.temporal, 'AgentStatus = "AWAITING_APPROVAL"')
             await listed(client.temporal, f'WorkflowId = "{run.id}" AND AgentStatus = "COMPLETED"')
-            assert ui_server.ui_url and run.run_id and session.first_run_id
+            assert ui_server.ui_url and run.temporal_run_id and session.first_temporal_run_id
             yield Scene(
                 ui_url=ui_server.ui_url,
                 completed_id=run.id,
-                completed_run_id=run.run_id,
+                completed_run_id=run.temporal_run_id,
                 session_id=session.id,
-                session_run_id=session.first_run_id,
+                session_run_id=session.first_temporal_run_id,
                 session_agent_run_id=f"{session.id}-run-1",
             )
             await session.approve(pending[0].action.id, by="ui-test")

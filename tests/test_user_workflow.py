@@ -5,8 +5,8 @@ from __future__ import annotations
 import uuid
 
 from ratchet.agents import ScriptedModel, ToolCallingAgent, tool
+from ratchet.client import AgentClient
 from ratchet.worker import build_worker
-from ratchet.workflows import AgentClient
 
 from .history import summary, turn_activities
 from .user_workflows import ResearchAndReview

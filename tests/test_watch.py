@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
+from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
 from ratchet.worker import build_worker
-from ratchet.workflows import AgentClient
 
 from .test_cli_sessions import ratchet
 from .test_observability import listed, weather_agent

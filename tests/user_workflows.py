@@ -8,7 +8,8 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from ratchet.agents import Message, ShareToken
-    from ratchet.workflows import AgentRunner, RunOptions, run_agent
+    from ratchet.wire.options import RunOptions
+    from ratchet.workflows import AgentRunner, run_agent
 
 
 @workflow.defn

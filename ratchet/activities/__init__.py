@@ -1,5 +1,8 @@
 """Activities: where agents and tools run (and do their I/O)."""
 
-from .turn import TURN_ACTIVITY, AgentFactory, TurnActivities, TurnInput, TurnOutput
+from ratchet.wire.names import TURN_ACTIVITY
+from ratchet.wire.turns import TurnInput, TurnOutput
+
+from .turn import AgentFactory, TurnActivities
 
 __all__ = ["TURN_ACTIVITY", "AgentFactory", "TurnActivities", "TurnInput", "TurnOutput"]

@@ -15,8 +15,8 @@ from typing import Any
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
 from ratchet.agents.events import RunEvent, as_event
+from ratchet.wire.names import EVENTS_TOPIC
 
-EVENTS_TOPIC = "events"
 DEFAULT_BATCH_INTERVAL = timedelta(milliseconds=250)
 """How often a turn sends what it emitted: each batch is one signal in history."""
 

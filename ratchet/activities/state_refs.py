@@ -18,11 +18,11 @@ from collections.abc import Mapping
 from temporalio import activity
 from temporalio.client import Client, WorkflowQueryFailedError
 
+from ratchet.activities.owner import workflow_of
 from ratchet.agents.state_context import StateChange, StateEntry
 from ratchet.agents.state_export import StateExport
 from ratchet.errors import ThreadResolutionError
-
-STATE_QUERY = "ratchet.agent_state"
+from ratchet.wire.names import STATE_QUERY
 
 
 def new_write_id() -> str:
@@ -105,17 +105,15 @@ async def resolve_state(
 
 
 async def _fetch(client: Client, session_id: str) -> dict[str, StateEntry]:
-    info = activity.info()
-    handle = client.get_workflow_handle(info.workflow_id, run_id=info.workflow_run_id)
+    workflow_id, run_id = workflow_of(activity.info())
+    handle = client.get_workflow_handle(workflow_id, run_id=run_id)
     try:
         export = await handle.query(STATE_QUERY, result_type=StateExport)
     except WorkflowQueryFailedError as e:
         raise ThreadResolutionError(
-            f"Workflow {info.workflow_id!r} could not give the agent's state: {e}"
+            f"Workflow {workflow_id!r} could not give the agent's state: {e}"
         ) from e
     for agent in export.agents:
         if agent.session_id == session_id:
             return agent.entries
-    raise ThreadResolutionError(
-        f"Workflow {info.workflow_id!r} holds no agent session {session_id!r}."
-    )
+    raise ThreadResolutionError(f"Workflow {workflow_id!r} holds no agent session {session_id!r}.")

@@ -16,7 +16,6 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pydantic import BaseModel
 from temporalio import activity
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.workflowservice.v1 import ResetStickyTaskQueueRequest
@@ -24,67 +23,11 @@ from temporalio.client import Client, WorkflowQueryFailedError
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
-from ratchet.agents.compact import CompactModel
+from ratchet.activities.owner import workflow_of
 from ratchet.agents.messages import Message, approximate_size
-from ratchet.agents.state import ThreadBase
 from ratchet.errors import ThreadResolutionError
-
-THREAD_QUERY = "ratchet.thread"
-THREAD_NOT_CACHED = "ThreadNotCached"
-"""Failure type of a local-activity turn whose worker lacks the thread (fast mode)."""
-PAGE_BYTES = 384 * 1024
-"""Largest page of messages one query answer carries (under the 512 KiB payload warning)."""
-
-
-class ThreadRef(CompactModel):
-    """A version of a thread, and the workflow that can answer for it."""
-
-    id: str
-    generation: int = 0
-    """Bumped when the working thread is rewritten (compaction); versions restart."""
-    version: int
-    """How many messages this version holds."""
-    last_id: str | None = None
-    """Id of message ``version - 1``; proves a cached prefix is this version's."""
-    workflow_id: str | None = None
-    """The workflow holding the thread; default: the one that scheduled the turn."""
-    run_id: str | None = None
-    base: ThreadBase | None = None
-    """The first messages are held by this other workflow (a session's run)."""
-
-    @property
-    def key(self) -> str:
-        return f"{self.id}#{self.generation}"
-
-    def base_ref(self) -> ThreadRef | None:
-        if self.base is None:
-            return None
-        return ThreadRef(
-            id=self.id,
-            generation=self.generation,
-            version=self.base.version,
-            last_id=self.base.last_id,
-            workflow_id=self.base.workflow_id,
-            run_id=self.base.run_id,
-        )
-
-
-class ThreadPageRequest(BaseModel):
-    key: str
-    start: int
-    end: int
-    max_bytes: int = PAGE_BYTES
-
-
-class ThreadPage(CompactModel):
-    messages: list[Message] = []
-    next: int
-    """Index of the first message not in this page (``end`` when complete)."""
-    base: ThreadBase | None = None
-    """Set, with no messages, when ``start`` is before the messages this workflow
-    run holds: ask the run ``base`` names for those."""
-    before_id: str | None = None
-    """Id of message ``start - 1`` when this run knows it (checks a cached prefix)."""
+from ratchet.wire.names import PAGE_BYTES, THREAD_NOT_CACHED, THREAD_QUERY
+from ratchet.wire.turns import ThreadPage, ThreadPageRequest, ThreadRef
 
 
 @dataclass
@@ -250,13 +193,12 @@ async def unstick(client: Client, workflow_id: str | None, run_id: str | None) -
     if not activity.in_activity():
         return
     info = activity.info()
-    if info.attempt < 2 or info.is_local or workflow_id not in (None, info.workflow_id):
+    own_id, own_run = workflow_of(info)
+    if info.attempt < 2 or info.is_local or workflow_id not in (None, own_id):
         return
     request = ResetStickyTaskQueueRequest(
         namespace=client.namespace,
-        execution=WorkflowExecution(
-            workflow_id=info.workflow_id, run_id=run_id or info.workflow_run_id
-        ),
+        execution=WorkflowExecution(workflow_id=own_id, run_id=run_id or own_run),
     )
     with contextlib.suppress(RPCError):  # a closed run has no stickiness to reset
         await client.workflow_service.reset_sticky_task_queue(request)
@@ -273,10 +215,8 @@ async def fetch_thread(
     """Page a thread version in from the workflow that holds it, after ``prefix``
     (messages already known, such as a base held by another workflow)."""
     if ref.workflow_id is None:
-        info = activity.info()
-        ref = ref.model_copy(
-            update={"workflow_id": info.workflow_id, "run_id": info.workflow_run_id}
-        )
+        workflow_id, run_id = workflow_of(activity.info())
+        ref = ref.model_copy(update={"workflow_id": workflow_id, "run_id": run_id})
     handle = client.get_workflow_handle(ref.workflow_id or "", run_id=ref.run_id)
     messages: list[Message] = list(prefix)
     while len(messages) < ref.version:

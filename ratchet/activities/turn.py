@@ -10,30 +10,23 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Callable, Coroutine, Mapping
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
-from pydantic import Field
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
 from ratchet.activities.events import DEFAULT_BATCH_INTERVAL, TurnEvents
+from ratchet.activities.owner import workflow_of
 from ratchet.agents import views
 from ratchet.agents.agent import Agent, Result
-from ratchet.agents.compact import CompactModel
-from ratchet.agents.compaction import Compaction, CompactionPolicy, Summarize
+from ratchet.agents.compaction import Compaction, Summarize
 from ratchet.agents.context import RunContext
-from ratchet.agents.messages import Message, ToolCall, approximate_size, new_id
-from ratchet.agents.pending import PendingAction
-from ratchet.agents.state import Span, ThreadData
+from ratchet.agents.messages import Message, approximate_size, new_id
+from ratchet.agents.state import Span
 from ratchet.agents.state_context import (
-    SharedEntry,
-    ShareToken,
-    StateChange,
-    StateConflict,
     StateContext,
-    StateEntry,
 )
 from ratchet.agents.thread import MESSAGES, ChatMessageThread, ServiceThread, Thread
 from ratchet.agents.usage import Usage
@@ -48,117 +41,20 @@ from ratchet.errors import (
     UsageError,
 )
 from ratchet.telemetry import record_turn
+from ratchet.wire.handoff import HANDOFF
+from ratchet.wire.names import ATTEMPTS_KEY, THREAD_NOT_CACHED, TOOL_ACTIVITY, TURN_ACTIVITY
+from ratchet.wire.turns import AttemptRecord, ToolInput, TurnInput, TurnOutput
 
 from .heartbeats import Heartbeats, TurnCancelled, stale_message
 from .resources import WorkerResources
 from .state_refs import StateCache, new_write_id, resolve_state
-from .thread_log import HANDOFF, Holder, LogNotCached, resolve_log
-from .threads import THREAD_NOT_CACHED, ThreadCache, ThreadRef, resolve_thread
+from .thread_log import Holder, LogNotCached, resolve_log
+from .threads import ThreadCache, resolve_thread
 
-TURN_ACTIVITY = "ratchet.turn"
-TOOL_ACTIVITY = "ratchet.tool"
 CHECKPOINT_BUDGET = 512 * 1024
 """Most bytes of finished steps a turn keeps in its heartbeat details."""
-"""Temporal refuses a payload over 2 MB; a turn result that large fails, not retries."""
 
 AgentFactory = Agent | Callable[[], Agent]
-
-
-class TurnInput(CompactModel):
-    """What a turn needs: which agent, the thread so far, and messages new to it.
-
-    Version 1 carries the whole ``thread``. Version 2 always carries ``thread_ref``
-    and, for small threads only, the ``thread`` itself as well (inline mode);
-    otherwise the worker resolves the reference from its cache or the workflow.
-    Version 3 is a session's log: ``thread_ref`` names the log (its length counts
-    the ``new_count`` new messages at its end), ``view`` says what the agent sees
-    of it, and the worker finds both in its cache or pages them in.
-    """
-
-    version: int = 1
-    run_id: str = ""
-    """The workflow id (idempotency keys start with it); version 2 leaves it to the worker."""
-    agent: str
-    execution_id: str = ""
-    turn: int
-    thread: ThreadData | None = None
-    thread_ref: ThreadRef | None = None
-    new_messages: list[Message] = Field(default_factory=list)
-    state: dict[str, StateEntry] = Field(default_factory=dict)
-    """The agent's committed values sent inline (nothing for an agent without state)."""
-    state_refs: dict[str, str] = Field(default_factory=dict)
-    """The other committed keys, by the origin of their value (see ``state_refs``)."""
-    session_id: str = ""
-    """The agent's session, to ask the workflow for state values a worker lacks."""
-    shared: list[SharedEntry] = Field(default_factory=list)
-    """Other agents' keys this run holds share tokens for."""
-    conflicts: list[StateConflict] = Field(default_factory=list)
-    """State changes of the previous turn that were not committed."""
-    events: bool = False
-    """The run's workflow hosts an event stream: send the turn's events to it."""
-    view: list[Span] | None = None
-    """Version 3: the spans of the log the agent sees (before the new messages)."""
-    new_count: int = 0
-    """Version 3: the last ``new_count`` messages of the log are new to the agent
-    (sent inline as ``new_messages`` too when the turn is a local activity)."""
-    compaction: CompactionPolicy | None = None
-    """Version 3: compact the view first when it is over this budget."""
-    new_last_id: str | None = None
-    """Version 3: id of the last new message (checks a batch handed over in-process)."""
-
-
-ATTEMPTS_KEY = "ratchet.attempts"
-"""Heartbeat details key under which each attempt of a turn records who ran it."""
-
-
-class AttemptRecord(CompactModel):
-    """One attempt of a turn: which worker ran it, from when."""
-
-    attempt: int
-    worker: str = ""
-    started_at: datetime | None = None
-    failure: str | None = None
-    """Why it did not finish the turn (known for the attempt just before the last)."""
-
-
-class TurnOutput(CompactModel):
-    """What a turn appended to the thread, in order.
-
-    An entry is a new message, or the id of one of the input's ``new_messages``
-    (those are already in history, so they are not written again).
-    """
-
-    added: list[Message | str] = Field(default_factory=list)
-    final_id: str | None = None
-    usage: Usage = Usage()
-    cursor: str | None = None
-    """A service-backed thread's new cursor (e.g. the last response id)."""
-    state: list[StateChange] = Field(default_factory=list)
-    """The keys the turn changed; the workflow commits them together."""
-    shares: list[ShareToken] = Field(default_factory=list)
-    """Share tokens the turn created."""
-    write_id: str | None = None
-    """Names this turn's state write; committed values carry it as their origin."""
-    pending: list[PendingAction] = Field(default_factory=list)
-    """Work for the workflow before the next turn (approvals, questions, durable
-    tool calls, sub-agents)."""
-    handoff: str | None = None
-    """The agent that takes the run over from the next turn."""
-    view: list[Span] | None = None
-    """Set when the turn compacted a session's view: the view from now on (a
-    summary note, if any, is the first message of ``added``)."""
-    attempts: list[AttemptRecord] = Field(default_factory=list)
-    """The attempts before this one, as far as their heartbeats reached the server
-    (empty on a first attempt: history names its worker)."""
-
-
-class ToolInput(CompactModel):
-    """One tool call run as its own activity (durable, or approved)."""
-
-    agent: str
-    call: ToolCall
-    execution_id: str = ""
-    turn: int = 0
 
 
 class TurnActivities:
@@ -263,7 +159,7 @@ class TurnActivities:
             beats.changed()
 
         context = RunContext(
-            run_id=input.run_id or info.workflow_id,
+            run_id=input.run_id or workflow_of(info)[0],
             execution_id=input.execution_id,
             agent=input.agent,
             turn=input.turn,
@@ -390,7 +286,7 @@ class TurnActivities:
                 non_retryable=True,
             )
         context = RunContext(
-            run_id=info.workflow_id,
+            run_id=workflow_of(info)[0],
             execution_id=input.execution_id,
             agent=input.agent,
             turn=input.turn,
@@ -450,7 +346,7 @@ class TurnActivities:
             message_at = await resolve_log(
                 self.thread_cache,
                 None if info.is_local else activity.client(),
-                Holder(info.workflow_id, info.workflow_run_id, ref.id),
+                Holder(*workflow_of(info), ref.id),
                 length=start,
                 last_id=ref.last_id,
                 ranges=[*views.ranges(view, start), (start, length)],

@@ -1,10 +1,19 @@
 """The agent-side SDK: plain async Python, no Temporal imports.
 
-Write an agent as a class with ``async def run(messages, thread, context)``;
-the engine in ``ratchet.workflows`` runs each call as one durable turn.
+Write an agent as a class with ``async def run(messages, thread, context)``, or
+use ``ToolCallingAgent`` with a model client and ``@tool`` functions; the engine
+runs each call as one durable turn. What a host reads about a run (its state,
+status, pending work) is in ``ratchet.client``.
 """
 
 from .agent import Agent, Result
+from .compaction import (
+    Compaction,
+    CompactionPolicy,
+    DropToolResults,
+    KeepLastTurns,
+    Summarize,
+)
 from .context import RunContext
 from .events import RunEvent
 from .messages import Message, ToolCall
@@ -15,26 +24,10 @@ from .models import (
     OpenAIResponsesModel,
     ScriptedModel,
 )
-from .pending import Decision, PendingAction, PendingView
+from .pending import PendingAction
 from .pricing import ModelPrice
 from .serializers import JSONSerializer, PickleSerializer, StateSerializer, state_schema
-from .state import (
-    AgentSession,
-    AgentState,
-    AgentStatus,
-    ExecutionState,
-    SessionInfo,
-    StepResult,
-    ThreadData,
-)
-from .state_context import (
-    ShareToken,
-    StateChanged,
-    StateConflict,
-    StateContext,
-    StateEntry,
-)
-from .state_export import AgentStateExport, StateExport
+from .state_context import ShareToken, StateContext
 from .thread import ChatMessageThread, ServiceThread, Thread
 from .tool_calling import ToolCallingAgent
 from .tools import Tool, agent_tool, ask_user, tool
@@ -42,45 +35,36 @@ from .usage import Usage
 
 __all__ = [
     "Agent",
-    "AgentSession",
-    "AgentState",
-    "AgentStateExport",
-    "JSONSerializer",
-    "PickleSerializer",
-    "ShareToken",
-    "StateChanged",
-    "StateConflict",
-    "StateContext",
-    "StateEntry",
-    "StateExport",
-    "StateSerializer",
-    "state_schema",
-    "AgentStatus",
     "ChatMessageThread",
-    "ExecutionState",
+    "Compaction",
+    "CompactionPolicy",
+    "DropToolResults",
+    "JSONSerializer",
+    "KeepLastTurns",
     "Message",
     "ModelClient",
+    "ModelPrice",
     "ModelResponse",
     "OpenAIChatModel",
     "OpenAIResponsesModel",
+    "PendingAction",
+    "PickleSerializer",
     "Result",
     "RunContext",
     "RunEvent",
     "ScriptedModel",
     "ServiceThread",
-    "SessionInfo",
-    "StepResult",
+    "ShareToken",
+    "StateContext",
+    "StateSerializer",
+    "Summarize",
     "Thread",
-    "ThreadData",
     "Tool",
     "ToolCall",
     "ToolCallingAgent",
     "Usage",
-    "ModelPrice",
-    "tool",
     "agent_tool",
     "ask_user",
-    "Decision",
-    "PendingAction",
-    "PendingView",
+    "state_schema",
+    "tool",
 ]

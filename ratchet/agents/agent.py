@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import Any, cast
 
 from pydantic import BaseModel
 
@@ -55,7 +56,10 @@ class Agent(ABC):
     def find_tool(self, name: str) -> Tool | None:
         """The tool a pending call names, for the engine to run it as an activity."""
         tools = getattr(self, "tools", None)
-        return tools.get(name) if isinstance(tools, dict) else None
+        if not isinstance(tools, dict):
+            return None
+        found = cast(dict[str, Any], tools).get(name)
+        return found if isinstance(found, Tool) else None
 
     def create_thread(self) -> Thread:
         """A new, empty thread this agent can work with."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from contextvars import ContextVar
 from typing import Any, Literal, get_origin
 
@@ -60,7 +60,7 @@ _DECODING: ContextVar[bool] = ContextVar("ratchet_decoding", default=False)
 
 
 @contextlib.contextmanager
-def decoding() -> Iterator[None]:
+def decoding() -> Generator[None]:
     """Values built inside are decoded (from a history or a request), not written
     in code: option range checks leave them to the workflow (see CheckedOptions)."""
     token = _DECODING.set(True)

@@ -78,7 +78,13 @@ class Compaction(CompactModel):
             return True
         return self.max_tokens is not None and estimate_tokens(messages) > self.max_tokens
 
-    def split(self, messages: Sequence[Message], keep_turns: int) -> tuple[list, list, list]:
+    def kept_turns(self) -> int:
+        """How many of the last turns the policy keeps whole."""
+        return 0
+
+    def split(
+        self, messages: Sequence[Message], keep_turns: int
+    ) -> tuple[list[Message], list[Message], list[Message]]:
         """(pinned, older, recent): pinned are leading system messages and the first
         user message; recent are the last ``keep_turns`` groups."""
         pinned: list[Message] = []
@@ -98,6 +104,9 @@ class KeepLastTurns(Compaction):
     strategy: Literal["keep_last_turns"] = "keep_last_turns"
     turns: int = Field(default=10, ge=1)
 
+    def kept_turns(self) -> int:
+        return self.turns
+
     def compact(self, messages: Sequence[Message]) -> list[Message]:
         pinned, _, recent = self.split(messages, self.turns)
         return pinned + recent
@@ -107,6 +116,9 @@ class DropToolResults(Compaction):
     strategy: Literal["drop_tool_results"] = "drop_tool_results"
     keep_turns: int = Field(default=3, ge=0)
     """Tool results in the last ``keep_turns`` turns are kept whole."""
+
+    def kept_turns(self) -> int:
+        return self.keep_turns
 
     def compact(self, messages: Sequence[Message]) -> list[Message]:
         pinned, older, recent = self.split(messages, self.keep_turns)
@@ -118,6 +130,9 @@ class Summarize(Compaction):
     agent: str = "summarizer"
     """A registered agent that answers with a summary of the thread it is given."""
     keep_turns: int = Field(default=4, ge=0)
+
+    def kept_turns(self) -> int:
+        return self.keep_turns
 
     def summary_message(self, summary: Message, replaced: int) -> Message:
         return Message.user(f"[{SUMMARY_PREFIX}: {replaced} messages]\n{summary.text}")

@@ -50,7 +50,7 @@ class RunContext:
     agent: str = "agent"
     turn: int = 1
     attempt: int = 1
-    completed: Mapping[str, Any] = field(default_factory=dict)
+    completed: Mapping[str, Any] = field(default_factory=dict[str, Any])
     """Steps earlier attempts of this turn finished, by key (raw JSON values)."""
     checkpoint: Callable[[dict[str, Any]], None] = _no_checkpoint
     """Engine hook: takes every recorded step after each new one."""
@@ -65,11 +65,11 @@ class RunContext:
     event_sink: Callable[[Any], Awaitable[None]] = _no_events
     state: StateContext = field(default_factory=StateContext)
     """This agent's keyed state; changes commit when the turn succeeds."""
-    resources: Mapping[str, Any] = field(default_factory=dict)
+    resources: Mapping[str, Any] = field(default_factory=dict[str, Any])
     """The worker's resources (``build_worker(resources=...)``), by name."""
-    pending: list[PendingAction] = field(default_factory=list)
+    pending: list[PendingAction] = field(default_factory=list[PendingAction])
     """Questions this turn asked with :meth:`request_input`."""
-    _recorded: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
+    _recorded: dict[str, Any] = field(default_factory=dict[str, Any], init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._recorded = dict(self.completed)

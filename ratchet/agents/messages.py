@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import uuid
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import Field
 
@@ -54,7 +54,7 @@ class Message(CompactModel):
 
     role: Role
     content: str | None = None
-    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_calls: list[ToolCall] = Field(default_factory=list[ToolCall])
     tool_call_id: str | None = None
     name: str | None = None
     is_error: bool = False
@@ -101,4 +101,4 @@ def _json_object(arguments: str) -> dict[str, Any]:
     value = json.loads(arguments or "{}")
     if not isinstance(value, dict):
         raise ValueError(f"expected a JSON object, got {type(value).__name__}")
-    return value
+    return cast(dict[str, Any], value)

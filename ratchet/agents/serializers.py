@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from enum import Enum
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 from uuid import UUID
 from zoneinfo import ZoneInfo
 
@@ -176,20 +176,23 @@ def _encode(value: Any, where: str) -> Any:
     if isinstance(value, BaseModel) or _is_dataclass_instance(value):
         return _encode_object(value, where)
     if isinstance(value, tuple):
-        return {TAG: "tuple", "items": [_encode(v, f"{where}[{i}]") for i, v in enumerate(value)]}
+        members = cast(tuple[Any, ...], value)
+        return {TAG: "tuple", "items": [_encode(v, f"{where}[{i}]") for i, v in enumerate(members)]}
     if isinstance(value, set | frozenset):
-        items = [_encode(v, f"{where}{{}}") for v in value]
-        return {TAG: type(value).__name__, "items": sorted(items, key=repr)}
+        members = cast(set[Any] | frozenset[Any], value)
+        items = [_encode(v, f"{where}{{}}") for v in members]
+        return {TAG: type(members).__name__, "items": sorted(items, key=repr)}
     if isinstance(value, list):
-        return [_encode(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return [_encode(v, f"{where}[{i}]") for i, v in enumerate(cast(list[Any], value))]
     if isinstance(value, dict):
-        if all(isinstance(k, str) for k in value) and TAG not in value:
-            return {k: _encode(v, f"{where}[{k!r}]") for k, v in value.items()}
+        mapping = cast(dict[Any, Any], value)
+        if all(isinstance(k, str) for k in mapping) and TAG not in mapping:
+            return {k: _encode(v, f"{where}[{k!r}]") for k, v in mapping.items()}
         return {
             TAG: "dict",
             "items": [
                 [_encode(k, f"{where} key"), _encode(v, f"{where}[{k!r}]")]
-                for k, v in value.items()
+                for k, v in mapping.items()
             ],
         }
     raise StateSerializationError(
@@ -201,7 +204,7 @@ def _encode(value: Any, where: str) -> Any:
 
 
 def _encode_object(value: Any, where: str) -> dict[str, Any]:
-    cls = type(value)
+    cls = cast(type[Any], type(value))
     try:
         data = (
             value.model_dump(mode="json")
@@ -223,16 +226,17 @@ def _encode_object(value: Any, where: str) -> dict[str, Any]:
 
 def _decode(data: Any) -> Any:
     if isinstance(data, list):
-        return [_decode(v) for v in data]
+        return [_decode(v) for v in cast(list[Any], data)]
     if not isinstance(data, dict):
         return data
-    tag = data.get(TAG)
+    fields = cast(dict[str, Any], data)
+    tag = fields.get(TAG)
     if tag is None:
-        return {k: _decode(v) for k, v in data.items()}
+        return {k: _decode(v) for k, v in fields.items()}
     decode = _DECODERS.get(tag)
     if decode is None:
         raise StateSchemaError(f"Stored state has an unknown type tag {tag!r}.")
-    return decode(data)
+    return decode(fields)
 
 
 def _decode_datetime(data: dict[str, Any]) -> datetime:
@@ -290,7 +294,7 @@ def _path(cls: type, where: str = "value") -> str:
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
-def _import(path: str, kind: str) -> type:
+def _import(path: str, kind: str) -> type[Any]:
     module_name, _, qualname = path.partition(":")
     try:
         obj: Any = importlib.import_module(module_name)

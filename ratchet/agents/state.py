@@ -67,7 +67,7 @@ class ExecutionState(CompactModel):
     status: AgentStatus = AgentStatus.RUNNING
     started_at: datetime
     current_step_started_at: datetime | None = None
-    step_results: list[StepResult] = Field(default_factory=list)
+    step_results: list[StepResult] = Field(default_factory=list[StepResult])
     """The latest ``MAX_STEP_RESULTS`` completed turns."""
     earlier_steps: int = 0
     """Completed turns no longer in ``step_results``."""
@@ -138,7 +138,7 @@ class ThreadData(BaseModel):
     """Where the conversation lives: "messages" (here) or a service, e.g. "openai.responses"."""
     cursor: str | None = None
     """A service-backed thread's id at the service (e.g. the last response id)."""
-    messages: list[Message] = Field(default_factory=list)
+    messages: list[Message] = Field(default_factory=list[Message])
     base: ThreadBase | None = None
     """Set when the thread's first messages are held by another workflow; ``messages``
     are then only the ones after them."""

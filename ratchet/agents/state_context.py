@@ -85,7 +85,7 @@ class StateConflict(CompactModel):
     owner_agent: str
     expected_version: int
     actual_version: int
-    changes: list[StateChange] = Field(default_factory=list)
+    changes: list[StateChange] = Field(default_factory=list[StateChange])
     """Every change of the rejected turn (a turn's changes commit together or not at all),
     with the values it wanted to write, so the agent or the host can reconcile."""
 
@@ -154,7 +154,9 @@ class StateContext:
     @overload
     def get(self, key: str | ShareToken, default: Any) -> Any: ...
 
-    def get(self, key: str | ShareToken, type_or_default: Any = UNSET, default: Any = None) -> Any:
+    def get(  # pyright: ignore[reportInconsistentOverload] - the second argument is a type or a default
+        self, key: str | ShareToken, type_or_default: Any = UNSET, default: Any = None
+    ) -> Any:
         """The value of ``key`` (or of a shared key, given its token), or ``default``.
 
         ``get(key, MyModel)`` returns a ``MyModel``, converting stored plain data.
@@ -230,7 +232,7 @@ class StateContext:
     def share(self, key: str, *, write: bool = False) -> ShareToken:
         """A token that lets another agent of this session read ``key`` (and update
         it, if ``write``). It becomes valid when this turn commits."""
-        if not isinstance(key, str) or not key:
+        if not isinstance(key, str) or not key:  # pyright: ignore[reportUnnecessaryIsInstance] - user input
             raise StateError("share() takes one of this agent's own keys (a non-empty string).")
         token = ShareToken(
             id=f"share_{secrets.token_hex(8)}",
@@ -309,7 +311,7 @@ class StateContext:
     def _name(key: str | ShareToken) -> str:
         if isinstance(key, ShareToken):
             return key.key
-        if not isinstance(key, str) or not key:
+        if not isinstance(key, str) or not key:  # pyright: ignore[reportUnnecessaryIsInstance] - user input
             raise StateError(f"A state key is a non-empty string or a ShareToken, not {key!r}.")
         return key
 

@@ -33,7 +33,7 @@ class AgentStateExport(CompactModel):
     agent: str
     session_id: str = ""
     entries: dict[str, StateEntry] = Field(default_factory=dict)
-    shares: list[ShareToken] = Field(default_factory=list)
+    shares: list[ShareToken] = Field(default_factory=list[ShareToken])
     """Tokens this agent has granted (valid only in the session that made them)."""
 
     def entries_to_load(self) -> dict[str, StateEntry]:
@@ -49,7 +49,7 @@ class StateExport(BaseModel):
     format_version: int = FORMAT_VERSION
     workflow_id: str | None = None
     exported_at: datetime | None = None
-    agents: list[AgentStateExport] = Field(default_factory=list)
+    agents: list[AgentStateExport] = Field(default_factory=list[AgentStateExport])
 
     @classmethod
     def load(cls, data: StateExport | dict[str, Any] | str | bytes) -> StateExport:

@@ -103,8 +103,7 @@ def _handoff_tool(agent: str) -> Tool:
         return f"Transferred to {agent}; it takes over from the next turn."
 
     described = tool(
-        transfer,
         name=f"{HANDOFF_PREFIX}{agent}",
         description=f"Hand this conversation over to the {agent} agent.",
-    )
+    )(transfer)
     return replace(described, role="handoff", agent=agent)

@@ -58,7 +58,6 @@ class Tool:
             args = call.parsed_arguments()
         except ValueError:
             return None
-        options = {"timeout_seconds": self.timeout, "max_attempts": self.max_attempts}
         if self.role == "ask_user":
             question = str(args.get("question", "")).strip() or call.arguments
             return PendingAction(id=call.id, kind="input", call=call, question=question)
@@ -67,9 +66,18 @@ class Tool:
         rule = self.requires_approval
         needs = rule(args) if callable(rule) else rule
         if needs or (policy is not None and policy(self.name, args)):
-            return PendingAction(id=call.id, kind="approval", call=call, **options)
-        if self.durable:
-            return PendingAction(id=call.id, kind="tool", call=call, **options)
+            kind = "approval"
+        elif self.durable:
+            kind = "tool"
+        else:
+            return None
+        return PendingAction(
+            id=call.id,
+            kind=kind,
+            call=call,
+            timeout_seconds=self.timeout,
+            max_attempts=self.max_attempts,
+        )
         return None
 
     @property

@@ -6,7 +6,7 @@ is a no-op. Message contents and tool arguments are never recorded.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
@@ -23,7 +23,7 @@ _tracer: ContextVar[Tracer | None] = ContextVar("ratchet_agents_tracer", default
 
 
 @contextmanager
-def use_tracer(tracer: Tracer) -> Iterator[None]:
+def use_tracer(tracer: Tracer) -> Generator[None]:
     """Make spans of the calls inside go to ``tracer`` instead of the global provider's
     (the worker sets it per activity, so a client can bring its own provider)."""
     token = _tracer.set(tracer)
@@ -34,7 +34,7 @@ def use_tracer(tracer: Tracer) -> Iterator[None]:
 
 
 @contextmanager
-def chat_span(provider: str, model: str | None, context: RunContext) -> Iterator[Span]:
+def chat_span(provider: str, model: str | None, context: RunContext) -> Generator[Span]:
     """A ``chat {model}`` span around one model call; see :func:`record_response`."""
     name = f"chat {model}" if model else "chat"
     with _span(name, SpanKind.CLIENT) as span:
@@ -63,7 +63,7 @@ def record_response(span: Span, model: str | None, usage: Usage) -> None:
 
 
 @contextmanager
-def tool_span(tool: str, call_id: str, context: RunContext) -> Iterator[Span]:
+def tool_span(tool: str, call_id: str, context: RunContext) -> Generator[Span]:
     """An ``execute_tool {tool}`` span around one tool call."""
     with _span(f"execute_tool {tool}", SpanKind.INTERNAL) as span:
         if span.is_recording():
@@ -87,7 +87,7 @@ def mark_failed(span: Span, error_type: str) -> None:
 
 
 @contextmanager
-def _span(name: str, kind: SpanKind) -> Iterator[Span]:
+def _span(name: str, kind: SpanKind) -> Generator[Span]:
     tracer = _tracer.get() or _global_tracer
     # Exception messages and stack traces can quote prompts or arguments: only the
     # exception's type is recorded.

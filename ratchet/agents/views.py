@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from .compaction import Compaction, DropToolResults, KeepLastTurns, Summarize, dropped
+from .compaction import Compaction, DropToolResults, Summarize, dropped
 from .messages import Message
 from .state import Span
 
@@ -136,8 +136,7 @@ def compact(
     if not policy.over_budget(messages):
         return None
     where = {id(m): s for m, s in zip(messages, shown, strict=True)}
-    keep = policy.turns if isinstance(policy, KeepLastTurns) else policy.keep_turns
-    pinned, older, recent = policy.split(messages, keep)
+    pinned, older, recent = policy.split(messages, policy.kept_turns())
     if not older:
         return None
     at = [where[id(m)] for m in pinned]

@@ -17,13 +17,13 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
-    from ratchet.codec_server import serve_command
+    from ratchet.payloads.codec_server import serve_command
 
     return serve_command(args)
 
 
 def new_key(args: argparse.Namespace) -> int:
-    from ratchet.codec import generate_key
+    from ratchet.payloads.codec import generate_key
 
     print(generate_key(args.id))
     return 0

@@ -12,7 +12,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ratchet.workflows import AgentClient
+    from ratchet.client import AgentClient
 
 DEFAULT_ADDRESS = "localhost:7233"
 
@@ -33,7 +33,7 @@ def address_of(args: argparse.Namespace) -> str:
 
 
 async def connect(args: argparse.Namespace, **options: object) -> AgentClient:
-    from ratchet.workflows import AgentClient
+    from ratchet.client import AgentClient
 
     return await AgentClient.connect(
         getattr(args, "address", None),

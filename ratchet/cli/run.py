@@ -28,7 +28,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 async def run_once(args: argparse.Namespace) -> int:
     from ratchet.errors import RunFailedError
-    from ratchet.workflows import RunOptions
+    from ratchet.wire.options import RunOptions
 
     from .common import connect, default_ui_url
 

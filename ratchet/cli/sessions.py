@@ -8,14 +8,14 @@ import getpass
 import json
 import sys
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from .common import add_connection_arguments, connect
 
 if TYPE_CHECKING:
     from ratchet.agents.pending import PendingView
     from ratchet.agents.state import ExecutionState
-    from ratchet.workflows import RunHandle, SessionHandle
+    from ratchet.client import RunHandle, SessionHandle
 
 STATUSES = (
     "running",
@@ -264,7 +264,7 @@ async def sessions_command(args: argparse.Namespace) -> int:
         data = {
             "session": session.id,
             "thread": thread.model_dump(mode="json"),
-            "state": await session.export(),
+            "state": await session.export_state(),
         }
         print(json.dumps(data, indent=2))
         return 0
@@ -279,7 +279,7 @@ async def sessions_command(args: argparse.Namespace) -> int:
 
 async def _decider(client: object, workflow_id: str) -> SessionHandle | RunHandle:
     """The session or the standalone run with that id (decisions work on both)."""
-    from ratchet.workflows import AgentClient
+    from ratchet.client import AgentClient
 
     assert isinstance(client, AgentClient)
     description = await client.get_session(workflow_id).workflow.describe()
@@ -306,7 +306,8 @@ async def show(session: SessionHandle, last: int, *, run: int | None = None) -> 
             print(f"\n(run {run}'s turns are in the session's history; showing the last run)")
         from ratchet.agents.state import ExecutionState
 
-        execution = await session.workflow.query("execution", result_type=ExecutionState | None)
+        maybe = cast(type, ExecutionState | None)  # the query answers null between runs
+        execution = await session.workflow.query("execution", result_type=maybe)
         if execution is not None and execution.step_results:
             print(f"\nturns of {session.id}-run-{status.runs} ({execution.status.value}):")
             print(turns_table(execution))

@@ -44,7 +44,7 @@ async def watch_command(args: argparse.Namespace) -> int:
 
 async def events_of(client: Client, workflow_id: str) -> AsyncIterator[RunEvent]:
     """A session's events with its runs', or a single run's."""
-    from ratchet.workflows.events import run_events, session_events
+    from ratchet.client.events import run_events, session_events
 
     description = await client.get_workflow_handle(workflow_id).describe()
     if description.workflow_type in ("AgentSession", "AgentSessionWorkflow"):

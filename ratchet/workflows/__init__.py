@@ -1,30 +1,12 @@
-"""Workflows, the workflow-side helper, and the client API."""
+"""Ratchet's workflows and the workflow-side agent loop.
 
-from .agent_run import AgentRunWorkflow, RunInput
-from .client import AgentClient, RunHandle
-from .fork import Checkpoint
-from .pending import DecisionRequest, StopRequest
-from .presets import RunOptions
-from .runner import AgentRunner, RunResult, run_agent
-from .session import AgentSessionWorkflow, SessionOptions, SessionStatus
-from .session_client import SessionHandle
-from .turns import TurnRecord
+``AgentRunWorkflow`` runs one agent run, ``AgentSessionWorkflow`` a long-lived
+session; ``run_agent`` / ``AgentRunner`` run agents from a workflow of your own.
+Nothing here talks to a Temporal client: that is ``ratchet.client``.
+"""
 
-__all__ = [
-    "AgentClient",
-    "Checkpoint",
-    "DecisionRequest",
-    "StopRequest",
-    "AgentRunWorkflow",
-    "AgentRunner",
-    "AgentSessionWorkflow",
-    "RunHandle",
-    "RunInput",
-    "RunOptions",
-    "RunResult",
-    "SessionHandle",
-    "SessionOptions",
-    "SessionStatus",
-    "TurnRecord",
-    "run_agent",
-]
+from .agent_run import AgentRunWorkflow
+from .runner import AgentRunner, run_agent
+from .session import AgentSessionWorkflow
+
+__all__ = ["AgentRunWorkflow", "AgentRunner", "AgentSessionWorkflow", "run_agent"]

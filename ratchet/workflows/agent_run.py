@@ -4,45 +4,24 @@ from __future__ import annotations
 
 from collections import deque
 
-from pydantic import BaseModel, Field
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamState
+    from temporalio.contrib.workflow_streams import WorkflowStream
 
-    from ratchet.agents.messages import Message
     from ratchet.agents.pending import Decision, PendingView
-    from ratchet.agents.state import AgentSession, AgentState, ExecutionState, ThreadData
+    from ratchet.agents.state import AgentState, ExecutionState, ThreadData
     from ratchet.agents.state_context import StateChanged
     from ratchet.errors import UsageError
+    from ratchet.wire.runs import DecisionRequest, RunInput, RunResult, StopRequest
 
     from .observe import EventStream, Index, RunObserver
-    from .pending import DecisionRequest, StopRequest
-    from .presets import RunOptions
-    from .runner import AgentRunner, RunResult
+    from .runner import AgentRunner
 
 
 STATE_EVENTS_KEPT = 100
 CONTINUE_AS_NEW_THREAD_LIMIT = 1536 * 1024
 """Largest thread carried into a new workflow run (a payload may hold 2 MB)."""
-
-
-class RunInput(BaseModel):
-    """The workflow's input. ``session`` continues an earlier conversation;
-    ``execution`` (with ``session``: model B) continues a run in progress."""
-
-    agent: str
-    messages: list[Message]
-    session: AgentSession | None = None
-    options: RunOptions = Field(default_factory=RunOptions)
-    execution: ExecutionState | None = None
-    parent_agent_id: str | None = None
-    """Set for a sub-agent: the agent that called it."""
-    parent_workflow_id: str | None = None
-    report_to: str | None = None
-    """The session workflow this run tells when it starts or stops waiting for someone."""
-    stream: WorkflowStreamState | None = None
-    """The live events carried over a continue-as-new."""
 
 
 @workflow.defn(name="AgentRunWorkflow", failure_exception_types=[UsageError])

@@ -24,14 +24,12 @@ from temporalio.api.common.v1 import Payload
 with workflow.unsafe.imports_passed_through():
     from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamState
 
-    from ratchet.activities.events import EVENTS_TOPIC
     from ratchet.agents.events import RunEvent
     from ratchet.agents.pending import PendingView
     from ratchet.agents.state import AgentStatus, ExecutionState
     from ratchet.agents.state_context import StateChanged
-
-    from .patches import patched
-    from .search_attributes import (
+    from ratchet.wire.names import EVENTS_TOPIC
+    from ratchet.wire.search_attributes import (
         AGENT_COST_USD,
         AGENT_NAME,
         AGENT_SESSION_ID,
@@ -39,6 +37,8 @@ with workflow.unsafe.imports_passed_through():
         AGENT_TOKENS,
         AGENT_TURNS,
     )
+
+    from .patches import patched
 
 JSON_PLAIN = {"encoding": b"json/plain"}
 INDEX_PATCH = "ratchet.index"

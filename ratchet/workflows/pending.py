@@ -10,6 +10,8 @@ so they are written to history once, in that turn's input.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Literal
 
@@ -17,43 +19,42 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError, FailureError
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.activities.turn import TOOL_ACTIVITY, ToolInput
-    from ratchet.agents.compact import CompactModel
     from ratchet.agents.messages import Message, ToolCall
     from ratchet.agents.pending import Decision, PendingAction, PendingView
     from ratchet.agents.state import AgentStatus
+    from ratchet.wire.names import TOOL_ACTIVITY
+    from ratchet.wire.turns import ToolInput
 
     from .presets import tool_retry_policy
 
 if TYPE_CHECKING:
-    from .runner import AgentRunner
+    from ratchet.wire.options import RunOptions
+    from ratchet.wire.runs import DecisionRequest
 
 Verdict = Literal["approve", "reject", "answer"]
 
 
-class DecisionRequest(CompactModel):
-    """An ``approve`` / ``reject`` / ``provide_input`` Update's argument."""
+@dataclass(frozen=True)
+class RunSide:
+    """What pending work needs of the run it belongs to: values and hooks, never
+    the run's loop itself."""
 
-    id: str
-    """The pending call's id (or question's id), as ``pending()`` lists it."""
-    reason: str | None = None
-    answer: str | None = None
-    by: str | None = None
-    """Who decided, kept with the decision."""
-
-
-class StopRequest(CompactModel):
-    """Stop a run at its next safe point, keeping every finished turn."""
-
-    status: Literal["INTERRUPTED", "CANCELLED"] = "CANCELLED"
-    reason: str | None = None
+    options: RunOptions
+    agent: Callable[[], str]
+    """The agent running now (a handoff changes it)."""
+    execution_id: Callable[[], str]
+    stopped: Callable[[], bool]
+    """Whether the run was asked to stop."""
+    set_status: Callable[..., None]
+    """``set_status(status, waiting=[...])``: the run's status while it waits."""
+    run_sub_agent: Callable[[int, PendingAction], Awaitable[Message]]
 
 
 class PendingWork:
-    """What one runner waits for, and what it was told."""
+    """What one run waits for, and what it was told."""
 
-    def __init__(self, runner: AgentRunner) -> None:
-        self._runner = runner
+    def __init__(self, run: RunSide) -> None:
+        self._run = run
         self._waiting: dict[str, PendingAction] = {}
         self._turn = 0
         self._since = workflow.now()
@@ -129,11 +130,10 @@ class PendingWork:
     async def settle(self, turn: int, actions: list[PendingAction]) -> list[Message]:
         """Wait for decisions, run what they allow; the results, in the order of
         ``actions``, each with a workflow-made id."""
-        runner = self._runner
         human = [a for a in actions if a.kind in ("approval", "input")]
         if human:
             await self._wait_for_people(turn, human)
-        stopped = runner.stop_request is not None
+        stopped = self._run.stopped()
         decisions = {a.id: self._decisions.pop(a.id) for a in human}
         self.decided.update(decisions)
         self._waiting = {}
@@ -145,8 +145,8 @@ class PendingWork:
         return list(results)
 
     async def _wait_for_people(self, turn: int, human: list[PendingAction]) -> None:
-        runner = self._runner
-        timeout = runner.options.approval_timeout
+        run = self._run
+        timeout = run.options.approval_timeout
         self._waiting = {a.id: a for a in human}
         self._turn = turn
         self._since = workflow.now()
@@ -156,12 +156,10 @@ class PendingWork:
             if any(a.kind == "approval" for a in human)
             else AgentStatus.AWAITING_INPUT
         )
-        runner.set_status(status, waiting=[a.describe() for a in human])
+        run.set_status(status, waiting=[a.describe() for a in human])
         try:
             await workflow.wait_condition(
-                lambda: (
-                    runner.stop_request is not None or all(a.id in self._decisions for a in human)
-                ),
+                lambda: run.stopped() or all(a.id in self._decisions for a in human),
                 timeout=timeout,
             )
             reason, by = "the run was stopped before anyone decided", "stop"
@@ -172,7 +170,7 @@ class PendingWork:
                 self._decisions[action.id] = Decision(
                     id=action.id, approved=False, reason=reason, by=by, at=workflow.now()
                 )
-        runner.set_status(AgentStatus.RUNNING)
+        run.set_status(AgentStatus.RUNNING)
 
     async def _resolve(
         self, turn: int, action: PendingAction, decision: Decision | None, stopped: bool
@@ -193,29 +191,29 @@ class PendingWork:
         if stopped:
             return Message.tool(call, "Not run: the run was stopped first.", is_error=True)
         if action.kind == "agent":
-            return await self._runner.run_sub_agent(turn, action)
+            return await self._run.run_sub_agent(turn, action)
         return await self._run_tool(turn, action, call)
 
     async def _run_tool(self, turn: int, action: PendingAction, call: ToolCall) -> Message:
-        runner = self._runner
+        run = self._run
         timeout = (
             timedelta(seconds=action.timeout_seconds)
             if action.timeout_seconds
-            else runner.options.turn_timeout
+            else run.options.turn_timeout
         )
         try:
             return await workflow.execute_activity(
                 TOOL_ACTIVITY,
                 ToolInput(
-                    agent=runner.agent,
+                    agent=run.agent(),
                     call=call,
-                    execution_id=runner.execution_id,
+                    execution_id=run.execution_id(),
                     turn=turn,
                 ),
                 result_type=Message,
-                task_queue=runner.options.task_queue,
+                task_queue=run.options.task_queue,
                 start_to_close_timeout=timeout,
-                retry_policy=tool_retry_policy(runner.options, action.max_attempts),
+                retry_policy=tool_retry_policy(run.options, action.max_attempts),
                 summary=f"tool · {call.describe(50)}",
             )
         except ActivityError as e:

@@ -11,7 +11,6 @@ import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import NoReturn
 
-from pydantic import Field
 from temporalio import workflow
 from temporalio.exceptions import (
     ActivityError,
@@ -22,11 +21,7 @@ from temporalio.exceptions import (
 )
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.activities.thread_log import HANDOFF
-    from ratchet.activities.threads import THREAD_NOT_CACHED, ThreadRef
-    from ratchet.activities.turn import TURN_ACTIVITY, TurnInput, TurnOutput
     from ratchet.agents import views
-    from ratchet.agents.compact import CompactModel
     from ratchet.agents.compaction import Summarize
     from ratchet.agents.messages import Message, approximate_size
     from ratchet.agents.pending import PendingAction
@@ -40,17 +35,21 @@ with workflow.unsafe.imports_passed_through():
     )
     from ratchet.agents.state_context import ShareToken, StateChanged, StateConflict, StateEntry
     from ratchet.agents.state_export import AgentStateExport
-    from ratchet.agents.usage import Usage
     from ratchet.errors import (
         BudgetExceededError,
         InvalidInputError,
         MaxTurnsExceededError,
         ShareTokenError,
     )
+    from ratchet.wire.handoff import HANDOFF
+    from ratchet.wire.names import THREAD_NOT_CACHED, TURN_ACTIVITY
+    from ratchet.wire.options import RunOptions
+    from ratchet.wire.runs import RunResult, StopRequest, new_messages
+    from ratchet.wire.turns import ThreadRef, TurnInput, TurnOutput
 
     from .patches import patched
-    from .pending import PendingWork, StopRequest, failure_text
-    from .presets import RunOptions, turn_retry_policy
+    from .pending import PendingWork, RunSide, failure_text
+    from .presets import turn_retry_policy
     from .state import StateHook, state_registry
     from .threads import thread_registry
 
@@ -60,59 +59,16 @@ THREAD_REF_PATCH = "ratchet.thread-ref"
 """Runs started before threads by reference replay with the thread inline."""
 
 
-class RunResult(CompactModel):
-    """How a run ended. The thread itself is not in it: ask the run's ``state``."""
-
-    workflow_id: str
-    agent: str
-    status: AgentStatus
-    final_response: Message | None = None
-    usage: Usage = Usage()
-    turns: int = 0
-    session_id: str | None = None
-    state_conflicts: list[StateConflict] = Field(default_factory=list)
-    """Turns whose state changes were not committed because a key had moved on."""
-    messages: list[Message] = Field(default_factory=list)
-    """For a run continuing a thread held by its session: the messages it added."""
-    state: dict[str, StateEntry] = Field(default_factory=dict)
-    """For a run of a session: the agent's committed state at the end, for the session."""
-    thread: ThreadData | None = Field(default=None, exclude=True)
-    """The whole thread, for workflow code that called ``run_agent``; never serialised."""
-
-    @property
-    def output(self) -> str:
-        return self.final_response.text if self.final_response else ""
-
-
-def new_messages(prompt: str | Sequence[Message], make_id: Callable[[], str]) -> list[Message]:
-    """Validate a prompt and give each message without an id one from ``make_id``."""
-    if isinstance(prompt, str):
-        messages = [Message.user(prompt)] if prompt.strip() else []
-    elif isinstance(prompt, Sequence) and all(isinstance(m, Message) for m in prompt):
-        messages = [m.model_copy() for m in prompt]
-    else:
-        wrong = (
-            prompt
-            if not isinstance(prompt, Sequence)
-            else next(m for m in prompt if not isinstance(m, Message))
-        )
+def _first_messages(
+    messages: str | Sequence[Message], resume: ExecutionState | None
+) -> list[Message]:
+    if resume is None:
+        return new_messages(messages, _workflow_message_id)
+    if isinstance(messages, str):
         raise InvalidInputError(
-            f"A prompt must be a string or a list of ratchet.agents.Message; got "
-            f"{type(wrong).__name__} {_short(wrong)}. Pass text as a str (e.g. str(value)) "
-            "or build messages with Message.user(...)."
+            "A resumed run takes the messages its execution carried (a list), not a prompt."
         )
-    if not messages or all(not (m.content or "").strip() and not m.tool_calls for m in messages):
-        raise InvalidInputError(
-            "The prompt is empty: pass a non-empty string or at least one message with content."
-        )
-    for message in messages:
-        message.id = message.id or make_id()
-    return messages
-
-
-def _short(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return list(messages)  # results settled for its next turn, perhaps none
 
 
 def _workflow_message_id() -> str:
@@ -184,7 +140,7 @@ class AgentRunner:
         """Awaited after each non-final turn (AgentRunWorkflow continues-as-new there)."""
         self._thread_bytes = sum(approximate_size(m) for m in session.thread.messages)
         thread_registry().register(lambda: self.state.session.thread)
-        self.pending = PendingWork(self)
+        self.pending = PendingWork(self._run_side())
         """Approvals, questions, durable tools and sub-agents the run waits for."""
         self.stop_request: StopRequest | None = None
         self.carry: list[Message] = []
@@ -205,8 +161,7 @@ class AgentRunner:
         """Run to a final answer. ``resume`` continues an execution carried over from an
         earlier workflow run (continue-as-new); its messages are already in the thread."""
         try:
-            # A resumed execution may carry results settled for its next turn.
-            pending = list(messages) if resume else new_messages(messages, _workflow_message_id)
+            pending = _first_messages(messages, resume)
         except InvalidInputError as e:
             raise ApplicationError(str(e), type="InvalidInputError", non_retryable=True) from e
         self._by_reference = patched(THREAD_REF_PATCH)
@@ -262,7 +217,7 @@ class AgentRunner:
         self._undelivered = []
         self._waiting_rows = []
         self.turns_this_run = 0
-        self.pending = PendingWork(self)
+        self.pending = PendingWork(self._run_side())
         self.state.execution = None
 
     def stop(self, request: StopRequest) -> None:
@@ -296,6 +251,16 @@ class AgentRunner:
         await _cancelled(task)  # the turn ends cancelled; nothing of it is kept
         return None
 
+    def _run_side(self) -> RunSide:
+        return RunSide(
+            options=self.options,
+            agent=lambda: self.agent,
+            execution_id=lambda: self.execution_id,
+            stopped=lambda: self.stop_request is not None,
+            set_status=self.set_status,
+            run_sub_agent=self.run_sub_agent,
+        )
+
     def set_status(self, status: AgentStatus, *, waiting: Sequence[str] = ()) -> None:
         self._waiting_rows = list(waiting)
         self._set_execution(self._execution.with_status(status))
@@ -318,7 +283,7 @@ class AgentRunner:
     async def run_sub_agent(self, turn: int, action: PendingAction) -> Message:
         """Run ``action.agent`` as a child AgentRunWorkflow on the call's ``input``;
         its usage counts in this run's and it draws on this run's token budget."""
-        from .agent_run import RunInput  # agent_run imports this module
+        from ratchet.wire.runs import RunInput
 
         call = action.call
         assert call is not None and action.agent is not None

@@ -21,40 +21,42 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from typing import Literal
 
-from pydantic import BaseModel, Field
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamState
+    from temporalio.contrib.workflow_streams import WorkflowStream
 
     from ratchet.agents import views
-    from ratchet.agents.compact import CompactModel
-    from ratchet.agents.compaction import CompactionPolicy
     from ratchet.agents.events import RunEvent
-    from ratchet.agents.messages import Message, ToolCall, approximate_size
+    from ratchet.agents.messages import Message, approximate_size
     from ratchet.agents.pending import Decision, PendingView
     from ratchet.agents.state import (
         AgentSession,
         AgentState,
         AgentStatus,
         ExecutionState,
-        Span,
-        ThreadBase,
         ThreadData,
     )
-    from ratchet.agents.state_context import StateEntry
     from ratchet.errors import BudgetExceededError, InvalidInputError, UsageError
+    from ratchet.wire.names import CHECKPOINT_QUERY, SESSION_WORKFLOW
+    from ratchet.wire.runs import DecisionRequest, StopRequest, new_messages
+    from ratchet.wire.sessions import (
+        CheckpointAnswer,
+        CheckpointRequest,
+        LogInfo,
+        Queued,
+        SendOutcome,
+        SendRequest,
+        SessionInput,
+        SessionStatus,
+        TurnMark,
+    )
 
     from .observe import EventStream, Index, RunObserver, excerpt
-    from .pending import DecisionRequest, StopRequest
-    from .presets import CheckedOptions, RunOptions, at_least
-    from .runner import AgentRunner, RunResult, new_messages
+    from .runner import AgentRunner
 
-SESSION_WORKFLOW = "AgentSession"
-CHECKPOINT_QUERY = "ratchet.checkpoint"
 MAX_HELD = 2
 """Sends that wait for their result in the Update; the rest return a ticket at once
 (Temporal admits 10 Updates in flight per workflow)."""
@@ -74,141 +76,6 @@ UPDATES_PER_RUN = 1500
 """A workflow run continues as new past any of these (Temporal warns at 10,240
 events and 10 MB, ends runs at 51,200 events and 50 MB, and admits 2,000 Updates
 per run)."""
-
-
-class SessionOptions(CheckedOptions):
-    """How a session treats its runs. Every field has a default."""
-
-    steering: Literal["queue", "interrupt", "reject"] = "queue"
-    """A message sent while a run is in progress: ``queue`` runs it next; ``interrupt``
-    stops that run at its next safe point (finished turns are kept, the turn in
-    flight is cancelled) and runs the new message; ``reject`` refuses it with an
-    error (the caller may retry later)."""
-    run: RunOptions = Field(default_factory=RunOptions)
-    """Options of every run the session starts (``run.compaction`` keeps the
-    agent's view of a long conversation within budget; the log keeps it all)."""
-    continue_as_new_after_runs: int | None = None
-    """Continue as new after this many runs in one workflow run (besides when Temporal
-    suggests it, or the run's history nears Temporal's limits)."""
-    token_budget: int | None = None
-    """Most tokens all the session's runs may use together; each run gets what is left."""
-    compaction: CompactionPolicy | None = None
-    """Keeps what the agent sees within budget (overrides ``run.compaction``): it
-    applies before a turn whose view is over budget and changes only the view."""
-
-    def problems(self) -> list[str]:
-        return [
-            *(f"run.{p}" for p in self.run.problems()),
-            *at_least("continue_as_new_after_runs", self.continue_as_new_after_runs, 1),
-            *at_least("token_budget", self.token_budget, 1, " (None: no budget)"),
-        ]
-
-
-class SendRequest(BaseModel):
-    messages: list[Message]
-
-
-class Queued(CompactModel):
-    ticket: int
-    messages: list[Message]
-
-
-class SendOutcome(CompactModel):
-    """Where a sent message is: queued, running, or done (with its run's result)."""
-
-    ticket: int
-    state: Literal["queued", "running", "done", "failed", "unknown"]
-    result: RunResult | None = None
-    """The run's result without its answer's text, which is in the thread once
-    (``final_at``)."""
-    final_at: int | None = None
-    """Position of the final response in the session's thread."""
-    error: str | None = None
-    error_type: str | None = None
-
-
-class TurnMark(CompactModel):
-    """The session after one of its turns: what a fork or checkpoint starts from."""
-
-    turn: int
-    """Counted across the whole session, from 1 (0: before its first)."""
-    length: int
-    """Messages in the log after the turn."""
-    last_id: str | None = None
-    view: list[Span] | None = None
-    cursor: str | None = None
-    agent: str
-    state: dict[str, StateEntry] = Field(default_factory=dict)
-    open_calls: list[ToolCall] = Field(default_factory=list)
-    """Tool calls of the turn whose results were not in the log yet."""
-
-
-class LogInfo(CompactModel):
-    """Where a session's thread is: its id, length, and the agent's view of it."""
-
-    thread_id: str
-    length: int
-    kind: str = "messages"
-    cursor: str | None = None
-    view: list[Span] | None = None
-
-
-class CheckpointRequest(CompactModel):
-    turn: int | None = None
-    message: str | None = None
-    """Id of a message: the checkpoint after the turn that added it."""
-
-
-class CheckpointAnswer(CompactModel):
-    """A workflow run's answer: the mark, or the earlier run to ask."""
-
-    mark: TurnMark | None = None
-    earlier: ThreadBase | None = None
-    run_id: str
-    """The workflow run that answered (it, and the runs its thread names, hold the log)."""
-    thread_id: str
-    kind: str = "messages"
-    turns: int = 0
-    """Turns the session has had (for error messages)."""
-    options: SessionOptions | None = None
-
-
-class SessionInput(BaseModel):
-    agent: str
-    session: AgentSession | None = None
-    options: SessionOptions = Field(default_factory=SessionOptions)
-    runs: int = 0
-    """Runs started by earlier workflow runs of this session (continue-as-new)."""
-    session_id: str | None = None
-    """The session's id (its workflow id)."""
-    used_tokens: int = 0
-    """Tokens used by earlier workflow runs of this session."""
-    turns: int = 0
-    cost_usd: float = 0.0
-    stream: WorkflowStreamState | None = None
-    """The live events carried over a continue-as-new."""
-    tickets: int = 0
-    """Messages sent to earlier workflow runs (tickets go on from here)."""
-    queue: list[Queued] = Field(default_factory=list)
-    results: list[SendOutcome] = Field(default_factory=list)
-
-
-class SessionStatus(CompactModel):
-    agent: str
-    status: Literal["PENDING", "RUNNING", "CLOSED"]
-    runs: int
-    waiting: int = 0
-    """Messages queued behind the run in progress."""
-    current_run: str | None = None
-    """The run in progress (``<session id>-run-<n>``)."""
-    used_tokens: int = 0
-    token_budget: int | None = None
-    run_status: AgentStatus | None = None
-    """The status of the run in progress."""
-    waiting_for: list[str] = Field(default_factory=list)
-    """What the run in progress waits for (approvals, questions), one line each."""
-    turns: int = 0
-    cost_usd: float = 0.0
 
 
 @workflow.defn(name=SESSION_WORKFLOW, failure_exception_types=[UsageError])

@@ -24,21 +24,14 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.agents.pending import PendingView
     from ratchet.agents.state import AgentSession, AgentState, AgentStatus, ThreadData
     from ratchet.errors import BudgetExceededError, InvalidInputError, UsageError
+    from ratchet.wire.names import SESSION_WORKFLOW
+    from ratchet.wire.runs import RunInput, RunResult, StopRequest, new_messages
+    from ratchet.wire.sessions import SendRequest, SessionInput, SessionStatus
 
-    from .agent_run import AgentRunWorkflow, RunInput
+    from .agent_run import AgentRunWorkflow
     from .observe import EventStream, Index, RunProgress
-    from .pending import StopRequest
-    from .runner import RunResult, new_messages, run_details
-    from .session import (
-        EVENT_BYTES_CARRIED,
-        EVENTS_CARRIED,
-        SESSION_WORKFLOW,
-        SendRequest,
-        SessionInput,
-        SessionStatus,
-        root_cause,
-        session_markdown,
-    )
+    from .runner import run_details
+    from .session import EVENT_BYTES_CARRIED, EVENTS_CARRIED, root_cause, session_markdown
     from .state import state_registry
     from .threads import thread_registry
 
@@ -110,7 +103,7 @@ class AgentSessionWorkflowV1:
             if not self._idle():
                 continue  # a message arrived while handlers finished
             if workflow.patched(self._v2_patch()):
-                workflow.continue_as_new(self._moved(), workflow=SESSION_WORKFLOW)
+                workflow.continue_as_new(workflow=SESSION_WORKFLOW, args=[self._moved()])
             workflow.continue_as_new(
                 SessionInput(
                     agent=self.agent,

@@ -16,7 +16,6 @@ from typing import Protocol
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.activities.state_refs import STATE_QUERY
     from ratchet.agents.state import AgentState
     from ratchet.agents.state_context import (
         SharedEntry,
@@ -28,6 +27,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from ratchet.agents.state_export import AgentStateExport, StateExport
     from ratchet.errors import ShareTokenError
+    from ratchet.wire.names import STATE_QUERY
 
     from ._registry import query_registry
 

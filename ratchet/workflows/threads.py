@@ -14,9 +14,10 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.activities.threads import THREAD_QUERY, ThreadPage, ThreadPageRequest
     from ratchet.agents.messages import approximate_size
     from ratchet.agents.state import ThreadData
+    from ratchet.wire.names import THREAD_QUERY
+    from ratchet.wire.turns import ThreadPage, ThreadPageRequest
 
     from ._registry import query_registry
 

@@ -6,10 +6,14 @@ import contextlib
 import email.utils
 import json
 import time
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Generator, Sequence
+from typing import Any, cast
 
 import openai
+from openai.types.chat import (
+    ChatCompletion,
+    ChatCompletionMessageFunctionToolCall,
+)
 
 from ...errors import ConfigurationError, ModelError
 from ..context import RunContext
@@ -54,14 +58,19 @@ class OpenAIChatModel(ModelClient):
         self.stream = stream
         """Stream the reply and assemble it (text and tool calls) when it is complete."""
         self._client = client
-        self._client_args = {"base_url": base_url, "api_key": api_key, "timeout": timeout}
+        self._base_url, self._api_key, self._timeout = base_url, api_key, timeout
         self.request_options = request_options
 
     @property
     def client(self) -> openai.AsyncOpenAI:
         if self._client is None:
             try:
-                self._client = openai.AsyncOpenAI(max_retries=0, **self._client_args)
+                self._client = openai.AsyncOpenAI(
+                    max_retries=0,
+                    base_url=self._base_url,
+                    api_key=self._api_key,
+                    timeout=self._timeout,
+                )
             except openai.OpenAIError as e:
                 raise ConfigurationError(
                     f"Cannot create the OpenAI client: {e} "
@@ -82,14 +91,14 @@ class OpenAIChatModel(ModelClient):
         with openai_errors():
             if self.stream:
                 return await self._streamed(request, context)
-            completion = await self.client.chat.completions.create(**request)
+            completion = cast(ChatCompletion, await self.client.chat.completions.create(**request))
         if not completion.choices:
             raise ModelError("The model returned no choices.", retryable=True)
         reply = completion.choices[0].message
         calls = [
             ToolCall(id=c.id, name=c.function.name, arguments=c.function.arguments or "{}")
             for c in (reply.tool_calls or [])
-            if getattr(c, "function", None) is not None
+            if isinstance(c, ChatCompletionMessageFunctionToolCall)
         ]
         if not reply.content and not calls:
             raise empty_reply(completion.model)
@@ -140,7 +149,7 @@ def one_request(input_tokens: int | None = 0, output_tokens: int | None = 0) -> 
 
 
 @contextlib.contextmanager
-def openai_errors() -> Iterator[None]:
+def openai_errors() -> Generator[None]:
     """Turn what the ``openai`` client raises into ModelErrors that say whether to retry."""
     try:
         yield
@@ -209,10 +218,10 @@ def classify_openai_error(error: openai.OpenAIError) -> ModelError:
 
 def _credential(error: openai.OpenAIError) -> str | None:
     """The API key the failed request carried, if any."""
-    request = getattr(error, "request", None)
-    if request is None:
+    if not isinstance(error, openai.APIError):
         return None
-    header = request.headers.get("api-key") or request.headers.get("authorization", "")
+    headers = error.request.headers
+    header = headers.get("api-key") or headers.get("authorization", "")
     key = header.removeprefix("Bearer ").strip()
     return key if len(key) >= 8 else None
 
@@ -220,9 +229,10 @@ def _credential(error: openai.OpenAIError) -> str | None:
 def _error_detail(error: openai.APIStatusError) -> str:
     body = error.body
     if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict) and inner.get("message"):
-            return str(inner["message"])
+        fields = cast(dict[str, object], body)
+        inner = fields.get("error", fields)
+        if isinstance(inner, dict) and (text := cast(dict[str, object], inner).get("message")):
+            return str(text)
     return error.message
 
 

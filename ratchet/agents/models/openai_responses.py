@@ -11,7 +11,14 @@ Temporal history, next to the turn's new messages.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
+
+from openai.types.responses import (
+    Response,
+    ResponseFunctionToolCall,
+    ResponseOutputMessage,
+    ResponseOutputText,
+)
 
 from ...errors import ModelError
 from ..context import RunContext
@@ -19,7 +26,7 @@ from ..events import RunEvent
 from ..messages import Message, ToolCall
 from ..thread import MESSAGES, OPENAI_RESPONSES
 from ..tools import Tool
-from .base import ModelResponse
+from .base import ModelResponse, empty_reply
 from .openai_chat import OpenAIChatModel, one_request, openai_errors
 
 
@@ -46,7 +53,7 @@ class OpenAIResponsesModel(OpenAIChatModel):
         }
         if instructions:
             request["instructions"] = "\n\n".join(instructions)
-        if service and thread.cursor:
+        if service and thread is not None and thread.cursor:
             request["previous_response_id"] = thread.cursor
         if tools:
             request["tools"] = [to_function_tool(t) for t in tools]
@@ -54,9 +61,9 @@ class OpenAIResponsesModel(OpenAIChatModel):
             response = await self._call(request, context)
         return from_response(response, cursor=response.id if service else None)
 
-    async def _call(self, request: dict[str, Any], context: RunContext) -> Any:
+    async def _call(self, request: dict[str, Any], context: RunContext) -> Response:
         if not self.stream:
-            return await self.client.responses.create(**request)
+            return cast(Response, await self.client.responses.create(**request))
         completed = None
         stream = await self.client.responses.create(**request, stream=True)
         async for event in stream:
@@ -68,7 +75,9 @@ class OpenAIResponsesModel(OpenAIChatModel):
                 detail = getattr(getattr(event, "response", None), "error", None) or event
                 raise ModelError(f"The model's streamed response failed: {detail}", retryable=True)
         if completed is None:
-            raise ModelError("The model's stream ended before the response completed.", True)
+            raise ModelError(
+                "The model's stream ended before the response completed.", retryable=True
+            )
         return completed
 
 
@@ -102,18 +111,18 @@ def to_function_tool(tool: Tool) -> dict[str, Any]:
     return {"type": "function", "strict": False, **spec}
 
 
-def from_response(response: Any, *, cursor: str | None) -> ModelResponse:
+def from_response(response: Response, *, cursor: str | None) -> ModelResponse:
     texts: list[str] = []
     calls: list[ToolCall] = []
     for item in response.output or []:
-        if item.type == "message":
-            texts += [c.text for c in item.content if getattr(c, "type", "") == "output_text"]
-        elif item.type == "function_call":
+        if isinstance(item, ResponseOutputMessage):
+            texts += [c.text for c in item.content if isinstance(c, ResponseOutputText)]
+        elif isinstance(item, ResponseFunctionToolCall):
             calls.append(
                 ToolCall(id=item.call_id, name=item.name, arguments=item.arguments or "{}")
             )
     if not texts and not calls:
-        raise ModelError("The model's response had neither text nor tool calls.", retryable=True)
+        raise empty_reply(response.model)
     counts = response.usage
     return ModelResponse(
         message=Message.assistant("".join(texts) or None, calls),

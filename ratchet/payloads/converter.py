@@ -9,7 +9,9 @@ and serializer are shared by every instance in the process.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import os
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -20,8 +22,10 @@ from temporalio.contrib.pydantic import PydanticJSONPlainPayloadConverter
 from temporalio.converter import (
     CompositePayloadConverter,
     DataConverter,
+    DefaultFailureConverterWithEncodedAttributes,
     DefaultPayloadConverter,
     JSONPlainPayloadConverter,
+    PayloadCodec,
 )
 
 from ratchet.agents.compact import decoding
@@ -37,7 +41,7 @@ class SharedPydanticJSONConverter(PydanticJSONPlainPayloadConverter):
         self._type_adapter = _ADAPTERS
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
+        vars(self).update(state)
         self._type_adapter = _ADAPTERS
 
     def from_payload(self, payload: Payload, type_hint: type | None = None) -> Any:
@@ -65,3 +69,21 @@ def _encodings() -> tuple:
 
 data_converter = DataConverter(payload_converter_class=RatchetPayloadConverter)
 """What ``AgentClient`` connects with (payloads as ``pydantic_data_converter`` writes them)."""
+
+
+def with_codec(converter: DataConverter, codec: PayloadCodec | None) -> DataConverter:
+    """``converter`` with ``codec``, or the ``EncryptionCodec`` RATCHET_ENCRYPTION_KEYS
+    configures; failure messages and stack traces then go through the codec too."""
+    if codec is None and os.environ.get("RATCHET_ENCRYPTION_KEYS") is not None:
+        from ratchet.payloads.codec import (
+            EncryptionCodec,  # native code: keep it out of the sandbox
+        )
+
+        codec = EncryptionCodec.from_env()
+    if codec is None:
+        return converter
+    return dataclasses.replace(
+        converter,
+        payload_codec=codec,
+        failure_converter_class=DefaultFailureConverterWithEncodedAttributes,
+    )

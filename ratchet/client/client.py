@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import os
 import re
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -19,8 +17,6 @@ from temporalio.client import (
     WorkflowUpdateFailedError,
 )
 from temporalio.converter import (
-    DataConverter,
-    DefaultFailureConverterWithEncodedAttributes,
     ExternalStorage,
     PayloadCodec,
     StorageDriver,
@@ -29,36 +25,29 @@ from temporalio.envconfig import ClientConfig
 from temporalio.exceptions import ApplicationError, FailureError
 from temporalio.service import RPCError, RPCStatusCode
 
-from ratchet.activities.state_refs import STATE_QUERY
 from ratchet.activities.thread_log import Holder, fetch_range
-from ratchet.activities.threads import PAGE_BYTES
 from ratchet.agents.events import RunEvent
 from ratchet.agents.messages import Message, new_id
 from ratchet.agents.pending import Decision, PendingView
 from ratchet.agents.state import AgentSession, AgentState, ThreadBase, ThreadData
 from ratchet.agents.state_context import StateChanged
 from ratchet.agents.state_export import StateExport
-from ratchet.converter import RatchetPayloadConverter
-from ratchet.converter import data_converter as ratchet_data_converter
 from ratchet.errors import DecisionError, InvalidInputError, RunFailedError, run_failed
-from ratchet.storage import external_storage
+from ratchet.payloads.converter import RatchetPayloadConverter
+from ratchet.plugin import RatchetClientPlugin, ratchet_converter
+from ratchet.wire.names import PAGE_BYTES, SESSION_WORKFLOW, STATE_QUERY
+from ratchet.wire.options import RunOptions, SessionOptions
+from ratchet.wire.runs import DecisionRequest, RunInput, RunResult, new_messages
+from ratchet.wire.sessions import CheckpointAnswer, SessionInput, TurnMark
+from ratchet.workflows.agent_run import AgentRunWorkflow
+from ratchet.workflows.pending import Verdict
+from ratchet.workflows.runner import run_details
+from ratchet.workflows.session import AgentSessionWorkflow
 
-from .agent_run import AgentRunWorkflow, RunInput
-from .client_errors import GuardedHandle, check_prompt_size, translated
+from .checkpoints import Checkpoint, not_run, read_checkpoint, read_mark
+from .errors import GuardedHandle, check_prompt_size, translated
 from .events import run_events
-from .fork import Checkpoint, not_run, read_checkpoint, read_mark
-from .pending import DecisionRequest, Verdict
-from .presets import RunOptions
-from .runner import RunResult, new_messages, run_details
-from .session import (
-    SESSION_WORKFLOW,
-    AgentSessionWorkflow,
-    CheckpointAnswer,
-    SessionInput,
-    SessionOptions,
-    TurnMark,
-)
-from .session_client import UPDATES_IN_FLIGHT, ResultPoller, SessionHandle
+from .sessions import UPDATES_IN_FLIGHT, ResultPoller, SessionHandle
 from .turns import TurnRecord, read_turns
 
 if TYPE_CHECKING:
@@ -88,7 +77,9 @@ class RunHandle:
         return self._handle.id
 
     @property
-    def run_id(self) -> str | None:
+    def temporal_run_id(self) -> str | None:
+        """Temporal's id of the workflow run this handle started (``id`` is the
+        workflow id, which Ratchet calls a run's id everywhere)."""
         return self._handle.result_run_id or self._handle.run_id
 
     @property
@@ -108,7 +99,7 @@ class RunHandle:
         if not self._ui_url:
             return None
         ns = self._namespace
-        tail = f"/{self.run_id}" if self.run_id else ""
+        tail = f"/{self.temporal_run_id}" if self.temporal_run_id else ""
         return f"{self._ui_url.rstrip('/')}/namespaces/{ns}/workflows/{self.id}{tail}/history"
 
     async def result(self) -> RunResult:
@@ -211,14 +202,8 @@ class AgentClient:
     def __init__(
         self, client: Client, *, task_queue: str = DEFAULT_TASK_QUEUE, ui_url: str | None = None
     ) -> None:
-        converter = client.data_converter
-        if converter.payload_converter_class is not RatchetPayloadConverter:
-            converter = dataclasses.replace(
-                ratchet_data_converter,
-                external_storage=converter.external_storage,
-                payload_codec=converter.payload_codec,
-                failure_converter_class=converter.failure_converter_class,
-            )
+        if client.data_converter.payload_converter_class is not RatchetPayloadConverter:
+            converter = ratchet_converter(client.data_converter)
             client = Client(**{**client.config(), "data_converter": converter})
         self.temporal = client
         self.task_queue = task_queue
@@ -263,7 +248,7 @@ class AgentClient:
         Temporal's 2 MB payload limit. Workers built from this client use it too;
         every client and worker of a namespace must share the same storage.
 
-        ``codec`` (e.g. ``ratchet.codec.EncryptionCodec``) encodes every payload and
+        ``codec`` (e.g. ``ratchet.payloads.codec.EncryptionCodec``) encodes every payload and
         failure message; without one, ``RATCHET_ENCRYPTION_KEYS`` (when set) turns on
         encryption. Workers built from this client use it too.
 
@@ -279,17 +264,9 @@ class AgentClient:
             config["namespace"] = namespace
         config.setdefault("target_host", "localhost:7233")
         config.update(connect_options)
-        from ratchet.telemetry import client_interceptors  # OpenTelemetry stays out of the sandbox
-
-        if traced := client_interceptors(tracing):
-            config["interceptors"] = [*config.get("interceptors", []), *traced]
-        converter = ratchet_data_converter
-        if payload_storage is not None:
-            converter = dataclasses.replace(
-                converter, external_storage=external_storage(payload_storage)
-            )
-        converter = with_codec(converter, codec)
-        client = await Client.connect(**config, data_converter=converter)
+        plugin = RatchetClientPlugin(payload_storage=payload_storage, codec=codec, tracing=tracing)
+        config["plugins"] = [plugin, *config.get("plugins", [])]
+        client = await Client.connect(**config)
         return cls(client, task_queue=task_queue, ui_url=ui_url)
 
     async def start_run(
@@ -489,22 +466,6 @@ class AgentClient:
     def get_run(self, workflow_id: str) -> RunHandle:
         handle = self.temporal.get_workflow_handle_for(AgentRunWorkflow.run, workflow_id)
         return RunHandle(handle, self.ui_url, self.temporal.namespace)
-
-
-def with_codec(converter: DataConverter, codec: PayloadCodec | None) -> DataConverter:
-    """``converter`` with ``codec``, or the ``EncryptionCodec`` RATCHET_ENCRYPTION_KEYS
-    configures; failure messages and stack traces then go through the codec too."""
-    if codec is None and os.environ.get("RATCHET_ENCRYPTION_KEYS") is not None:
-        from ratchet.codec import EncryptionCodec  # native code: keep it out of the sandbox
-
-        codec = EncryptionCodec.from_env()
-    if codec is None:
-        return converter
-    return dataclasses.replace(
-        converter,
-        payload_codec=codec,
-        failure_converter_class=DefaultFailureConverterWithEncodedAttributes,
-    )
 
 
 def _run_failed(

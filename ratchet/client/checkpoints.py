@@ -20,21 +20,14 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from ratchet.activities.turn import TURN_ACTIVITY, TurnInput, TurnOutput
 from ratchet.agents.messages import Message, ToolCall
 from ratchet.agents.state_context import StateChange, StateEntry
 from ratchet.errors import InvalidInputError
-
-from .agent_run import RunInput
-from .runner import RunResult
-from .session import (
-    CHECKPOINT_QUERY,
-    CheckpointAnswer,
-    CheckpointRequest,
-    SessionInput,
-    SessionOptions,
-    TurnMark,
-)
+from ratchet.wire.names import CHECKPOINT_QUERY, TURN_ACTIVITY
+from ratchet.wire.options import SessionOptions
+from ratchet.wire.runs import RunInput, RunResult
+from ratchet.wire.sessions import CheckpointAnswer, CheckpointRequest, SessionInput, TurnMark
+from ratchet.wire.turns import TurnInput, TurnOutput
 
 STARTED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED
 COMPLETED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED

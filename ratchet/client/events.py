@@ -21,11 +21,9 @@ from collections.abc import AsyncIterator
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.contrib.workflow_streams._types import PollInput, PollResult, _decode_payload
 
-from ratchet.activities.events import EVENTS_TOPIC
 from ratchet.agents.events import RunEvent
+from ratchet.wire.names import EVENTS_TOPIC, POLL_QUERY
 
-POLL_QUERY = "__temporal_workflow_stream_poll"
-OFFSET_QUERY = "__temporal_workflow_stream_offset"
 MIN_POLL = 0.05
 MAX_POLL = 1.0
 RUNNING = (WorkflowExecutionStatus.RUNNING, WorkflowExecutionStatus.CONTINUED_AS_NEW)

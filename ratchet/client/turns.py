@@ -17,7 +17,8 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import WorkflowHandle
 
-from ratchet.activities.turn import TURN_ACTIVITY, AttemptRecord, TurnInput, TurnOutput
+from ratchet.wire.names import TURN_ACTIVITY
+from ratchet.wire.turns import AttemptRecord, TurnInput, TurnOutput
 
 TurnStatus = Literal["running", "completed", "failed", "timed_out", "cancelled"]
 
@@ -46,7 +47,7 @@ class TurnRecord(BaseModel):
         return (self.closed_at - self.scheduled_at).total_seconds()
 
 
-_CLOSED = {
+_CLOSED: dict[int, TurnStatus] = {
     EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED: "completed",
     EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED: "failed",
     EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT: "timed_out",
@@ -92,7 +93,7 @@ async def read_turns(handle: WorkflowHandle[Any, Any]) -> list[TurnRecord]:
 
 async def _close(records: dict[int, TurnRecord], event: HistoryEvent, converter: Any) -> None:
     kind = event.event_type
-    attrs = getattr(event, event.WhichOneof("attributes"))  # the closing event's attributes
+    attrs = getattr(event, event.WhichOneof("attributes") or "")  # the closing event's attributes
     record = records.get(attrs.scheduled_event_id)
     if record is None:
         return

@@ -16,9 +16,8 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from ratchet.agents.messages import Message
     from ratchet.agents.usage import Usage
-
-    from .presets import RunOptions
-    from .runner import AgentRunner, run_agent
+    from ratchet.wire.options import RunOptions
+    from ratchet.workflows.runner import AgentRunner, run_agent
 
 
 class WriterCriticInput(BaseModel):

@@ -118,7 +118,7 @@ class GuardedHandle:
 
     def __init__(self, handle: WorkflowHandle[Any, Any], noun: Noun) -> None:
         self._handle = handle
-        self._noun = noun
+        self._noun: Noun = noun
 
     @property
     def unguarded(self) -> WorkflowHandle[Any, Any]:

@@ -17,21 +17,20 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 
-from ratchet.activities.state_refs import STATE_QUERY
 from ratchet.activities.thread_log import Holder, fetch_range
-from ratchet.activities.threads import PAGE_BYTES
 from ratchet.agents.events import RunEvent
 from ratchet.agents.messages import Message, new_id
 from ratchet.agents.pending import Decision, PendingView
 from ratchet.agents.state import AgentState, ThreadData
 from ratchet.agents.state_export import StateExport
 from ratchet.errors import DecisionError, RunFailedError, SessionBusyError, run_failed
+from ratchet.wire.names import OFFSET_QUERY, PAGE_BYTES, SESSION_WORKFLOW, STATE_QUERY
+from ratchet.wire.runs import DecisionRequest, RunResult, new_messages
+from ratchet.wire.sessions import LogInfo, SendOutcome, SendRequest, SessionStatus
+from ratchet.workflows.pending import Verdict
 
-from .client_errors import GuardedHandle, check_prompt_size, translated
-from .events import OFFSET_QUERY, session_events
-from .pending import DecisionRequest, Verdict
-from .runner import RunResult, new_messages
-from .session import SESSION_WORKFLOW, LogInfo, SendOutcome, SendRequest, SessionStatus
+from .errors import GuardedHandle, check_prompt_size, translated
+from .events import session_events
 from .turns import TurnRecord, read_turns
 
 if TYPE_CHECKING:
@@ -91,7 +90,7 @@ class SessionHandle:
         self._handle = GuardedHandle(
             client.temporal.get_workflow_handle(handle.id, result_type=SessionStatus), "session"
         )
-        self.first_run_id = handle.first_execution_run_id or handle.result_run_id
+        self.first_temporal_run_id = handle.first_execution_run_id or handle.result_run_id
         """The session's first workflow run, when this handle started it."""
         self._client = client
         self._current = current
@@ -224,7 +223,7 @@ class SessionHandle:
     async def read_state(self) -> StateExport:
         return await self._handle.query(STATE_QUERY, result_type=StateExport)
 
-    async def export(self) -> dict[str, Any]:
+    async def export_state(self) -> dict[str, Any]:
         """The agent's state as JSON-ready data (``AgentClient.start_session(state=...)``)."""
         return (await self.read_state()).model_dump(mode="json")
 

@@ -1,0 +1,48 @@
+"""The client: start, watch and steer runs and sessions; read their state and history.
+
+Besides the handles, this package exports the host-side views the handles
+return: a run's ``AgentState`` (status, turns, the thread), committed state
+(``StateExport``), pending work and decisions.
+"""
+
+from ratchet.agents.pending import Decision, PendingView
+from ratchet.agents.state import (
+    AgentSession,
+    AgentState,
+    AgentStatus,
+    ExecutionState,
+    SessionInfo,
+    StepResult,
+    ThreadData,
+)
+from ratchet.agents.state_context import StateChanged, StateConflict, StateEntry
+from ratchet.agents.state_export import AgentStateExport, StateExport
+from ratchet.wire.sessions import SessionStatus
+
+from .checkpoints import Checkpoint
+from .client import AgentClient, RunHandle
+from .sessions import SessionHandle
+from .turns import TurnRecord
+
+__all__ = [
+    "AgentClient",
+    "AgentSession",
+    "AgentState",
+    "AgentStateExport",
+    "AgentStatus",
+    "Checkpoint",
+    "Decision",
+    "ExecutionState",
+    "PendingView",
+    "RunHandle",
+    "SessionHandle",
+    "SessionInfo",
+    "SessionStatus",
+    "StateChanged",
+    "StateConflict",
+    "StateEntry",
+    "StateExport",
+    "StepResult",
+    "ThreadData",
+    "TurnRecord",
+]

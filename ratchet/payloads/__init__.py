@@ -1,0 +1,18 @@
+"""How Ratchet's data travels through Temporal: the data converter (pydantic
+JSON), payload encryption and its codec server for the Web UI, and external
+storage for payloads over Temporal's size limit."""
+
+from .codec import EncryptionCodec, generate_key
+from .codec_server import CodecServer
+from .converter import RatchetPayloadConverter, data_converter
+from .storage import FileStorageDriver, external_storage
+
+__all__ = [
+    "CodecServer",
+    "EncryptionCodec",
+    "FileStorageDriver",
+    "RatchetPayloadConverter",
+    "external_storage",
+    "generate_key",
+    "data_converter",
+]

@@ -1,0 +1,194 @@
+"""Ratchet as temporalio plugins, for adding it to a Temporal app you already have.
+
+    client = await Client.connect("localhost:7233", plugins=[RatchetClientPlugin()])
+    worker = Worker(
+        client,
+        task_queue="my-app",
+        workflows=[MyWorkflow],           # your own, next to Ratchet's
+        activities=[my_activity],
+        plugins=[RatchetPlugin(agents={"support": support_agent})],
+    )
+
+Two parts, because a plugin on a ``Client`` applies to every ``Worker`` built from
+it, while only the workers that host agents need them:
+
+- ``RatchetClientPlugin``: Ratchet's data converter (pydantic JSON), a payload
+  codec (encryption), external payload storage and tracing. Every client and
+  worker of a namespace needs the same converter, codec and storage.
+- ``RatchetPlugin``: Ratchet's workflows and the activities that host ``agents``,
+  the sandbox pass-through of Ratchet's modules (applied to whatever workflow
+  runner the worker has, and to a ``Replayer``), the worker options Ratchet's
+  durability relies on, and the lifespan of worker resources.
+
+``AgentClient.connect`` and ``build_worker`` are these two plugins and the
+options they take.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from temporalio.converter import DataConverter, ExternalStorage, PayloadCodec, StorageDriver
+from temporalio.plugin import SimplePlugin
+from temporalio.worker import WorkerConfig, WorkflowRunner
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from ratchet.activities.events import DEFAULT_BATCH_INTERVAL
+from ratchet.activities.resources import ResourceFactory, WorkerResources
+from ratchet.activities.state_refs import StateCache
+from ratchet.activities.threads import ThreadCache
+from ratchet.activities.turn import AgentFactory, TurnActivities
+from ratchet.errors import PAYLOAD_LIMIT, ConfigurationError
+from ratchet.payloads.converter import RatchetPayloadConverter, data_converter, with_codec
+from ratchet.payloads.storage import external_storage
+from ratchet.workflows.agent_run import AgentRunWorkflow
+from ratchet.workflows.session import AgentSessionWorkflow
+from ratchet.workflows.session_v1 import AgentSessionWorkflowV1
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
+
+PASSED_THROUGH = ("ratchet", "pydantic", "openai", "opentelemetry")
+"""Modules workflows share with the worker instead of re-importing per instance."""
+WORKFLOWS: tuple[type, ...] = (AgentRunWorkflow, AgentSessionWorkflow, AgentSessionWorkflowV1)
+STICKY_TIMEOUT = timedelta(seconds=3)
+"""A run whose worker died moves to another worker within this (SDK default: 10 s)."""
+SDK_STICKY_TIMEOUT = timedelta(seconds=10)
+
+
+def ratchet_converter(
+    existing: DataConverter | None,
+    *,
+    payload_storage: ExternalStorage | StorageDriver | str | Path | None = None,
+    codec: PayloadCodec | None = None,
+) -> DataConverter:
+    """Ratchet's payload converter, keeping the codec, failure converter and storage
+    ``existing`` had; ``payload_storage`` and ``codec`` (or RATCHET_ENCRYPTION_KEYS)
+    are added."""
+    converter = data_converter
+    if existing is not None and existing.payload_converter_class is not RatchetPayloadConverter:
+        converter = dataclasses.replace(
+            data_converter,
+            external_storage=existing.external_storage,
+            payload_codec=existing.payload_codec,
+            failure_converter_class=existing.failure_converter_class,
+        )
+    elif existing is not None:
+        converter = existing
+    if payload_storage is not None:
+        converter = dataclasses.replace(
+            converter, external_storage=external_storage(payload_storage)
+        )
+    return with_codec(converter, codec if codec is not None else converter.payload_codec)
+
+
+def passed_through(runner: WorkflowRunner | None) -> WorkflowRunner:
+    """``runner`` with Ratchet's modules passed through its sandbox (the default
+    sandbox when there is none; an unsandboxed runner as it is)."""
+    if runner is None:
+        return SandboxedWorkflowRunner(
+            restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSED_THROUGH)
+        )
+    if isinstance(runner, SandboxedWorkflowRunner):
+        restrictions = runner.restrictions.with_passthrough_modules(*PASSED_THROUGH)
+        return dataclasses.replace(runner, restrictions=restrictions)
+    return runner
+
+
+class RatchetClientPlugin(SimplePlugin):
+    """The client part: converter, codec, external payload storage, tracing."""
+
+    def __init__(
+        self,
+        *,
+        payload_storage: ExternalStorage | StorageDriver | str | Path | None = None,
+        codec: PayloadCodec | None = None,
+        tracing: bool | TracerProvider | None = None,
+    ) -> None:
+        from ratchet.telemetry import client_interceptors  # OpenTelemetry stays out of the sandbox
+
+        super().__init__(
+            "ratchet.client",
+            data_converter=lambda existing: ratchet_converter(
+                existing, payload_storage=payload_storage, codec=codec
+            ),
+            interceptors=client_interceptors(tracing) or None,
+        )
+
+
+class RatchetPlugin(SimplePlugin):
+    """The worker part: Ratchet's workflows, and the activities hosting ``agents``.
+
+    The worker's client must use Ratchet's converter: connect it with
+    ``RatchetClientPlugin`` (or ``AgentClient.connect``). ``agents`` maps a name to
+    an ``Agent`` or a zero-argument factory; the other arguments are
+    ``build_worker``'s.
+    """
+
+    def __init__(
+        self,
+        agents: Mapping[str, AgentFactory],
+        *,
+        task_queue: str | None = None,
+        max_concurrent_turns: int | None = None,
+        thread_cache: ThreadCache | None = None,
+        resources: Mapping[str, ResourceFactory] | None = None,
+        state_cache: StateCache | None = None,
+        live_events: timedelta | None = DEFAULT_BATCH_INTERVAL,
+    ) -> None:
+        if not agents:
+            raise ConfigurationError(
+                "RatchetPlugin needs at least one agent: agents={'name': factory}."
+            )
+        self.agents = agents
+        self.max_concurrent_turns = max_concurrent_turns
+        self._task_queue = task_queue
+        self._resources = WorkerResources(resources)
+        self._caches = (thread_cache, state_cache)
+        self._live_events = live_events
+        super().__init__(
+            "ratchet",
+            workflows=list(WORKFLOWS),
+            workflow_runner=passed_through,
+            run_context=self._resources.lifespan if resources else None,
+        )
+
+    def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
+        client = config.get("client")
+        converter = client.data_converter if client is not None else None
+        if converter is None or converter.payload_converter_class is not RatchetPayloadConverter:
+            raise ConfigurationError(
+                "RatchetPlugin needs a client with Ratchet's data converter: connect with "
+                "Client.connect(..., plugins=[RatchetClientPlugin()]) or AgentClient.connect()."
+            )
+        config = super().configure_worker(config)
+        task_queue = self._task_queue or config.get("task_queue") or ""
+        thread_cache, state_cache = self._caches
+        turns = TurnActivities(
+            self.agents,
+            task_queue=task_queue,
+            thread_cache=thread_cache,
+            payload_limit=None if converter.external_storage is not None else PAYLOAD_LIMIT,
+            resources=self._resources,
+            state_cache=state_cache,
+            event_batch_interval=self._live_events,
+        )
+        config["activities"] = [turns.run_turn, turns.run_tool, *config.get("activities", [])]
+        if self.max_concurrent_turns is not None:
+            config["max_concurrent_activities"] = self.max_concurrent_turns
+        if config.get("sticky_queue_schedule_to_start_timeout") == SDK_STICKY_TIMEOUT:
+            config["sticky_queue_schedule_to_start_timeout"] = STICKY_TIMEOUT
+        return config
+
+
+def replayer_plugins() -> Sequence[SimplePlugin]:
+    """What a ``Replayer`` of Ratchet's workflows needs: ``Replayer(workflows=[],
+    plugins=replayer_plugins())`` (plus your own workflows, if any)."""
+    return [
+        RatchetClientPlugin(tracing=False),
+        SimplePlugin("ratchet.replay", workflows=list(WORKFLOWS), workflow_runner=passed_through),
+    ]

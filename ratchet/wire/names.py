@@ -1,0 +1,24 @@
+"""Names that workers, workflows and clients must agree on: workflow and activity
+types, queries, the event stream's topic."""
+
+RUN_WORKFLOW = "AgentRunWorkflow"
+SESSION_WORKFLOW = "AgentSession"
+SESSION_WORKFLOW_V1 = "AgentSessionWorkflow"
+"""The first session workflow; still registered so its histories replay."""
+
+TURN_ACTIVITY = "ratchet.turn"
+TOOL_ACTIVITY = "ratchet.tool"
+ATTEMPTS_KEY = "ratchet.attempts"
+"""Heartbeat details key under which each attempt of a turn records who ran it."""
+
+THREAD_QUERY = "ratchet.thread"
+STATE_QUERY = "ratchet.agent_state"
+CHECKPOINT_QUERY = "ratchet.checkpoint"
+THREAD_NOT_CACHED = "ThreadNotCached"
+"""Failure type of a local-activity turn whose worker lacks the thread (fast mode)."""
+PAGE_BYTES = 384 * 1024
+"""Largest page of messages one query answer carries (under the 512 KiB payload warning)."""
+
+EVENTS_TOPIC = "events"
+POLL_QUERY = "__temporal_workflow_stream_poll"
+OFFSET_QUERY = "__temporal_workflow_stream_offset"

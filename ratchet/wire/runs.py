@@ -1,0 +1,109 @@
+"""A run's input and result, and the requests its workflow takes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+from pydantic import BaseModel, Field
+from temporalio.contrib.workflow_streams import WorkflowStreamState
+
+from ratchet.agents.compact import CompactModel
+from ratchet.agents.messages import Message
+from ratchet.agents.state import AgentSession, AgentStatus, ExecutionState, ThreadData
+from ratchet.agents.state_context import StateConflict, StateEntry
+from ratchet.agents.usage import Usage
+from ratchet.errors import InvalidInputError
+
+from .options import RunOptions
+
+
+class RunInput(BaseModel):
+    """The workflow's input. ``session`` continues an earlier conversation;
+    ``execution`` (with ``session``: model B) continues a run in progress."""
+
+    agent: str
+    messages: list[Message]
+    session: AgentSession | None = None
+    options: RunOptions = Field(default_factory=RunOptions)
+    execution: ExecutionState | None = None
+    parent_agent_id: str | None = None
+    """Set for a sub-agent: the agent that called it."""
+    parent_workflow_id: str | None = None
+    report_to: str | None = None
+    """The session workflow this run tells when it starts or stops waiting for someone."""
+    stream: WorkflowStreamState | None = None
+    """The live events carried over a continue-as-new."""
+
+
+class RunResult(CompactModel):
+    """How a run ended. The thread itself is not in it: ask the run's ``state``."""
+
+    workflow_id: str
+    agent: str
+    status: AgentStatus
+    final_response: Message | None = None
+    usage: Usage = Usage()
+    turns: int = 0
+    session_id: str | None = None
+    state_conflicts: list[StateConflict] = Field(default_factory=list)
+    """Turns whose state changes were not committed because a key had moved on."""
+    messages: list[Message] = Field(default_factory=list)
+    """For a run continuing a thread held by its session: the messages it added."""
+    state: dict[str, StateEntry] = Field(default_factory=dict)
+    """For a run of a session: the agent's committed state at the end, for the session."""
+    thread: ThreadData | None = Field(default=None, exclude=True)
+    """The whole thread, for workflow code that called ``run_agent``; never serialised."""
+
+    @property
+    def output(self) -> str:
+        return self.final_response.text if self.final_response else ""
+
+
+def new_messages(prompt: str | Sequence[Message], make_id: Callable[[], str]) -> list[Message]:
+    """Validate a prompt and give each message without an id one from ``make_id``."""
+    if isinstance(prompt, str):
+        messages = [Message.user(prompt)] if prompt.strip() else []
+    elif isinstance(prompt, Sequence) and all(isinstance(m, Message) for m in prompt):
+        messages = [m.model_copy() for m in prompt]
+    else:
+        wrong = (
+            prompt
+            if not isinstance(prompt, Sequence)
+            else next(m for m in prompt if not isinstance(m, Message))
+        )
+        raise InvalidInputError(
+            f"A prompt must be a string or a list of ratchet.agents.Message; got "
+            f"{type(wrong).__name__} {_short(wrong)}. Pass text as a str (e.g. str(value)) "
+            "or build messages with Message.user(...)."
+        )
+    if not messages or all(not (m.content or "").strip() and not m.tool_calls for m in messages):
+        raise InvalidInputError(
+            "The prompt is empty: pass a non-empty string or at least one message with content."
+        )
+    for message in messages:
+        message.id = message.id or make_id()
+    return messages
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+class DecisionRequest(CompactModel):
+    """An ``approve`` / ``reject`` / ``provide_input`` Update's argument."""
+
+    id: str
+    """The pending call's id (or question's id), as ``pending()`` lists it."""
+    reason: str | None = None
+    answer: str | None = None
+    by: str | None = None
+    """Who decided, kept with the decision."""
+
+
+class StopRequest(CompactModel):
+    """Stop a run at its next safe point, keeping every finished turn."""
+
+    status: Literal["INTERRUPTED", "CANCELLED"] = "CANCELLED"
+    reason: str | None = None
