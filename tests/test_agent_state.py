@@ -357,6 +357,8 @@ async def test_share_tokens_let_agents_of_a_session_share_a_key_and_conflicts_ar
     winner = ["outline", "draft", "revised" if edited == "conflicts=1" else "edited"]
     loser = ["outline", "draft", "edited" if edited == "conflicts=1" else "revised"]
     assert result["plan"] == winner
+    winning_agent = "planner" if edited == "conflicts=1" else "writer"
+    assert result["changes"] == [["planner", 1], ["writer", 2], [winning_agent, 3]]
     # The losing write is not lost: the conflict carries it.
     assert conflict["changes"][0]["data"] == loser
     assert read.startswith(f"{winner} | The token for planner:plan (read-only) does not allow")

@@ -22,7 +22,7 @@ from ratchet.agents import (
     ToolCallingAgent,
     tool,
 )
-from ratchet.client import AgentClient
+from ratchet.client import AgentClient, CustomEvent, TurnCompleted
 from ratchet.worker import build_worker
 
 from .history import events, of_type
@@ -136,7 +136,7 @@ class Narrator(Agent):
         await context.emit({"step": "thinking", "attempt": context.attempt})
         if context.attempt == 1:
             raise RuntimeError("the first attempt fails after it has emitted")
-        await context.emit(RunEvent(kind="custom", text="done thinking"))
+        await context.emit(CustomEvent(text="done thinking"))
         answer = Message.assistant("narrated")
         await thread.on_new_messages([answer])
         return Result(final_response=answer)
@@ -164,9 +164,9 @@ async def test_a_run_streams_its_events_live_and_in_order(
     assert [e.seq for e in turn_2] == list(range(1, len(turn_2) + 1))
     completed = [e for e in seen if e.kind == "turn_completed"]
     assert [e.turn for e in completed] == [1, 2]
-    assert completed[0].data["tool_calls"] == ['weather(city="Oslo")'] or completed[0].data[
-        "tool_calls"
-    ][0].startswith("weather(")
+    assert all(isinstance(e, TurnCompleted) for e in completed)
+    assert completed[0].data.tool_calls == ['weather(city="Oslo")']
+    assert not completed[0].data.final and completed[1].data.final
     assert completed[1].text == result.output
     assert all(e.run_id == handle.id for e in seen)
 

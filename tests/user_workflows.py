@@ -8,8 +8,9 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from ratchet.agents import Message, ShareToken
+    from ratchet.agents.state_context import StateChanged
     from ratchet.wire.options import RunOptions
-    from ratchet.workflows import AgentRunner, run_agent
+    from ratchet.workflows import AgentRunner, RunHooks, run_agent
 
 
 @workflow.defn
@@ -33,7 +34,8 @@ class SharedPlan:
 
     @workflow.run
     async def run(self) -> dict:
-        planner = AgentRunner("planner")
+        changes: list[StateChanged] = []
+        planner = AgentRunner("planner", hooks=RunHooks(state_hooks=[changes.append]))
         await planner.run("make a plan")  # its turn shares "plan" with write access
         (token,) = planner.tokens
         reader_token = planner.share("plan")  # the host can share too; read-only
@@ -50,6 +52,8 @@ class SharedPlan:
             ],
             "plan": entry.data,
             "version": entry.version,
+            # Every commit on the planner's keys, by any agent holding a token.
+            "changes": [[c.by, c.keys["plan"]] for c in changes],
         }
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
-from ratchet.agents.events import RunEvent, as_event
+from ratchet.agents.events import EventBase, Retry, as_event
 from ratchet.wire.names import EVENTS_TOPIC
 
 DEFAULT_BATCH_INTERVAL = timedelta(milliseconds=250)
@@ -30,14 +30,14 @@ class TurnEvents:
         self, *, run_id: str, agent: str, turn: int, attempt: int, batch_interval: timedelta
     ) -> None:
         self._client = WorkflowStreamClient.from_within_activity(batch_interval=batch_interval)
-        self._topic = self._client.topic(EVENTS_TOPIC, type=RunEvent)
+        self._topic = self._client.topic(EVENTS_TOPIC, type=EventBase)
         self._stamp = {"run_id": run_id, "agent": agent, "turn": turn, "attempt": attempt}
         self._seq = 0
 
     async def __aenter__(self) -> TurnEvents:
         await self._client.__aenter__()
         if self._stamp["attempt"] > 1:
-            self.publish(RunEvent(kind="retry", text="an earlier attempt of this turn failed"))
+            self.publish(Retry(text="an earlier attempt of this turn failed"))
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -46,7 +46,7 @@ class TurnEvents:
         except Exception as e:  # events are for watching: never fail the turn
             logger.warning("Could not deliver turn %s's events: %s", self._stamp["turn"], e)
 
-    def publish(self, event: RunEvent) -> None:
+    def publish(self, event: EventBase) -> None:
         self._seq += 1
         self._topic.publish(event.model_copy(update={**self._stamp, "seq": self._seq}))
 

@@ -15,7 +15,7 @@ from .compaction import (
     Summarize,
 )
 from .context import RunContext
-from .events import RunEvent
+from .events import CustomEvent, RunEvent, TextDelta
 from .messages import Message, ToolCall
 from .models import (
     ModelClient,
@@ -38,6 +38,7 @@ __all__ = [
     "ChatMessageThread",
     "Compaction",
     "CompactionPolicy",
+    "CustomEvent",
     "DropToolResults",
     "JSONSerializer",
     "KeepLastTurns",
@@ -58,6 +59,7 @@ __all__ = [
     "StateContext",
     "StateSerializer",
     "Summarize",
+    "TextDelta",
     "Thread",
     "Tool",
     "ToolCall",

@@ -6,13 +6,30 @@ for, turns started and completed, their tool calls and results, committed
 state changes) exactly once, from what its history holds anyway. Every event names
 its run, turn and, for events sent by a turn, the attempt: a retried turn sends
 ``retry`` before anything else, so a viewer drops what the failed attempt showed.
+
+Watchers get one class per ``kind`` (``RunEvent`` is their union, discriminated
+by ``kind``), each with its own typed ``data``::
+
+    async for event in handle.events():
+        match event:
+            case TextDelta(text=text):
+                print(text, end="")
+            case ToolResult(data=ToolResultData(is_error=True)):
+                print("a tool failed:", event.text)
+
+On the wire every event has the same fields (``kind``, ``run_id``, ``agent``,
+``turn``, ``attempt``, ``seq``, ``text``, ``data``), so events recorded before
+the classes existed read as the classes.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
 
 from .compact import CompactModel
+from .state import AgentStatus
 
 EventKind = Literal[
     # sent by the workflow, exactly once
@@ -31,10 +48,11 @@ EventKind = Literal[
 ]
 
 
-class RunEvent(CompactModel):
-    kind: EventKind
+class EventBase(CompactModel):
+    """The fields every event has; each kind adds its ``kind`` and typed ``data``."""
+
     run_id: str = ""
-    """The workflow id of the run the event belongs to."""
+    """The workflow id of the run the event belongs to (a session's run: its label)."""
     agent: str = ""
     turn: int = 0
     attempt: int = 0
@@ -42,9 +60,151 @@ class RunEvent(CompactModel):
     seq: int = 0
     """For events a turn sent: their order within the attempt, from 1."""
     text: str | None = None
+
+
+class RunStartedData(CompactModel):
+    in_session: bool = False
+    """The run is a session's and runs in the session's workflow (its events are
+    all in the session's stream)."""
+
+
+class StatusData(CompactModel):
+    waiting: list[str] = Field(default_factory=list)
+    """What the run waits for, one line each."""
+
+
+class TurnCompletedData(CompactModel):
+    tool_calls: list[str] = Field(default_factory=list)
+    """The turn's tool calls, described (``weather(city="Oslo")``)."""
+    tokens: int = 0
+    final: bool = False
+
+
+class ToolCallData(CompactModel):
+    id: str
+
+
+class ToolResultData(CompactModel):
+    id: str | None = None
+    """The id of the call it answers."""
+    is_error: bool = False
+
+
+class StateChangedData(CompactModel):
+    keys: dict[str, int | None] = Field(default_factory=dict)
+    """Each changed key and its new version (``None``: deleted)."""
+    by: str = ""
+    """The agent whose turn made the change."""
+
+
+class RunFinishedData(CompactModel):
+    status: AgentStatus
+
+
+class RunStarted(EventBase):
+    """A run started; ``text`` is its agent."""
+
+    kind: Literal["run_started"] = "run_started"
+    data: RunStartedData | None = None
+
+
+class StatusChanged(EventBase):
+    """The run's status changed; ``text`` is the new status."""
+
+    kind: Literal["status"] = "status"
+    data: StatusData | None = None
+
+    @property
+    def status(self) -> AgentStatus:
+        return AgentStatus(self.text)
+
+    @property
+    def waiting(self) -> list[str]:
+        return self.data.waiting if self.data is not None else []
+
+
+class TurnStarted(EventBase):
+    kind: Literal["turn_started"] = "turn_started"
+    data: None = None
+
+
+class TurnCompleted(EventBase):
+    """A turn's result is checkpointed; ``text`` is the final answer, if it gave one."""
+
+    kind: Literal["turn_completed"] = "turn_completed"
+    data: TurnCompletedData = Field(default_factory=TurnCompletedData)
+
+
+class ToolCalled(EventBase):
+    """The model called a tool; ``text`` describes the call."""
+
+    kind: Literal["tool_call"] = "tool_call"
+    data: ToolCallData | None = None
+
+
+class ToolResult(EventBase):
+    """A tool call's result; ``text`` is its first 200 characters."""
+
+    kind: Literal["tool_result"] = "tool_result"
+    data: ToolResultData = Field(default_factory=ToolResultData)
+
+
+class StateChangedEvent(EventBase):
+    """A turn's state changes were committed; ``text`` lists the keys."""
+
+    kind: Literal["state_changed"] = "state_changed"
+    data: StateChangedData = Field(default_factory=StateChangedData)
+
+
+class RunFinished(EventBase):
+    """A session's run ended; ``text`` is its answer (or error), cut at 4,000 characters."""
+
+    kind: Literal["run_finished"] = "run_finished"
+    data: RunFinishedData | None = None
+
+    @property
+    def status(self) -> AgentStatus | None:
+        return self.data.status if self.data is not None else None
+
+
+class Retry(EventBase):
+    """An earlier attempt of this turn failed: drop what it showed."""
+
+    kind: Literal["retry"] = "retry"
+    data: None = None
+
+
+class TextDelta(EventBase):
+    """Streamed text of the model's reply."""
+
+    kind: Literal["text_delta"] = "text_delta"
+    data: None = None
+
+
+class CustomEvent(EventBase):
+    """What an agent or tool sent with ``context.emit``."""
+
+    kind: Literal["custom"] = "custom"
     data: Any = None
 
 
-def as_event(value: Any) -> RunEvent:
-    """A ``RunEvent`` as given, or any JSON-able value wrapped as a ``custom`` event."""
-    return value if isinstance(value, RunEvent) else RunEvent(kind="custom", data=value)
+RunEvent = Annotated[
+    RunStarted
+    | StatusChanged
+    | TurnStarted
+    | TurnCompleted
+    | ToolCalled
+    | ToolResult
+    | StateChangedEvent
+    | RunFinished
+    | Retry
+    | TextDelta
+    | CustomEvent,
+    Field(discriminator="kind"),
+]
+"""Any event, as a watcher receives it: the class for its ``kind``."""
+
+
+def as_event(value: Any) -> EventBase:
+    """An event as given, or any JSON-able value wrapped as a ``CustomEvent``."""
+    return value if isinstance(value, EventBase) else CustomEvent(data=value)

@@ -78,54 +78,58 @@ class Printer:
         self.out.flush()
 
     def show(self, event: RunEvent) -> None:
-        kind = event.kind
-        if kind == "run_started":
-            self.line(self.paint(f"▶ run {event.run_id} · {event.agent}", "bold"))
-        elif kind == "status":
-            colour = STATUS_COLOUR.get(event.text or "")
-            self.line(self.paint(f"  status {event.text}", *(c for c in [colour] if c)))
-            for waiting in (event.data or {}).get("waiting", []):
-                self.line(self.paint(f"    waiting for {waiting}", "yellow"))
-        elif kind == "turn_started":
-            self._turn = event.turn
-            self._start_spinner(f"turn {event.turn}")
-        elif kind == "text_delta":
-            self._stop_spinner()
-            if not self._streaming:
-                self.out.write("  ")
-                self._streaming = True
-            self.out.write(event.text or "")
-            self.out.flush()
-        elif kind == "tool_call":
-            self.line(self.paint(f"  → {event.text}", "cyan"))
-        elif kind == "tool_result":
-            error = (event.data or {}).get("is_error")
-            self.line(self.paint(f"  ← {event.text}", "red" if error else "dim"))
-        elif kind == "retry":
-            self.line(
-                self.paint(
-                    f"  ↻ turn {event.turn}, attempt {event.attempt}: "
-                    "an earlier attempt failed; its output above is void",
-                    "yellow",
+        from ratchet.agents import events as e  # here: ``ratchet --help`` loads no pydantic
+
+        match event:
+            case e.RunStarted():
+                self.line(self.paint(f"▶ run {event.run_id} · {event.agent}", "bold"))
+            case e.StatusChanged():
+                colour = STATUS_COLOUR.get(event.text or "")
+                self.line(self.paint(f"  status {event.text}", *(c for c in [colour] if c)))
+                for waiting in event.waiting:
+                    self.line(self.paint(f"    waiting for {waiting}", "yellow"))
+            case e.TurnStarted():
+                self._turn = event.turn
+                self._start_spinner(f"turn {event.turn}")
+            case e.TextDelta():
+                self._stop_spinner()
+                if not self._streaming:
+                    self.out.write("  ")
+                    self._streaming = True
+                self.out.write(event.text or "")
+                self.out.flush()
+            case e.ToolCalled():
+                self.line(self.paint(f"  → {event.text}", "cyan"))
+            case e.ToolResult():
+                colour = "red" if event.data.is_error else "dim"
+                self.line(self.paint(f"  ← {event.text}", colour))
+            case e.Retry():
+                self.line(
+                    self.paint(
+                        f"  ↻ turn {event.turn}, attempt {event.attempt}: "
+                        "an earlier attempt failed; its output above is void",
+                        "yellow",
+                    )
                 )
-            )
-        elif kind == "turn_completed":
-            data = event.data or {}
-            did = "final answer" if data.get("final") else ", ".join(data.get("tool_calls", []))
-            self.line(
-                self.paint(
-                    f"✓ turn {event.turn} · {data.get('tokens', 0)} tokens · {did or 'no tools'}",
-                    "green",
+            case e.TurnCompleted():
+                data = event.data
+                did = "final answer" if data.final else ", ".join(data.tool_calls)
+                self.line(
+                    self.paint(
+                        f"✓ turn {event.turn} · {data.tokens} tokens · {did or 'no tools'}",
+                        "green",
+                    )
                 )
-            )
-        elif kind == "run_finished":
-            status = (event.data or {}).get("status", "")
-            self.line(self.paint(f"■ run {event.run_id} {status}", "bold"))
-            if event.text:
-                self.line(event.text)
-        else:  # custom
-            body = event.text if event.text is not None else event.data
-            self.line(self.paint(f"  • {body}", "dim"))
+            case e.RunFinished():
+                status = event.status.value if event.status is not None else ""
+                self.line(self.paint(f"■ run {event.run_id} {status}", "bold"))
+                if event.text:
+                    self.line(event.text)
+            case e.StateChangedEvent():
+                self.line(self.paint(f"  • state {event.text} (by {event.data.by})", "dim"))
+            case e.CustomEvent():
+                body = event.text if event.text is not None else event.data
+                self.line(self.paint(f"  • {body}", "dim"))
 
     def _start_spinner(self, label: str) -> None:
         self._stop_spinner()

@@ -2,9 +2,32 @@
 
 Besides the handles, this package exports the host-side views the handles
 return: a run's ``AgentState`` (status, turns, the thread), committed state
-(``StateExport``), pending work and decisions.
+(``StateExport``), pending work and decisions, and the events ``events()``
+yields (``RunEvent``: one class per kind, each with typed ``data``).
 """
 
+from ratchet.agents.events import (
+    CustomEvent,
+    EventBase,
+    Retry,
+    RunEvent,
+    RunFinished,
+    RunFinishedData,
+    RunStarted,
+    RunStartedData,
+    StateChangedData,
+    StateChangedEvent,
+    StatusChanged,
+    StatusData,
+    TextDelta,
+    ToolCallData,
+    ToolCalled,
+    ToolResult,
+    ToolResultData,
+    TurnCompleted,
+    TurnCompletedData,
+    TurnStarted,
+)
 from ratchet.agents.pending import Decision, PendingView
 from ratchet.agents.state import (
     AgentSession,
@@ -31,18 +54,38 @@ __all__ = [
     "AgentStateExport",
     "AgentStatus",
     "Checkpoint",
+    "CustomEvent",
     "Decision",
+    "EventBase",
     "ExecutionState",
     "PendingView",
+    "Retry",
+    "RunEvent",
+    "RunFinished",
+    "RunFinishedData",
     "RunHandle",
+    "RunStarted",
+    "RunStartedData",
     "SessionHandle",
     "SessionInfo",
     "SessionStatus",
     "StateChanged",
+    "StateChangedData",
+    "StateChangedEvent",
     "StateConflict",
     "StateEntry",
     "StateExport",
+    "StatusChanged",
+    "StatusData",
     "StepResult",
+    "TextDelta",
     "ThreadData",
+    "ToolCallData",
+    "ToolCalled",
+    "ToolResult",
+    "ToolResultData",
+    "TurnCompleted",
+    "TurnCompletedData",
     "TurnRecord",
+    "TurnStarted",
 ]

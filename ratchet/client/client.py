@@ -37,11 +37,10 @@ from ratchet.payloads.converter import RatchetPayloadConverter
 from ratchet.plugin import RatchetClientPlugin, ratchet_converter
 from ratchet.wire.names import PAGE_BYTES, SESSION_WORKFLOW, STATE_QUERY
 from ratchet.wire.options import RunOptions, SessionOptions
-from ratchet.wire.runs import DecisionRequest, RunInput, RunResult, new_messages
+from ratchet.wire.runs import DecisionRequest, RunInput, RunResult, Verdict, new_messages
 from ratchet.wire.sessions import CheckpointAnswer, SessionInput, TurnMark
 from ratchet.workflows.agent_run import AgentRunWorkflow
-from ratchet.workflows.pending import Verdict
-from ratchet.workflows.runner import run_details
+from ratchet.workflows.progress import run_details
 from ratchet.workflows.session import AgentSessionWorkflow
 
 from .checkpoints import Checkpoint, not_run, read_checkpoint, read_mark

@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.contrib.workflow_streams._types import PollInput, PollResult, _decode_payload
 
-from ratchet.agents.events import RunEvent
+from ratchet.agents.events import RunEvent, RunStarted
 from ratchet.wire.names import EVENTS_TOPIC, POLL_QUERY
 
 MIN_POLL = 0.05
@@ -42,7 +42,12 @@ async def run_events(
             POLL_QUERY, PollInput(topics=[EVENTS_TOPIC], from_offset=offset), result_type=PollResult
         )
         for item in result.items:
-            event = converter.from_payload(_decode_payload(item.data), RunEvent)
+            # RunEvent is a discriminated union, which the pydantic converter decodes
+            # to the class for the event's kind (pyright wants a class here).
+            event: RunEvent = converter.from_payload(
+                _decode_payload(item.data),
+                RunEvent,  # pyright: ignore[reportArgumentType]
+            )
             if event.attempt:  # sent by a turn: a batch re-sent after a lost reply is dropped
                 key = (event.run_id, event.turn, event.attempt, event.seq)
                 if key in seen:
@@ -72,8 +77,11 @@ async def session_events(
     events are followed between that run's ``run_started`` and ``run_finished``."""
     async for event in run_events(client, session_id, from_offset=from_offset):
         yield event
-        in_session = bool(event.data and event.data.get("in_session"))
-        if event.kind == "run_started" and event.run_id and not in_session:
+        if (
+            isinstance(event, RunStarted)
+            and event.run_id
+            and not (event.data is not None and event.data.in_session)
+        ):
             async for inner in run_events(client, event.run_id):
                 if inner.kind != "run_started":  # the session already said so
                     yield inner

@@ -25,9 +25,8 @@ from ratchet.agents.state import AgentState, ThreadData
 from ratchet.agents.state_export import StateExport
 from ratchet.errors import DecisionError, RunFailedError, SessionBusyError, run_failed
 from ratchet.wire.names import OFFSET_QUERY, PAGE_BYTES, SESSION_WORKFLOW, STATE_QUERY
-from ratchet.wire.runs import DecisionRequest, RunResult, new_messages
+from ratchet.wire.runs import DecisionRequest, RunResult, Verdict, new_messages
 from ratchet.wire.sessions import LogInfo, SendOutcome, SendRequest, SessionStatus
-from ratchet.workflows.pending import Verdict
 
 from .errors import GuardedHandle, check_prompt_size, translated
 from .events import session_events

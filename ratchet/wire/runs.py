@@ -91,6 +91,10 @@ def _short(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+Verdict = Literal["approve", "reject", "answer"]
+"""What a decision does: the Update that brings it (``approve``, ``reject``, ``provide_input``)."""
+
+
 class DecisionRequest(CompactModel):
     """An ``approve`` / ``reject`` / ``provide_input`` Update's argument."""
 

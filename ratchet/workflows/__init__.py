@@ -6,7 +6,7 @@ Nothing here talks to a Temporal client: that is ``ratchet.client``.
 """
 
 from .agent_run import AgentRunWorkflow
-from .runner import AgentRunner, run_agent
+from .runner import AgentRunner, RunHooks, run_agent
 from .session import AgentSessionWorkflow
 
-__all__ = ["AgentRunWorkflow", "AgentRunner", "AgentSessionWorkflow", "run_agent"]
+__all__ = ["AgentRunWorkflow", "AgentRunner", "AgentSessionWorkflow", "RunHooks", "run_agent"]

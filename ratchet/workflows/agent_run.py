@@ -10,13 +10,13 @@ with workflow.unsafe.imports_passed_through():
     from temporalio.contrib.workflow_streams import WorkflowStream
 
     from ratchet.agents.pending import Decision, PendingView
-    from ratchet.agents.state import AgentState, ExecutionState, ThreadData
+    from ratchet.agents.state import AgentSession, AgentState, ExecutionState, ThreadData
     from ratchet.agents.state_context import StateChanged
     from ratchet.errors import UsageError
     from ratchet.wire.runs import DecisionRequest, RunInput, RunResult, StopRequest
 
     from .observe import EventStream, Index, RunObserver
-    from .runner import AgentRunner
+    from .runner import AgentRunner, RunHooks
 
 
 STATE_EVENTS_KEPT = 100
@@ -31,39 +31,39 @@ class AgentRunWorkflow:
 
     @workflow.init
     def __init__(self, input: RunInput) -> None:
-        self._runner = AgentRunner(input.agent, session=input.session, options=input.options)
-        if input.parent_agent_id is not None:  # a sub-agent: its own session and thread
-            state = self._runner.state
-            state.session = state.session.model_copy(
-                update={
-                    "parent_agent_id": input.parent_agent_id,
-                    "metadata": {"parent_workflow_id": input.parent_workflow_id},
-                }
-            )
-        self._state_events: deque[StateChanged] = deque(maxlen=STATE_EVENTS_KEPT)
         self._input = input
+        self._state_events: deque[StateChanged] = deque(maxlen=STATE_EVENTS_KEPT)
         self._ending = False
         """Set when this workflow run is about to complete or continue as new."""
-        self._runner.state_hooks.append(self._state_events.append)
         self._events = EventStream(WorkflowStream(input.stream))
+        observer = RunObserver(
+            self._events,
+            Index(),
+            session_id="",  # known once the runner holds the session
+            report_to=input.report_to,
+        )
+        self._runner = AgentRunner(
+            input.agent,
+            session=input.session,
+            options=input.options,
+            hooks=RunHooks(
+                observers=[observer],
+                state_hooks=[self._state_events.append, observer.state_changed],
+                between_turns=self._continue_as_new_if_due,
+                live_events=True,
+            ),
+        )
+        if input.parent_agent_id is not None:
+            # A sub-agent: its own session and thread, which name their parent.
+            state = self._runner.state
+            state.session = _as_sub_agent(state.session, input)
+        observer.session_id = self._runner.state.session.info.id
 
     @workflow.run
     async def run(self, input: RunInput) -> RunResult:
         input.options.check()  # a bad value fails the run (UsageError), never wedges it
-        runner = self._runner
-        runner.between_turns = self._continue_as_new_if_due
-        runner.live_events = True
-        observer = RunObserver(
-            runner,
-            self._events,
-            Index(),
-            session_id=runner.state.session.info.id,
-            report_to=input.report_to,
-        )
-        runner.observers.append(observer)
-        runner.state_hooks.append(observer.state_changed)
         try:
-            result = await runner.run(input.messages, resume=input.execution)
+            result = await self._runner.run(input.messages, resume=input.execution)
         finally:
             self._ending = True
             self._events.stream.detach_pollers()  # watchers read the rest by query
@@ -173,3 +173,12 @@ class AgentRunWorkflow:
     @workflow.query
     def execution(self) -> ExecutionState | None:
         return self._runner.state.execution
+
+
+def _as_sub_agent(session: AgentSession, input: RunInput) -> AgentSession:
+    return session.model_copy(
+        update={
+            "parent_agent_id": input.parent_agent_id,
+            "metadata": {"parent_workflow_id": input.parent_workflow_id},
+        }
+    )

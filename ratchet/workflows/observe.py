@@ -24,9 +24,24 @@ from temporalio.api.common.v1 import Payload
 with workflow.unsafe.imports_passed_through():
     from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamState
 
-    from ratchet.agents.events import RunEvent
+    from ratchet.agents.events import (
+        EventBase,
+        RunStarted,
+        RunStartedData,
+        StateChangedData,
+        StateChangedEvent,
+        StatusChanged,
+        StatusData,
+        ToolCallData,
+        ToolCalled,
+        ToolResult,
+        ToolResultData,
+        TurnCompleted,
+        TurnCompletedData,
+        TurnStarted,
+    )
     from ratchet.agents.pending import PendingView
-    from ratchet.agents.state import AgentStatus, ExecutionState
+    from ratchet.agents.state import AgentStatus, ThreadData
     from ratchet.agents.state_context import StateChanged
     from ratchet.wire.names import EVENTS_TOPIC
     from ratchet.wire.search_attributes import (
@@ -38,6 +53,7 @@ with workflow.unsafe.imports_passed_through():
         AGENT_TURNS,
     )
 
+    from .ledger import ExecutionChange
     from .patches import patched
 
 JSON_PLAIN = {"encoding": b"json/plain"}
@@ -125,9 +141,9 @@ class EventStream:
 
     def __init__(self, stream: WorkflowStream) -> None:
         self.stream = stream
-        self._topic = stream.topic(EVENTS_TOPIC, type=RunEvent)
+        self._topic = stream.topic(EVENTS_TOPIC, type=EventBase)
 
-    def publish(self, event: RunEvent) -> None:
+    def publish(self, event: EventBase) -> None:
         # The payload the pydantic converter would build, built directly: asking the
         # workflow for its converter costs more than the event (a turn publishes four).
         self._topic.publish(Payload(metadata=JSON_PLAIN, data=to_json(event)))
@@ -159,43 +175,43 @@ class EventStream:
 
 
 class RunObserver:
-    """Follows a runner's execution: events, search attributes, session reports."""
+    """Follows a run's execution (a ledger observer and state hook): its events,
+    its search attributes, and what it tells its session."""
 
     def __init__(
         self,
-        runner: Any,
         events: EventStream,
         index: Index,
         *,
         session_id: str,
         report_to: str | None,
+        in_session: bool = False,
     ) -> None:
-        self.runner = runner
         self.events = events
         self.index = index
         self.session_id = session_id
         self.report_to = report_to
         self.run_id = workflow.info().workflow_id
-        self.in_session = False
+        """The run the events belong to (a session names each of its runs)."""
+        self.in_session = in_session
         """The run is a session's, in the session's workflow (its events are all here)."""
         self._reports: list[asyncio.Task[None]] = []
         """Signals in flight (the event loop keeps only weak references to tasks)."""
 
-    def __call__(self, old: ExecutionState | None, new: ExecutionState) -> None:
-        agent = self.runner.agent
+    def __call__(self, change: ExecutionChange) -> None:
+        agent, old, new = change.agent, change.old, change.new
         if old is None:
             self.index.update(agent=agent, session_id=self.session_id)
             if new.step_count == 0:  # a new run, not one resumed after continue-as-new
-                inline = {"in_session": True} if self.in_session else None
-                self._publish("run_started", text=agent, data=inline)
+                inline = RunStartedData(in_session=True) if self.in_session else None
+                self._publish(RunStarted(text=agent, data=inline), agent)
         resumed = old is None and new.step_count > 0  # after continue-as-new: nothing new
         if not resumed and (old is None or old.status != new.status):
-            waiting = self.runner.waiting if new.status in WAITING else []
-            self._publish(
-                "status", text=new.status.value, data={"waiting": waiting} if waiting else None
-            )
+            waiting = change.waiting if new.status in WAITING else []
+            status = StatusData(waiting=waiting) if waiting else None
+            self._publish(StatusChanged(text=new.status.value, data=status), agent)
             if self.report_to and (new.status in WAITING or (old and old.status in WAITING)):
-                pending = self.runner.pending.view() if waiting else []
+                pending = change.pending if waiting else []
                 self._report(
                     RunProgress(
                         run_id=self.run_id, status=new.status, waiting=waiting, pending=pending
@@ -204,20 +220,22 @@ class RunObserver:
         if new.current_step_started_at and (
             old is None or old.current_step_started_at != new.current_step_started_at
         ):
-            self._publish("turn_started", turn=new.step_count + 1)
+            self._publish(TurnStarted(turn=new.step_count + 1), agent)
         if old is not None and new.step_count > old.step_count:
             step = new.step_results[-1]
-            final = self.runner.state.session.thread.messages[-1] if step.final else None
-            self._tool_events(step.turn, set(step.message_ids))
+            final = change.thread.messages[-1] if step.final else None
+            self._tool_events(agent, change.thread, step.turn, set(step.message_ids))
             self._publish(
-                "turn_completed",
-                turn=step.turn,
-                text=final.text if final is not None else None,
-                data={
-                    "tool_calls": step.tool_calls,
-                    "tokens": step.usage.total_tokens,
-                    "final": step.final,
-                },
+                TurnCompleted(
+                    turn=step.turn,
+                    text=final.text if final is not None else None,
+                    data=TurnCompletedData(
+                        tool_calls=step.tool_calls,
+                        tokens=step.usage.total_tokens,
+                        final=step.final,
+                    ),
+                ),
+                agent,
             )
             self.events.trim()
         self.index.update(
@@ -228,36 +246,35 @@ class RunObserver:
             cost_usd=round(new.usage.cost_usd, 6),
         )
 
-    def _tool_events(self, turn: int, ids: set[str]) -> None:
+    def _tool_events(self, agent: str, thread: ThreadData, turn: int, ids: set[str]) -> None:
         """The turn's tool calls and results, from its result: in history already,
         so they cost nothing more and are sent exactly once."""
-        added = self.runner.state.session.thread.messages[-len(ids) :] if ids else []
+        added = thread.messages[-len(ids) :] if ids else []
         for message in added:
             if message.id not in ids:
                 continue
             for call in message.tool_calls:
-                self._publish("tool_call", turn=turn, text=call.describe(), data={"id": call.id})
+                data = ToolCallData(id=call.id)
+                self._publish(ToolCalled(turn=turn, text=call.describe(), data=data), agent)
             if message.role == "tool":
-                self._publish(
-                    "tool_result",
-                    turn=turn,
-                    text=excerpt(message.text or ""),
-                    data={"id": message.tool_call_id, "is_error": message.is_error},
-                )
+                result = ToolResultData(id=message.tool_call_id, is_error=message.is_error)
+                text = excerpt(message.text or "")
+                self._publish(ToolResult(turn=turn, text=text, data=result), agent)
 
     def state_changed(self, event: StateChanged) -> None:
         """A committed state change (a runner state hook)."""
         self._publish(
-            "state_changed",
-            turn=event.turn,
-            text=", ".join(sorted(event.keys)),
-            data={"keys": event.keys, "by": event.by},
+            StateChangedEvent(
+                turn=event.turn,
+                text=", ".join(sorted(event.keys)),
+                data=StateChangedData(keys=event.keys, by=event.by),
+            ),
+            event.agent,
         )
 
-    def _publish(self, kind: str, **fields: Any) -> None:
-        self.events.publish(
-            RunEvent(kind=kind, run_id=self.run_id, agent=self.runner.agent, **fields)  # type: ignore[arg-type]
-        )
+    def _publish(self, event: EventBase, agent: str) -> None:
+        event.run_id, event.agent = self.run_id, agent
+        self.events.publish(event)
 
     def _report(self, progress: RunProgress) -> None:
         if not self.index.enabled:

@@ -13,10 +13,10 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError, FailureError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from ratchet.agents.messages import Message, ToolCall
@@ -25,13 +25,12 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.wire.names import TOOL_ACTIVITY
     from ratchet.wire.turns import ToolInput
 
+    from .failures import failure_text
     from .presets import tool_retry_policy
 
 if TYPE_CHECKING:
     from ratchet.wire.options import RunOptions
-    from ratchet.wire.runs import DecisionRequest
-
-Verdict = Literal["approve", "reject", "answer"]
+    from ratchet.wire.runs import DecisionRequest, Verdict
 
 
 @dataclass(frozen=True)
@@ -46,7 +45,7 @@ class RunSide:
     stopped: Callable[[], bool]
     """Whether the run was asked to stop."""
     set_status: Callable[..., None]
-    """``set_status(status, waiting=[...])``: the run's status while it waits."""
+    """``set_status(status, waiting=[...], pending=[...])``: the run's status while it waits."""
     run_sub_agent: Callable[[int, PendingAction], Awaitable[Message]]
 
 
@@ -156,7 +155,7 @@ class PendingWork:
             if any(a.kind == "approval" for a in human)
             else AgentStatus.AWAITING_INPUT
         )
-        run.set_status(status, waiting=[a.describe() for a in human])
+        run.set_status(status, waiting=[a.describe() for a in human], pending=self.view())
         try:
             await workflow.wait_condition(
                 lambda: run.stopped() or all(a.id in self._decisions for a in human),
@@ -219,16 +218,6 @@ class PendingWork:
         except ActivityError as e:
             text = f"Error: {call.name} failed: {failure_text(e)}"
             return Message.tool(call, text, is_error=True)
-
-
-def failure_text(error: BaseException) -> str:
-    """The innermost message of an activity or child workflow failure."""
-    cause: BaseException | None = error
-    while isinstance(cause, ActivityError | ChildWorkflowError) and cause.cause is not None:
-        cause = cause.cause
-    if isinstance(cause, FailureError):
-        return cause.message
-    return str(cause)
 
 
 def _duration(value: timedelta | None) -> str:

@@ -1,6 +1,6 @@
 """Workflow side of agent state: commit turns' changes, route share tokens.
 
-Every ``AgentRunner`` in a workflow registers here. A turn's state changes are
+Every agent in a workflow registers here (its ``AgentStateKeeper``). A turn's state changes are
 checked and applied together, in workflow code (deterministic, rebuilt from
 history on replay): either every changed key moves to its next version, or, if
 any key has moved on since the turn read it, none does and the conflict is
@@ -11,7 +11,7 @@ committed state, for hosts outside the workflow.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from temporalio import workflow
 
@@ -31,16 +31,22 @@ with workflow.unsafe.imports_passed_through():
 
     from ._registry import query_registry
 
+if TYPE_CHECKING:
+    from .ledger import RunLedger
+
 
 StateHook = Callable[[StateChanged], None]
-"""Called with each committed ``StateChanged`` (``AgentRunner.state_hooks``)."""
+"""Called with each committed ``StateChanged`` (``RunHooks.state_hooks``)."""
 
 
 class StateOwner(Protocol):
-    """What the registry needs of an ``AgentRunner``."""
+    """What the registry needs of an agent (an ``AgentStateKeeper``)."""
 
-    agent: str
-    state: AgentState
+    @property
+    def agent(self) -> str: ...
+
+    @property
+    def state(self) -> AgentState: ...
 
     def state_changed(self, event: StateChanged) -> None: ...
 
@@ -175,3 +181,70 @@ class StateRegistry:
 def state_registry() -> StateRegistry:
     """This workflow's registry, installing its query handler on first use."""
     return query_registry(STATE_QUERY, StateRegistry, "export")
+
+
+class AgentStateKeeper:
+    """One agent's part of the registry: commits its turns' changes, grants and
+    redeems its share tokens, and tells the run's state hooks what changed."""
+
+    def __init__(
+        self,
+        ledger: RunLedger,
+        *,
+        shared: Sequence[ShareToken] = (),
+        hooks: Sequence[StateHook] = (),
+    ) -> None:
+        self._ledger = ledger
+        self._hooks = list(hooks)
+        self.shared = list(shared)
+        """Tokens for other agents' keys in this workflow that the agent's turns may use."""
+        self.conflicts: list[StateConflict] = []
+        """This run's conflicts (a turn's changes that were not committed)."""
+        self.undelivered: list[StateConflict] = []
+        """The conflict of the last turn, for the agent's next turn to see."""
+        self._registry = state_registry()
+        self._registry.register(self)
+
+    @property
+    def agent(self) -> str:
+        return self._ledger.agent
+
+    @property
+    def state(self) -> AgentState:
+        return self._ledger.state
+
+    def state_changed(self, event: StateChanged) -> None:
+        for hook in self._hooks:
+            hook(event)
+
+    def reset(self) -> None:
+        self.conflicts = []
+        self.undelivered = []
+
+    def shared_entries(self) -> list[SharedEntry]:
+        """The entries behind the shared tokens (raises ``ShareTokenError``)."""
+        return self._registry.shared_entries(self.shared)
+
+    def commit(self, turn: int, changes: Sequence[StateChange], write_id: str | None) -> None:
+        conflict = self._registry.commit(self, turn, changes, write_id)
+        self.undelivered = [conflict] if conflict else []
+        if conflict:
+            # Not lost: the agent's next turn sees it in context.state.conflicts.
+            self.conflicts.append(conflict)
+            workflow.logger.warning("State conflict: %s", conflict)
+
+    def grant(self, tokens: Iterable[ShareToken]) -> list[ShareToken]:
+        return self._registry.grant(self, tokens)
+
+    def turn_input(self, *, inline: bool) -> dict:
+        """The agent's state for a turn's input: values whose origin a worker can
+        cache go by reference unless ``inline`` (a local activity cannot ask the
+        workflow for them)."""
+        state = self.state.session.state
+        if inline:
+            return {"state": state}
+        values = {k: e for k, e in state.items() if e.origin is None}
+        refs = {k: e.origin for k, e in state.items() if e.origin is not None}
+        if not refs:
+            return {"state": values}
+        return {"state": values, "state_refs": refs, "session_id": self.state.session.info.id}

@@ -17,7 +17,7 @@ from openai.types.chat import (
 
 from ...errors import ConfigurationError, ModelError
 from ..context import RunContext
-from ..events import RunEvent
+from ..events import TextDelta
 from ..messages import Message, ToolCall
 from ..pricing import ModelPrice
 from ..tools import Tool
@@ -126,7 +126,7 @@ class OpenAIChatModel(ModelClient):
                 delta = choice.delta
                 if delta.content:
                     text.append(delta.content)
-                    await context.emit(RunEvent(kind="text_delta", text=delta.content))
+                    await context.emit(TextDelta(text=delta.content))
                 for part in delta.tool_calls or []:
                     call = calls.setdefault(part.index, {"id": "", "name": "", "arguments": ""})
                     call["id"] = part.id or call["id"]

@@ -22,7 +22,7 @@ from openai.types.responses import (
 
 from ...errors import ModelError
 from ..context import RunContext
-from ..events import RunEvent
+from ..events import TextDelta
 from ..messages import Message, ToolCall
 from ..thread import MESSAGES, OPENAI_RESPONSES
 from ..tools import Tool
@@ -68,7 +68,7 @@ class OpenAIResponsesModel(OpenAIChatModel):
         stream = await self.client.responses.create(**request, stream=True)
         async for event in stream:
             if event.type == "response.output_text.delta":
-                await context.emit(RunEvent(kind="text_delta", text=event.delta))
+                await context.emit(TextDelta(text=event.delta))
             elif event.type == "response.completed":
                 completed = event.response
             elif event.type in ("response.failed", "error"):

@@ -9,7 +9,7 @@ from typing import Any
 
 from ...errors import ScriptExhaustedError
 from ..context import RunContext
-from ..events import RunEvent
+from ..events import TextDelta
 from ..messages import Message, ToolCall
 from ..pricing import ModelPrice
 from ..tools import Tool
@@ -101,7 +101,7 @@ class ScriptedModel(ModelClient):
         message = _as_message(reply, index)
         if self.stream and message.content:
             for word in re.findall(r"\S+\s*", message.content):
-                await context.emit(RunEvent(kind="text_delta", text=word))
+                await context.emit(TextDelta(text=word))
         prompt_chars = sum(len(m.content or "") for m in messages)
         return ModelResponse(
             message=message,

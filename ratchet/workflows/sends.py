@@ -1,0 +1,147 @@
+"""A session's sends: the queue of messages, their tickets and results, and
+whether the session still takes messages.
+
+Sends do not hold Updates open for long: the first ``MAX_HELD`` wait for their
+result, the others get a ticket at once and the client polls ``send_result`` (a
+query, nothing written to history).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from ratchet.agents.messages import Message, approximate_size
+    from ratchet.errors import BudgetExceededError, InvalidInputError
+    from ratchet.wire.options import SessionOptions
+    from ratchet.wire.runs import new_messages
+    from ratchet.wire.sessions import Queued, SendOutcome
+
+MAX_HELD = 2
+"""Sends that wait for their result in the Update; the rest return a ticket at once
+(Temporal admits 10 Updates in flight per workflow)."""
+MAX_QUEUED = 1000
+"""Messages a session queues behind the one running; more are refused (SessionBusy)."""
+RESULTS_KEPT = 500
+RESULTS_CARRIED = 50
+"""Results of finished sends a client can still ask for by ticket (after a
+continue-as-new, the latest ones)."""
+
+
+@dataclass
+class Running:
+    """The send whose run is in progress."""
+
+    item: Queued
+    label: str
+    """The run's id, ``<session>-run-<n>``."""
+
+
+class SendBook:
+    """Queued sends, the one running, the results of finished ones."""
+
+    def __init__(
+        self, *, tickets: int, queue: Sequence[Queued], results: Sequence[SendOutcome]
+    ) -> None:
+        self.tickets = tickets
+        self._queue: deque[Queued] = deque(queue)
+        self.queued_bytes = sum(_size(q) for q in self._queue)
+        self._results: dict[int, SendOutcome] = {r.ticket: r for r in results}
+        self.running: Running | None = None
+        self.held = 0
+        """Sends waiting for their result in their Update."""
+        self.closed = False
+        """The session takes no more messages."""
+        self.ending = False
+        """This workflow run is about to continue as new: held sends return their ticket."""
+
+    @property
+    def queued(self) -> int:
+        return len(self._queue)
+
+    @property
+    def idle(self) -> bool:
+        return self.running is None and not self._queue
+
+    def start(self, item: Queued, label: str) -> None:
+        self.running = Running(item, label)
+
+    def add(self, messages: list[Message]) -> int:
+        ticket = self.tickets
+        self.tickets += 1
+        item = Queued(ticket=ticket, messages=messages)
+        self._queue.append(item)
+        self.queued_bytes += _size(item)
+        return ticket
+
+    def next(self) -> Queued | None:
+        if not self._queue:
+            return None
+        item = self._queue.popleft()
+        self.queued_bytes -= _size(item)
+        return item
+
+    def queue(self) -> list[Queued]:
+        return list(self._queue)
+
+    def settle(self, outcome: SendOutcome) -> None:
+        self._results[outcome.ticket] = outcome
+        while len(self._results) > RESULTS_KEPT:
+            self._results.pop(next(iter(self._results)))
+
+    def done(self, ticket: int) -> bool:
+        return ticket in self._results
+
+    def result(self, ticket: int) -> SendOutcome:
+        """Where the message sent with ``ticket`` is (its result once its run ended)."""
+        if ticket in self._results:
+            return self._results[ticket]
+        if self.running is not None and self.running.item.ticket == ticket:
+            return SendOutcome(ticket=ticket, state="running")
+        if any(q.ticket == ticket for q in self._queue):
+            return SendOutcome(ticket=ticket, state="queued")
+        return SendOutcome(ticket=ticket, state="unknown")
+
+    def carried(self) -> list[SendOutcome]:
+        """The latest results, for the next workflow run."""
+        return sorted(self._results.values(), key=lambda r: r.ticket)[-RESULTS_CARRIED:]
+
+    def check(self, messages: list[Message], options: SessionOptions, used_tokens: int) -> None:
+        """Reject (the Update's validator) a send the session cannot take, saying why."""
+        session = workflow.info().workflow_id
+        if self.closed:
+            raise ApplicationError(
+                f"Session {session} is closed; start a new one.", type="SessionClosedError"
+            )
+        try:
+            new_messages(messages, lambda: "checked")
+        except InvalidInputError as e:
+            raise ApplicationError(str(e), type="InvalidInputError") from e
+        budget = options.token_budget
+        if budget is not None and used_tokens >= budget:
+            raise ApplicationError(
+                str(BudgetExceededError(used_tokens, budget, scope="session")),
+                type="BudgetExceededError",
+            )
+        if options.steering == "reject" and not self.idle:
+            running = self.running.label if self.running is not None else None
+            raise ApplicationError(
+                f"Session {session} is running {running}; it rejects messages until that "
+                "run ends (SessionOptions(steering='queue') queues them).",
+                type="SessionBusyError",
+            )
+        if len(self._queue) >= MAX_QUEUED:
+            raise ApplicationError(
+                f"Session {session} has {len(self._queue)} messages queued, its limit; send "
+                "again once some have run (status().waiting says how many).",
+                type="SessionBusyError",
+            )
+
+
+def _size(item: Queued) -> int:
+    return sum(approximate_size(m) for m in item.messages) + 16

@@ -1,0 +1,88 @@
+"""The shape of the workflow package, checked from its source: small classes,
+and no part of the agent loop holding the loop itself."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import ratchet.workflows
+
+WORKFLOWS = Path(ratchet.workflows.__file__).parent
+MAX_LINES = 250
+MAX_ATTRIBUTES = 8
+HOSTS_OF_THE_RUNNER = {"agent_run.py", "session.py", "session_runs.py", "runner.py", "__init__.py"}
+"""The workflows that keep an AgentRunner (and the runner's own module)."""
+
+
+def _classes() -> list[tuple[str, ast.ClassDef]]:
+    found = []
+    for path in sorted(WORKFLOWS.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        found += [(path.name, n) for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
+    return found
+
+
+def _instance_attributes(cls: ast.ClassDef) -> set[str]:
+    """``self.x = ...`` anywhere in the class's methods, and dataclass-style fields."""
+    names = {
+        n.target.id
+        for n in cls.body
+        if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
+    }
+    for node in ast.walk(cls):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = list(node.targets)
+        elif isinstance(node, ast.AnnAssign | ast.AugAssign):
+            targets = [node.target]
+        for target in targets:
+            elements = target.elts if isinstance(target, ast.Tuple) else [target]
+            for t in elements:
+                if (
+                    isinstance(t, ast.Attribute)
+                    and isinstance(t.value, ast.Name)
+                    and t.value.id == "self"
+                ):
+                    names.add(t.attr)
+    return names
+
+
+def test_no_workflow_class_is_over_250_lines_or_8_instance_attributes():
+    classes = _classes()
+    assert len(classes) > 20  # the walk found the package
+    too_big = [
+        f"{file}:{cls.name} ({cls.end_lineno - cls.lineno + 1} lines, "  # type: ignore[operator]
+        f"{len(attrs)} attributes: {', '.join(sorted(attrs))})"
+        for file, cls in classes
+        if (cls.end_lineno - cls.lineno + 1 > MAX_LINES)  # type: ignore[operator]
+        or len(attrs := _instance_attributes(cls)) > MAX_ATTRIBUTES
+    ]
+    assert not too_big, "split these classes by responsibility:\n" + "\n".join(too_big)
+
+
+def test_only_the_workflows_that_host_a_runner_import_it():
+    """The runner's parts (ledger, turns, pending work, sub-agents, compaction,
+    state) get values and hooks, never the runner."""
+    importers = []
+    for path in sorted(WORKFLOWS.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("runner"):
+                importers.append(path.name)
+    assert importers, "the walk found no import of the runner at all"
+    assert set(importers) <= HOSTS_OF_THE_RUNNER, importers
+
+
+def test_the_attribute_counter_counts_what_a_class_keeps():
+    cls = ast.parse(
+        "class C:\n"
+        "    x: int = 0\n"
+        "    def __init__(self):\n"
+        "        self.a = 1\n"
+        "        self.b: int = 2\n"
+        "        self.c, self.d = 3, 4\n"
+        "        self.a += 1\n"
+        "        local = 5\n"
+    ).body[0]
+    assert isinstance(cls, ast.ClassDef)
+    assert _instance_attributes(cls) == {"x", "a", "b", "c", "d"}
