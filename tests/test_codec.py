@@ -34,10 +34,10 @@ from ratchet.payloads.codec import (
     parse_keys,
 )
 from ratchet.payloads.codec_server import CodecServer
+from ratchet.testing.openai_server import OpenAIServer
 from ratchet.worker import build_worker
 
 from .conftest import ROOT
-from .openai_server import OpenAIServer
 
 KEY_1 = bytes(range(32))
 KEY_2 = bytes(range(32, 64))

@@ -19,11 +19,11 @@ from ratchet.agents import (
 )
 from ratchet.client import AgentClient
 from ratchet.errors import ModelError, RunFailedError
+from ratchet.testing.openai_server import OpenAIServer
 from ratchet.wire.options import RunOptions
 from ratchet.worker import build_worker
 
 from .history import attempts
-from .openai_server import OpenAIServer
 
 FAST = RunOptions(initial_retry_interval=timedelta(milliseconds=50))
 

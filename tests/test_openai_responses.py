@@ -20,11 +20,11 @@ from ratchet.agents import (
 )
 from ratchet.client import AgentClient
 from ratchet.errors import ModelError, RunFailedError
+from ratchet.testing.openai_server import OpenAIServer
 from ratchet.wire.options import RunOptions
 from ratchet.worker import build_worker
 
 from .history import attempts, events, of_type
-from .openai_server import OpenAIServer
 from .test_openai_chat import lookup
 
 FAST = RunOptions(initial_retry_interval=timedelta(milliseconds=50))

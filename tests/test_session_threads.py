@@ -21,13 +21,13 @@ from ratchet.agents import (
 )
 from ratchet.agents.compaction import KeepLastTurns, Summarize, SummarizingAgent
 from ratchet.client import AgentClient
+from ratchet.testing.openai_server import OpenAIServer
 from ratchet.wire.options import RunOptions, SessionOptions
 from ratchet.wire.sessions import SessionInput
 from ratchet.worker import build_worker
 from ratchet.workflows.session_v1 import AgentSessionWorkflowV1
 
 from .history import events, until
-from .openai_server import OpenAIServer
 from .test_sessions import chain_length
 
 

@@ -1,4 +1,5 @@
-"""A local HTTP server speaking the OpenAI Chat Completions and Responses APIs, for tests.
+"""A local HTTP server speaking the OpenAI Chat Completions and Responses APIs, for tests
+(``ratchet.testing.OpenAIServer``).
 
 A test scripts the replies in order; each POST to ``/v1/chat/completions`` or
 ``/v1/responses`` is recorded and answered with the next one (as JSON, or as

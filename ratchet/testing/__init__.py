@@ -1,0 +1,16 @@
+"""Testing agents, tools and workflows built on Ratchet.
+
+- ``RatchetTestEnvironment``: a real Temporal dev server (a subprocess on free
+  ports, Ratchet's search attributes registered), an ``AgentClient`` on a fresh
+  task queue, workers, and ``skip(handle, duration)`` to move a workflow's clock.
+- ``ScriptedModel``: a model that answers from a script, keyed by position.
+- ``OpenAIServer``: a local HTTP server speaking the OpenAI Chat Completions and
+  Responses APIs from a script (errors too), for code that uses the ``openai`` client.
+"""
+
+from ratchet.agents.models.scripted import ScriptedModel
+
+from .environment import RatchetTestEnvironment
+from .openai_server import OpenAIServer
+
+__all__ = ["OpenAIServer", "RatchetTestEnvironment", "ScriptedModel"]
