@@ -32,6 +32,47 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         hard_exit(_exit_status[-1])
 
 
+SERVER_FIXTURES = {"temporal_server", "client", "agent_client", "worker_processes"}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "fast: needs no Temporal server (pytest -m fast)")
+    config.addinivalue_line(
+        "markers", "slow: starts its own Temporal server, worker processes or a build (not fast)"
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The fast lane: every test that uses no server fixture and is not marked
+    ``slow`` (it starts a server, worker processes or a build itself)."""
+    for item in items:
+        needs_server = SERVER_FIXTURES & set(getattr(item, "fixturenames", ()))
+        if not needs_server and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.fast)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _fast_lane_starts_no_server(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Under ``-m fast`` a test that starts a dev server fails, naming the fix."""
+    expression = request.config.option.markexpr or ""
+    if "fast" not in expression or "not fast" in expression:
+        yield
+        return
+    original = DevServer.__dict__["start"]  # the classmethod itself
+
+    def refuse(*args: object, **kwargs: object) -> DevServer:
+        raise AssertionError(
+            "This test starts a Temporal dev server, so it is not in the fast lane: "
+            "mark it @pytest.mark.slow."
+        )
+
+    DevServer.start = refuse  # type: ignore[method-assign, assignment]
+    try:
+        yield
+    finally:
+        DevServer.start = original  # type: ignore[method-assign]
+
+
 @pytest.fixture(scope="session")
 def temporal_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
     server = DevServer.start(ui=False, log_dir=tmp_path_factory.mktemp("temporal"))

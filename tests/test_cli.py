@@ -37,6 +37,7 @@ def ratchet(
     )
 
 
+@pytest.mark.slow
 def test_demo_kills_a_worker_and_the_run_resumes():
     done = ratchet("demo", timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -244,6 +245,7 @@ def start_server_command() -> tuple[subprocess.Popen[str], int, Path]:
     return server, child, log.parent
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
 def test_server_stops_with_its_dev_server_on_ctrl_c_and_sigterm(stop: signal.Signals):
@@ -253,6 +255,7 @@ def test_server_stops_with_its_dev_server_on_ctrl_c_and_sigterm(stop: signal.Sig
     assert gone(child) and not log_dir.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG")
 def test_a_killed_server_command_takes_its_dev_server_along():
     server, child, log_dir = start_server_command()
@@ -266,6 +269,7 @@ def test_a_killed_server_command_takes_its_dev_server_along():
     assert not log_dir.exists()
 
 
+@pytest.mark.slow
 def test_a_port_taken_before_the_server_binds_it_is_chosen_again(tmp_path: Path, monkeypatch):
     # On a shared machine another process can take a free port first (CI saw it).
     with socket.socket() as holder:

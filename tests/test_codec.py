@@ -405,6 +405,7 @@ def test_codec_server_command_needs_a_token_or_an_explicit_no_auth(monkeypatch, 
     assert "RATCHET_CODEC_TOKEN is not set" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_dev_server_points_its_ui_at_the_codec_server(tmp_path):
     endpoint = "http://127.0.0.1:8081"
     with DevServer.start(log_dir=tmp_path, codec_endpoint=endpoint) as server:

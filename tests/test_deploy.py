@@ -239,6 +239,7 @@ def test_compose_registers_exactly_ratchets_search_attributes():
     assert script.index("namespace create --namespace default") < script.index(registered[0])
 
 
+@pytest.mark.slow
 async def test_init_script_registers_the_attributes_on_a_bare_server_twice(tmp_path: Path):
     """The one-shot service's script, run with the venv's `temporal` CLI in place of
     admin-tools' own; a second run (the next `docker compose up`) must succeed too."""
@@ -372,6 +373,7 @@ def test_dockerignore_keeps_local_environments_and_secrets_out():
         assert needed in patterns, needed
 
 
+@pytest.mark.slow
 def test_dockerfile_install_step_builds_a_wheel_declaring_the_ratchet_script(tmp_path: Path):
     """Replays the build stage's `pip wheel --no-deps .` on exactly what it copies."""
     context = tmp_path / "context"
@@ -439,6 +441,7 @@ async def test_setup_reports_all_present_on_the_dev_server(temporal_server: DevS
     )
 
 
+@pytest.mark.slow
 async def test_setup_registers_missing_attributes_once(tmp_path: Path):
     server = await asyncio.to_thread(
         DevServer.start, ui=False, log_dir=tmp_path, search_attributes=False

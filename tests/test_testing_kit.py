@@ -14,6 +14,8 @@ from ratchet.errors import ConfigurationError
 from ratchet.testing import RatchetTestEnvironment, ScriptedModel
 from ratchet.wire.options import RunOptions, SessionOptions
 
+pytestmark = pytest.mark.slow  # starts its own dev server
+
 DAY = timedelta(hours=24)
 
 

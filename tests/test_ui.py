@@ -53,7 +53,7 @@ LIST_DEADLINE_S = 90  # visibility is eventually consistent: reload until then
 TURN_1 = 'turn 1 · "weather in Oslo?"'
 TURN_2 = 'turn 2 · after weather(city="Oslo")'
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]  # starts its own dev server
 
 
 def _browser_or_skip() -> None:
