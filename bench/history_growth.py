@@ -5,8 +5,8 @@
 
 Workload (issue 3): one agent, one tool returning 2,000 characters, a model that
 calls it N times and then answers. The model is a local OpenAI-compatible HTTP
-stub (bench/openai_stub.py) for every engine that calls a model, so all of them
-pay for the same HTTP round trips. Engines, on one dev server in one run:
+server (``ratchet.testing.OpenAIServer.tool_loop``) for every engine that calls a
+model, so all of them pay for the same HTTP round trips. Engines, on one dev server in one run:
 
 - ratchet, threads by reference (the default once a thread passes 2 KiB)
 - ratchet, threads inline (``thread_mode="inline"``: the whole thread in every turn)
@@ -40,11 +40,11 @@ from temporalio.worker import Worker
 from ratchet.agents import OpenAIChatModel, ToolCallingAgent, tool
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
+from ratchet.testing.openai_server import OpenAIServer
 from ratchet.wire.options import RunOptions
 from ratchet.worker import build_worker
 
 from . import integrations
-from .openai_stub import start_stub
 
 TOOL_RESULT = "x" * 2000
 RESULTS = Path(__file__).parent / "results"
@@ -122,7 +122,7 @@ async def measure_one(
 ) -> list[dict]:
     rows: list[dict] = []
     message_bytes = 0
-    with start_stub(steps) as stub:
+    with OpenAIServer.tool_loop(steps) as stub:
         model = OpenAIChatModel("bench", base_url=stub.base_url, api_key="bench")
         agents = {"pager": ToolCallingAgent(model, [fetch])}
         async with build_worker(client, agents):
@@ -175,7 +175,7 @@ async def measure_one(
             ("temporalio-openai-agents (OpenAIAgentsPlugin)", integrations.run_openai_agents),
             ("pydantic-ai (TemporalDurability)", integrations.run_pydantic_ai),
         ]:
-            with start_stub(steps) as stub:
+            with OpenAIServer.tool_loop(steps) as stub:
                 started = time.perf_counter()
                 try:
                     workflow_id, run_id = await run(address, steps, stub.base_url)

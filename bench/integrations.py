@@ -5,7 +5,7 @@
 
 Workload (the same as ``bench.history_growth``): one agent, one tool
 ``fetch(page: int) -> str`` returning 2,000 characters; the model (an OpenAI Chat
-Completions server at ``base_url``, normally ``bench.openai_stub``) calls it
+Completions server at ``base_url``, normally ``ratchet.testing.OpenAIServer.tool_loop``) calls it
 ``steps`` times, one call per response, and then answers "done".
 
 * ``run_openai_agents``: the OpenAI Agents SDK with Temporal's ``OpenAIAgentsPlugin``

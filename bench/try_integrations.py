@@ -14,8 +14,8 @@ import time
 from temporalio.client import Client
 
 from bench.integrations import IntegrationRunFailed, run_openai_agents, run_pydantic_ai
-from bench.openai_stub import start_stub
 from ratchet.devserver import DevServer
+from ratchet.testing.openai_server import OpenAIServer
 
 RUNNERS = {"openai-agents": run_openai_agents, "pydantic-ai": run_pydantic_ai}
 
@@ -34,9 +34,9 @@ async def main(steps_list: list[int], names: list[str]) -> None:
             f"{'requests':>8} {'secs':>6}  status"
         )
         for steps in steps_list:
-            with start_stub(steps) as stub:
+            with OpenAIServer.tool_loop(steps) as stub:
                 for name in names:
-                    before = stub.requests
+                    before = stub.request_count
                     started = time.perf_counter()
                     try:
                         wid, rid = await RUNNERS[name](server.address, steps, stub.base_url)
@@ -47,7 +47,7 @@ async def main(steps_list: list[int], names: list[str]) -> None:
                     size, length, status = await history(client, wid, rid)
                     print(
                         f"{name:<14} {steps:>4} {size:>14,} {length:>7} "
-                        f"{stub.requests - before:>8} {secs:>6.1f}  {status}{note}",
+                        f"{stub.request_count - before:>8} {secs:>6.1f}  {status}{note}",
                         flush=True,
                     )
 

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import socket
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,6 +36,8 @@ class Request:
     body: Any
     received_at: float
     """``time.monotonic()`` when it arrived."""
+    size: int = 0
+    """The body's length in bytes."""
 
 
 @dataclass
@@ -93,15 +97,49 @@ def _chunks(
     return chunks
 
 
-class OpenAIServer:
-    """Answers OpenAI API requests from a FIFO script; use it as a context manager."""
+def _completion_reply(
+    request: Request,
+    message: dict[str, Any],
+    finish_reason: str,
+    usage: dict[str, int],
+    stream: bool,
+) -> Reply:
+    body = request.body if isinstance(request.body, dict) else {}
+    head = {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+        "created": int(time.time()),
+        "model": body.get("model"),
+    }
+    if stream:
+        return _sse_reply(_chunks(head, message, finish_reason, usage), named=False)
+    choice = {"index": 0, "message": message, "finish_reason": finish_reason}
+    return _json_reply(
+        200, {**head, "object": "chat.completion", "choices": [choice], "usage": usage}
+    )
 
-    def __init__(self) -> None:
+
+class OpenAIServer:
+    """Answers OpenAI API requests from a FIFO script; use it as a context manager.
+
+    ``answer`` answers every request the script does not (``tool_loop`` is one);
+    ``record=False`` keeps counts only, not the requests (long benchmarks send
+    whole conversations, megabytes each).
+    """
+
+    def __init__(
+        self, *, answer: Callable[[Request], Reply] | None = None, record: bool = True
+    ) -> None:
         self.requests: list[Request] = []
+        """The requests received, in order (with ``record``)."""
+        self.request_count = 0
+        self.streamed_count = 0
+        self._fallback = answer
+        self._record = record
         self._response_ids = itertools.count(1)
         self._script: deque[Callable[[Request], Reply]] = deque()
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._httpd.daemon_threads = True
         self._httpd.owner = self  # type: ignore[attr-defined]
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
@@ -252,44 +290,76 @@ class OpenAIServer:
             "total_tokens": prompt_tokens + completion_tokens,
         }
 
-        def reply(request: Request) -> Reply:
-            head = {
-                "id": f"chatcmpl-{len(self.requests)}",
-                "created": int(time.time()),
-                "model": request.body.get("model"),
-            }
-            if stream:
-                return _sse_reply(_chunks(head, message, finish_reason, usage), named=False)
-            return _json_reply(
-                200,
-                {
-                    **head,
-                    "object": "chat.completion",
-                    "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
-                    "usage": usage,
-                },
-            )
+        self._script.append(
+            lambda request: _completion_reply(request, message, finish_reason, usage, stream)
+        )
 
-        self._script.append(reply)
+    @classmethod
+    def tool_loop(cls, steps: int, *, tool: str = "fetch", final: str = "done") -> OpenAIServer:
+        """A server that needs no script: a chat completion whose ``messages`` hold
+        fewer than ``steps`` assistant messages gets one call ``tool({"page": n})``,
+        any other the text ``final``. Stateless, so any number of runs (of any
+        framework) can share it; usage grows with the request's size."""
+
+        def answer(request: Request) -> Reply:
+            body = request.body if isinstance(request.body, dict) else {}
+            count = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
+            if count < steps:
+                call = {
+                    "id": f"call_{uuid.uuid4().hex[:24]}",
+                    "type": "function",
+                    "function": {"name": tool, "arguments": json.dumps({"page": count})},
+                }
+                message: dict[str, Any] = {"role": "assistant", "content": None}
+                message["tool_calls"] = [call]
+                finish = "tool_calls"
+            else:
+                message, finish = {"role": "assistant", "content": final}, "stop"
+            prompt = max(1, request.size // 4)
+            usage = {"prompt_tokens": prompt, "completion_tokens": 10, "total_tokens": prompt + 10}
+            return _completion_reply(request, message, finish, usage, bool(body.get("stream")))
+
+        return cls(answer=answer, record=False)
 
     def _answer(self, request: Request) -> Reply:
         with self._lock:
-            self.requests.append(request)
+            self.request_count += 1
+            if isinstance(request.body, dict) and request.body.get("stream"):
+                self.streamed_count += 1
+            if self._record:
+                self.requests.append(request)
             if request.path not in (CHAT_PATH, RESPONSES_PATH):
                 return _error_reply(
                     404, f"The test server serves {CHAT_PATH} and {RESPONSES_PATH}.", "not_found"
                 )
-            if not self._script:
+            if not self._script and self._fallback is not None:
+                make = self._fallback
+            elif not self._script:
                 return _error_reply(
                     500,
-                    f"The test server's script ran out at request {len(self.requests)}.",
+                    f"The test server's script ran out at request {self.request_count}.",
                     "script_exhausted",
                 )
-            make = self._script.popleft()
+            else:
+                make = self._script.popleft()
         return make(request)
 
 
 class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive: clients reuse the connection
+
+    def setup(self) -> None:
+        super().setup()
+        # Headers and body go out as two writes: without TCP_NODELAY, Nagle's
+        # algorithm and the client's delayed ACK add about 40 ms to every reply.
+        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/").endswith("/models"):
+            self._send(_json_reply(200, {"object": "list", "data": []}))
+        else:
+            self._send(_error_reply(404, f"No route {self.path}.", "not_found"))
+
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("content-length", 0)))
         try:
@@ -298,8 +368,11 @@ class _Handler(BaseHTTPRequestHandler):
             body = raw.decode(errors="replace")
         headers = {name.lower(): value for name, value in self.headers.items()}
         reply = self.server.owner._answer(  # type: ignore[attr-defined]
-            Request(self.path, headers, body, time.monotonic())
+            Request(self.path, headers, body, time.monotonic(), len(raw))
         )
+        self._send(reply)
+
+    def _send(self, reply: Reply) -> None:
         self.send_response(reply.status)
         for name, value in reply.headers.items():
             self.send_header(name, value)
