@@ -31,22 +31,6 @@ from pydantic import Field
 from .compact import CompactModel
 from .state import AgentStatus
 
-EventKind = Literal[
-    # sent by the workflow, exactly once
-    "run_started",
-    "status",
-    "turn_started",
-    "turn_completed",
-    "tool_call",
-    "tool_result",
-    "state_changed",
-    "run_finished",
-    # sent by the turn while it works (attempt > 0)
-    "retry",
-    "text_delta",
-    "custom",
-]
-
 
 class EventBase(CompactModel):
     """The fields every event has; each kind adds its ``kind`` and typed ``data``."""

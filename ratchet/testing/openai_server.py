@@ -132,7 +132,6 @@ class OpenAIServer:
         self.requests: list[Request] = []
         """The requests received, in order (with ``record``)."""
         self.request_count = 0
-        self.streamed_count = 0
         self._fallback = answer
         self._record = record
         self._response_ids = itertools.count(1)
@@ -324,8 +323,6 @@ class OpenAIServer:
     def _answer(self, request: Request) -> Reply:
         with self._lock:
             self.request_count += 1
-            if isinstance(request.body, dict) and request.body.get("stream"):
-                self.streamed_count += 1
             if self._record:
                 self.requests.append(request)
             if request.path not in (CHAT_PATH, RESPONSES_PATH):

@@ -81,6 +81,10 @@ class _Stint:
     turns: int = 0
     """Turns taken by this workflow run (a continue-as-new starts again from 0)."""
 
+    def reset(self) -> None:
+        """In place: pending work's hooks hold this object."""
+        self.stop_request, self.carry, self.turns = None, [], 0
+
 
 class AgentRunner:
     """Runs an agent turn by turn inside a workflow, holding its session and execution."""
@@ -186,7 +190,7 @@ class AgentRunner:
             self._ledger.agent = agent
         if options is not None:
             self.options = options
-        self._stint.stop_request, self._stint.carry, self._stint.turns = None, [], 0
+        self._stint.reset()
         self._states.reset()
         self._ledger.reset()
         self.pending = self._pending_work()
