@@ -26,7 +26,7 @@ from ratchet._exit import hard_exit
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
 from tests.agents import EventLog
-from tests.conftest import WorkerProcess
+from tests.conftest import worker_process
 
 RESULTS = Path(__file__).parent / "results"
 LATENCIES = (3.0, 10.0)
@@ -38,7 +38,7 @@ async def lane(
 ) -> list[tuple[float, str]]:
     queue = f"checkpoints-{kill_after}"
     client = await AgentClient.connect(server.address, task_queue=queue)
-    workers = [WorkerProcess(server, queue, log_path) for _ in range(2)]
+    workers = [worker_process(server, queue, log_path) for _ in range(2)]
     runs: list[tuple[float, str]] = []
     try:
         for worker in workers:
@@ -52,7 +52,7 @@ async def lane(
                 runs.append((latency, handle.id))
                 alive = [w for w in workers if w.process.poll() is None]
                 for _ in range(len(workers) - len(alive)):
-                    replacement = WorkerProcess(server, queue, log_path)
+                    replacement = worker_process(server, queue, log_path)
                     await asyncio.to_thread(replacement.wait_ready)
                     alive.append(replacement)
                 workers = alive

@@ -43,8 +43,9 @@ from pathlib import Path
 from ratchet._exit import hard_exit
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
+from ratchet.testing import WorkerProcess
 from tests.agents import EventLog
-from tests.conftest import WorkerProcess
+from tests.conftest import worker_process
 
 RESULTS = Path(__file__).parent / "results"
 ROOT = Path(__file__).resolve().parent.parent
@@ -102,7 +103,7 @@ async def overload(args: argparse.Namespace) -> dict:
     workers: list[WorkerProcess] = []
     try:
         client = await AgentClient.connect(server.address, task_queue="overload")
-        workers = [WorkerProcess(server, "overload", log) for _ in range(2)]
+        workers = [worker_process(server, "overload", log) for _ in range(2)]
         for worker in workers:
             worker.wait_ready()
             renice(worker.pid, args.worker_nice)
@@ -139,7 +140,7 @@ async def overload(args: argparse.Namespace) -> dict:
         for start in starts:
             late += start["time"] > closed
             foreign += bool(winning_keys) and start["key"] not in winning_keys
-    stale_stops = sum(line.count(STALE_WARNING) for w in workers for line in w.output)
+    stale_stops = sum(line.count(STALE_WARNING) for w in workers for line in w.lines)
     cancelled = sum(1 for r in records if r["kind"] == "model_cancelled")
     return {
         "runs": args.runs,

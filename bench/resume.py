@@ -39,9 +39,10 @@ from pathlib import Path
 from ratchet._exit import hard_exit
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer, free_port
+from ratchet.testing import WorkerProcess
 from ratchet.wire.options import RunOptions
 from tests.agents import EventLog
-from tests.conftest import WorkerProcess, release
+from tests.conftest import release, worker_process
 
 RESULTS = Path(__file__).parent / "results"
 PAD = "x" * 20_000
@@ -57,7 +58,7 @@ class Bench:
         self.workers: list[WorkerProcess] = []
 
     def worker(self, task_queue: str) -> WorkerProcess:
-        worker = WorkerProcess(self.server, task_queue, self.log_path).wait_ready()
+        worker = worker_process(self.server, task_queue, self.log_path).wait_ready()
         self.workers.append(worker)
         return worker
 

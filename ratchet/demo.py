@@ -10,9 +10,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import subprocess
-import sys
-import threading
 from datetime import timedelta
 from pathlib import Path
 
@@ -21,77 +18,27 @@ from temporalio.api.enums.v1 import EventType
 from ratchet.agents.messages import Message
 from ratchet.client import AgentClient
 from ratchet.client.client import RunHandle
-from ratchet.devserver import DevServer, env_with_address
+from ratchet.devserver import DevServer
 from ratchet.examples import DEMO_PROMPT
+from ratchet.testing import WorkerProcess
 from ratchet.wire.options import RunOptions
 from ratchet.wire.turns import TurnOutput
 
 TASK_QUEUE = "ratchet-demo"
 
 
-class WorkerProcess:
-    """A ``ratchet worker`` child process; its output lines are printed as they come."""
+def worker_process(name: str, server: DevServer) -> WorkerProcess:
+    """A ``ratchet worker`` child process that prints the tool calls it runs."""
 
-    def __init__(self, name: str, server: DevServer, loop: asyncio.AbstractEventLoop) -> None:
-        self.name = name
-        self.lines: list[str] = []
-        self.tool_calls: list[str] = []
-        self._changed = asyncio.Event()
-        self._loop = loop
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "ratchet.worker",
-                "--agents",
-                "ratchet.examples:AGENTS",
-                "--task-queue",
-                TASK_QUEUE,
-            ],
-            env=env_with_address(server),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            text=True,
-        )
-        threading.Thread(target=self._pump, daemon=True).start()
-
-    def _pump(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self._loop.call_soon_threadsafe(self._on_line, line.rstrip("\n"))
-        self._loop.call_soon_threadsafe(self._changed.set)
-
-    def _on_line(self, line: str) -> None:
-        self.lines.append(line)
+    def on_line(line: str) -> None:
         if "tool " in line:
-            self.tool_calls.append(line.split("tool ", 1)[1])
-            print(f"      {self.name}: {line.split('] ', 1)[-1]}")
-        self._changed.set()
+            print(f"      {name}: {line.split('] ', 1)[-1]}")
 
-    async def wait_for(self, text: str, count: int = 1) -> None:
-        """Wait until ``count`` output lines contain ``text``."""
-        while sum(text in line for line in self.lines) < count:
-            if self.process.poll() is not None:
-                raise RuntimeError(
-                    f"{self.name} exited with code {self.process.returncode}:\n"
-                    + "\n".join(self.lines[-20:])
-                )
-            self._changed.clear()
-            await self._changed.wait()
+    return WorkerProcess(server, TASK_QUEUE, "ratchet.examples:AGENTS", on_line=on_line)
 
-    def kill(self) -> None:
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait()
 
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+def tool_calls(worker: WorkerProcess) -> list[str]:
+    return [line.split("tool ", 1)[1].rstrip("\n") for line in worker.lines if "tool " in line]
 
 
 async def follow_turns(client: AgentClient, handle: RunHandle) -> None:
@@ -149,28 +96,28 @@ async def run_demo(keep: bool, state_dir: Path) -> int:
         client = await AgentClient.connect(
             server.address, task_queue=TASK_QUEUE, ui_url=server.ui_url
         )
-        first = WorkerProcess("worker A", server, loop)
+        first = worker_process("worker A", server)
         workers.append(first)
-        await first.wait_for("worker ready")
+        await asyncio.to_thread(first.wait_ready)
         print(f"  worker A started (pid {first.process.pid})")
         options = RunOptions(heartbeat_timeout=timedelta(seconds=2), max_turns=12)
         handle = await client.start_run("travel", DEMO_PROMPT, options=options)
         print(f"\nRun {handle.id}\n  user: {DEMO_PROMPT}")
         follower = asyncio.create_task(follow_turns(client, handle))
         # Kill worker A while it runs its second tool call: mid-turn, after a checkpoint.
-        await first.wait_for(") started", count=2)
+        await asyncio.to_thread(first.wait_for, ") started", 2, 300)
         first.kill()
         print(f"  ✗ worker A killed with SIGKILL in the middle of a turn (pid {first.process.pid})")
-        second = WorkerProcess("worker B", server, loop)
+        second = worker_process("worker B", server)
         workers.append(second)
-        await second.wait_for("worker ready")
+        await asyncio.to_thread(second.wait_ready)
         print(
             f"  worker B started (pid {second.process.pid}); the interrupted turn is retried "
             f"once worker A misses its {options.heartbeat_timeout.total_seconds():.0f}s heartbeat"
         )
         result = await handle.result()
         await follower
-        rerun = [c for c in second.tool_calls if c in first.tool_calls[:-1]]
+        rerun = [c for c in tool_calls(second) if c in tool_calls(first)[:-1]]
         print(f"\nAnswer: {result.output}")
         print(
             f"\n{result.turns} turns, {result.usage.total_tokens} tokens. Tool calls finished "

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import threading
-import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -14,7 +10,8 @@ import pytest
 
 from ratchet._exit import hard_exit
 from ratchet.client import AgentClient
-from ratchet.devserver import DevServer, env_with_address
+from ratchet.devserver import DevServer
+from ratchet.testing import WorkerProcess
 
 ROOT = Path(__file__).resolve().parent.parent
 _exit_status: list[int] = []
@@ -114,70 +111,14 @@ def release(event_log: Path, run_id: str, n: int | str) -> None:
     (release_dir(event_log) / f"{run_id}-{n}").touch()
 
 
-class WorkerProcess:
-    """``python -m ratchet.worker`` in a child process, for crash tests."""
-
-    def __init__(self, server: DevServer, task_queue: str, event_log: Path, *extra: str) -> None:
-        env = {
-            **env_with_address(server),
-            "RATCHET_TEST_LOG": str(event_log),
-            "RATCHET_TEST_RELEASE_DIR": str(release_dir(event_log)),
-            "PYTHONPATH": str(ROOT),
-        }
-        self.output: list[str] = []
-        self._ready = threading.Event()
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "ratchet.worker",
-                "--agents",
-                "tests.agents:AGENTS",
-                "--task-queue",
-                task_queue,
-                *extra,
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            text=True,
-        )
-        threading.Thread(target=self._pump, daemon=True).start()
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    def _pump(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.output.append(line)
-            if "worker ready" in line:
-                self._ready.set()
-        self._ready.set()
-
-    def wait_ready(self, timeout: float = 60) -> WorkerProcess:
-        if not self._ready.wait(timeout) or self.process.poll() is not None:
-            raise AssertionError("worker did not start:\n" + "".join(self.output))
-        return self
-
-    def kill(self) -> float:
-        """SIGKILL; returns the wall-clock time of the kill."""
-        self.process.kill()
-        killed_at = time.time()
-        self.process.wait()
-        return killed_at
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+def worker_process(server: DevServer, task_queue: str, event_log: Path, *extra: str):
+    """``python -m ratchet.worker`` with the test agents, for crash tests."""
+    env = {
+        "RATCHET_TEST_LOG": str(event_log),
+        "RATCHET_TEST_RELEASE_DIR": str(release_dir(event_log)),
+        "PYTHONPATH": str(ROOT),
+    }
+    return WorkerProcess(server, task_queue, "tests.agents:AGENTS", *extra, env=env, cwd=ROOT)
 
 
 @pytest.fixture
@@ -185,7 +126,7 @@ def worker_processes(temporal_server: DevServer, task_queue: str, event_log: Pat
     started: list[WorkerProcess] = []
 
     def start(*extra: str) -> WorkerProcess:
-        worker = WorkerProcess(temporal_server, task_queue, event_log, *extra)
+        worker = worker_process(temporal_server, task_queue, event_log, *extra)
         started.append(worker)
         return worker.wait_ready()
 

@@ -12,5 +12,6 @@ from ratchet.agents.models.scripted import ScriptedModel
 
 from .environment import RatchetTestEnvironment
 from .openai_server import OpenAIServer
+from .worker_process import WorkerProcess
 
-__all__ = ["OpenAIServer", "RatchetTestEnvironment", "ScriptedModel"]
+__all__ = ["OpenAIServer", "RatchetTestEnvironment", "ScriptedModel", "WorkerProcess"]

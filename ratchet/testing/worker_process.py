@@ -1,0 +1,105 @@
+"""A Ratchet worker in a child process: for tests that SIGKILL it mid-turn."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from ratchet.devserver import DevServer, env_with_address
+
+
+class WorkerProcess:
+    """``python -m ratchet.worker --agents MODULE:NAME`` against ``server``.
+
+    Its output is collected line by line (``lines``); ``on_line`` sees each line
+    as it arrives, on a reader thread. ``kill()`` sends SIGKILL, as a crashed
+    machine would; ``stop()`` asks it to drain and exit.
+    """
+
+    def __init__(
+        self,
+        server: DevServer,
+        task_queue: str,
+        agents: str,
+        *extra: str,
+        env: Mapping[str, str] | None = None,
+        cwd: str | Path | None = None,
+        on_line: Callable[[str], None] | None = None,
+    ) -> None:
+        self.lines: list[str] = []
+        self._on_line = on_line
+        self._changed = threading.Condition()
+        command = [sys.executable, "-m", "ratchet.worker", "--agents", agents]
+        self.process = subprocess.Popen(
+            [*command, "--task-queue", task_queue, *extra],
+            cwd=cwd,
+            env={**os.environ, **env_with_address(server), **(env or {})},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            text=True,
+        )
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @property
+    def output(self) -> str:
+        return "".join(self.lines)
+
+    def _pump(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            with self._changed:
+                self.lines.append(line)
+                self._changed.notify_all()
+            if self._on_line is not None:
+                self._on_line(line.rstrip("\n"))
+        with self._changed:
+            self._changed.notify_all()
+
+    def count(self, text: str) -> int:
+        return sum(text in line for line in self.lines)
+
+    def wait_for(self, text: str, count: int = 1, timeout: float = 60) -> WorkerProcess:
+        """Block until ``count`` output lines contain ``text``; raises, with the
+        output so far, if the process exits or ``timeout`` seconds pass first."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while self.count(text) < count:
+                left = deadline - time.monotonic()
+                if self.process.poll() is not None or left <= 0:
+                    why = f"exited with code {self.process.returncode}" if left > 0 else "timed out"
+                    raise AssertionError(
+                        f"worker {self.pid} {why} before printing {text!r} x{count}:\n"
+                        + "".join(self.lines[-40:])
+                    )
+                self._changed.wait(min(left, 0.5))
+        return self
+
+    def wait_ready(self, timeout: float = 60) -> WorkerProcess:
+        return self.wait_for("worker ready", timeout=timeout)
+
+    def kill(self) -> float:
+        """SIGKILL; returns the wall-clock time of the kill."""
+        self.process.kill()
+        killed_at = time.time()
+        self.process.wait()
+        return killed_at
+
+    def stop(self, grace: float = 20) -> None:
+        """SIGTERM (the worker drains), then SIGKILL after ``grace`` seconds."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(grace)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
