@@ -1,0 +1,590 @@
+"""The measured figures in bench/README.md, generated from the committed results.
+
+    .venv/bin/python -m bench.report            # rewrite the figures in bench/README.md
+    .venv/bin/python -m bench.report --check    # rewrite nothing; exit 1 if they are stale
+
+Each benchmark's section of bench/README.md holds its figures between
+``<!-- --8<-- [start:NAME] -->`` and ``<!-- --8<-- [end:NAME] -->`` (the
+section markers of pymdownx.snippets: docs/how-it-works.md includes the same
+blocks), rendered from ``results/NAME.json`` by its one renderer here (``RENDERERS``). Only
+the text between the markers is rewritten: everything else in the README is
+hand-written prose. ``--check`` names the sections whose figures differ from what
+the results give (and any results file no section renders); tests/test_bench_report.py
+runs it, so a benchmark re-run and committed without this report fails the suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).parent
+RESULTS = BENCH / "results"
+README = BENCH / "README.md"
+BLOCK = re.compile(
+    r"(<!-- --8<-- \[start:([\w-]+)\] -->\n)(.*?)(<!-- --8<-- \[end:\2\] -->)", re.S
+)
+TERMINATED = "terminated at 50 MB"  # the server's history limit; no other reason in this run
+
+Renderer = Callable[[Path], str]
+Data = dict[str, Any]
+
+
+# Numbers
+
+
+def count(n: float) -> str:
+    """Whole numbers with thousands separators: 1,211."""
+    return f"{round(n):,}"
+
+
+def ratio(x: float) -> str:
+    return f"{x:.2f}×"
+
+
+def ms(x: float) -> str:
+    return f"{x:,.1f} ms"
+
+
+def seconds(x: float, digits: int = 1) -> str:
+    return f"{x:,.{digits}f} s"
+
+
+def size(n: float) -> str:
+    """Bytes in decimal units, as the benchmarks' prose uses them: 257 B, 34.5 KB, 1.6 MB."""
+    if n < 1000:
+        return f"{round(n)} B"
+    if n < 1_000_000:
+        return f"{n / 1000:.1f} KB"
+    return f"{n / 1_000_000:,.1f} MB"
+
+
+def span(values: list[float]) -> str:
+    """The range of a benchmark's rounds: 50.5–51.0."""
+    return f"{min(values):,.1f}–{max(values):,.1f}"
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def command(data: Data) -> str:
+    """The command line the results came from, when the benchmark recorded it."""
+    return f"Command: `{data['command'].strip()}`." if "command" in data else ""
+
+
+def paragraphs(*parts: str) -> str:
+    return "\n\n".join(part for part in parts if part)
+
+
+def load(results: Path, name: str) -> Any:
+    return json.loads((results / f"{name}.json").read_text())
+
+
+# One renderer per results file
+
+
+def render_history_growth(results: Path) -> str:
+    """history_growth_ratchet.json (the later run) where it has the engine, else the
+    full run in history_growth.json (the integrations)."""
+    later = load(results, "history_growth_ratchet")
+    earlier = load(results, "history_growth")
+    later_engines = {row["engine"] for row in later}
+    rows = later + [row for row in earlier if row["engine"] not in later_engines]
+    steps = sorted({row["steps"] for row in rows})
+    engines = list(dict.fromkeys(row["engine"] for row in rows))
+    by_key = {(row["engine"], row["steps"]): row for row in rows}
+
+    def cell(row: Data | None) -> str:
+        if row is None:
+            return "–"
+        if row["status"] == "TERMINATED":
+            return TERMINATED
+        runs = f" ({row['runs']} runs)" if row["runs"] > 1 else ""
+        return ratio(row["ratio"]) + runs
+
+    grid = table(
+        ["history ÷ message bytes", *(f"N={n}" for n in steps), "from"],
+        [
+            [
+                engine,
+                *(cell(by_key.get((engine, n))) for n in steps),
+                "`history_growth_ratchet.json`"
+                if engine in later_engines
+                else "`history_growth.json`",
+            ]
+            for engine in engines
+        ],
+    )
+    largest = steps[-1]
+    bullets = []
+    for engine in engines:
+        row = by_key.get((engine, largest))
+        if row is None:
+            continue
+        if row["status"] == "TERMINATED":
+            how = f"{TERMINATED} (its history had reached {size(row['history_bytes'])})"
+        else:
+            how = f"{size(row['history_bytes'])} in {count(row['runs'])} workflow run" + (
+                f"s (continued as new {count(row['runs'] - 1)} times)" if row["runs"] > 1 else ""
+            )
+        bullets.append(f"- {engine}: {how}, {count(row['events'])} events")
+    return paragraphs(
+        grid, f"At N={count(largest)}, history of all runs together:", "\n".join(bullets)
+    )
+
+
+def render_overhead(results: Path) -> str:
+    data = load(results, "overhead")
+    turn, turn_all = data["ms_per_turn_median"], data["ms_per_turn_all"]
+    rate, rate_all = data["steps_per_second_median"], data["steps_per_second_all"]
+    rounds = len(rate_all["ratchet"])
+
+    def row(label: str, mine: str, bare: str, of: Data, all_of: Data, r: float) -> list[str]:
+        return [
+            label,
+            f"{of[mine]:,.1f}",
+            f"{of[bare]:,.1f}",
+            ratio(r),
+            span(all_of[mine]),
+            span(all_of[bare]),
+        ]
+
+    per_turn = table(
+        ["ms per turn", "Ratchet", "bare loop", "ratio", "Ratchet's rounds", "bare's rounds"],
+        [
+            row(
+                "default (activities)",
+                "ratchet",
+                "bare",
+                turn,
+                turn_all,
+                data["ratio_ratchet_to_bare_activity_loop"],
+            ),
+            row(
+                "fast mode (local activities)",
+                "ratchet_fast",
+                "bare_local",
+                turn,
+                turn_all,
+                data["ratio_fast_mode_to_bare_local_activity_loop"],
+            ),
+        ],
+    )
+    throughput = table(
+        ["steps per second", "Ratchet", "bare loop", "ratio", "Ratchet's rounds", "bare's rounds"],
+        [
+            row("default", "ratchet", "bare", rate, rate_all, data["throughput_ratio_default"]),
+            row(
+                "fast mode",
+                "ratchet_fast",
+                "bare_local",
+                rate,
+                rate_all,
+                data["throughput_ratio_fast"],
+            ),
+        ],
+    )
+    return paragraphs(
+        f"Per turn, N={count(data['steps'])}, medians of {count(data['rounds'])} rounds:",
+        per_turn,
+        f"Throughput, {count(data['concurrent_runs'])} runs of {count(data['concurrent_steps'])}"
+        f" steps at once on one worker, medians of {count(rounds)} rounds:",
+        throughput,
+        command(data),
+    )
+
+
+def render_start_latency(results: Path) -> str:
+    data = load(results, "start_latency")
+    return paragraphs(
+        f"- `start_run` until the model is called: {ms(data['start_run_to_model_ms'])}\n"
+        f"- `start_workflow` of a bare workflow until its activity runs: "
+        f"{ms(data['bare_start_to_activity_ms'])}\n"
+        f"- ratio: {ratio(data['ratio'])} (medians of {count(data['rounds'])})",
+        command(data),
+    )
+
+
+def render_long_run(results: Path) -> str:
+    data = load(results, "long_run")
+    return "\n".join(
+        [
+            f"- {count(data['steps'])} steps, {count(data['turns'])} turns, "
+            f"{data['status'].lower()}, {count(data['usage_requests'])} model requests",
+            f"- {count(data['workflow_runs'])} workflow runs (continued as new "
+            f"{count(data['continued_as_new'])} times), one execution id throughout "
+            f"(`{data['execution_id_kept']}`)",
+            f"- history: {size(data['history_bytes_total'])} in all; largest run "
+            f"{size(data['history_bytes_largest_run'])}, "
+            f"{count(data['events_largest_run'])} events",
+            f"- {ms(data['ms_per_turn'])} per turn ({seconds(data['seconds'])} in all)",
+            f"- working thread at the end: {count(data['thread_messages_at_end'])} messages, "
+            f"generation {count(data['thread_generation_at_end'])}",
+        ]
+    )
+
+
+def session_figures(data: Data) -> str:
+    """The figures of one sessions.py results file (sessions.json, sessions_1000.json)."""
+    latency, concurrent, tiny = data["latency"], data["concurrent"], data["tiny"]
+    bare_update = latency["bare_history_bytes_per_update"]
+    grid = table(
+        [
+            "sends",
+            "messages",
+            "in order",
+            "history ÷ message bytes",
+            "workflow runs",
+            "largest run input",
+            "largest run events",
+            "bytes per send besides messages",
+            "÷ bare Update bytes",
+            "events per send",
+        ],
+        [
+            [
+                count(row["sends"]),
+                count(row["messages"]),
+                "yes" if row["in_order"] else "**no**",
+                ratio(row["history_per_message_byte"]),
+                count(row["workflow_runs"]),
+                size(row["largest_run_input_bytes"]),
+                count(row["largest_run_events"]),
+                count(row["fixed_bytes_per_send"]),
+                ratio(row["fixed_bytes_per_send"] / bare_update),
+                f"{row['events_per_send']:.2f}",
+            ]
+            for row in data["realistic"]
+        ],
+    )
+    answered = (
+        "all queued and answered once"
+        if concurrent["all_queued_and_answered_once"]
+        else "**not all queued and answered once**"
+    )
+    errors = ", ".join(concurrent["errors"]) or "none"
+    bullets = [
+        f"- {count(tiny['sends'])} one-word sends: {count(tiny['fixed_bytes_per_send'])} bytes "
+        f"per send besides messages ({ratio(tiny['fixed_bytes_per_send'] / bare_update)} a bare "
+        f"Update's bytes), {tiny['events_per_send']:.2f} events per send, "
+        f"{count(tiny['workflow_runs'])} workflow runs, largest run input "
+        f"{size(tiny['largest_run_input_bytes'])}, largest run {count(tiny['largest_run_events'])}"
+        " events",
+        f"- a bare workflow's Update running one activity: {count(bare_update)} history bytes",
+        f"- {count(concurrent['sends'])} sends to one session at once: "
+        f"{count(concurrent['answered'])} answered, {answered}; errors: {errors}; at most "
+        f"{count(concurrent['peak_updates_in_flight_from_client'])} Updates in flight from the "
+        f"client; {seconds(concurrent['seconds'])}",
+        f"- `send` until the agent is called: {ms(latency['session_send_to_model_ms'])} against "
+        f"{ms(latency['bare_update_to_activity_ms'])} for a bare Update running one activity: "
+        f"{ratio(latency['ratio'])} (medians of {count(latency['rounds'])})",
+    ]
+    return paragraphs(grid, "\n".join(bullets))
+
+
+def render_sessions(results: Path) -> str:
+    data = load(results, "sessions")
+    return paragraphs(session_figures(data), command(data))
+
+
+def render_sessions_1000(results: Path) -> str:
+    """The same figures, and the bytes per send against sessions.json's at the same sends."""
+    data, other = load(results, "sessions_1000"), load(results, "sessions")
+    other_by_sends = {row["sends"]: row for row in other["realistic"]}
+    pairs = [
+        (f"{count(row['sends'])} sends", row, other_by_sends[row["sends"]])
+        for row in data["realistic"]
+        if row["sends"] in other_by_sends
+    ]
+    pairs.append((f"{count(data['tiny']['sends'])} one-word sends", data["tiny"], other["tiny"]))
+    changes = ", ".join(
+        f"{label} {(mine['fixed_bytes_per_send'] / theirs['fixed_bytes_per_send'] - 1):+.1%}"
+        for label, mine, theirs in pairs
+    )
+    return paragraphs(
+        session_figures(data),
+        f"Bytes per send besides messages against `sessions.json`: {changes}.",
+        command(data),
+    )
+
+
+def render_session_memory(results: Path) -> str:
+    data = load(results, "session_memory")
+    kb, runs = data["kb_per_idle_workflow"], data["runs"]
+    grid = table(
+        ["idle cached workflow", "KB each", "runs"],
+        [
+            [
+                "Ratchet session",
+                f"{kb['ratchet_session']:.1f}",
+                ", ".join(f"{x:.1f}" for x in runs["ratchet"]),
+            ],
+            [
+                "bare workflow, one Update",
+                f"{kb['bare']:.1f}",
+                ", ".join(f"{x:.1f}" for x in runs["bare"]),
+            ],
+        ],
+    )
+    return paragraphs(
+        grid,
+        f"Ratio {ratio(data['ratio'])}, {count(data['count'])} workflows per worker process.",
+        command(data),
+    )
+
+
+def render_state_cost(results: Path) -> str:
+    data = load(results, "state_cost")
+    us, per_turn = data["serializer_us"], data["history_bytes_per_turn"]
+    none = per_turn["none"]
+    serializers = (
+        f"- storing and reading back a {count(data['typical_state_json_bytes'])}-byte value "
+        f"(as JSON): `JSONSerializer` {us['json']:,.1f} µs, `PickleSerializer` "
+        f"{us['pickle']:,.1f} µs ({ratio(us['pickle'] / us['json'])})"
+    )
+    grid = table(
+        [f"state ({count(data['turns'])} turns)", "history bytes per turn", "more than no state"],
+        [
+            [kind, count(value), "–" if kind == "none" else f"+{count(value - none)}"]
+            for kind, value in per_turn.items()
+        ],
+    )
+    return paragraphs(serializers, grid)
+
+
+def render_events(results: Path) -> str:
+    data = load(results, "events")
+    cases = {key: value for key, value in data.items() if isinstance(value, dict)}
+
+    def delay(case: Data, key: str) -> str:
+        return ms(case[key]) if key in case else "–"
+
+    grid = table(
+        [
+            "run",
+            "live events",
+            "history events",
+            "history bytes",
+            "delay, median",
+            "delay, p95",
+            "received",
+        ],
+        [
+            [
+                *key.split(" · ", 1),
+                count(case["history_events"]),
+                count(case["history_bytes"]),
+                delay(case, "delay_ms_median"),
+                delay(case, "delay_ms_p95"),
+                case.get("received", "–"),
+            ]
+            for key, case in cases.items()
+        ],
+    )
+    off, on = cases["ticker · off"], cases["ticker · on, 250 ms batches, unwatched"]
+    return paragraphs(
+        f"`ticker` emits {count(data['emits_per_turn'])} events in its turn; `tools` is the "
+        f"3-turn tool-calling run. Medians of {count(data['rounds'])} rounds.",
+        grid,
+        f"Live events on (250 ms batches, unwatched) against off, `ticker`: "
+        f"+{count(on['history_events'] - off['history_events'])} history events, "
+        f"+{count(on['history_bytes'] - off['history_bytes'])} bytes.",
+    )
+
+
+def render_resume(results: Path) -> str:
+    data = load(results, "resume")
+    scenarios = {
+        "turn_worker": "the killed worker held only the turn",
+        "workflow_and_turn_worker": "it held the turn and the run's workflow",
+    }
+    grid = table(
+        ["kill → retried tool starts", "kills", "median", "max", "min"],
+        [
+            [
+                label,
+                count(len(data[key]["samples_s"])),
+                seconds(data[key]["median_s"], 2),
+                seconds(data[key]["max_s"], 2),
+                seconds(data[key]["min_s"], 2),
+            ]
+            for key, label in scenarios.items()
+        ],
+    )
+    beats = data["heartbeats"]
+    return paragraphs(
+        f"Heartbeat timeout {seconds(data['heartbeat_timeout_s'])}, first retry after "
+        f"{seconds(data['initial_retry_interval_s'])}.",
+        grid,
+        f"Heartbeat requests at the server: {count(beats['heartbeat_requests'])} in "
+        f"{seconds(beats['running_turn_seconds'])} of running turn, "
+        f"{beats['per_running_turn_per_minute']:.1f} a minute.",
+        command(data),
+    )
+
+
+def render_checkpoints(results: Path) -> str:
+    data = load(results, "checkpoints")
+    grid = table(
+        [
+            "model call",
+            "kill after",
+            "runs",
+            "kills",
+            "turns retried",
+            "turn 1 model calls",
+            "repeated model calls",
+        ],
+        [
+            [
+                seconds(case["model_latency_s"]),
+                seconds(case["kill_after_s"]),
+                count(case["runs"]),
+                count(case["kills"]),
+                count(case["turns_retried"]),
+                count(case["turn_1_model_calls"]),
+                count(case["repeated_model_calls"]),
+            ]
+            for case in data["cases"]
+        ],
+    )
+    return paragraphs(
+        grid,
+        f"In all: {count(data['kills'])} kills, {count(data['repeated_model_calls'])} "
+        "repeated model calls.",
+        command(data),
+    )
+
+
+def render_overload(results: Path) -> str:
+    data = load(results, "overload")
+    failures = ", ".join(str(f) for f in data["failures"]) or "none"
+    return paragraphs(
+        "\n".join(
+            [
+                f"- {count(data['runs'])} runs, {count(data['completed'])} completed, "
+                f"failures: {failures}; {seconds(data['seconds'])}",
+                f"- {count(data['burners'])} busy-loop processes on {count(data['cpus'])} CPUs, "
+                f"workers' threads at nice {data['worker_nice']}: load average "
+                f"{data['load_average_at_start']:.1f} at the start, median "
+                f"{data['load_average_median']:.1f}, max {data['load_average_max']:.1f}",
+                f"- first turns retried: {count(data['turns_retried'])}",
+                f"- tool starts: {count(data['tool_starts'])}; after their turn had closed: "
+                f"{count(data['late_tool_starts'])}; with another attempt's idempotency key: "
+                f"{count(data['foreign_keys'])}",
+                f"- attempts stopped because the server no longer knew them: "
+                f"{count(data['stale_stops'])} ({count(data['model_calls_cancelled'])} model "
+                "calls cancelled)",
+            ]
+        ),
+        command(data),
+    )
+
+
+RENDERERS: dict[str, Renderer] = {
+    "history_growth": render_history_growth,
+    "overhead": render_overhead,
+    "sessions": render_sessions,
+    "sessions_1000": render_sessions_1000,
+    "start_latency": render_start_latency,
+    "session_memory": render_session_memory,
+    "long_run": render_long_run,
+    "state_cost": render_state_cost,
+    "events": render_events,
+    "resume": render_resume,
+    "checkpoints": render_checkpoints,
+    "overload": render_overload,
+}
+RENDERED_WITHIN = {"history_growth_ratchet": "history_growth"}  # files another section reads
+
+
+# The README
+
+
+def render_all(results: Path = RESULTS) -> dict[str, str]:
+    return {name: render(results) for name, render in RENDERERS.items()}
+
+
+def sections(text: str) -> dict[str, str]:
+    """The figures now between each pair of markers, by name."""
+    return {match.group(2): match.group(3) for match in BLOCK.finditer(text)}
+
+
+def between_markers(figures: str) -> str:
+    return f"\n{figures}\n\n"
+
+
+def rewritten(text: str, figures: dict[str, str]) -> str:
+    """The README with each marked section's figures replaced; the rest as it was."""
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(2)
+        body = between_markers(figures[name]) if name in figures else match.group(3)
+        return match.group(1) + body + match.group(4)
+
+    return BLOCK.sub(replace, text)
+
+
+def unrendered(results: Path) -> list[str]:
+    """Results files that no section renders."""
+    names = [path.stem for path in sorted(results.glob("*.json"))]
+    return [f"results/{n}.json" for n in names if n not in RENDERERS and n not in RENDERED_WITHIN]
+
+
+def stale_sections(results: Path = RESULTS, readme: Path = README) -> list[str]:
+    """What in the README differs from what the results give: section names, a section
+    without its markers, a results file without a section. Empty when up to date."""
+    present = sections(readme.read_text())
+    stale = []
+    for name, figures in render_all(results).items():
+        if name not in present:
+            stale.append(f"{name} (no <!-- --8<-- [start:{name}] --> markers)")
+        elif present[name] != between_markers(figures):
+            stale.append(name)
+    return stale + [f"{path} (no renderer)" for path in unrendered(results)]
+
+
+def write(results: Path = RESULTS, readme: Path = README) -> list[str]:
+    """Rewrite the README's figures; the names of the sections that changed."""
+    text = readme.read_text()
+    figures = render_all(results)
+    before = sections(text)
+    readme.write_text(rewritten(text, figures))
+    return [
+        name
+        for name in figures
+        if name in before and before[name] != between_markers(figures[name])
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="bench/README.md's figures, from results/")
+    parser.add_argument("--check", action="store_true", help="rewrite nothing; exit 1 if stale")
+    args = parser.parse_args(argv)
+    if args.check:
+        stale = stale_sections()
+        if stale:
+            print(f"bench/README.md is out of date: {', '.join(stale)}", file=sys.stderr)
+            print("run: .venv/bin/python -m bench.report", file=sys.stderr)
+            return 1
+        print("bench/README.md is up to date")
+        return 0
+    changed = write()
+    missing = [s for s in stale_sections() if s not in RENDERERS]
+    print(f"rewrote: {', '.join(changed) or 'nothing'}")
+    if missing:
+        print(f"still to fix by hand: {', '.join(missing)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
