@@ -23,7 +23,8 @@ configuration change fixes, and failures of a run, which happen at run time::
     │   ├── NotFoundError           no run or session with that id
     │   │   ├── RunNotFoundError
     │   │   └── SessionNotFoundError
-    │   └── AlreadyStartedError     a run or session with that id exists already
+    │   ├── AlreadyStartedError     a run or session with that id exists already
+    │   └── EventsExpiredError      an event id older than what the stream retains
     └── RunError                    a run could not finish
         ├── ModelError              the model service failed (``retryable`` says if it may pass)
         ├── MaxTurnsExceededError
@@ -224,6 +225,20 @@ class SessionNotFoundError(NotFoundError):
 class AlreadyStartedError(UsageError):
     """A run or session with that id exists already (ids are unique per namespace
     while the workflow is open, and within its retention afterwards)."""
+
+
+class EventsExpiredError(UsageError):
+    """Events were asked for after an offset the stream no longer retains (a session
+    keeps its latest 500 events across continue-as-new): read a snapshot instead."""
+
+    def __init__(self, workflow_id: str, requested: int, oldest: int) -> None:
+        super().__init__(
+            f"{workflow_id} no longer holds events from offset {requested}: the oldest it "
+            f"retains is {oldest}. Read the thread and state, then follow from {oldest}."
+        )
+        self.workflow_id = workflow_id
+        self.requested = requested
+        self.oldest = oldest
 
 
 class SessionClosedError(RunError):

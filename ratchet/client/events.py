@@ -22,6 +22,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.contrib.workflow_streams._types import PollInput, PollResult, _decode_payload
 
 from ratchet.agents.events import RunEvent, RunStarted
+from ratchet.errors import EventsExpiredError
 from ratchet.wire.names import EVENTS_TOPIC, POLL_QUERY
 
 MIN_POLL = 0.05
@@ -33,14 +34,28 @@ async def run_events(
     client: Client, workflow_id: str, *, from_offset: int = 0
 ) -> AsyncIterator[RunEvent]:
     """The events of one workflow (a run, or a session), in order, each once."""
+    async for _, event in numbered_events(client, workflow_id, from_offset=from_offset):
+        yield event
+
+
+async def numbered_events(
+    client: Client, workflow_id: str, *, from_offset: int = 0, strict: bool = False
+) -> AsyncIterator[tuple[int, RunEvent]]:
+    """``run_events`` with each event's offset in the stream (its resumable id:
+    ``from_offset=offset + 1`` continues after it). With ``strict``, a
+    ``from_offset`` older than what the stream still retains raises
+    ``EventsExpiredError`` instead of skipping ahead to what it holds."""
     handle = client.get_workflow_handle(workflow_id)
     converter = client.data_converter.payload_converter
     seen: set[tuple[str, int, int, int]] = set()
-    offset, delay, closed = from_offset, MIN_POLL, False
+    offset, delay, closed, first = from_offset, MIN_POLL, False, True
     while True:
         result = await handle.query(
             POLL_QUERY, PollInput(topics=[EVENTS_TOPIC], from_offset=offset), result_type=PollResult
         )
+        if strict and first and result.items and result.items[0].offset > offset > 0:
+            raise EventsExpiredError(workflow_id, offset, result.items[0].offset)
+        first = first and not result.items
         for item in result.items:
             # RunEvent is a discriminated union, which the pydantic converter decodes
             # to the class for the event's kind (pyright wants a class here).
@@ -53,7 +68,7 @@ async def run_events(
                 if key in seen:
                     continue
                 seen.add(key)
-            yield event
+            yield item.offset, event
         offset = max(offset, result.next_offset)
         if result.more_ready:
             continue

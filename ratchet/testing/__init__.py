@@ -12,6 +12,12 @@ from ratchet.agents.models.scripted import ScriptedModel
 
 from .environment import RatchetTestEnvironment
 from .openai_server import OpenAIServer
-from .worker_process import WorkerProcess
+from .worker_process import ChildProcess, WorkerProcess
 
-__all__ = ["OpenAIServer", "RatchetTestEnvironment", "ScriptedModel", "WorkerProcess"]
+__all__ = [
+    "ChildProcess",
+    "OpenAIServer",
+    "RatchetTestEnvironment",
+    "ScriptedModel",
+    "WorkerProcess",
+]

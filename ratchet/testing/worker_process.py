@@ -1,4 +1,5 @@
-"""A Ratchet worker in a child process: for tests that SIGKILL it mid-turn."""
+"""Ratchet's commands in child processes: a worker to SIGKILL mid-turn, a web server
+to kill mid-stream."""
 
 from __future__ import annotations
 
@@ -9,24 +10,24 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Self
 
 from ratchet.devserver import DevServer, env_with_address
 
 
-class WorkerProcess:
-    """``python -m ratchet.worker --agents MODULE:NAME`` against ``server``.
+class ChildProcess:
+    """``argv`` in a child process talking to ``server``.
 
     Its output is collected line by line (``lines``); ``on_line`` sees each line
     as it arrives, on a reader thread. ``kill()`` sends SIGKILL, as a crashed
-    machine would; ``stop()`` asks it to drain and exit.
+    machine would; ``stop()`` asks it to finish and exit.
     """
 
     def __init__(
         self,
+        argv: list[str],
         server: DevServer,
-        task_queue: str,
-        agents: str,
-        *extra: str,
+        *,
         env: Mapping[str, str] | None = None,
         cwd: str | Path | None = None,
         on_line: Callable[[str], None] | None = None,
@@ -34,9 +35,8 @@ class WorkerProcess:
         self.lines: list[str] = []
         self._on_line = on_line
         self._changed = threading.Condition()
-        command = [sys.executable, "-m", "ratchet.worker", "--agents", agents]
         self.process = subprocess.Popen(
-            [*command, "--task-queue", task_queue, *extra],
+            argv,
             cwd=cwd,
             env={**os.environ, **env_with_address(server), **(env or {})},
             stdout=subprocess.PIPE,
@@ -68,7 +68,7 @@ class WorkerProcess:
     def count(self, text: str) -> int:
         return sum(text in line for line in self.lines)
 
-    def wait_for(self, text: str, count: int = 1, timeout: float = 60) -> WorkerProcess:
+    def wait_for(self, text: str, count: int = 1, timeout: float = 60) -> Self:
         """Block until ``count`` output lines contain ``text``; raises, with the
         output so far, if the process exits or ``timeout`` seconds pass first."""
         deadline = time.monotonic() + timeout
@@ -78,14 +78,12 @@ class WorkerProcess:
                 if self.process.poll() is not None or left <= 0:
                     why = f"exited with code {self.process.returncode}" if left > 0 else "timed out"
                     raise AssertionError(
-                        f"worker {self.pid} {why} before printing {text!r} x{count}:\n"
+                        f"process {self.pid} {why} before printing {text!r} x{count}:\n"
                         + "".join(self.lines[-40:])
                     )
                 self._changed.wait(min(left, 0.5))
         return self
 
-    def wait_ready(self, timeout: float = 60) -> WorkerProcess:
-        return self.wait_for("worker ready", timeout=timeout)
 
     def kill(self) -> float:
         """SIGKILL; returns the wall-clock time of the kill."""
@@ -103,3 +101,24 @@ class WorkerProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+
+class WorkerProcess(ChildProcess):
+    """``python -m ratchet.worker --agents MODULE:NAME`` against ``server``."""
+
+    def __init__(
+        self,
+        server: DevServer,
+        task_queue: str,
+        agents: str,
+        *extra: str,
+        env: Mapping[str, str] | None = None,
+        cwd: str | Path | None = None,
+        on_line: Callable[[str], None] | None = None,
+    ) -> None:
+        command = [sys.executable, "-m", "ratchet.worker", "--agents", agents]
+        argv = [*command, "--task-queue", task_queue, *extra]
+        super().__init__(argv, server, env=env, cwd=cwd, on_line=on_line)
+
+    def wait_ready(self, timeout: float = 60) -> WorkerProcess:
+        return self.wait_for("worker ready", timeout=timeout)

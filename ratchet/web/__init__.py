@@ -1,0 +1,17 @@
+"""``ratchet web``: Ratchet's sessions over HTTP, for web and mobile apps.
+
+A stateless server over ``AgentClient``: every request reads or changes the
+session's workflow, so any number of replicas can run behind a load balancer.
+Live events are Server-Sent Events whose ids are offsets in the session's event
+stream, so a client that reconnects (to this replica or another) with
+``Last-Event-ID`` continues exactly after the last event it saw.
+
+Needs the ``web`` extra (``pip install 'ratchet[web]'``: FastAPI and uvicorn).
+``create_app(client)`` returns an ASGI app to serve, or to mount in your own
+FastAPI or Starlette app; ``ratchet web`` serves it with uvicorn.
+"""
+
+from .app import create_app
+from .auth import TokenAuth
+
+__all__ = ["TokenAuth", "create_app"]

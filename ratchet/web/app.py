@@ -1,0 +1,66 @@
+"""``create_app``: the ASGI app behind ``ratchet web``.
+
+Routes live under ``/v1``; every one needs a token unless the app was made with
+``auth=None``. OpenAPI docs are at ``/docs``; ``/healthz`` answers without auth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.cors import CORSMiddleware
+
+from ratchet.client import AgentClient
+from ratchet.errors import RatchetError
+
+from . import problems
+from .auth import AuthError, TokenAuth
+from .guards import BodyLimit, OriginCheck
+from .routes import api
+
+MAX_BODY = 1 << 20  # 1 MiB
+
+
+def create_app(
+    client: AgentClient,
+    *,
+    auth: TokenAuth | None,
+    agents: Sequence[str] | None = None,
+    cors_origins: Collection[str] = (),
+    max_body: int = MAX_BODY,
+) -> FastAPI:
+    """The HTTP API over ``client``'s namespace and task queue.
+
+    ``auth`` maps tokens to identities (``TokenAuth.from_env()``); ``None`` serves
+    everyone as ``anonymous``, for local development only. ``agents`` names the
+    agents the workers host: sessions for any other are refused with 404 before
+    anything starts. ``cors_origins`` are the browser origins allowed to call.
+    """
+    app = FastAPI(
+        title="Ratchet",
+        summary="Durable agent sessions over HTTP, with live events as Server-Sent Events.",
+        version="1",
+    )
+    app.state.client = client
+    app.state.auth = auth
+    app.state.agents = list(agents) if agents is not None else None
+    app.include_router(api)
+    for error in (RatchetError, AuthError, problems.Forbidden, problems.Gone, Exception):
+        app.add_exception_handler(error, problems.handle)
+    app.add_exception_handler(RequestValidationError, problems.handle_validation)
+
+    @app.get("/healthz", include_in_schema=False)
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    app.add_middleware(
+        CORSMiddleware,
+        allow_origins=list(cors_origins),
+        allow_methods=["GET", "POST", "DELETE"],
+        allow_headers=["Authorization", "Content-Type", "Last-Event-ID", "X-API-Key"],
+    )
+    app.add_middleware(OriginCheck, allowed=cors_origins)
+    app.add_middleware(BodyLimit, limit=max_body)
+    return app

@@ -1,0 +1,85 @@
+"""What the HTTP API takes and returns, beyond Ratchet's own models."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic_core import to_jsonable_python
+
+from ratchet.wire.options import SessionOptions
+
+MAX_TEXT = 200_000  # characters in one message; the body limit (1 MiB) bounds it too
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class NewSession(_Body):
+    agent: str = Field(min_length=1, max_length=200)
+    session_id: str | None = Field(default=None, min_length=1, max_length=200)
+    options: SessionOptions | None = None
+    state: dict[str, Any] | None = None
+    """An export (``GET /v1/sessions/{id}/state``) to start from."""
+
+
+class NewMessage(_Body):
+    text: str = Field(min_length=1, max_length=MAX_TEXT)
+
+
+class NewDecision(_Body):
+    """A decision on what a run waits for. ``scope`` is kept for approval policies
+    (for example "this call" or "this tool for this session")."""
+
+    id: str = Field(min_length=1, max_length=200)
+    """The pending tool call's id, or the question's."""
+    decision: Literal["approve", "reject", "answer"]
+    reason: str | None = Field(default=None, max_length=4_000)
+    answer: str | None = Field(default=None, max_length=MAX_TEXT)
+    scope: str | None = Field(default=None, max_length=200)
+
+
+class NewFork(_Body):
+    at_turn: int | None = Field(default=None, ge=0)
+    at_message: str | None = None
+    session_id: str | None = Field(default=None, min_length=1, max_length=200)
+
+
+class SessionRow(BaseModel):
+    id: str
+    kind: Literal["session", "run"]
+    agent: str | None = None
+    status: str
+    turns: int | None = None
+    tokens: int | None = None
+    cost_usd: float | None = None
+    started: str | None = None
+
+
+class Created(BaseModel):
+    id: str
+
+
+def full(value: Any) -> Any:
+    """JSON-ready ``value`` with every field, defaults included. Ratchet's models
+    leave defaults out when they are written to history; an HTTP client should not
+    have to know them."""
+    if isinstance(value, BaseModel):
+        fields = type(value).model_fields
+        return {
+            field.alias or name: full(getattr(value, name))
+            for name, field in fields.items()
+            if not field.exclude
+        }
+    if isinstance(value, list | tuple):
+        return [full(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): full(item) for key, item in value.items()}
+    return to_jsonable_python(value)
+
+
+def out(value: Any, status_code: int = 200) -> JSONResponse:
+    """The response for ``value``, every field included (see ``full``)."""
+    return JSONResponse(full(value), status_code=status_code)

@@ -1,0 +1,94 @@
+"""ASGI middleware in front of every route: the body limit and the origin
+allow-list. Both answer with a problem before a route (or Temporal) sees anything."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Collection, MutableMapping
+from typing import Any
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+async def _problem(send: Send, status: int, kind: str, title: str, detail: str) -> None:
+    body = json.dumps({"type": kind, "title": title, "status": status, "detail": detail}).encode()
+    headers = [
+        (b"content-type", b"application/problem+json"),
+        (b"content-length", b"%d" % len(body)),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class BodyLimit:
+    """Refuses a request body over ``limit`` bytes with 413, whether it declares
+    its length or streams it in chunks."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope.get("headers", ())).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            return await self._refuse(send)
+        seen, started = 0, False
+
+        async def counted() -> Message:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.limit:
+                raise _TooLarge
+            return message
+
+        async def tracked(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, counted, tracked)
+        except _TooLarge:
+            if not started:
+                await self._refuse(send)
+
+    async def _refuse(self, send: Send) -> None:
+        await _problem(
+            send,
+            413,
+            "PayloadTooLargeError",
+            "Payload too large",
+            f"The request body is over {self.limit:,} bytes.",
+        )
+
+
+class OriginCheck:
+    """Refuses a request whose ``Origin`` header is not on the allow-list (403).
+    Requests without one (servers, the CLI, curl) pass; CORS answers the browsers
+    that are allowed."""
+
+    def __init__(self, app: ASGIApp, allowed: Collection[str]) -> None:
+        self.app, self.allowed = app, {origin.rstrip("/") for origin in allowed}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            origin = dict(scope.get("headers", ())).get(b"origin")
+            if origin is not None and origin.decode().rstrip("/") not in self.allowed:
+                return await _problem(
+                    send,
+                    403,
+                    "Forbidden",
+                    "Origin not allowed",
+                    f"Origin {origin.decode()!r} is not allowed; add it with --cors-origin.",
+                )
+        await self.app(scope, receive, send)

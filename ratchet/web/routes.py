@@ -1,0 +1,308 @@
+"""The ``/v1`` routes: agents, sessions, messages, events, decisions, state, runs."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Header, Query, Request, status
+from fastapi.responses import JSONResponse, StreamingResponse
+from temporalio.client import WorkflowExecutionStatus
+
+from ratchet.agents.pending import Decision, PendingView
+from ratchet.client import AgentClient, RunHandle, SessionHandle
+from ratchet.client.turns import TurnRecord
+from ratchet.errors import AgentNotFoundError, EventsExpiredError, InvalidInputError
+from ratchet.wire.sessions import SessionStatus
+
+from . import sse
+from .auth import AuthError
+from .bodies import Created, NewDecision, NewFork, NewMessage, NewSession, SessionRow, full, out
+from .problems import Gone
+
+SSE = "text/event-stream"
+SESSION_TYPES = ("AgentSession", "AgentSessionWorkflow")
+STATUSES = (
+    "RUNNING",
+    "AWAITING_APPROVAL",
+    "AWAITING_INPUT",
+    "PENDING",
+    "COMPLETED",
+    "FAILED",
+    "CANCELLED",
+    "INTERRUPTED",
+)
+
+
+async def identity(
+    request: Request,
+    authorization: Annotated[str | None, Header()] = None,
+    x_api_key: Annotated[str | None, Header()] = None,
+) -> str:
+    auth = request.app.state.auth
+    if auth is None:
+        return "anonymous"
+    who = auth.identify(authorization, x_api_key)
+    if not who:
+        raise AuthError("Unknown token.")
+    return who
+
+
+api = APIRouter(prefix="/v1", dependencies=[Depends(identity)])
+Who = Annotated[str, Depends(identity)]
+
+
+def client_of(request: Request) -> AgentClient:
+    return request.app.state.client
+
+
+def _streams(request: Request) -> bool:
+    return SSE in request.headers.get("accept", "")
+
+
+@api.get("/agents")
+async def list_agents(request: Request) -> dict[str, list[str] | None]:
+    """The agents sessions may be started with (``None``: not configured)."""
+    return {"agents": request.app.state.agents}
+
+
+@api.post("/sessions", status_code=status.HTTP_201_CREATED, response_model=Created)
+async def create_session(body: NewSession, request: Request) -> JSONResponse:
+    known = request.app.state.agents
+    if known is not None and body.agent not in known:
+        raise AgentNotFoundError(body.agent, known)
+    session = await client_of(request).start_session(
+        body.agent, session_id=body.session_id, options=body.options, state=body.state
+    )
+    return out(Created(id=session.id), 201)
+
+
+@api.get("/sessions", response_model=list[SessionRow])
+async def list_sessions(
+    request: Request,
+    status_: Annotated[str | None, Query(alias="status")] = None,
+    agent: str | None = None,
+    min_tokens: Annotated[int | None, Query(ge=0)] = None,
+    min_cost_usd: Annotated[float | None, Query(ge=0)] = None,
+    runs: bool = False,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> JSONResponse:
+    """Newest first, from the search attributes (a visibility query)."""
+    types = [*SESSION_TYPES, "AgentRunWorkflow"] if runs else list(SESSION_TYPES)
+    clauses = [f"WorkflowType IN ({', '.join(repr(t) for t in types)})"]
+    if status_ is not None:
+        if status_.upper() not in STATUSES:
+            raise InvalidInputError(f"status must be one of {', '.join(STATUSES)}.")
+        clauses.append(f"AgentStatus = '{status_.upper()}'")
+    if agent is not None:
+        clauses.append(f"AgentName = {_quoted(agent)}")
+    if min_tokens is not None:
+        clauses.append(f"AgentTokens >= {min_tokens}")
+    if min_cost_usd is not None:
+        clauses.append(f"AgentCostUsd >= {min_cost_usd}")
+    return out(await _rows(client_of(request), " AND ".join(clauses), limit))
+
+
+@api.get("/approvals", response_model=list[PendingView])
+async def approvals_inbox(
+    request: Request, limit: Annotated[int, Query(ge=1, le=500)] = 100
+) -> JSONResponse:
+    """Everything any session or run waits for a person to decide, oldest first."""
+    client = client_of(request)
+    query = "AgentStatus IN ('AWAITING_APPROVAL', 'AWAITING_INPUT') AND ExecutionStatus = 'Running'"
+    waiting: list[PendingView] = []
+    for row in await _rows(client, query, limit):
+        target = client.get_session(row.id) if row.kind == "session" else client.get_run(row.id)
+        waiting.extend(await target.pending())
+    return out(sorted(waiting, key=lambda view: view.waiting_since))
+
+
+@api.get("/sessions/{session_id}", response_model=SessionStatus)
+async def get_session(session_id: str, request: Request) -> JSONResponse:
+    return out(await client_of(request).get_session(session_id).status())
+
+
+@api.post("/sessions/{session_id}/close", response_model=SessionStatus)
+async def close_session(session_id: str, request: Request) -> JSONResponse:
+    """Messages already queued finish first; then the session takes no more."""
+    return out(await client_of(request).get_session(session_id).close())
+
+
+@api.post("/sessions/{session_id}/cancel", response_model=SessionStatus)
+async def cancel_run(session_id: str, request: Request) -> JSONResponse:
+    """Stops the run in progress at its next safe point; the session goes on."""
+    return out(await client_of(request).get_session(session_id).cancel())
+
+
+@api.post("/sessions/{session_id}/messages", response_model=None)
+async def send_message(
+    session_id: str, body: NewMessage, request: Request
+) -> dict[str, Any] | StreamingResponse:
+    """Runs the agent on the message. With ``Accept: text/event-stream`` the response
+    streams the run's events, then a ``result`` (or ``error``) event."""
+    session = client_of(request).get_session(session_id)
+    if not _streams(request):
+        return sse.result_json(await session.send(body.text))
+    start = await session.event_offset()
+    stream = sse.reply(client_of(request), session_id, start, session.send(body.text))
+    return StreamingResponse(stream, media_type=SSE, headers=_no_buffering())
+
+
+@api.get("/sessions/{session_id}/events", response_class=StreamingResponse)
+async def session_events(
+    session_id: str,
+    request: Request,
+    after: Annotated[int | None, Query(ge=-1)] = None,
+    last_event_id: Annotated[str | None, Header()] = None,
+) -> StreamingResponse:
+    """The session's events as they happen (SSE). Resume with ``Last-Event-ID`` (or
+    ``?after=``); an id older than the retained events answers 410 with a snapshot."""
+    return await _follow(request, client_of(request).get_session(session_id), after, last_event_id)
+
+
+@api.get("/runs/{run_id}/events", response_class=StreamingResponse)
+async def run_events(
+    run_id: str,
+    request: Request,
+    after: Annotated[int | None, Query(ge=-1)] = None,
+    last_event_id: Annotated[str | None, Header()] = None,
+) -> StreamingResponse:
+    return await _follow(request, client_of(request).get_run(run_id), after, last_event_id)
+
+
+@api.get("/sessions/{session_id}/pending", response_model=list[PendingView])
+async def pending(session_id: str, request: Request) -> JSONResponse:
+    return out(await client_of(request).get_session(session_id).pending())
+
+
+@api.post("/sessions/{session_id}/decisions", response_model=Decision)
+async def decide(session_id: str, body: NewDecision, request: Request, who: Who) -> JSONResponse:
+    """Approve or reject a pending tool call, or answer a question; recorded with the
+    caller's identity as ``by``. A call decided already answers 409."""
+    session = client_of(request).get_session(session_id)
+    if body.decision == "approve":
+        return out(await session.approve(body.id, by=who))
+    if body.decision == "reject":
+        return out(await session.reject(body.id, body.reason, by=who))
+    if body.answer is None:
+        raise InvalidInputError("An 'answer' decision needs the 'answer' text.")
+    return out(await session.provide_input(body.id, body.answer, by=who))
+
+
+@api.get("/sessions/{session_id}/thread")
+async def thread(session_id: str, request: Request) -> dict[str, Any]:
+    """Every message of the session, in order (failed sends' included: see ``view``)."""
+    return full(await client_of(request).get_session(session_id).thread())
+
+
+@api.get("/sessions/{session_id}/state")
+async def state(session_id: str, request: Request) -> dict[str, Any]:
+    """The agents' keyed state as JSON-ready data (start a session from it)."""
+    return await client_of(request).get_session(session_id).export_state()
+
+
+@api.post(
+    "/sessions/{session_id}/fork", status_code=status.HTTP_201_CREATED, response_model=Created
+)
+async def fork(session_id: str, body: NewFork, request: Request) -> JSONResponse:
+    forked = await client_of(request).fork(
+        session_id, at_turn=body.at_turn, at_message=body.at_message, session_id=body.session_id
+    )
+    return out(Created(id=forked.id), 201)
+
+
+@api.get("/sessions/{session_id}/turns", response_model=list[TurnRecord])
+async def session_turns(session_id: str, request: Request) -> JSONResponse:
+    return out(await client_of(request).get_session(session_id).turns())
+
+
+@api.get("/runs/{run_id}/turns", response_model=list[TurnRecord])
+async def run_turns(run_id: str, request: Request) -> JSONResponse:
+    return out(await client_of(request).get_run(run_id).turns())
+
+
+@api.get("/runs/{run_id}")
+async def run_result(run_id: str, request: Request) -> dict[str, Any]:
+    """Waits for the run to end and returns how it ended."""
+    return sse.result_json(await client_of(request).get_run(run_id).result())
+
+
+async def _follow(
+    request: Request, target: SessionHandle | RunHandle, after: int | None, last_id: str | None
+) -> StreamingResponse:
+    if last_id is not None:
+        if not last_id.strip().lstrip("-").isdigit():
+            raise InvalidInputError(f"Last-Event-ID {last_id!r} is not an event id from here.")
+        after = int(last_id)
+    client = client_of(request)
+    stream = sse.follow(client, target.id, after)
+    try:
+        first = await anext(stream)  # a 410 must be an answer, not a broken stream
+    except EventsExpiredError as e:
+        raise Gone(e, await _snapshot(target)) from e
+    except StopAsyncIteration:
+        first = ""
+
+    async def rest() -> AsyncIterator[str]:
+        yield first
+        async for chunk in stream:
+            yield chunk
+
+    return StreamingResponse(rest(), media_type=SSE, headers=_no_buffering())
+
+
+async def _snapshot(target: SessionHandle | RunHandle) -> dict[str, Any]:
+    if isinstance(target, SessionHandle):
+        status_ = await target.status()
+        thread_ = await target.thread()
+        return {
+            "status": full(status_),
+            "thread": full(thread_),
+        }
+    return {"state": full(await target.state())}
+
+
+async def _rows(client: AgentClient, query: str, limit: int) -> list[SessionRow]:
+    rows: list[SessionRow] = []
+    async for info in client.temporal.list_workflows(query, limit=limit):
+        found = {p.key.name: p.value for p in info.typed_search_attributes}
+        closed = info.status is not None and info.status != WorkflowExecutionStatus.RUNNING
+        rows.append(
+            SessionRow(
+                id=info.id,
+                kind="run" if info.workflow_type == "AgentRunWorkflow" else "session",
+                agent=_str(found.get("AgentName")),
+                status=info.status.name
+                if closed and info.status
+                else str(found.get("AgentStatus", "RUNNING")),
+                turns=_int(found.get("AgentTurns")),
+                tokens=_int(found.get("AgentTokens")),
+                cost_usd=float(c)
+                if isinstance(c := found.get("AgentCostUsd"), int | float)
+                else None,
+                started=info.start_time.isoformat(),
+            )
+        )
+    return rows
+
+
+def _quoted(value: str) -> str:
+    if "'" in value or "\\" in value:
+        raise InvalidInputError(f"{value!r}: quotes and backslashes are not allowed here.")
+    return f"'{value}'"
+
+
+def _str(value: object) -> str | None:
+    return str(value) if value is not None else None
+
+
+def _float(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _int(value: object) -> int | None:
+    return int(value) if isinstance(value, int | float) else None
+
+
+def _no_buffering() -> dict[str, str]:
+    return {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
