@@ -106,7 +106,9 @@ async def new_session(http: httpx.AsyncClient, agent: str, **body: Any) -> str:
 
 
 async def test_a_session_over_http_from_start_to_close(alice: httpx.AsyncClient):
-    assert (await alice.get("/v1/agents")).json() == {"agents": ["billing", "chatty", "echo"]}
+    assert (await alice.get("/v1/agents")).json() == {
+        "agents": ["billing", "chatty", "echo", "slow"]
+    }
     session = await new_session(alice, "echo")
     first = await alice.post(f"/v1/sessions/{session}/messages", json={"text": "hello"})
     assert first.status_code == 200 and first.json()["output"] == "echo 1: hello"
@@ -170,6 +172,20 @@ async def test_events_resume_exactly_after_the_last_event_id(alice: httpx.AsyncC
     assert rest == everything[len(ids) // 2 + 1 :]
     by_query = await read_events(alice, session, params={"after": str(middle)})
     assert by_query == rest
+
+
+async def test_a_retried_post_with_the_same_idempotency_key_sends_once(alice: httpx.AsyncClient):
+    session = await new_session(alice, "echo")
+    key = {"Idempotency-Key": f"msg-{uuid.uuid4().hex}"}
+    url = f"/v1/sessions/{session}/messages"
+    first = await alice.post(url, json={"text": "pay once"}, headers=key)
+    again = await alice.post(url, json={"text": "pay once"}, headers=key)
+    assert first.json()["output"] == again.json()["output"] == "echo 1: pay once"
+    thread = (await alice.get(f"/v1/sessions/{session}/thread")).json()
+    assert [m["content"] for m in thread["messages"]] == ["pay once", "echo 1: pay once"]
+    other = await alice.post(url, json={"text": "pay twice"}, headers={"Idempotency-Key": "b"})
+    assert other.json()["output"] == "echo 2: pay twice"
+    await alice.post(f"/v1/sessions/{session}/close")
 
 
 async def test_an_event_id_older_than_the_retained_events_is_gone(alice: httpx.AsyncClient):
@@ -291,3 +307,18 @@ def test_ratchet_web_refuses_to_serve_without_safe_auth(argv, env, said, tmp_pat
     )
     assert done.returncode == 1 and said in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
+
+
+async def test_no_auth_serves_loopback_with_a_warning(temporal_server: DevServer, web_queue: str):
+    """The README's local command: ``ratchet web --no-auth`` on 127.0.0.1."""
+    port = free_port()
+    argv = [sys.executable, "-m", "ratchet.cli", "web", "--no-auth", "--port", str(port)]
+    process = ChildProcess([*argv, "--task-queue", web_queue], temporal_server, cwd=ROOT)
+    try:
+        process.wait_for("ratchet web on")
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as anyone:
+            assert (await anyone.get("/v1/agents")).json() == {"agents": None}
+            assert (await anyone.get("/openapi.json")).json()["info"]["title"] == "Ratchet"
+    finally:
+        process.stop()
+    assert "warning: --no-auth" in process.output

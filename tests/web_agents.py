@@ -3,6 +3,8 @@ reads their names; the test's own worker hosts them."""
 
 from __future__ import annotations
 
+import asyncio
+
 from ratchet.agents import (
     Agent,
     Message,
@@ -15,6 +17,7 @@ from ratchet.agents import (
 )
 
 CHATTY_EVENTS = 300
+SLOW_EVENTS = 40
 
 
 class Echo(Agent):
@@ -37,6 +40,18 @@ class Chatty(Agent):
         return Result(final_response=Message.assistant(f"said {CHATTY_EVENTS} things"))
 
 
+class Slow(Agent):
+    """Emits ``SLOW_EVENTS`` events a tenth of a second apart (a reply streaming for
+    a few seconds), then answers."""
+
+    async def run(self, messages: list[Message], thread: Thread, context: RunContext) -> Result:
+        await thread.on_new_messages(messages)
+        for n in range(SLOW_EVENTS):
+            await context.emit({"n": n, "attempt": context.attempt})
+            await asyncio.sleep(0.1)  # stands in for the model producing the next token
+        return Result(final_response=Message.assistant(f"done after attempt {context.attempt}"))
+
+
 @tool(requires_approval=True)
 async def pay(to: str, amount: int) -> str:
     """Pay ``amount`` euros to ``to``."""
@@ -48,4 +63,4 @@ def billing() -> ToolCallingAgent:
     return ToolCallingAgent(model, [pay])
 
 
-AGENTS = {"echo": Echo, "chatty": Chatty, "billing": billing}
+AGENTS = {"echo": Echo, "chatty": Chatty, "slow": Slow, "billing": billing}

@@ -23,7 +23,13 @@ from ratchet.agents.messages import Message, new_id
 from ratchet.agents.pending import Decision, PendingView
 from ratchet.agents.state import AgentState, ThreadData
 from ratchet.agents.state_export import StateExport
-from ratchet.errors import DecisionError, RunFailedError, SessionBusyError, run_failed
+from ratchet.errors import (
+    DecisionError,
+    InvalidInputError,
+    RunFailedError,
+    SessionBusyError,
+    run_failed,
+)
 from ratchet.wire.names import OFFSET_QUERY, PAGE_BYTES, SESSION_WORKFLOW, STATE_QUERY
 from ratchet.wire.runs import DecisionRequest, RunResult, Verdict, new_messages
 from ratchet.wire.sessions import LogInfo, SendOutcome, SendRequest, SessionStatus
@@ -133,17 +139,27 @@ class SessionHandle:
         with it follows only what happens next."""
         return await self._handle.query(OFFSET_QUERY, result_type=int)
 
-    async def send(self, prompt: str | Sequence[Message]) -> RunResult:
+    async def send(
+        self, prompt: str | Sequence[Message], *, request_id: str | None = None
+    ) -> RunResult:
         """Run the agent on ``prompt`` as the session's next execution and wait for it.
 
         Durable: the session records the message before it runs. Raises
         ``RunFailedError`` if the session refuses the message or the run fails.
+        ``request_id`` makes a retried send idempotent: a send with the id of one the
+        session's current workflow run already took returns that one's outcome
+        instead of sending again (it is the Update's id).
         """
         request = SendRequest(messages=new_messages(prompt, new_id))
         check_prompt_size(self._client.temporal, request.messages, "session", self.id)
+        update_id = None
+        if request_id is not None:
+            if not 0 < len(request_id) <= 200:
+                raise InvalidInputError("request_id must be 1 to 200 characters long.")
+            update_id = f"send-{request_id}"
         if not await self.is_current():
-            return await self._update("send", request, RunResult)
-        outcome = await self._update("send", request, SendOutcome)
+            return await self._update("send", request, RunResult, update_id)
+        outcome = await self._update("send", request, SendOutcome, update_id)
         if outcome.state in ("queued", "running"):
             outcome = await self._client.result_poller(self.id).wait(outcome.ticket)
         return await self._result(outcome)
@@ -166,11 +182,15 @@ class SessionHandle:
             result = result.model_copy(update={"final_response": final[0]})
         return result
 
-    async def _update(self, name: str, arg: Any, result_type: type) -> Any:
+    async def _update(
+        self, name: str, arg: Any, result_type: type, update_id: str | None = None
+    ) -> Any:
         async with self._client.update_slot(self.id):
             for attempt in range(BUSY_RETRIES + 1):
                 try:
-                    return await self._handle.execute_update(name, arg, result_type=result_type)
+                    return await self._handle.execute_update(
+                        name, arg, id=update_id, result_type=result_type
+                    )
                 except WorkflowUpdateFailedError as e:
                     from .client import _run_failed
 

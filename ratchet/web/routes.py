@@ -136,15 +136,20 @@ async def cancel_run(session_id: str, request: Request) -> JSONResponse:
 
 @api.post("/sessions/{session_id}/messages", response_model=None)
 async def send_message(
-    session_id: str, body: NewMessage, request: Request
+    session_id: str,
+    body: NewMessage,
+    request: Request,
+    idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
 ) -> dict[str, Any] | StreamingResponse:
     """Runs the agent on the message. With ``Accept: text/event-stream`` the response
-    streams the run's events, then a ``result`` (or ``error``) event."""
+    streams the run's events, then a ``result`` (or ``error``) event. A POST retried
+    with the same ``Idempotency-Key`` sends nothing twice: it gets the first one's run."""
     session = client_of(request).get_session(session_id)
     if not _streams(request):
-        return sse.result_json(await session.send(body.text))
+        return sse.result_json(await session.send(body.text, request_id=idempotency_key))
     start = await session.event_offset()
-    stream = sse.reply(client_of(request), session_id, start, session.send(body.text))
+    sending = session.send(body.text, request_id=idempotency_key)
+    stream = sse.reply(client_of(request), session_id, start, sending)
     return StreamingResponse(stream, media_type=SSE, headers=_no_buffering())
 
 
