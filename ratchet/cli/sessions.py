@@ -214,30 +214,17 @@ async def decide(
 async def sessions_command(args: argparse.Namespace) -> int:
     client = await connect(args)
     if args.verb == "list":
-        # The store lists newest first; legacy sessions have the older type name. A
-        # session's runs are its own; standalone runs (AgentRunWorkflow) are listed too.
-        types = ["'AgentSession'", "'AgentSessionWorkflow'"]
-        if not args.sessions_only:
-            types.append("'AgentRunWorkflow'")
-        query = f"WorkflowType IN ({', '.join(types)})"
+        from ratchet.client.listing import list_workflows, type_clause
+
+        # Newest first; a session's runs are its own, standalone runs are listed too.
+        query = type_clause(runs=not args.sessions_only)
         if args.status:
             query += f" AND AgentStatus = '{args.status.upper()}'"
         rows = [["id", "kind", "agent", "status", "turns", "tokens", "started"]]
-        async for info in client.temporal.list_workflows(query, limit=100):
-            found = {p.key.name: p.value for p in info.typed_search_attributes}
-            closed = info.status.name if info.status and info.status.value != 1 else None
-            kind = "run" if info.workflow_type == "AgentRunWorkflow" else "session"
-            rows.append(
-                [
-                    info.id,
-                    kind,
-                    str(found.get("AgentName", "?")),
-                    closed or str(found.get("AgentStatus", "RUNNING")),
-                    str(found.get("AgentTurns", "")),
-                    str(found.get("AgentTokens", "")),
-                    info.start_time.strftime("%Y-%m-%d %H:%M:%S"),
-                ]
-            )
+        for row in await list_workflows(client.temporal, query):
+            counts = ["" if n is None else str(n) for n in (row.turns, row.tokens)]
+            started = row.started.strftime("%Y-%m-%d %H:%M:%S")
+            rows.append([row.id, row.kind, row.agent or "?", row.status, *counts, started])
         print(table(rows))
         return 0
     if args.verb == "fork":

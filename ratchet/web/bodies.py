@@ -47,17 +47,6 @@ class NewFork(_Body):
     session_id: str | None = Field(default=None, min_length=1, max_length=200)
 
 
-class SessionRow(BaseModel):
-    id: str
-    kind: Literal["session", "run"]
-    agent: str | None = None
-    status: str
-    turns: int | None = None
-    tokens: int | None = None
-    cost_usd: float | None = None
-    started: str | None = None
-
-
 class Created(BaseModel):
     id: str
 

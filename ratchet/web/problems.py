@@ -72,8 +72,6 @@ def for_exception(error: Exception) -> JSONResponse:
     for cls, status, title in STATUS:
         if isinstance(error, cls):
             kind = getattr(error, "error_type", None) or type(error).__name__
-            if kind.startswith("RunFailedError["):
-                kind = kind.removeprefix("RunFailedError[").removesuffix("]")
             return problem(status, kind, title, str(error))
     log.exception("unexpected error", exc_info=error)
     return problem(500, "InternalError", "Internal error", "The server failed; see its log.")

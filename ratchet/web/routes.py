@@ -7,21 +7,19 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request, status
 from fastapi.responses import JSONResponse, StreamingResponse
-from temporalio.client import WorkflowExecutionStatus
 
 from ratchet.agents.pending import Decision, PendingView
 from ratchet.client import AgentClient, RunHandle, SessionHandle
+from ratchet.client.listing import WorkflowSummary, list_workflows, type_clause
 from ratchet.client.turns import TurnRecord
 from ratchet.errors import AgentNotFoundError, EventsExpiredError, InvalidInputError
 from ratchet.wire.sessions import SessionStatus
 
 from . import sse
-from .auth import AuthError
-from .bodies import Created, NewDecision, NewFork, NewMessage, NewSession, SessionRow, full, out
+from .bodies import Created, NewDecision, NewFork, NewMessage, NewSession, full, out
 from .problems import Gone
 
 SSE = "text/event-stream"
-SESSION_TYPES = ("AgentSession", "AgentSessionWorkflow")
 STATUSES = (
     "RUNNING",
     "AWAITING_APPROVAL",
@@ -42,10 +40,7 @@ async def identity(
     auth = request.app.state.auth
     if auth is None:
         return "anonymous"
-    who = auth.identify(authorization, x_api_key)
-    if not who:
-        raise AuthError("Unknown token.")
-    return who
+    return auth.identify(authorization, x_api_key)
 
 
 api = APIRouter(prefix="/v1", dependencies=[Depends(identity)])
@@ -77,7 +72,7 @@ async def create_session(body: NewSession, request: Request) -> JSONResponse:
     return out(Created(id=session.id), 201)
 
 
-@api.get("/sessions", response_model=list[SessionRow])
+@api.get("/sessions", response_model=list[WorkflowSummary])
 async def list_sessions(
     request: Request,
     status_: Annotated[str | None, Query(alias="status")] = None,
@@ -88,8 +83,7 @@ async def list_sessions(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> JSONResponse:
     """Newest first, from the search attributes (a visibility query)."""
-    types = [*SESSION_TYPES, "AgentRunWorkflow"] if runs else list(SESSION_TYPES)
-    clauses = [f"WorkflowType IN ({', '.join(repr(t) for t in types)})"]
+    clauses = [type_clause(runs)]
     if status_ is not None:
         if status_.upper() not in STATUSES:
             raise InvalidInputError(f"status must be one of {', '.join(STATUSES)}.")
@@ -100,7 +94,9 @@ async def list_sessions(
         clauses.append(f"AgentTokens >= {min_tokens}")
     if min_cost_usd is not None:
         clauses.append(f"AgentCostUsd >= {min_cost_usd}")
-    return out(await _rows(client_of(request), " AND ".join(clauses), limit))
+    return out(
+        await list_workflows(client_of(request).temporal, " AND ".join(clauses), limit=limit)
+    )
 
 
 @api.get("/approvals", response_model=list[PendingView])
@@ -111,7 +107,7 @@ async def approvals_inbox(
     client = client_of(request)
     query = "AgentStatus IN ('AWAITING_APPROVAL', 'AWAITING_INPUT') AND ExecutionStatus = 'Running'"
     waiting: list[PendingView] = []
-    for row in await _rows(client, query, limit):
+    for row in await list_workflows(client.temporal, query, limit=limit):
         target = client.get_session(row.id) if row.kind == "session" else client.get_run(row.id)
         waiting.extend(await target.pending())
     return out(sorted(waiting, key=lambda view: view.waiting_since))
@@ -267,46 +263,10 @@ async def _snapshot(target: SessionHandle | RunHandle) -> dict[str, Any]:
     return {"state": full(await target.state())}
 
 
-async def _rows(client: AgentClient, query: str, limit: int) -> list[SessionRow]:
-    rows: list[SessionRow] = []
-    async for info in client.temporal.list_workflows(query, limit=limit):
-        found = {p.key.name: p.value for p in info.typed_search_attributes}
-        closed = info.status is not None and info.status != WorkflowExecutionStatus.RUNNING
-        rows.append(
-            SessionRow(
-                id=info.id,
-                kind="run" if info.workflow_type == "AgentRunWorkflow" else "session",
-                agent=_str(found.get("AgentName")),
-                status=info.status.name
-                if closed and info.status
-                else str(found.get("AgentStatus", "RUNNING")),
-                turns=_int(found.get("AgentTurns")),
-                tokens=_int(found.get("AgentTokens")),
-                cost_usd=float(c)
-                if isinstance(c := found.get("AgentCostUsd"), int | float)
-                else None,
-                started=info.start_time.isoformat(),
-            )
-        )
-    return rows
-
-
 def _quoted(value: str) -> str:
     if "'" in value or "\\" in value:
         raise InvalidInputError(f"{value!r}: quotes and backslashes are not allowed here.")
     return f"'{value}'"
-
-
-def _str(value: object) -> str | None:
-    return str(value) if value is not None else None
-
-
-def _float(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) else None
-
-
-def _int(value: object) -> int | None:
-    return int(value) if isinstance(value, int | float) else None
 
 
 def _no_buffering() -> dict[str, str]:

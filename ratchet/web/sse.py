@@ -20,6 +20,7 @@ from ratchet.client.events import numbered_events
 from ratchet.wire.runs import RunResult
 
 from .bodies import full
+from .problems import for_exception
 
 BUFFER = 1_000
 KEEPALIVE = 15.0
@@ -90,8 +91,6 @@ async def reply(
     """A send's run as it happens: the session's events from offset ``start`` until
     the run that answers the message has finished, then a ``result`` event with
     its ``RunResult`` (or an ``error`` event with the problem)."""
-    from .problems import for_exception
-
     send = asyncio.ensure_future(sending)
     events = buffered(numbered_events(client.temporal, session_id, from_offset=start))
     finished: set[str] = set()

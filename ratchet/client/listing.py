@@ -1,0 +1,71 @@
+"""Finding runs and sessions: a visibility query read into one row each, from the
+search attributes every run and session keeps (``AgentStatus``, ``AgentTokens``, ...)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel
+from temporalio.client import Client, WorkflowExecutionStatus
+
+SESSION_TYPES = (
+    "AgentSession",
+    "AgentSessionWorkflow",
+)  # the latter: sessions of an earlier release
+RUN_TYPE = "AgentRunWorkflow"
+
+
+class WorkflowSummary(BaseModel):
+    """One run or session as the list shows it."""
+
+    id: str
+    kind: Literal["session", "run"]
+    agent: str | None = None
+    status: str
+    """``AgentStatus`` while it is open, else how its workflow closed (``COMPLETED``...)."""
+    turns: int | None = None
+    tokens: int | None = None
+    cost_usd: float | None = None
+    started: datetime
+
+
+def type_clause(runs: bool) -> str:
+    """The ``WorkflowType`` clause for sessions (and single runs with ``runs``)."""
+    types = [*SESSION_TYPES, RUN_TYPE] if runs else list(SESSION_TYPES)
+    return f"WorkflowType IN ({', '.join(repr(t) for t in types)})"
+
+
+async def list_workflows(client: Client, query: str, *, limit: int = 100) -> list[WorkflowSummary]:
+    """The workflows ``query`` finds, newest first."""
+    rows: list[WorkflowSummary] = []
+    async for info in client.list_workflows(query, limit=limit):
+        found = {p.key.name: p.value for p in info.typed_search_attributes}
+        closed = info.status is not None and info.status != WorkflowExecutionStatus.RUNNING
+        rows.append(
+            WorkflowSummary(
+                id=info.id,
+                kind="run" if info.workflow_type == RUN_TYPE else "session",
+                agent=_str(found.get("AgentName")),
+                status=info.status.name
+                if closed and info.status
+                else str(found.get("AgentStatus", "RUNNING")),
+                turns=_int(found.get("AgentTurns")),
+                tokens=_int(found.get("AgentTokens")),
+                cost_usd=_float(found.get("AgentCostUsd")),
+                started=info.start_time,
+            )
+        )
+    return rows
+
+
+def _str(value: object) -> str | None:
+    return str(value) if value is not None else None
+
+
+def _float(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _int(value: object) -> int | None:
+    return int(value) if isinstance(value, int | float) else None
