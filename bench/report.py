@@ -26,9 +26,7 @@ from typing import Any
 BENCH = Path(__file__).parent
 RESULTS = BENCH / "results"
 README = BENCH / "README.md"
-BLOCK = re.compile(
-    r"(<!-- --8<-- \[start:([\w-]+)\] -->\n)(.*?)(<!-- --8<-- \[end:\2\] -->)", re.S
-)
+BLOCK = re.compile(r"(<!-- --8<-- \[start:([\w-]+)\] -->\n)(.*?)(<!-- --8<-- \[end:\2\] -->)", re.S)
 TERMINATED = "terminated at 50 MB"  # the server's history limit; no other reason in this run
 
 Renderer = Callable[[Path], str]

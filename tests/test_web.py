@@ -107,7 +107,7 @@ async def new_session(http: httpx.AsyncClient, agent: str, **body: Any) -> str:
 
 async def test_a_session_over_http_from_start_to_close(alice: httpx.AsyncClient):
     assert (await alice.get("/v1/agents")).json() == {
-        "agents": ["billing", "chatty", "echo", "slow"]
+        "agents": ["billing", "chatty", "echo", "slow", "writer"]
     }
     session = await new_session(alice, "echo")
     first = await alice.post(f"/v1/sessions/{session}/messages", json={"text": "hello"})
@@ -319,6 +319,9 @@ async def test_no_auth_serves_loopback_with_a_warning(temporal_server: DevServer
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as anyone:
             assert (await anyone.get("/v1/agents")).json() == {"agents": None}
             assert (await anyone.get("/openapi.json")).json()["info"]["title"] == "Ratchet"
+            # A page whose name was rebound to 127.0.0.1 (DNS rebinding) gets nothing.
+            rebound = await anyone.get("/v1/agents", headers={"Host": f"evil.example:{port}"})
+            assert rebound.status_code == 400
     finally:
         process.stop()
     assert "warning: --no-auth" in process.output

@@ -11,6 +11,7 @@ from ratchet.agents import (
     Result,
     RunContext,
     ScriptedModel,
+    TextDelta,
     Thread,
     ToolCallingAgent,
     tool,
@@ -18,6 +19,7 @@ from ratchet.agents import (
 
 CHATTY_EVENTS = 300
 SLOW_EVENTS = 40
+WRITER_WORDS = 60
 
 
 class Echo(Agent):
@@ -52,6 +54,22 @@ class Slow(Agent):
         return Result(final_response=Message.assistant(f"done after attempt {context.attempt}"))
 
 
+class Writer(Agent):
+    """Streams its reply a word every 50 ms (``WRITER_WORDS`` words, about three
+    seconds), as a model streaming tokens would; the answer names the attempt."""
+
+    pause = 0.05
+
+    async def run(self, messages: list[Message], thread: Thread, context: RunContext) -> Result:
+        await thread.on_new_messages(messages)
+        words = [f"word{n} " for n in range(WRITER_WORDS)]
+        for word in words:
+            await context.emit(TextDelta(text=word))
+            await asyncio.sleep(self.pause)
+        answer = "".join(words) + f"(attempt {context.attempt})"
+        return Result(final_response=Message.assistant(answer))
+
+
 @tool(requires_approval=True)
 async def pay(to: str, amount: int) -> str:
     """Pay ``amount`` euros to ``to``."""
@@ -59,8 +77,22 @@ async def pay(to: str, amount: int) -> str:
 
 
 def billing() -> ToolCallingAgent:
-    model = ScriptedModel([ScriptedModel.call("pay", to="acme", amount=500), "Paid."])
+    model = ScriptedModel(
+        [ScriptedModel.call("pay", to="acme", amount=500), "Paid 500 euros to acme."], stream=True
+    )
     return ToolCallingAgent(model, [pay])
 
 
-AGENTS = {"echo": Echo, "chatty": Chatty, "slow": Slow, "billing": billing}
+AGENTS = {"echo": Echo, "chatty": Chatty, "slow": Slow, "billing": billing, "writer": Writer}
+
+
+class SlowWriter(Writer):
+    """``Writer`` at a word every 200 ms (twelve seconds): time enough for a test to
+    see the reply streaming and kill its worker before it ends."""
+
+    pause = 0.2
+
+
+PAGE_AGENTS = {**AGENTS, "slow_writer": SlowWriter}
+"""The agents behind ``tests/test_web_page.py`` (``AGENTS`` stays as ``test_web``
+lists it)."""

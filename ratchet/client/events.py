@@ -16,9 +16,10 @@ everything; a legacy session's runs were child workflows, and
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.contrib.workflow_streams._types import PollInput, PollResult, _decode_payload
 
 from ratchet.agents.events import RunEvent, RunStarted
@@ -39,36 +40,30 @@ async def run_events(
 
 
 async def numbered_events(
-    client: Client, workflow_id: str, *, from_offset: int = 0, strict: bool = False
+    client: Client,
+    workflow_id: str,
+    *,
+    from_offset: int = 0,
+    strict: bool = False,
+    wake: asyncio.Event | None = None,
 ) -> AsyncIterator[tuple[int, RunEvent]]:
     """``run_events`` with each event's offset in the stream (its resumable id:
     ``from_offset=offset + 1`` continues after it). With ``strict``, a
     ``from_offset`` older than what the stream still retains raises
-    ``EventsExpiredError`` instead of skipping ahead to what it holds."""
+    ``EventsExpiredError`` instead of skipping ahead to what it holds. Setting
+    ``wake`` ends an idle wait at once (something was just sent to the workflow)."""
     handle = client.get_workflow_handle(workflow_id)
-    converter = client.data_converter.payload_converter
     seen: set[tuple[str, int, int, int]] = set()
     offset, delay, closed, first = from_offset, MIN_POLL, False, True
     while True:
-        result = await handle.query(
-            POLL_QUERY, PollInput(topics=[EVENTS_TOPIC], from_offset=offset), result_type=PollResult
-        )
-        if strict and first and result.items and result.items[0].offset > offset > 0:
-            raise EventsExpiredError(workflow_id, offset, result.items[0].offset)
+        result = await _poll(handle, offset)
+        if strict and first:
+            _check_retained(workflow_id, offset, result)
         first = first and not result.items
-        for item in result.items:
-            # RunEvent is a discriminated union, which the pydantic converter decodes
-            # to the class for the event's kind (pyright wants a class here).
-            event: RunEvent = converter.from_payload(
-                _decode_payload(item.data),
-                RunEvent,  # pyright: ignore[reportArgumentType]
-            )
-            if event.attempt:  # sent by a turn: a batch re-sent after a lost reply is dropped
-                key = (event.run_id, event.turn, event.attempt, event.seq)
-                if key in seen:
-                    continue
-                seen.add(key)
-            yield item.offset, event
+        for item in _decoded(client, result):
+            if _resent(item[1], seen):
+                continue
+            yield item
         offset = max(offset, result.next_offset)
         if result.more_ready:
             continue
@@ -81,8 +76,74 @@ async def numbered_events(
         if status not in RUNNING:
             closed = True  # one more poll reads what came before the close
             continue
-        await asyncio.sleep(delay)
+        if wake is None:
+            await asyncio.sleep(delay)
+        else:
+            try:
+                await asyncio.wait_for(wake.wait(), delay)
+                delay = MIN_POLL / 1.5  # woken: poll eagerly again
+            except TimeoutError:
+                pass
+            wake.clear()
         delay = min(MAX_POLL, delay * 1.5)
+
+
+async def read_events(
+    client: Client, workflow_id: str, from_offset: int, *, until: int, strict: bool = False
+) -> list[tuple[int, RunEvent]]:
+    """The events already in the stream from ``from_offset`` up to (not including)
+    ``until``: a catch-up read, by query. Always asks once, so ``strict`` can check
+    that ``from_offset`` is still retained (``EventsExpiredError`` if not)."""
+    handle = client.get_workflow_handle(workflow_id)
+    seen: set[tuple[str, int, int, int]] = set()
+    items: list[tuple[int, RunEvent]] = []
+    offset = from_offset
+    while True:
+        result = await _poll(handle, offset)
+        if strict and offset == from_offset:
+            _check_retained(workflow_id, offset, result)
+        for item in _decoded(client, result):
+            if item[0] >= until:
+                return items
+            if not _resent(item[1], seen):
+                items.append(item)
+        if not result.more_ready or result.next_offset >= until or result.next_offset <= offset:
+            return items
+        offset = result.next_offset
+
+
+async def _poll(handle: WorkflowHandle[Any, Any], offset: int) -> PollResult:
+    return await handle.query(
+        POLL_QUERY, PollInput(topics=[EVENTS_TOPIC], from_offset=offset), result_type=PollResult
+    )
+
+
+def _check_retained(workflow_id: str, offset: int, result: PollResult) -> None:
+    if result.items and result.items[0].offset > offset > 0:
+        raise EventsExpiredError(workflow_id, offset, result.items[0].offset)
+
+
+def _decoded(client: Client, result: PollResult) -> Iterator[tuple[int, RunEvent]]:
+    converter = client.data_converter.payload_converter
+    for item in result.items:
+        # RunEvent is a discriminated union, which the pydantic converter decodes
+        # to the class for the event's kind (pyright wants a class here).
+        event: RunEvent = converter.from_payload(
+            _decode_payload(item.data),
+            RunEvent,  # pyright: ignore[reportArgumentType]
+        )
+        yield item.offset, event
+
+
+def _resent(event: RunEvent, seen: set[tuple[str, int, int, int]]) -> bool:
+    """Sent by a turn, and a batch re-sent after a lost reply: drop it."""
+    if not event.attempt:
+        return False
+    key = (event.run_id, event.turn, event.attempt, event.seq)
+    if key in seen:
+        return True
+    seen.add(key)
+    return False
 
 
 async def session_events(

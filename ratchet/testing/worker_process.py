@@ -84,7 +84,6 @@ class ChildProcess:
                 self._changed.wait(min(left, 0.5))
         return self
 
-
     def kill(self) -> float:
         """SIGKILL; returns the wall-clock time of the kill."""
         self.process.kill()

@@ -11,6 +11,7 @@ from collections.abc import Collection, Sequence
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
+from fastapi.middleware.trustedhost import TrustedHostMiddleware
 
 from ratchet.client import AgentClient
 from ratchet.errors import RatchetError
@@ -18,9 +19,12 @@ from ratchet.errors import RatchetError
 from . import problems
 from .auth import AuthError, TokenAuth
 from .guards import BodyLimit, OriginCheck
+from .hub import Hub
+from .page import mount_page
 from .routes import api
 
 MAX_BODY = 1 << 20  # 1 MiB
+LOOPBACK_NAMES = ["localhost", "127.0.0.1", "[::1]", "::1"]
 
 
 def create_app(
@@ -44,9 +48,11 @@ def create_app(
         version="1",
     )
     app.state.client = client
+    app.state.hub = Hub(client.temporal)
     app.state.auth = auth
     app.state.agents = list(agents) if agents is not None else None
     app.include_router(api)
+    mount_page(app)
     for error in (RatchetError, AuthError, problems.Forbidden, problems.Gone, Exception):
         app.add_exception_handler(error, problems.handle)
     app.add_exception_handler(RequestValidationError, problems.handle_validation)
@@ -62,5 +68,7 @@ def create_app(
         allow_headers=["Authorization", "Content-Type", "Last-Event-ID", "X-API-Key"],
     )
     app.add_middleware(OriginCheck, allowed=cors_origins)
+    if auth is None:  # loopback only: a DNS-rebound name must not reach an open server
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=LOOPBACK_NAMES)
     app.add_middleware(BodyLimit, limit=max_body)
     return app

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Collection, MutableMapping
 from typing import Any
+from urllib.parse import urlsplit
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -74,16 +75,18 @@ class BodyLimit:
 
 class OriginCheck:
     """Refuses a request whose ``Origin`` header is not on the allow-list (403).
-    Requests without one (servers, the CLI, curl) pass; CORS answers the browsers
-    that are allowed."""
+    Requests without one (servers, the CLI, curl) pass, and so do the page's own:
+    browsers send ``Origin`` on a same-origin POST too, and there it names the
+    ``Host`` the request went to. CORS answers the other browsers that are allowed."""
 
     def __init__(self, app: ASGIApp, allowed: Collection[str]) -> None:
         self.app, self.allowed = app, {origin.rstrip("/") for origin in allowed}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            origin = dict(scope.get("headers", ())).get(b"origin")
-            if origin is not None and origin.decode().rstrip("/") not in self.allowed:
+            headers = dict(scope.get("headers", ()))
+            origin = headers.get(b"origin")
+            if origin is not None and not self._allows(origin.decode(), headers.get(b"host")):
                 return await _problem(
                     send,
                     403,
@@ -92,3 +95,10 @@ class OriginCheck:
                     f"Origin {origin.decode()!r} is not allowed; add it with --cors-origin.",
                 )
         await self.app(scope, receive, send)
+
+    def _allows(self, origin: str, host: bytes | None) -> bool:
+        if origin.rstrip("/") in self.allowed:
+            return True
+        # The scheme is not compared: behind a proxy that ends TLS the page is
+        # https while the request reaching us is http, to the same host.
+        return host is not None and urlsplit(origin).netloc.lower() == host.decode().lower()

@@ -61,6 +61,14 @@ async def list_agents(request: Request) -> dict[str, list[str] | None]:
     return {"agents": request.app.state.agents}
 
 
+@api.get("/server")
+async def server(request: Request) -> dict[str, int]:
+    """This process's live streams: ``subscriptions`` to Temporal (one per watched
+    session or run) shared by its ``watchers``."""
+    hub = request.app.state.hub
+    return {"subscriptions": hub.subscriptions, "watchers": hub.watchers}
+
+
 @api.post("/sessions", status_code=status.HTTP_201_CREATED, response_model=Created)
 async def create_session(body: NewSession, request: Request) -> JSONResponse:
     known = request.app.state.agents
@@ -145,7 +153,7 @@ async def send_message(
         return sse.result_json(await session.send(body.text, request_id=idempotency_key))
     start = await session.event_offset()
     sending = session.send(body.text, request_id=idempotency_key)
-    stream = sse.reply(client_of(request), session_id, start, sending)
+    stream = sse.reply(request.app.state.hub, session, start, sending)
     return StreamingResponse(stream, media_type=SSE, headers=_no_buffering())
 
 
@@ -181,6 +189,7 @@ async def decide(session_id: str, body: NewDecision, request: Request, who: Who)
     """Approve or reject a pending tool call, or answer a question; recorded with the
     caller's identity as ``by``. A call decided already answers 409."""
     session = client_of(request).get_session(session_id)
+    request.app.state.hub.poke(session_id)  # the run goes on: its watchers look sooner
     if body.decision == "approve":
         return out(await session.approve(body.id, by=who))
     if body.decision == "reject":
@@ -235,8 +244,7 @@ async def _follow(
         if not last_id.strip().lstrip("-").isdigit():
             raise InvalidInputError(f"Last-Event-ID {last_id!r} is not an event id from here.")
         after = int(last_id)
-    client = client_of(request)
-    stream = sse.follow(client, target.id, after)
+    stream = sse.follow(request.app.state.hub, target.id, after)
     try:
         first = await anext(stream)  # a 410 must be an answer, not a broken stream
     except EventsExpiredError as e:

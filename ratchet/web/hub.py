@@ -1,0 +1,195 @@
+"""One subscription per workflow per server process, shared by all its watchers.
+
+Every SSE stream of a session (or run) on this process reads from one ``Feed``:
+a single poller of the workflow's event stream (by query, so watching writes
+nothing to history) that hands each event to every watcher's own bounded queue.
+A watcher that joins late first reads what it missed (``from_offset`` up to
+where the feed is) with its own catch-up query, then takes the feed's events;
+offsets are the stream's, so nothing is lost or repeated at the seam.
+
+The feed never waits for a watcher: one that reads nothing while ``BUFFER``
+events pile up is dropped (its stream ends; the client reconnects with its last
+id), so a stalled browser tab costs the others nothing. The feed stops when its
+last watcher leaves or the workflow closes.
+
+``poke`` tells a session's feed that something was just sent to it, so the feed
+polls right away instead of after its idle back-off (up to a second).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator
+from typing import Any
+
+from temporalio.client import Client
+
+from ratchet.agents.events import RunEvent
+from ratchet.client.events import numbered_events, read_events
+
+BUFFER = 1_000
+"""Events a watcher may fall behind by before it is disconnected."""
+KEEPALIVE = 15.0
+"""Seconds without events after which a watcher gets a ``None`` tick."""
+
+Item = tuple[int, RunEvent]
+_END = object()
+
+
+class Watcher:
+    """One reader's queue; ``dropped`` once it fell ``BUFFER`` events behind."""
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[Any] = asyncio.Queue(BUFFER)
+        self.dropped = False
+
+    def put(self, item: Any) -> bool:
+        try:
+            self.queue.put_nowait(item)
+        except asyncio.QueueFull:
+            self.dropped = True
+        return not self.dropped
+
+
+class Feed:
+    """The one poller of a workflow's events on this process."""
+
+    def __init__(self, hub: Hub, workflow_id: str, position: int) -> None:
+        self.position = position
+        """The offset of the next event the feed hands out."""
+        self.watchers: set[Watcher] = set()
+        self.wake = asyncio.Event()
+        self._hub, self._id = hub, workflow_id
+        self._task = asyncio.create_task(self._run(), name=f"ratchet-web-feed:{workflow_id}")
+
+    async def _run(self) -> None:
+        events = numbered_events(
+            self._hub.client, self._id, from_offset=self.position, wake=self.wake
+        )
+        try:
+            async for offset, event in events:
+                self.position = offset + 1
+                for watcher in list(self.watchers):
+                    if not watcher.put((offset, event)):
+                        self.watchers.discard(watcher)
+                await asyncio.sleep(0)  # a poll may bring hundreds: let readers keep up
+            self._end(_END)
+        except Exception as e:  # noqa: BLE001 - every watcher reports it
+            self._end(e)
+
+    def _end(self, last: Any) -> None:
+        self._hub.forget(self._id, self)  # before anyone can join a feed that is over
+        for watcher in self.watchers:
+            watcher.put(last)  # a watcher too far behind to take it reconnects anyway
+        self.watchers.clear()
+
+    def leave(self, watcher: Watcher) -> None:
+        self.watchers.discard(watcher)
+        if not self.watchers:
+            self.stop()
+
+    def stop(self) -> None:
+        self._end(_END)
+        self._task.cancel()
+
+
+class Hub:
+    """The feeds of one server process, by workflow id."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self._feeds: dict[str, Feed] = {}
+
+    @property
+    def subscriptions(self) -> int:
+        return len(self._feeds)
+
+    @property
+    def watchers(self) -> int:
+        return sum(len(feed.watchers) for feed in self._feeds.values())
+
+    def close(self) -> None:
+        """Stop every feed (their watchers' streams end)."""
+        for feed in list(self._feeds.values()):
+            feed.stop()
+
+    def forget(self, workflow_id: str, feed: Feed) -> None:
+        if self._feeds.get(workflow_id) is feed:
+            del self._feeds[workflow_id]
+
+    def poke(self, workflow_id: str) -> None:
+        if (feed := self._feeds.get(workflow_id)) is not None:
+            feed.wake.set()
+
+    async def watch(
+        self,
+        workflow_id: str,
+        from_offset: int,
+        *,
+        strict: bool = False,
+        joined: asyncio.Event | None = None,
+    ) -> AsyncGenerator[Item | None]:
+        """The workflow's events from ``from_offset`` on, each with its offset; a
+        ``None`` tick after ``KEEPALIVE`` quiet seconds. Ends when the workflow has
+        closed, or early when the reader fell ``BUFFER`` events behind. With
+        ``strict``, an offset older than the stream retains raises
+        ``EventsExpiredError`` before anything is yielded. ``joined`` is set once the
+        reader has caught up and takes the feed's events."""
+        watcher, feed, offset = Watcher(), self._feed(workflow_id, from_offset), from_offset
+        resent: set[tuple[str, int, int, int]] = set()
+        try:
+            # Catch up by query to where the feed is, then join it with no await in
+            # between, so the seam loses and repeats nothing (the feed may have moved
+            # on during a read: read again).
+            checked = False
+            while not (
+                checked and offset >= feed.position and self._feeds.get(workflow_id) is feed
+            ):
+                until = feed.position
+                missed = await read_events(
+                    self.client, workflow_id, offset, until=until, strict=strict and not checked
+                )
+                checked = True
+                for item in missed:
+                    yield item
+                # A batch a turn re-sent after a lost reply may straddle the seam.
+                resent |= {_key(event) for _, event in missed if event.attempt}
+                offset = max(offset, until)
+                feed = self._feed(workflow_id, offset)  # a new one if that one ended
+            feed.watchers.add(watcher)
+            if joined is not None:
+                joined.set()
+            async for item in _drain(watcher):
+                if item is None or (item[0] >= from_offset and _key(item[1]) not in resent):
+                    yield item
+        finally:
+            feed.leave(watcher)
+
+    def _feed(self, workflow_id: str, position: int) -> Feed:
+        feed = self._feeds.get(workflow_id)
+        if feed is None:
+            feed = self._feeds[workflow_id] = Feed(self, workflow_id, position)
+        return feed
+
+
+def _key(event: RunEvent) -> tuple[str, int, int, int]:
+    return (event.run_id, event.turn, event.attempt, event.seq)
+
+
+async def _drain(watcher: Watcher) -> AsyncGenerator[Item | None]:
+    while True:
+        if watcher.dropped and watcher.queue.empty():
+            return  # fell behind: the client reconnects with its last id
+        try:
+            item = watcher.queue.get_nowait()  # no suspension while there is a backlog
+        except asyncio.QueueEmpty:
+            try:
+                item = await asyncio.wait_for(watcher.queue.get(), KEEPALIVE)
+            except TimeoutError:
+                yield None
+                continue
+        if item is _END:
+            return
+        if isinstance(item, Exception):
+            raise item
+        yield item

@@ -1,0 +1,75 @@
+// The open session's state (as JSON) and its turns, each a point to fork at.
+
+import { get, post, sessionPath } from "./api.js";
+import { h } from "./dom.js";
+
+export class Inspector {
+  constructor(elements, { onFork, onError }) {
+    this.ui = elements; // state, turns
+    this.onFork = onFork;
+    this.onError = onError;
+    this.sessionId = null;
+    this.agent = null; // the open session's
+  }
+
+  async load(sessionId) {
+    this.sessionId = sessionId;
+    await Promise.all([this.loadState(), this.loadTurns()]);
+  }
+
+  async loadState() {
+    const sessionId = this.sessionId;
+    if (!sessionId) return;
+    const state = await get(sessionPath(sessionId, "state"));
+    if (sessionId === this.sessionId) this.ui.state.textContent = JSON.stringify(state, null, 2);
+  }
+
+  async loadTurns() {
+    const sessionId = this.sessionId;
+    if (!sessionId) return;
+    const [records, status] = await Promise.all([
+      get(sessionPath(sessionId, "turns")),
+      get(sessionPath(sessionId)),
+    ]);
+    if (sessionId !== this.sessionId) return;
+    this.agent = status.agent;
+    // Fork points count turns across the session's runs; the records are those of
+    // its current workflow run, whose completed turns are the session's last ones.
+    const completed = records.filter((record) => record.status === "completed");
+    const first = (status.turns ?? completed.length) - completed.length + 1;
+    let next = first;
+    const items = records.map((record) =>
+      this.item(record, record.status === "completed" ? next++ : null),
+    );
+    this.ui.turns.replaceChildren(...items);
+  }
+
+  item(record, sessionTurn) {
+    const attempts = record.attempts.length;
+    const facts = [record.agent, record.status, `${attempts} attempt${attempts === 1 ? "" : "s"}`];
+    const label = sessionTurn === null ? "turn (in progress)" : `turn ${sessionTurn}`;
+    return h(
+      "li",
+      { class: "turn", testid: "turn" },
+      h("span", {}, label),
+      h("span", { class: "muted" }, facts.join(" · ")),
+      sessionTurn === null
+        ? null
+        : h(
+            "button",
+            {
+              type: "button",
+              testid: "fork",
+              "aria-label": `Fork at turn ${sessionTurn}`,
+              onclick: () => this.fork(sessionTurn).catch(this.onError),
+            },
+            "Fork here",
+          ),
+    );
+  }
+
+  async fork(turn) {
+    const { id } = await post(sessionPath(this.sessionId, "fork"), { at_turn: turn });
+    this.onFork(id, this.agent);
+  }
+}

@@ -1,0 +1,88 @@
+"""The web server's shared subscriptions (``ratchet.web.hub``) against a real dev
+server and worker: many watchers, one poller; late joiners miss nothing; a
+reader that stops reading is dropped without holding the others up."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from ratchet.client import AgentClient
+from ratchet.client.events import read_events
+from ratchet.web import hub as hub_module
+from ratchet.web.hub import Hub
+from ratchet.worker import build_worker
+
+from .web_agents import AGENTS, CHATTY_EVENTS
+
+
+async def collect(
+    watching: Any, into: list[int], half_way: asyncio.Event | None = None, ended: Any = None
+) -> None:
+    async for item in watching:
+        if item is None:
+            continue
+        into.append(item[0])
+        if half_way is not None and len(into) == CHATTY_EVENTS // 2:
+            half_way.set()
+        if ended is not None and item[1].kind == "run_finished":
+            ended.set()
+
+
+async def test_watchers_share_one_feed_and_late_joiners_catch_up(agent_client: AgentClient):
+    hub = Hub(agent_client.temporal)
+    async with build_worker(agent_client, AGENTS):
+        session = await agent_client.start_session("chatty")
+        early: list[list[int]] = [[] for _ in range(5)]
+        joined = [asyncio.Event() for _ in early]
+        half_way = asyncio.Event()
+        readers = [
+            asyncio.create_task(collect(hub.watch(session.id, 0, joined=joined[n]), seen, half_way))
+            for n, seen in enumerate(early)
+        ]
+        await asyncio.gather(*(event.wait() for event in joined))
+        assert (hub.subscriptions, hub.watchers) == (1, 5)
+        sending = asyncio.create_task(session.send("talk"))
+        await half_way.wait()
+        late: list[int] = []
+        readers.append(asyncio.create_task(collect(hub.watch(session.id, 0), late)))
+        await sending
+        whole = [
+            offset
+            for offset, _ in await read_events(agent_client.temporal, session.id, 0, until=1 << 30)
+        ]
+        await session.close()
+        await asyncio.gather(*readers)
+    for seen in [*early, late]:
+        assert seen == whole  # every event, in order, once: across the catch-up seam too
+    assert len(whole) > CHATTY_EVENTS
+    assert hub.subscriptions == 0  # the feed stopped with the session
+
+
+async def test_a_reader_that_stops_reading_is_dropped_and_others_go_on(
+    agent_client: AgentClient, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(hub_module, "BUFFER", 50)
+    hub = Hub(agent_client.temporal)
+    async with build_worker(agent_client, AGENTS):
+        session = await agent_client.start_session("chatty")
+        joined = [asyncio.Event(), asyncio.Event()]
+        stalled = hub.watch(session.id, 0, joined=joined[0])
+        first = asyncio.ensure_future(anext(stalled))  # joins, then never reads again
+        reading: list[int] = []
+        finished = asyncio.Event()
+        watching = hub.watch(session.id, 0, joined=joined[1])
+        reader = asyncio.create_task(collect(watching, reading, ended=finished))
+        await asyncio.gather(*(event.wait() for event in joined))
+        await session.send("talk")
+        await asyncio.gather(first, finished.wait())  # the feed has handed out the whole run
+        backlog = [item async for item in stalled]
+        await session.close()
+        await reader
+    # What its queue held (50, or 49 if the feed filled it before the first read);
+    # then its stream ended, long before the run's end.
+    assert 49 <= len(backlog) <= 50
+    assert [offset for offset, _ in backlog] == list(range(1, len(backlog) + 1))
+    assert len(reading) > CHATTY_EVENTS and reading == sorted(set(reading))

@@ -1,0 +1,304 @@
+"""The page ``ratchet web`` serves at ``/``, driven in headless Chromium: a reply
+streaming in word by word, a payment approved from the inbox, a worker killed
+mid-reply, the state view and a fork, and what a missing or wrong token shows.
+
+Each test runs its own ``ratchet web`` process and worker process on a fresh task
+queue, against the session's dev server. Screenshots land in
+``tests/artifacts/web/``. Needs Debian's chromium and the ``playwright`` package,
+as ``tests/test_ui.py`` does; without them every test skips.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import secrets
+import sys
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ratchet.devserver import DevServer, free_port
+from ratchet.testing import ChildProcess, WorkerProcess
+from ratchet.web.guards import OriginCheck
+
+from .conftest import ROOT
+from .test_ui import CHROMIUM, CHROMIUM_ARGS, _browser_or_skip
+from .web_agents import WRITER_WORDS
+
+try:
+    from playwright.async_api import Browser, Locator, Page, async_playwright, expect
+except ImportError:  # _browser_or_skip says how to install it
+    pass
+
+ALICE, BOB = secrets.token_urlsafe(), secrets.token_urlsafe()
+ENV = {"RATCHET_WEB_TOKENS": f"alice:{ALICE},bob:{BOB}", "PYTHONPATH": str(ROOT)}
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts" / "web"
+# A loaded 2-core machine; and a streamed reply's result event can come 10 s after
+# its run ended (sse.FINISH_GRACE).
+PAGE_TIMEOUT_MS = 60_000
+PAY = 'pay(to="acme", amount=500)'
+
+pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]  # web and worker processes
+
+
+def answer(attempt: int) -> str:
+    """What the writer agents answer on ``attempt``."""
+    words = " ".join(f"word{n}" for n in range(WRITER_WORDS))
+    return f"{words} (attempt {attempt})"
+
+
+@dataclass
+class Stack:
+    """``ratchet web`` and the workers behind it, on one task queue."""
+
+    url: str
+    server: DevServer
+    queue: str
+    workers: list[WorkerProcess] = field(default_factory=list)
+
+    def start_worker(self) -> WorkerProcess:
+        worker = WorkerProcess(
+            self.server, self.queue, "tests.web_agents:PAGE_AGENTS", env=ENV, cwd=ROOT
+        )
+        self.workers.append(worker)
+        return worker.wait_ready()
+
+
+@pytest.fixture
+def stack(temporal_server: DevServer) -> Iterator[Stack]:
+    _browser_or_skip()
+    queue, port = f"web-page-{uuid.uuid4().hex[:8]}", free_port()
+    argv = [sys.executable, "-m", "ratchet.cli", "web", "--port", str(port)]
+    argv += ["--agents", "tests.web_agents:PAGE_AGENTS", "--task-queue", queue]
+    web = ChildProcess(argv, temporal_server, env=ENV, cwd=ROOT)
+    stack = Stack(f"http://127.0.0.1:{port}", temporal_server, queue)
+    try:
+        web.wait_for("ratchet web on")
+        stack.start_worker()
+        yield stack
+    finally:
+        for process in [web, *stack.workers]:
+            process.stop()
+        print(web.output)  # shown with a failure: the server's own log
+
+
+@pytest.fixture(scope="module")
+async def browser() -> AsyncIterator[Browser]:
+    _browser_or_skip()
+    expect.set_options(timeout=PAGE_TIMEOUT_MS)
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(
+            executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
+        )
+        yield browser
+        await browser.close()
+
+
+@pytest.fixture
+async def new_page(browser: Browser) -> AsyncIterator[Any]:
+    """Opens pages, each in a fresh context (no token saved yet); after the test,
+    fails if any of them raised an uncaught error."""
+    contexts, errors = [], []
+
+    async def open_page() -> Page:
+        context = await browser.new_context(viewport={"width": 1400, "height": 1000})
+        context.set_default_timeout(PAGE_TIMEOUT_MS)
+        contexts.append(context)
+        page = await context.new_page()
+        page.on("pageerror", lambda error: errors.append(error))
+        return page
+
+    yield open_page
+    for context in contexts:
+        await context.close()
+    assert not errors, f"the page raised: {errors}"
+
+
+@pytest.fixture
+async def page(new_page: Any) -> Page:
+    return await new_page()
+
+
+async def screenshot(page: Page, name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    await page.screenshot(path=str(path), full_page=True)
+    with capsys.disabled():
+        print(f"\n  screenshot: {path}")
+
+
+async def sign_in(page: Page, url: str, token: str = ALICE, session: str = "") -> None:
+    """Opens the page (at ``session``, if given) and saves ``token`` in its field."""
+    await page.goto(f"{url}/#{session}" if session else url)
+    await page.get_by_label("API token").fill(token)
+    await page.get_by_role("button", name="Save").click()
+
+
+async def new_session(page: Page, agent: str) -> str:
+    await page.get_by_test_id("agent-select").select_option(agent)
+    await page.get_by_role("button", name="New session").click()
+    title = page.get_by_test_id("current-session")
+    await expect(title).to_have_text(re.compile(r"^session-"))
+    return await title.inner_text()
+
+
+async def send(page: Page, text: str) -> Locator:
+    """Sends ``text`` from the message box; returns the reply it streams into."""
+    replies = page.get_by_test_id("reply")
+    before = await replies.count()
+    await page.get_by_label("Message", exact=True).fill(text)
+    await page.get_by_role("button", name="Send").click()
+    await expect(replies).to_have_count(before + 1)
+    return replies.last
+
+
+async def test_a_reply_streams_in_word_by_word_then_shows_the_answer(stack, page, capsys):
+    await sign_in(page, stack.url)
+    session = await new_session(page, "writer")
+    reply = await send(page, "write something")
+    text = reply.get_by_test_id("reply-text")
+    # Part of the reply shows before the answer is complete: it streams.
+    await expect(text).to_have_text(re.compile(r"^(?!.*\(attempt).*\bword3\b", re.S))
+    await expect(reply).to_have_attribute("data-state", "streaming")
+    await screenshot(page, "writer-streaming", capsys)
+
+    await expect(text).to_have_text(answer(1))
+    await expect(reply).to_have_attribute("data-state", "done")  # the result event came
+    await expect(text).to_have_attribute("data-answer", "final")
+    listed = page.get_by_test_id("session-item").filter(has_text=session)
+    await expect(listed).to_be_visible()
+    await screenshot(page, "writer-answered", capsys)
+
+
+async def test_a_payment_waits_inline_and_in_the_inbox_until_alice_approves_it(
+    stack, new_page, capsys
+):
+    page = await new_page()
+    await sign_in(page, stack.url)
+    session = await new_session(page, "billing")
+    reply = await send(page, "pay acme")
+    await expect(reply.get_by_test_id("tool-call")).to_have_text(f"calling {PAY}")
+    await expect(reply.get_by_test_id("run-status")).to_have_text("AWAITING_APPROVAL")
+    inline = page.get_by_test_id("pending").get_by_test_id("pending-card")
+    await expect(inline).to_contain_text(f"Approve {PAY}?")
+    card = page.get_by_test_id("approvals").locator(f'[data-session-id="{session}"]')
+    await expect(card).to_contain_text(f"Approve {PAY}?")
+    # Bob has the session open too: his page shows the same call waiting.
+    bobs = await new_page()
+    await sign_in(bobs, stack.url, BOB, session=session)
+    bobs_card = bobs.get_by_test_id("pending").get_by_test_id("pending-card")
+    await expect(bobs_card).to_contain_text(f"Approve {PAY}?")
+    await screenshot(page, "billing-awaiting-approval", capsys)
+
+    await card.get_by_role("button", name="Approve").click()
+    await expect(card.get_by_test_id("decision")).to_have_text("approved by alice")
+    await expect(reply.get_by_test_id("reply-text")).to_have_text("Paid 500 euros to acme.")
+    await expect(reply.get_by_test_id("tool-result")).to_have_text("result: paid 500 to acme")
+    await expect(inline).to_have_count(0)  # decided elsewhere: it waits no more
+    await screenshot(page, "billing-approved", capsys)
+
+    # Bob, late, is told his decision was not recorded (409), and his page goes on.
+    await bobs_card.get_by_role("button", name="Approve").click()
+    outcome = bobs_card.get_by_test_id("decision")
+    await expect(outcome).to_have_text(re.compile(r"^Not recorded: decided already"))
+    await expect(outcome).to_have_attribute("data-state", "conflict")
+    await screenshot(bobs, "billing-decided-by-someone-else", capsys)
+
+
+async def test_a_worker_killed_mid_reply_shows_the_retry_and_the_second_attempts_answer(
+    stack, page, capsys
+):
+    await sign_in(page, stack.url)
+    await new_session(page, "slow_writer")
+    reply = await send(page, "write slowly")
+    text = reply.get_by_test_id("reply-text")
+    await expect(text).to_contain_text("word2")
+    stack.workers[0].kill()
+    await asyncio.to_thread(stack.start_worker)  # the turn is retried here
+
+    notice = reply.get_by_test_id("retry-notice")
+    await expect(notice).to_contain_text("retrying (attempt 2)")
+    await screenshot(page, "worker-killed-retrying", capsys)
+    await expect(text).to_have_text(answer(2))
+    await expect(text).to_have_count(1)  # what the lost attempt streamed is gone
+    await expect(notice).to_be_visible()
+    await screenshot(page, "worker-killed-answered", capsys)
+
+
+async def test_the_state_view_shows_the_count_and_a_fork_at_turn_1_opens_the_new_session(
+    stack, page, capsys
+):
+    await sign_in(page, stack.url)
+    session = await new_session(page, "echo")
+    for n, text in enumerate(["hello", "again"], start=1):
+        reply = await send(page, text)
+        await expect(reply.get_by_test_id("reply-text")).to_have_text(f"echo {n}: {text}")
+    state = page.get_by_test_id("state-json")
+    await expect(state).to_contain_text(re.compile(r'"count": \{\s*"data": 2'))
+    await expect(page.get_by_test_id("turn")).to_have_count(2)
+    await screenshot(page, "echo-state-and-turns", capsys)
+
+    await page.get_by_role("button", name="Fork at turn 1").click()
+    title = page.get_by_test_id("current-session")
+    await expect(title).to_have_text(re.compile(f"^{session}-fork-"))
+    messages = page.get_by_test_id("thread").get_by_test_id("message")
+    await expect(messages).to_contain_text(["hello", "echo 1: hello"])
+    await expect(messages).to_have_count(2)
+    await expect(state).to_contain_text(re.compile(r'"count": \{\s*"data": 1'))
+    forked = await title.inner_text()
+    await expect(page.get_by_test_id("session-item").filter(has_text=forked)).to_be_visible()
+    await screenshot(page, "echo-forked", capsys)
+
+
+async def test_without_a_token_or_with_a_wrong_one_the_page_asks_for_one(stack, page, capsys):
+    await page.goto(stack.url)
+    notice = page.get_by_test_id("notice")
+    await expect(page.get_by_test_id("notice-title")).to_have_text("API token needed")
+    await expect(notice).to_contain_text("paste yours into the “API token” field")
+    await expect(notice).to_contain_text("No credentials")
+    await screenshot(page, "no-token", capsys)
+
+    await sign_in(page, stack.url, token="a-token-nobody-holds-at-all")
+    await expect(notice).to_contain_text("Unknown token.")
+    await expect(page.get_by_test_id("notice-title")).to_have_text("API token needed")
+    await screenshot(page, "wrong-token", capsys)
+
+    await sign_in(page, stack.url)  # the right one: the page works
+    await expect(notice).to_be_hidden()
+    await expect(page.get_by_test_id("agent-select").locator("option")).to_contain_text(
+        ["billing", "chatty", "echo", "slow", "slow_writer", "writer"]
+    )
+
+
+async def origin_check(origin: str | None, host: str, allowed: tuple[str, ...] = ()) -> int:
+    """The status ``OriginCheck`` answers a POST with these headers (200: passed)."""
+    sent: list[dict[str, Any]] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    headers = [(b"host", host.encode())]
+    if origin is not None:
+        headers.append((b"origin", origin.encode()))
+    scope = {"type": "http", "method": "POST", "headers": headers}
+    await OriginCheck(app, allowed)(scope, None, send)  # type: ignore[arg-type]
+    return sent[0]["status"]
+
+
+async def test_the_origin_check_lets_the_page_post_to_its_own_server_only():
+    assert await origin_check("http://127.0.0.1:8000", "127.0.0.1:8000") == 200
+    assert await origin_check("https://ratchet.example", "Ratchet.Example") == 200  # TLS proxy
+    assert await origin_check(None, "127.0.0.1:8000") == 200  # curl, the CLI
+    assert await origin_check("http://127.0.0.1:8001", "127.0.0.1:8000") == 403  # another port
+    assert await origin_check("http://evil.example", "127.0.0.1:8000") == 403
+    assert await origin_check("null", "127.0.0.1:8000") == 403
+    allowed = ("http://app.example/",)
+    assert await origin_check("http://app.example", "127.0.0.1:8000", allowed) == 200
