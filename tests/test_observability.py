@@ -23,10 +23,12 @@ from ratchet.agents import (
     tool,
 )
 from ratchet.client import AgentClient, CustomEvent, TurnCompleted
+from ratchet.client.events import read_events
 from ratchet.worker import build_worker
 
 from .history import events, of_type
 from .hitl_agents import Ledger, payment_agent
+from .web_agents import WRITER_WORDS, Writer
 
 PRICE = ModelPrice(input_per_million=3.0, output_per_million=15.0)
 
@@ -159,7 +161,8 @@ async def test_a_run_streams_its_events_live_and_in_order(
     assert kinds.index("tool_call") < kinds.index("tool_result") < kinds.index("turn_completed")
     assert kinds[-1] == "status" and seen[-1].text == "COMPLETED"
     deltas = [e.text for e in seen if e.kind == "text_delta"]
-    assert "".join(deltas) == result.output and len(deltas) == 6
+    # One turn's deltas, coalesced within the batch interval: one event, not six words.
+    assert "".join(deltas) == result.output and len(deltas) == 1
     turn_2 = [e for e in seen if e.turn == 2 and e.attempt]
     assert [e.seq for e in turn_2] == list(range(1, len(turn_2) + 1))
     completed = [e for e in seen if e.kind == "turn_completed"]
@@ -217,3 +220,22 @@ async def test_a_session_streams_each_runs_events_between_its_start_and_finish(
     first_run = seen[: [e.kind for e in seen].index("run_finished")]
     assert {e.run_id for e in first_run} == {f"{session.id}-run-1"}
     assert [e.kind for e in first_run][-1] == "status"
+
+
+async def test_streamed_text_is_coalesced_into_one_event_per_batch_interval(
+    agent_client: AgentClient,
+):
+    """A reply streamed a word every 50 ms for three seconds: watchers get its text
+    as it comes, in a dozen or so events (one per 250 ms batch), not sixty."""
+    async with build_worker(agent_client, {"writer": Writer}):
+        session = await agent_client.start_session("writer")
+        result = await session.send("write")
+        seen = [
+            event
+            for _, event in await read_events(agent_client.temporal, session.id, 0, until=1 << 30)
+        ]
+    deltas = [e.text or "" for e in seen if e.kind == "text_delta"]
+    assert "".join(deltas) + "(attempt 1)" == result.output
+    assert 4 <= len(deltas) <= WRITER_WORDS // 3
+    sent_by_turn = [e.seq for e in seen if e.attempt]
+    assert sent_by_turn == list(range(1, len(sent_by_turn) + 1))  # in order, none missing

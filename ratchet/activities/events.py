@@ -4,17 +4,22 @@ A turn's events (``context.emit``, streamed text, tool calls and results) go to
 the run workflow through Temporal's workflow streams: batched signals, each
 delivered once. Events are for watching, so a failure to deliver them is
 logged and never fails the turn.
+
+Streamed text is coalesced: the deltas of one batch interval go out as one
+``TextDelta`` (sent when the interval ends or any other event comes), so a reply
+of hundreds of tokens writes a few events into history, not hundreds.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from datetime import timedelta
 from typing import Any
 
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
-from ratchet.agents.events import EventBase, Retry, as_event
+from ratchet.agents.events import EventBase, Retry, TextDelta, as_event
 from ratchet.wire.names import EVENTS_TOPIC
 
 DEFAULT_BATCH_INTERVAL = timedelta(milliseconds=250)
@@ -33,6 +38,9 @@ class TurnEvents:
         self._topic = self._client.topic(EVENTS_TOPIC, type=EventBase)
         self._stamp = {"run_id": run_id, "agent": agent, "turn": turn, "attempt": attempt}
         self._seq = 0
+        self._interval = batch_interval.total_seconds()
+        self._text: TextDelta | None = None  # deltas not sent yet, joined
+        self._due: asyncio.TimerHandle | None = None
 
     async def __aenter__(self) -> TurnEvents:
         await self._client.__aenter__()
@@ -41,12 +49,33 @@ class TurnEvents:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        self._send_text()
         try:
             await self._client.__aexit__(*exc)
         except Exception as e:  # events are for watching: never fail the turn
             logger.warning("Could not deliver turn %s's events: %s", self._stamp["turn"], e)
 
     def publish(self, event: EventBase) -> None:
+        if isinstance(event, TextDelta) and event.text:
+            if self._text is None:
+                self._text = event
+                self._due = asyncio.get_running_loop().call_later(self._interval, self._send_text)
+            else:
+                self._text = self._text.model_copy(
+                    update={"text": (self._text.text or "") + event.text}
+                )
+            return
+        self._send_text()  # text before what follows it
+        self._send(event)
+
+    def _send_text(self) -> None:
+        if self._due is not None:
+            self._due.cancel()
+        if self._text is not None:
+            self._send(self._text)
+        self._text = self._due = None
+
+    def _send(self, event: EventBase) -> None:
         self._seq += 1
         self._topic.publish(event.model_copy(update={**self._stamp, "seq": self._seq}))
 
