@@ -210,6 +210,11 @@ class DecisionError(UsageError):
     """An approval, rejection or answer that does not match anything the run waits for."""
 
 
+class ConversationConflictError(UsageError):
+    """The messages sent do not continue the session's thread: they leave out or
+    reorder messages it holds (an AG-UI client with a stale or edited history)."""
+
+
 class NotFoundError(UsageError):
     """No run or session has that id (in this namespace)."""
 

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import httpx2 as httpx
 import pytest
 
 from ratchet._exit import hard_exit
 from ratchet.client import AgentClient
-from ratchet.devserver import DevServer
-from ratchet.testing import WorkerProcess
+from ratchet.devserver import DevServer, free_port
+from ratchet.testing import ChildProcess, WorkerProcess
+from ratchet.worker import build_worker
+
+from .web_agents import AGENTS
+from .web_http import ALICE, APP_ORIGIN, BOB, Web
 
 ROOT = Path(__file__).resolve().parent.parent
 _exit_status: list[int] = []
@@ -133,3 +139,40 @@ def worker_processes(temporal_server: DevServer, task_queue: str, event_log: Pat
     yield start
     for worker in started:
         worker.stop()
+
+
+# A ``ratchet web`` process (module-scoped: one per test module that asks), its
+# agents' worker, and a client signed in as alice.
+
+
+@pytest.fixture(scope="module")
+def web_queue() -> str:
+    return f"web-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(scope="module")
+def web(temporal_server: DevServer, web_queue: str) -> Iterator[Web]:
+    port = free_port()
+    argv = [sys.executable, "-m", "ratchet.cli", "web", "--port", str(port)]
+    argv += ["--agents", "tests.web_agents:AGENTS", "--task-queue", web_queue]
+    argv += ["--cors-origin", APP_ORIGIN]
+    env = {"RATCHET_WEB_TOKENS": f"alice:{ALICE},bob:{BOB}", "PYTHONPATH": str(ROOT)}
+    process = ChildProcess(argv, temporal_server, env=env, cwd=ROOT)
+    try:
+        process.wait_for("ratchet web on")
+        yield Web(f"http://127.0.0.1:{port}", process)
+    finally:
+        process.stop()
+        print(process.output)  # shown with a failure: the server's own log
+
+
+@pytest.fixture(scope="module")
+async def worker(client: AgentClient, web_queue: str) -> AsyncIterator[None]:
+    async with build_worker(AgentClient(client.temporal, task_queue=web_queue), AGENTS):
+        yield
+
+
+@pytest.fixture
+async def alice(web: Web, worker: None) -> AsyncIterator[httpx.AsyncClient]:
+    async with web.client() as http:
+        yield http

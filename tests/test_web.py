@@ -7,102 +7,21 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import secrets
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import httpx2 as httpx
 import pytest
 
-from ratchet.client import AgentClient
 from ratchet.devserver import DevServer, free_port
 from ratchet.testing import ChildProcess
 from ratchet.wire.options import SessionOptions
-from ratchet.worker import build_worker
 
 from .conftest import ROOT
-from .web_agents import AGENTS, CHATTY_EVENTS
-
-ALICE, BOB = secrets.token_urlsafe(), secrets.token_urlsafe()
-APP_ORIGIN = "http://app.example"
-PROBLEM = "application/problem+json"
-
-
-@dataclass
-class Web:
-    url: str
-    process: ChildProcess
-
-    def client(self, token: str | None = ALICE, **headers: str) -> httpx.AsyncClient:
-        if token is not None:
-            headers["Authorization"] = f"Bearer {token}"
-        return httpx.AsyncClient(base_url=self.url, headers=headers, timeout=60)
-
-
-@pytest.fixture(scope="module")
-def web_queue() -> str:
-    return f"web-{uuid.uuid4().hex[:8]}"
-
-
-@pytest.fixture(scope="module")
-def web(temporal_server: DevServer, web_queue: str) -> Iterator[Web]:
-    port = free_port()
-    argv = [sys.executable, "-m", "ratchet.cli", "web", "--port", str(port)]
-    argv += ["--agents", "tests.web_agents:AGENTS", "--task-queue", web_queue]
-    argv += ["--cors-origin", APP_ORIGIN]
-    env = {"RATCHET_WEB_TOKENS": f"alice:{ALICE},bob:{BOB}", "PYTHONPATH": str(ROOT)}
-    process = ChildProcess(argv, temporal_server, env=env, cwd=ROOT)
-    try:
-        process.wait_for("ratchet web on")
-        yield Web(f"http://127.0.0.1:{port}", process)
-    finally:
-        process.stop()
-        print(process.output)  # shown with a failure: the server's own log
-
-
-@pytest.fixture(scope="module")
-async def worker(client: AgentClient, web_queue: str) -> AsyncIterator[None]:
-    async with build_worker(AgentClient(client.temporal, task_queue=web_queue), AGENTS):
-        yield
-
-
-@pytest.fixture
-async def alice(web: Web, worker: None) -> AsyncIterator[httpx.AsyncClient]:
-    async with web.client() as http:
-        yield http
-
-
-def problem_of(response: httpx.Response, status: int, kind: str) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith(PROBLEM)
-    body = response.json()
-    assert (body["status"], body["type"]) == (status, kind), body
-    assert "Traceback" not in response.text and body["detail"]
-    return body
-
-
-async def sse(response: httpx.Response) -> AsyncIterator[tuple[int | None, str, Any]]:
-    """(id, event, data) for each frame of an SSE response."""
-    fields: dict[str, str] = {}
-    async for line in response.aiter_lines():
-        if line == "":
-            if "event" in fields:
-                event_id = int(fields["id"]) if "id" in fields else None
-                yield event_id, fields["event"], json.loads(fields["data"])
-            fields = {}
-        elif not line.startswith(":"):
-            name, _, value = line.partition(": ")
-            fields[name] = value
-
-
-async def new_session(http: httpx.AsyncClient, agent: str, **body: Any) -> str:
-    response = await http.post("/v1/sessions", json={"agent": agent, **body})
-    assert response.status_code == 201, response.text
-    return response.json()["id"]
+from .web_agents import CHATTY_EVENTS
+from .web_http import APP_ORIGIN, BOB, Web, new_session, problem_of, sse
 
 
 async def test_a_session_over_http_from_start_to_close(alice: httpx.AsyncClient):
@@ -272,6 +191,9 @@ async def test_bad_bodies_get_a_clear_4xx_and_start_nothing(alice: httpx.AsyncCl
         await alice.post("/v1/sessions", json=bad_options), 422, "InvalidInputError"
     )
     assert "token_budget=0, but it must be at least 1" in refused["detail"]
+    misplaced = {"agent": "echo", "options": {"approval_timeout": 60, "run": {"max_turnz": 3}}}
+    refused = problem_of(await alice.post("/v1/sessions", json=misplaced), 422, "InvalidInputError")
+    assert "approval_timeout, run.max_turnz" in refused["detail"]
     after = {row["id"] for row in (await alice.get("/v1/sessions")).json()}
     assert after == before
 

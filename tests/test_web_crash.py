@@ -17,8 +17,8 @@ from ratchet.devserver import DevServer, free_port
 from ratchet.testing import ChildProcess, WorkerProcess
 
 from .conftest import ROOT
-from .test_web import ALICE, sse
 from .web_agents import SLOW_EVENTS
+from .web_http import ALICE, sse
 
 ENV = {"RATCHET_WEB_TOKENS": f"alice:{ALICE}", "PYTHONPATH": str(ROOT)}
 AUTH = {"Authorization": f"Bearer {ALICE}"}

@@ -66,6 +66,13 @@ class TurnCompletedData(CompactModel):
 
 class ToolCallData(CompactModel):
     id: str
+    name: str | None = None
+    arguments: str | None = None
+    """The call's JSON arguments, when under ``ARGUMENTS_LIMIT`` characters (the
+    thread always holds them)."""
+
+
+ARGUMENTS_LIMIT = 4_000
 
 
 class ToolResultData(CompactModel):

@@ -15,7 +15,7 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError, WorkflowUpdateStage
 
 from ratchet.activities.thread_log import Holder, fetch_range
 from ratchet.agents.events import RunEvent
@@ -150,19 +150,31 @@ class SessionHandle:
         session's current workflow run already took returns that one's outcome
         instead of sending again (it is the Update's id).
         """
-        request = SendRequest(messages=new_messages(prompt, new_id))
-        check_prompt_size(self._client.temporal, request.messages, "session", self.id)
-        update_id = None
-        if request_id is not None:
-            if not 0 < len(request_id) <= 200:
-                raise InvalidInputError("request_id must be 1 to 200 characters long.")
-            update_id = f"send-{request_id}"
         if not await self.is_current():
+            request, update_id = self._send_request(prompt, request_id)
             return await self._update("send", request, RunResult, update_id)
+        request, update_id = self._send_request(prompt, request_id)
         outcome = await self._update("send", request, SendOutcome, update_id)
         if outcome.state in ("queued", "running"):
             outcome = await self._client.result_poller(self.id).wait(outcome.ticket)
         return await self._result(outcome)
+
+    async def submit(
+        self, prompt: str | Sequence[Message], *, request_id: str | None = None
+    ) -> None:
+        """``send`` without waiting for the run: returns once the session has accepted
+        the message (it is in history; bad input raises here, as with ``send``)."""
+        request, update_id = self._send_request(prompt, request_id)
+        await self._update("send", request, SendOutcome, update_id, accepted_only=True)
+
+    def _send_request(
+        self, prompt: str | Sequence[Message], request_id: str | None
+    ) -> tuple[SendRequest, str | None]:
+        request = SendRequest(messages=new_messages(prompt, new_id))
+        check_prompt_size(self._client.temporal, request.messages, "session", self.id)
+        if request_id is not None and not 0 < len(request_id) <= 200:
+            raise InvalidInputError("request_id must be 1 to 200 characters long.")
+        return request, (f"send-{request_id}" if request_id is not None else None)
 
     async def _result(self, outcome: SendOutcome) -> RunResult:
         if outcome.state == "failed":
@@ -183,11 +195,22 @@ class SessionHandle:
         return result
 
     async def _update(
-        self, name: str, arg: Any, result_type: type, update_id: str | None = None
+        self,
+        name: str,
+        arg: Any,
+        result_type: type,
+        update_id: str | None = None,
+        *,
+        accepted_only: bool = False,
     ) -> Any:
         async with self._client.update_slot(self.id):
             for attempt in range(BUSY_RETRIES + 1):
                 try:
+                    if accepted_only:
+                        stage = WorkflowUpdateStage.ACCEPTED
+                        return await self._handle.start_update(
+                            name, arg, id=update_id, result_type=result_type, wait_for_stage=stage
+                        )
                     return await self._handle.execute_update(
                         name, arg, id=update_id, result_type=result_type
                     )

@@ -17,6 +17,7 @@ from ratchet.client import AgentClient
 from ratchet.errors import RatchetError
 
 from . import problems
+from .agui import agui
 from .auth import AuthError, TokenAuth
 from .guards import BodyLimit, OriginCheck
 from .hub import Hub
@@ -52,6 +53,7 @@ def create_app(
     app.state.auth = auth
     app.state.agents = list(agents) if agents is not None else None
     app.include_router(api)
+    app.include_router(agui)
     mount_page(app)
     for error in (RatchetError, AuthError, problems.Forbidden, problems.Gone, Exception):
         app.add_exception_handler(error, problems.handle)

@@ -26,6 +26,7 @@ STATUS: list[tuple[type[Exception], int, str]] = [
     (errors.SessionBusyError, 409, "The session is busy"),
     (errors.SessionClosedError, 409, "The session is closed"),
     (errors.DecisionError, 409, "Nothing waits for that decision"),
+    (errors.ConversationConflictError, 409, "The history does not match the session's"),
     (errors.AlreadyStartedError, 409, "That id is in use"),
     (errors.EventsExpiredError, 410, "Those events are no longer retained"),
     (errors.AgentNotFoundError, 404, "No such agent"),

@@ -25,6 +25,7 @@ with workflow.unsafe.imports_passed_through():
     from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamState
 
     from ratchet.agents.events import (
+        ARGUMENTS_LIMIT,
         EventBase,
         RunStarted,
         RunStartedData,
@@ -254,7 +255,8 @@ class RunObserver:
             if message.id not in ids:
                 continue
             for call in message.tool_calls:
-                data = ToolCallData(id=call.id)
+                arguments = call.arguments if len(call.arguments) <= ARGUMENTS_LIMIT else None
+                data = ToolCallData(id=call.id, name=call.name, arguments=arguments)
                 self._publish(ToolCalled(turn=turn, text=call.describe(), data=data), agent)
             if message.role == "tool":
                 result = ToolResultData(id=message.tool_call_id, is_error=message.is_error)

@@ -1,0 +1,213 @@
+"""Ratchet's run events as AG-UI events (``ag-ui-protocol`` 1.0).
+
+One ``Translation`` per AG-UI run: it turns each event of the session's stream
+into the AG-UI events it stands for, keeping the protocol's order rules (a text
+message is started before its content and ended before anything else, a tool
+call is started, given its arguments and ended before its result or an approval
+that concerns it). Streamed text of a turn attempt is one message; a retried
+attempt's text starts a new one, and the ``MESSAGES_SNAPSHOT`` at the end of the
+run replaces whatever was streamed with the thread as the session holds it.
+
+State is the session agent's keyed state, the keys kept as JSON (other
+serializers are not shown): a ``STATE_SNAPSHOT`` when the run starts and a
+``STATE_DELTA`` (JSON Patch) after each committed change.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from ag_ui.core import (
+    AssistantMessage,
+    BaseEvent,
+    CustomEvent,
+    FunctionCall,
+    Interrupt,
+    StateDeltaEvent,
+    StateSnapshotEvent,
+    SystemMessage,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+    ToolCallArgsEvent,
+    ToolCallEndEvent,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
+    ToolMessage,
+    UserMessage,
+)
+from ag_ui.core import (
+    Message as AguiMessage,
+)
+from ag_ui.core import (
+    ToolCall as AguiToolCall,
+)
+
+from ratchet.agents.events import Retry, RunEvent, TextDelta, ToolCalled, ToolResult
+from ratchet.agents.messages import Message, ToolCall
+from ratchet.agents.pending import PendingView
+from ratchet.agents.state_export import StateExport
+
+
+class Translation:
+    """The AG-UI events of one run, from the session's events as they come."""
+
+    def __init__(self, session_id: str, run_label: str | None) -> None:
+        self.run_label = run_label
+        """The Ratchet run followed (``<session>-run-<n>``); ``None``: the next one."""
+        self._session_id = session_id
+        self._text: str | None = None  # the message being streamed
+        self._calls: set[str] = set()  # tool calls already started
+
+    def mine(self, event: RunEvent) -> bool:
+        if self.run_label is None and event.kind == "run_started":
+            self.run_label = event.run_id
+        if event.run_id == self.run_label:
+            return True
+        # What a session's turns send is stamped with the session's id; a session
+        # runs one run at a time, so once the run is known they are its own.
+        return (
+            bool(event.attempt) and self.run_label is not None and event.run_id == self._session_id
+        )
+
+    def events(self, event: RunEvent) -> Iterator[BaseEvent]:
+        if isinstance(event, TextDelta) and event.text:
+            message_id = f"{event.run_id}-{event.turn}-{event.attempt}"
+            if self._text != message_id:
+                yield from self.end_text()
+                self._text = message_id
+                yield TextMessageStartEvent(message_id=message_id, role="assistant")
+            yield TextMessageContentEvent(message_id=message_id, delta=event.text)
+            return
+        yield from self.end_text()
+        if isinstance(event, ToolCalled) and event.data is not None:
+            name, arguments = event.data.name, event.data.arguments
+            yield from self.call(
+                ToolCall(id=event.data.id, name=name or "", arguments=arguments or "")
+            )
+        elif isinstance(event, ToolResult) and event.data.id is not None:
+            yield ToolCallResultEvent(
+                message_id=f"{event.data.id}-result",
+                tool_call_id=event.data.id,
+                content=event.text or "",
+                role="tool",
+            )
+        elif isinstance(event, Retry):
+            yield CustomEvent(
+                name="ratchet.retry", value={"turn": event.turn, "attempt": event.attempt}
+            )
+
+    def call(self, call: ToolCall) -> Iterator[BaseEvent]:
+        """A tool call, once: started, its arguments, ended."""
+        if call.id in self._calls:
+            return
+        self._calls.add(call.id)
+        yield ToolCallStartEvent(tool_call_id=call.id, tool_call_name=call.name or "tool")
+        if call.arguments:
+            yield ToolCallArgsEvent(tool_call_id=call.id, delta=call.arguments)
+        yield ToolCallEndEvent(tool_call_id=call.id)
+
+    def end_text(self) -> Iterator[BaseEvent]:
+        if self._text is not None:
+            yield TextMessageEndEvent(message_id=self._text)
+            self._text = None
+
+
+def interrupts(pending: list[PendingView]) -> list[Interrupt]:
+    """What the run waits for, as interrupts a following run's ``resume`` answers."""
+    found: list[Interrupt] = []
+    for view in pending:
+        action = view.action
+        expires = view.deadline.isoformat() if view.deadline is not None else None
+        if action.kind == "input":
+            found.append(
+                Interrupt(
+                    id=action.id,
+                    reason="input",
+                    message=action.question,
+                    response_schema={"type": "string"},
+                    expires_at=expires,
+                )
+            )
+        elif action.call is not None:
+            found.append(
+                Interrupt(
+                    id=action.id,
+                    reason="approval",
+                    message=f"Approve {action.call.describe(200)}?",
+                    tool_call_id=action.call.id,
+                    response_schema=APPROVAL_SCHEMA,
+                    expires_at=expires,
+                )
+            )
+    return found
+
+
+APPROVAL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"approved": {"type": "boolean"}, "reason": {"type": "string"}},
+    "required": ["approved"],
+}
+
+
+def messages(thread: list[Message]) -> list[AguiMessage]:
+    """The session's thread as AG-UI messages, with the thread's own ids (a client
+    sends them back on its next run, and they are recognised as held)."""
+    out: list[AguiMessage] = []
+    for m in thread:
+        if m.role == "user":
+            out.append(UserMessage(id=m.id, content=m.content or ""))
+        elif m.role == "assistant":
+            calls = [
+                AguiToolCall(id=c.id, function=FunctionCall(name=c.name, arguments=c.arguments))
+                for c in m.tool_calls
+            ]
+            out.append(AssistantMessage(id=m.id, content=m.content, tool_calls=calls or None))
+        elif m.role == "tool":
+            out.append(
+                ToolMessage(
+                    id=m.id,
+                    content=m.content or "",
+                    tool_call_id=m.tool_call_id or "",
+                    error=m.content if m.is_error else None,
+                )
+            )
+        else:
+            out.append(SystemMessage(id=m.id, content=m.content or ""))
+    return out
+
+
+def state_of(export: StateExport, agent: str) -> dict[str, Any]:
+    """The agent's keys held as JSON, by key."""
+    for agent_state in export.agents:
+        if agent_state.agent == agent:
+            entries = agent_state.entries.items()
+            return {key: entry.data for key, entry in entries if entry.serializer == "json"}
+    return {}
+
+
+def snapshot(state: dict[str, Any]) -> StateSnapshotEvent:
+    return StateSnapshotEvent(snapshot=state)
+
+
+def delta(before: dict[str, Any], after: dict[str, Any]) -> StateDeltaEvent | None:
+    """A JSON Patch from ``before`` to ``after`` (top-level keys), or ``None``."""
+    ops: list[dict[str, Any]] = []
+    for key in before.keys() - after.keys():
+        ops.append({"op": "remove", "path": _pointer(key)})
+    for key, value in after.items():
+        if key not in before:
+            ops.append({"op": "add", "path": _pointer(key), "value": value})
+        elif _json(before[key]) != _json(value):
+            ops.append({"op": "replace", "path": _pointer(key), "value": value})
+    return StateDeltaEvent.model_validate({"type": "STATE_DELTA", "delta": ops}) if ops else None
+
+
+def _pointer(key: str) -> str:
+    return "/" + key.replace("~", "~0").replace("/", "~1")
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
