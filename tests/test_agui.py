@@ -207,6 +207,11 @@ async def test_bad_requests_get_clear_errors_and_start_nothing(alice: httpx.Asyn
     assert (await alice.get(f"/v1/sessions/{thread}")).status_code == 404  # nothing started
 
     first = await run(alice, "echo", run_input(thread, [user("one")]))
+    state = [e for e in first if e.type in (EventType.STATE_SNAPSHOT, EventType.STATE_DELTA)]
+    assert state[0].snapshot == {}  # the agent's JSON keys: none yet, then its count
+    assert [op.model_dump() for op in state[1].delta] == [
+        {"op": "add", "path": "/count", "value": 1}
+    ]
     held = snapshot_of(first)
     edited = [{**held[0], "content": "changed"} | {"id": "someone-else"}, held[1]]
     problem_of(

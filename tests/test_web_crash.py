@@ -12,11 +12,13 @@ from typing import Any
 
 import httpx2 as httpx
 import pytest
+from ag_ui.core import CustomEvent, TextMessageContentEvent
 
 from ratchet.devserver import DevServer, free_port
 from ratchet.testing import ChildProcess, WorkerProcess
 
 from .conftest import ROOT
+from .test_agui import check_order, frames, run_input, snapshot_of, user
 from .web_agents import SLOW_EVENTS
 from .web_http import ALICE, sse
 
@@ -118,3 +120,30 @@ async def test_a_worker_killed_mid_reply_shows_the_retry_and_the_answer(start):
     numbers = [data["data"]["n"] for _, kind, data in after_retry if kind == "custom"]
     assert numbers == list(range(SLOW_EVENTS))  # the retried attempt streamed it all again
     assert frames[-1][2]["output"] == "done after attempt 2"
+
+
+async def test_an_agui_run_whose_worker_dies_mid_reply_still_finishes(start):
+    """The AG-UI stream of a reply whose worker is SIGKILLed after its first words:
+    the retry is announced, the retried attempt streams as a new message, and the
+    run finishes with the answer of attempt 2 in its result and snapshot."""
+    web, worker = start
+    first = worker()
+    url, _ = web()
+    thread = f"agui-crash-{uuid.uuid4().hex[:8]}"
+    body = run_input(thread, [user("write")])
+    async with httpx.AsyncClient(base_url=url, headers=AUTH, timeout=120) as http:
+        events: list[Any] = []
+        async with http.stream("POST", "/v1/agui/writer", json=body) as response:
+            async for _, event in frames(response):
+                events.append(event)
+                if isinstance(event, TextMessageContentEvent) and first is not None:
+                    first.kill()
+                    first = None
+                    await asyncio.to_thread(worker)
+    check_order(events)
+    retries = [e for e in events if isinstance(e, CustomEvent) and e.name == "ratchet.retry"]
+    assert len(retries) == 1
+    streamed = {e.message_id for e in events if isinstance(e, TextMessageContentEvent)}
+    assert len(streamed) == 2  # the failed attempt's message, then the retried one's
+    assert events[-1].result.endswith("(attempt 2)")
+    assert [m["role"] for m in snapshot_of(events)] == ["user", "assistant"]

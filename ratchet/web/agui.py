@@ -20,7 +20,7 @@ was streamed (a retried turn's text included).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Annotated
+from typing import Annotated, Any
 
 from ag_ui.core import (
     BaseEvent,
@@ -75,7 +75,9 @@ async def run_agent(
     """Runs the agent on the thread (an AG-UI ``RunAgentInput``); the response is the
     run's AG-UI events as SSE, each with the session event's offset as its ``id``."""
     client = client_of(request)
-    session = await _session(client, body, _agent(request, agent, body))
+    name = _agent(request, agent, body)
+    session = await _session(client, body, name)
+    state = translate.state_of(await session.read_state(), name)  # before the run changes it
     after = _event_id(last_event_id)
     if after is not None:  # re-attach: the run of that event, from just after it
         start, label, follow = after + 1, await _run_of(client, session, after), True
@@ -83,7 +85,7 @@ async def run_agent(
         start = await session.event_offset()
         label, follow = await _prepare(session, body, who)
     hub: Hub = request.app.state.hub
-    stream = _stream(hub, session, body, start, label if follow else _STOPPED)
+    stream = _stream(hub, session, body, (start, label if follow else _STOPPED), state)
     return StreamingResponse(stream, media_type=SSE, headers={"Cache-Control": "no-cache"})
 
 
@@ -227,11 +229,17 @@ async def _answer(session: SessionHandle, view: PendingView, entry: ResumeEntry,
 
 
 async def _stream(
-    hub: Hub, session: SessionHandle, body: RunAgentInput, start: int, label: str | None
+    hub: Hub,
+    session: SessionHandle,
+    body: RunAgentInput,
+    where: tuple[int, str | None],
+    state: dict[str, Any],
 ) -> AsyncIterator[str]:
+    """The run's AG-UI events: from the session's events at offset ``start`` on, of the
+    run ``label`` (``None``: the next run; ``_STOPPED``: none to follow)."""
+    start, label = where
     run = translate.Translation(session.id, label)
     agent = (await session.status()).agent
-    state = translate.state_of(await session.read_state(), agent)
     yield _sse(RunStartedEvent(thread_id=body.thread_id, run_id=body.run_id, input=body))
     yield _sse(translate.snapshot(state))
     ending: list[BaseEvent] = []
