@@ -86,3 +86,33 @@ async def test_a_reader_that_stops_reading_is_dropped_and_others_go_on(
     assert 49 <= len(backlog) <= 50
     assert [offset for offset, _ in backlog] == list(range(1, len(backlog) + 1))
     assert len(reading) > CHATTY_EVENTS and reading == sorted(set(reading))
+
+
+async def test_every_reply_of_a_session_reaches_its_watchers(agent_client: AgentClient):
+    """What a session's turns send is stamped with the session's id and each run
+    counts turns from 1: a second reply's text must not pass for a re-sent copy of
+    the first's (it did, to readers that had seen the first)."""
+    hub = Hub(agent_client.temporal)
+    async with build_worker(agent_client, AGENTS):
+        session = await agent_client.start_session("writer")
+        await session.send("one")
+        joined = asyncio.Event()
+        late: list[tuple[int, str]] = []
+
+        async def watch() -> None:
+            async for item in hub.watch(session.id, 0, joined=joined):
+                if item is not None:
+                    late.append((item[0], item[1].kind))
+
+        watcher = asyncio.create_task(watch())
+        await joined.wait()  # caught up with the first reply by query
+        await session.send("two")
+        whole = await read_events(agent_client.temporal, session.id, 0, until=1 << 30)
+        await session.close()
+        await watcher
+    runs = [n for n, (_, event) in enumerate(whole) if event.kind == "run_started"]
+    assert len(runs) == 2
+    first, second = whole[runs[0] : runs[1]], whole[runs[1] :]
+    deltas = [sum(e.kind == "text_delta" for _, e in part) for part in (first, second)]
+    assert deltas[0] > 1 and deltas[0] == deltas[1]
+    assert late == [(offset, event.kind) for offset, event in whole]

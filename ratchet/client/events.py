@@ -53,7 +53,7 @@ async def numbered_events(
     ``EventsExpiredError`` instead of skipping ahead to what it holds. Setting
     ``wake`` ends an idle wait at once (something was just sent to the workflow)."""
     handle = client.get_workflow_handle(workflow_id)
-    seen: set[tuple[str, int, int, int]] = set()
+    resent = Resent()
     offset, delay, closed, first = from_offset, MIN_POLL, False, True
     while True:
         result = await _poll(handle, offset)
@@ -61,7 +61,7 @@ async def numbered_events(
             _check_retained(workflow_id, offset, result)
         first = first and not result.items
         for item in _decoded(client, result):
-            if _resent(item[1], seen):
+            if resent(item[1]):
                 continue
             yield item
         offset = max(offset, result.next_offset)
@@ -95,7 +95,7 @@ async def read_events(
     ``until``: a catch-up read, by query. Always asks once, so ``strict`` can check
     that ``from_offset`` is still retained (``EventsExpiredError`` if not)."""
     handle = client.get_workflow_handle(workflow_id)
-    seen: set[tuple[str, int, int, int]] = set()
+    resent = Resent()
     items: list[tuple[int, RunEvent]] = []
     offset = from_offset
     while True:
@@ -105,7 +105,7 @@ async def read_events(
         for item in _decoded(client, result):
             if item[0] >= until:
                 return items
-            if not _resent(item[1], seen):
+            if not resent(item[1]):
                 items.append(item)
         if not result.more_ready or result.next_offset >= until or result.next_offset <= offset:
             return items
@@ -135,15 +135,26 @@ def _decoded(client: Client, result: PollResult) -> Iterator[tuple[int, RunEvent
         yield item.offset, event
 
 
-def _resent(event: RunEvent, seen: set[tuple[str, int, int, int]]) -> bool:
-    """Sent by a turn, and a batch re-sent after a lost reply: drop it."""
-    if not event.attempt:
+class Resent:
+    """Spots a batch of events a turn sent twice (its signal was delivered, the reply
+    lost, and the batch re-sent). Keys are unique within one run only (a session's
+    turns stamp their events with the session's id, and each run counts its turns
+    from 1), so they are forgotten at every ``run_started``."""
+
+    def __init__(self) -> None:
+        self._seen: set[tuple[str, int, int, int]] = set()
+
+    def __call__(self, event: RunEvent) -> bool:
+        """Whether ``event`` was seen already (and should be dropped)."""
+        if event.kind == "run_started":
+            self._seen.clear()
+        if not event.attempt:
+            return False
+        key = (event.run_id, event.turn, event.attempt, event.seq)
+        if key in self._seen:
+            return True
+        self._seen.add(key)
         return False
-    key = (event.run_id, event.turn, event.attempt, event.seq)
-    if key in seen:
-        return True
-    seen.add(key)
-    return False
 
 
 async def session_events(

@@ -25,7 +25,7 @@ from typing import Any
 from temporalio.client import Client
 
 from ratchet.agents.events import RunEvent
-from ratchet.client.events import numbered_events, read_events
+from ratchet.client.events import Resent, numbered_events, read_events
 
 BUFFER = 1_000
 """Events a watcher may fall behind by before it is disconnected."""
@@ -136,7 +136,7 @@ class Hub:
         ``EventsExpiredError`` before anything is yielded. ``joined`` is set once the
         reader has caught up and takes the feed's events."""
         watcher, feed, offset = Watcher(), self._feed(workflow_id, from_offset), from_offset
-        resent: set[tuple[str, int, int, int]] = set()
+        resent = Resent()  # a batch re-sent by a turn may straddle the seam
         try:
             # Catch up by query to where the feed is, then join it with no await in
             # between, so the seam loses and repeats nothing (the feed may have moved
@@ -152,15 +152,15 @@ class Hub:
                 checked = True
                 for item in missed:
                     yield item
-                # A batch a turn re-sent after a lost reply may straddle the seam.
-                resent |= {_key(event) for _, event in missed if event.attempt}
+                for _, event in missed:
+                    resent(event)  # remembered, to drop a re-sent copy that comes live
                 offset = max(offset, until)
                 feed = self._feed(workflow_id, offset)  # a new one if that one ended
             feed.watchers.add(watcher)
             if joined is not None:
                 joined.set()
             async for item in _drain(watcher):
-                if item is None or (item[0] >= from_offset and _key(item[1]) not in resent):
+                if item is None or (item[0] >= from_offset and not resent(item[1])):
                     yield item
         finally:
             feed.leave(watcher)
@@ -170,10 +170,6 @@ class Hub:
         if feed is None:
             feed = self._feeds[workflow_id] = Feed(self, workflow_id, position)
         return feed
-
-
-def _key(event: RunEvent) -> tuple[str, int, int, int]:
-    return (event.run_id, event.turn, event.attempt, event.seq)
 
 
 async def _drain(watcher: Watcher) -> AsyncGenerator[Item | None]:
