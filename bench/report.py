@@ -487,6 +487,205 @@ def render_overload(results: Path) -> str:
     )
 
 
+def delays(row: Data) -> str:
+    """Token delays' percentiles (web.json)."""
+    if not row["count"]:
+        return "none received"
+    return f"{ms(row['p50_ms'])} / {ms(row['p95_ms'])} / {ms(row['p99_ms'])}"
+
+
+def web_first_event(first: Data) -> str:
+    def row(label: str, of: Data) -> list[str]:
+        low, high = of["ratio_ci95"]
+        return [
+            label,
+            ms(of["python_ms_median"]),
+            ms(of["sse_ms_median"]),
+            ratio(of["ratio_of_medians"]),
+            f"{low:.2f}–{high:.2f}",
+            " / ".join(f"{q:.2f}" for q in of["round_ratio_quartiles"]),
+        ]
+
+    return paragraphs(
+        f"First event after a send, medians of {count(first['rounds'])} rounds (ABBA); the "
+        "interval is a bootstrap of the ratio of medians, then the quartiles of the rounds' "
+        "own ratios:",
+        table(
+            ["send → first", "Python client", "SSE", "ratio", "95% interval", "rounds' ratios"],
+            [row("event", first["first_event"]), row("text", first["first_text"])],
+        ),
+    )
+
+
+def web_load(levels: list[Data]) -> str:
+    def cells(of: Callable[[Data], str]) -> list[str]:
+        return [of(level) for level in levels]
+
+    def span_of(low_high: list[int]) -> str:
+        low, high = low_high
+        return count(low) if low == high else f"{count(low)}–{count(high)}"
+
+    def usage(row: Data) -> str:
+        return (
+            f"{row['web_cpu']:.2f} / {row['workers_cpu']:.2f} / {row['temporal_cpu']:.2f} / "
+            f"{row['bench_cpu']:.2f}; {count(row['queries'])} q/s"
+        )
+
+    rows = [
+        [
+            "watchers connected before the first send",
+            *cells(lambda x: f"{count(x['watchers_connected'])} in {seconds(x['connect_s'])}"),
+        ],
+        ["token delay p50 / p95 / p99", *cells(lambda x: delays(x["token_delay"]))],
+        ["a reply's first token", *cells(lambda x: delays(x["first_token_delay"]))],
+        [
+            "tokens received / emitted",
+            *cells(lambda x: f"{count(x['tokens_received'])} / {count(x['tokens_emitted'])}"),
+        ],
+        [
+            "replies with every token",
+            *cells(
+                lambda x: (
+                    f"{count(x['replies_watched'] - x['replies_incomplete'])} of "
+                    f"{count(x['replies_watched'])}"
+                )
+            ),
+        ],
+        [
+            "sends; errors; late by over 1 s",
+            *cells(
+                lambda x: (
+                    f"{count(x['sends_in_steady_state'])}; {count(x['send_error_count'])};"
+                    f" {count(x['late_sends'])}"
+                )
+            ),
+        ],
+        [
+            "reply p50 / p95",
+            *cells(
+                lambda x: f"{seconds(x['reply_s']['p50'], 2)} / {seconds(x['reply_s']['p95'], 2)}"
+            ),
+        ],
+        [
+            "watcher errors; web server exceptions",
+            *cells(lambda x: f"{count(x['watcher_errors'])}; {count(x['web_server_exceptions'])}"),
+        ],
+        [
+            "`GET /v1/server` subscriptions; watchers",
+            *cells(lambda x: f"{span_of(x['subscriptions'])}; {span_of(x['watchers'])}"),
+        ],
+        [
+            "web server RSS start / peak / end",
+            *cells(
+                lambda x: (
+                    f"{x['rss_mb']['start']:,.0f} / {x['rss_mb']['peak']:,.0f} / "
+                    f"{x['rss_mb']['end']:,.0f} MB"
+                )
+            ),
+        ],
+        ["CPU idle: web / workers / Temporal / bench", *cells(lambda x: usage(x["idle"]))],
+        ["CPU in steady state", *cells(lambda x: usage(x["steady"]))],
+    ]
+    first = levels[0]
+    workers = "one worker process" if first["workers"] == 1 else f"{first['workers']} workers"
+    return paragraphs(
+        f"Load: a web server, {workers}; each session sends a message every "
+        f"{seconds(first['period_s'], 0)} and has one SSE watcher; "
+        f"{seconds(first['steady_s'], 0)} of steady state. Delays from emit to the watcher; "
+        "CPU in cores (idle: every watcher connected, no message sent, "
+        f"{seconds(first['idle_s'], 0)}) and the server's workflow queries a second:",
+        table(["", *(f"{count(x['sessions'])} sessions" for x in levels)], rows),
+    )
+
+
+def web_fan_out(fan: Data) -> str:
+    [during] = fan["server_during_reply"][:1]
+    missed = ", ".join(f"{kind} {count(n)}" for kind, n in fan["events_missed_by_kind"].items())
+    return paragraphs(
+        f"Fan-out: {count(fan['watchers'])} watchers of one session, "
+        f"{count(fan['replies'])} replies:",
+        "\n".join(
+            [
+                f"- `GET /v1/server` during a reply: subscriptions "
+                f"{count(during['subscriptions'])}, watchers {count(during['watchers'])}",
+                f"- watchers with every event: {count(fan['watchers_with_every_event'])} of "
+                f"{count(fan['watchers'])} ({count(fan['events_per_watcher'])} events each); "
+                f"events missed: {count(fan['events_missed'])}"
+                + (f" ({missed})" if missed else ""),
+                f"- tokens received {count(fan['tokens_received'])} of "
+                f"{count(fan['tokens_expected'])}; delivery delay p50 / p95 / p99: "
+                f"{delays(fan['delivery_delay'])}",
+            ]
+        ),
+    )
+
+
+def web_kill(kill: Data) -> str:
+    return paragraphs(
+        f"Kill and reconnect: {count(kill['kills'])} replies of "
+        f"{count(kill['events_per_reply'])} events; lost {count(kill['lost'])}, repeated "
+        f"{count(kill['duplicated'])}, not in the stream {count(kill['foreign'])}:",
+        table(
+            ["killed after", "ids before", "ids resumed", "in the stream", "lost", "repeated",
+             "kill → next event"],
+            [
+                [
+                    f"{count(row['killed_after_events'])} events",
+                    count(row["seen_before_kill"]),
+                    count(row["resumed"]),
+                    count(row["expected"]),
+                    count(row["lost"]),
+                    count(row["duplicated"]),
+                    seconds(row["kill_to_resumed_event_s"], 2),
+                ]
+                for row in kill["rows"]
+            ],
+        ),
+    )  # fmt: skip
+
+
+def web_history(hist: Data) -> str:
+    def joined(values: list[int]) -> str:
+        return ", ".join(count(v) for v in values) or "–"
+
+    def row(label: str, of: Data) -> list[str]:
+        return [
+            label,
+            f"{of['history_events_per_reply']:,.0f}",
+            size(of["history_bytes_per_reply"]),
+            f"{of['history_bytes_per_token']:,.0f} B",
+            joined(of["stream_text_deltas_per_reply"]),
+            joined(of.get("watcher_events_per_reply", [])),
+            joined(of["stream_events_per_reply"]),
+        ]
+
+    return paragraphs(
+        f"History per {count(hist['tokens_per_reply'])}-token reply, medians of "
+        f"{count(hist['replies'])} (the stream's text events, events the watcher got and the "
+        "stream's events, reply by reply):",
+        table(
+            ["per reply", "history events", "history bytes", "per token", "text events",
+             "watcher got", "stream held"],
+            [row("one SSE watcher", hist["watched"]), row("no watcher", hist["unwatched"])],
+        ),
+    )  # fmt: skip
+
+
+def render_web(results: Path) -> str:
+    data = load(results, "web")
+    facts = data["machine"]
+    return paragraphs(
+        web_first_event(data["first_event"]),
+        web_load(data["load"]),
+        web_fan_out(data["fan_out"]),
+        web_kill(data["kill"]),
+        web_history(data["history"]),
+        command(data)
+        + f" {facts['cpus']} CPUs, Python {facts['python']}, temporalio {facts['temporalio']},"
+        f" commit {facts['commit']}.",
+    )
+
+
 RENDERERS: dict[str, Renderer] = {
     "history_growth": render_history_growth,
     "overhead": render_overhead,
@@ -500,6 +699,7 @@ RENDERERS: dict[str, Renderer] = {
     "resume": render_resume,
     "checkpoints": render_checkpoints,
     "overload": render_overload,
+    "web": render_web,
 }
 RENDERED_WITHIN = {"history_growth_ratchet": "history_growth"}  # files another section reads
 
