@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import secrets
 import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -29,17 +28,16 @@ from ratchet.web.guards import OriginCheck
 from .conftest import ROOT
 from .test_ui import CHROMIUM, CHROMIUM_ARGS, _browser_or_skip
 from .web_agents import WRITER_WORDS
+from .web_http import ALICE, BOB
 
 try:
     from playwright.async_api import Browser, Locator, Page, async_playwright, expect
 except ImportError:  # _browser_or_skip says how to install it
     pass
 
-ALICE, BOB = secrets.token_urlsafe(), secrets.token_urlsafe()
 ENV = {"RATCHET_WEB_TOKENS": f"alice:{ALICE},bob:{BOB}", "PYTHONPATH": str(ROOT)}
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts" / "web"
-# A loaded 2-core machine; and a streamed reply's result event can come 10 s after
-# its run ended (sse.FINISH_GRACE).
+# A loaded 2-core machine.
 PAGE_TIMEOUT_MS = 60_000
 PAY = 'pay(to="acme", amount=500)'
 

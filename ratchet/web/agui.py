@@ -32,6 +32,7 @@ from ag_ui.core import (
     RunFinishedEvent,
     RunFinishedInterruptOutcome,
     RunStartedEvent,
+    StateSnapshotEvent,
 )
 from ag_ui.core import Message as AguiMessage
 from fastapi import APIRouter, Depends, Header, Request
@@ -51,8 +52,10 @@ from ratchet.errors import (
     SessionBusyError,
     SessionNotFoundError,
 )
+from ratchet.wire.sessions import SessionStatus
 
 from . import agui_events as translate
+from . import sse
 from .hub import Hub
 from .routes import Who, client_of, identity
 
@@ -76,16 +79,16 @@ async def run_agent(
     run's AG-UI events as SSE, each with the session event's offset as its ``id``."""
     client = client_of(request)
     name = _agent(request, agent, body)
-    session = await _session(client, body, name)
+    session, status = await _session(client, body, name)
     state = translate.state_of(await session.read_state(), name)  # before the run changes it
-    after = _event_id(last_event_id)
+    after = sse.event_id(last_event_id)
     if after is not None:  # re-attach: the run of that event, from just after it
         start, label, follow = after + 1, await _run_of(client, session, after), True
     else:
         start = await session.event_offset()
-        label, follow = await _prepare(session, body, who)
+        label, follow = await _prepare(session, status, body, who)
     hub: Hub = request.app.state.hub
-    stream = _stream(hub, session, body, (start, label if follow else _STOPPED), state)
+    stream = _stream(hub, session, body, (start, label if follow else _STOPPED), (name, state))
     return StreamingResponse(stream, media_type=SSE, headers={"Cache-Control": "no-cache"})
 
 
@@ -102,27 +105,30 @@ def _agent(request: Request, agent: str | None, body: RunAgentInput) -> str:
     return name
 
 
-async def _session(client: AgentClient, body: RunAgentInput, agent: str) -> SessionHandle:
-    """The thread's session, started on its first run."""
+async def _session(
+    client: AgentClient, body: RunAgentInput, agent: str
+) -> tuple[SessionHandle, SessionStatus | None]:
+    """The thread's session, started on its first run, and its status (``None``:
+    just started, nothing in progress)."""
     session = client.get_session(body.thread_id)
     try:
         status = await session.status()
     except SessionNotFoundError:
-        return await client.start_session(agent, session_id=body.thread_id)
+        return await client.start_session(agent, session_id=body.thread_id), None
     if status.agent != agent:
         raise ConversationConflictError(
             f"Thread {body.thread_id} is a session of agent {status.agent!r}, not {agent!r}."
         )
-    return session
+    return session, status
 
 
 async def _prepare(
-    session: SessionHandle, body: RunAgentInput, who: str
+    session: SessionHandle, status: SessionStatus | None, body: RunAgentInput, who: str
 ) -> tuple[str | None, bool]:
     """Answer the interrupts in ``resume``, or send the messages the session does not
     hold. The run to follow (``None``: the one the send starts), and whether there
     is anything to follow (not when the run waits, or none is in progress)."""
-    status = await session.status()
+    status = status or await session.status()
     if body.resume:
         await _resume(session, body.resume, who)
         return status.current_run, not await session.pending()
@@ -233,15 +239,14 @@ async def _stream(
     session: SessionHandle,
     body: RunAgentInput,
     where: tuple[int, str | None],
-    state: dict[str, Any],
+    agent_state: tuple[str, dict[str, Any]],
 ) -> AsyncIterator[str]:
     """The run's AG-UI events: from the session's events at offset ``start`` on, of the
     run ``label`` (``None``: the next run; ``_STOPPED``: none to follow)."""
-    start, label = where
+    (start, label), (agent, state) = where, agent_state
     run = translate.Translation(session.id, label)
-    agent = (await session.status()).agent
     yield _sse(RunStartedEvent(thread_id=body.thread_id, run_id=body.run_id, input=body))
-    yield _sse(translate.snapshot(state))
+    yield _sse(StateSnapshotEvent(snapshot=state))
     ending: list[BaseEvent] = []
     if label == _STOPPED:
         ending = await _ending(session, body, run, None)  # nothing left to follow
@@ -321,11 +326,3 @@ async def _ending(
 def _sse(event: BaseEvent, event_id: int | None = None) -> str:
     head = f"id: {event_id}\n" if event_id is not None else ""
     return f"{head}data: {event.model_dump_json(by_alias=True, exclude_none=True)}\n\n"
-
-
-def _event_id(value: str | None) -> int | None:
-    if value is None:
-        return None
-    if not value.strip().lstrip("-").isdigit():
-        raise InvalidInputError(f"Last-Event-ID {value!r} is not an event id from here.")
-    return int(value)

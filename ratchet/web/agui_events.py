@@ -26,7 +26,6 @@ from ag_ui.core import (
     FunctionCall,
     Interrupt,
     StateDeltaEvent,
-    StateSnapshotEvent,
     SystemMessage,
     TextMessageContentEvent,
     TextMessageEndEvent,
@@ -186,10 +185,6 @@ def state_of(export: StateExport, agent: str) -> dict[str, Any]:
             entries = agent_state.entries.items()
             return {key: entry.data for key, entry in entries if entry.serializer == "json"}
     return {}
-
-
-def snapshot(state: dict[str, Any]) -> StateSnapshotEvent:
-    return StateSnapshotEvent(snapshot=state)
 
 
 def delta(before: dict[str, Any], after: dict[str, Any]) -> StateDeltaEvent | None:

@@ -86,11 +86,8 @@ class Feed:
     def leave(self, watcher: Watcher) -> None:
         self.watchers.discard(watcher)
         if not self.watchers:
-            self.stop()
-
-    def stop(self) -> None:
-        self._end(_END)
-        self._task.cancel()
+            self._hub.forget(self._id, self)
+            self._task.cancel()
 
 
 class Hub:
@@ -107,11 +104,6 @@ class Hub:
     @property
     def watchers(self) -> int:
         return sum(len(feed.watchers) for feed in self._feeds.values())
-
-    def close(self) -> None:
-        """Stop every feed (their watchers' streams end)."""
-        for feed in list(self._feeds.values()):
-            feed.stop()
 
     def forget(self, workflow_id: str, feed: Feed) -> None:
         if self._feeds.get(workflow_id) is feed:

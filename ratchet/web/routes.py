@@ -241,9 +241,7 @@ async def _follow(
     request: Request, target: SessionHandle | RunHandle, after: int | None, last_id: str | None
 ) -> StreamingResponse:
     if last_id is not None:
-        if not last_id.strip().lstrip("-").isdigit():
-            raise InvalidInputError(f"Last-Event-ID {last_id!r} is not an event id from here.")
-        after = int(last_id)
+        after = sse.event_id(last_id)
     stream = sse.follow(request.app.state.hub, target.id, after)
     try:
         first = await anext(stream)  # a 410 must be an answer, not a broken stream

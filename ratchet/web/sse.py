@@ -15,6 +15,7 @@ from typing import Any
 
 from ratchet.agents.events import RunEvent
 from ratchet.client import SessionHandle
+from ratchet.errors import InvalidInputError
 from ratchet.wire.runs import RunResult
 
 from .bodies import full
@@ -27,6 +28,15 @@ FINISH_GRACE = 10.0
 def frame(kind: str, data: Any, event_id: int | None = None) -> str:
     head = f"id: {event_id}\n" if event_id is not None else ""
     return f"{head}event: {kind}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
+
+
+def event_id(value: str | None) -> int | None:
+    """A ``Last-Event-ID`` header as the stream offset it names."""
+    if value is None:
+        return None
+    if not value.strip().lstrip("-").isdigit():
+        raise InvalidInputError(f"Last-Event-ID {value!r} is not an event id from here.")
+    return int(value)
 
 
 def result_json(result: RunResult) -> dict[str, Any]:
