@@ -230,15 +230,23 @@ def wait_until(condition, timeout: float = 30.0) -> bool:
 
 
 def start_server_command() -> tuple[subprocess.Popen[str], int, Path]:
-    server = subprocess.Popen(
-        [*RATCHET, "server", "--port", str(free_port()), "--headless"],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert server.stdout is not None
-    banner = server.stdout.readline() + server.stdout.readline()
+    # An explicit --port is not chosen again when taken, so on a shared machine the
+    # port free_port() offered can be gone before the command binds it (CI saw it).
+    for _ in range(5):
+        server = subprocess.Popen(
+            [*RATCHET, "server", "--port", str(free_port()), "--headless"],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert server.stdout is not None and server.stderr is not None
+        banner = server.stdout.readline() + server.stdout.readline()
+        if banner:
+            break
+        server.wait(30)
+        error = server.stderr.read()
+        assert "in use" in error, error
     assert "(headless)" in banner and "Press Ctrl-C to stop" in banner, banner
     log = Path(banner.split("log: ", 1)[1].split(". Press", 1)[0])
     (child,) = server_children(server.pid)
