@@ -2,11 +2,14 @@
 
 Events are read with the workflow stream's poll *query*, which writes nothing to
 the workflow's history (the stream's own subscriber polls with an Update, and
-each Update's completion is written to history). A poll that finds nothing waits
-a little longer each time, from ``MIN_POLL`` up to ``MAX_POLL``; offsets are
-global and go on across continue-as-new, so a query without a run id always
-reads the latest run. Iteration ends when the workflow has closed and its
-retained events are read.
+each Update's completion is written to history). The query is asked when the
+stream may have grown: ``HistoryWatch`` follows the workflow's history with the
+server's long poll and wakes the reader at each completed workflow task, so a
+quiet workflow costs no queries (one every ``SAFETY_POLL`` seconds). If the
+history cannot be followed, a poll that finds nothing waits a little longer each
+time, from ``MIN_POLL`` up to ``MAX_POLL``. Offsets are global and go on across
+continue-as-new, so a query without a run id always reads the latest run.
+Iteration ends when the workflow has closed and its retained events are read.
 
 A session's plain messages run in the session workflow, so its stream holds
 everything; a legacy session's runs were child workflows, and
@@ -26,8 +29,12 @@ from ratchet.agents.events import RunEvent, RunStarted
 from ratchet.errors import EventsExpiredError
 from ratchet.wire.names import EVENTS_TOPIC, POLL_QUERY
 
+from .follow import HistoryWatch
+
 MIN_POLL = 0.05
 MAX_POLL = 1.0
+SAFETY_POLL = 30.0
+"""While the history is followed, a quiet stream is still queried this often."""
 RUNNING = (WorkflowExecutionStatus.RUNNING, WorkflowExecutionStatus.CONTINUED_AS_NEW)
 
 
@@ -46,46 +53,70 @@ async def numbered_events(
     from_offset: int = 0,
     strict: bool = False,
     wake: asyncio.Event | None = None,
+    resent: Resent | None = None,
 ) -> AsyncIterator[tuple[int, RunEvent]]:
     """``run_events`` with each event's offset in the stream (its resumable id:
     ``from_offset=offset + 1`` continues after it). With ``strict``, a
     ``from_offset`` older than what the stream still retains raises
     ``EventsExpiredError`` instead of skipping ahead to what it holds. Setting
-    ``wake`` ends an idle wait at once (something was just sent to the workflow)."""
+    ``wake`` ends an idle wait at once (something was just sent to the workflow).
+    A reader that starts again where it left off passes the previous ``resent``."""
     handle = client.get_workflow_handle(workflow_id)
-    resent = Resent()
+    watch = HistoryWatch(client, workflow_id)
+    resent = resent or Resent()
     offset, delay, closed, first = from_offset, MIN_POLL, False, True
-    while True:
-        result = await _poll(handle, offset)
-        if strict and first:
-            _check_retained(workflow_id, offset, result)
-        first = first and not result.items
-        for item in _decoded(client, result):
-            if resent(item[1]):
+    try:
+        while True:
+            watch.changed.clear()  # before the query: a change during it is not missed
+            result = await _poll(handle, offset)
+            if strict and first:
+                _check_retained(workflow_id, offset, result)
+            first = first and not result.items
+            for item in _decoded(client, result):
+                if resent(item[1]):
+                    continue
+                yield item
+            offset = max(offset, result.next_offset)
+            if result.more_ready:
                 continue
-            yield item
-        offset = max(offset, result.next_offset)
-        if result.more_ready:
-            continue
-        if result.items:
-            delay = MIN_POLL
-            continue
-        if closed:
-            return  # read to the end after it closed
-        status = (await handle.describe()).status
-        if status not in RUNNING:
-            closed = True  # one more poll reads what came before the close
-            continue
-        if wake is None:
-            await asyncio.sleep(delay)
-        else:
-            try:
-                await asyncio.wait_for(wake.wait(), delay)
+            if closed:
+                return  # read to the end after it closed
+            if watch.following:
+                if watch.closed:
+                    closed = True  # one more poll reads what came before the close
+                    continue
+                await _first(watch.changed, wake, SAFETY_POLL)  # nothing new, or more on the way
+                continue
+            # Not following the history: poll on a timer.
+            if result.items:
+                delay = MIN_POLL
+                continue
+            status = (await handle.describe()).status
+            if status not in RUNNING:
+                closed = True
+                continue
+            if wake is None:
+                await asyncio.sleep(delay)
+            elif await _first(wake, None, delay):
                 delay = MIN_POLL / 1.5  # woken: poll eagerly again
-            except TimeoutError:
-                pass
-            wake.clear()
-        delay = min(MAX_POLL, delay * 1.5)
+            delay = min(MAX_POLL, delay * 1.5)
+    finally:
+        watch.close()
+
+
+async def _first(a: asyncio.Event, b: asyncio.Event | None, seconds: float) -> bool:
+    """Waits until ``a`` or ``b`` is set, at most ``seconds``, and clears
+    both; whether one was set. (A change after the wait is seen by the next query.)"""
+    events = [e for e in (a, b) if e is not None]
+    waits = [asyncio.ensure_future(e.wait()) for e in events]
+    try:
+        done, _ = await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for w in waits:
+            w.cancel()
+    for e in events:
+        e.clear()
+    return bool(done)
 
 
 async def read_events(

@@ -1,8 +1,9 @@
 """One subscription per workflow per server process, shared by all its watchers.
 
 Every SSE stream of a session (or run) on this process reads from one ``Feed``:
-a single poller of the workflow's event stream (by query, so watching writes
-nothing to history) that hands each event to every watcher's own bounded queue.
+a single reader of the workflow's event stream (by query, so watching writes
+nothing to history, and only when its history shows a change: see
+``ratchet.client.follow``) that hands each event to every watcher's own bounded queue.
 A watcher that joins late first reads what it missed (``from_offset`` up to
 where the feed is) with its own catch-up query, then takes the feed's events;
 offsets are the stream's, so nothing is lost or repeated at the seam.
@@ -13,24 +14,33 @@ id), so a stalled browser tab costs the others nothing. The feed stops when its
 last watcher leaves or the workflow closes.
 
 ``poke`` tells a session's feed that something was just sent to it, so the feed
-polls right away instead of after its idle back-off (up to a second).
+queries right away (it matters where the history cannot be followed and the feed
+polls on a timer, up to a second apart).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncGenerator
 from typing import Any
 
 from temporalio.client import Client
+from temporalio.service import RPCError
 
 from ratchet.agents.events import RunEvent
 from ratchet.client.events import Resent, numbered_events, read_events
+
+from .problems import BUSY
 
 BUFFER = 1_000
 """Events a watcher may fall behind by before it is disconnected."""
 KEEPALIVE = 15.0
 """Seconds without events after which a watcher gets a ``None`` tick."""
+RETRY_FIRST, RETRY_MAX = 0.5, 10.0
+"""Seconds a feed waits before reading again after Temporal said it is busy."""
+
+log = logging.getLogger("ratchet.web")
 
 Item = tuple[int, RunEvent]
 _END = object()
@@ -52,7 +62,7 @@ class Watcher:
 
 
 class Feed:
-    """The one poller of a workflow's events on this process."""
+    """The one reader of a workflow's events on this process."""
 
     def __init__(self, hub: Hub, workflow_id: str, position: int) -> None:
         self.position = position
@@ -63,19 +73,32 @@ class Feed:
         self._task = asyncio.create_task(self._run(), name=f"ratchet-web-feed:{workflow_id}")
 
     async def _run(self) -> None:
-        events = numbered_events(
-            self._hub.client, self._id, from_offset=self.position, wake=self.wake
-        )
-        try:
-            async for offset, event in events:
-                self.position = offset + 1
-                for watcher in list(self.watchers):
-                    if not watcher.put((offset, event)):
-                        self.watchers.discard(watcher)
-                await asyncio.sleep(0)  # a poll may bring hundreds: let readers keep up
-            self._end(_END)
-        except Exception as e:  # noqa: BLE001 - every watcher reports it
-            self._end(e)
+        resent, pause = Resent(), RETRY_FIRST
+        while True:
+            events = numbered_events(
+                self._hub.client, self._id, from_offset=self.position, wake=self.wake, resent=resent
+            )
+            try:
+                async for offset, event in events:
+                    self.position, pause = offset + 1, RETRY_FIRST
+                    for watcher in list(self.watchers):
+                        if not watcher.put((offset, event)):
+                            self.watchers.discard(watcher)
+                    await asyncio.sleep(0)  # a poll may bring hundreds: let readers keep up
+                self._end(_END)
+                return
+            except RPCError as e:
+                if e.status not in BUSY:
+                    self._end(e)
+                    return
+                # Temporal is overloaded or out of reach for a moment: the watchers
+                # keep their streams (and keep-alives) while the feed tries again.
+                log.warning("reading %s's events failed (%s); again in %.1f s", self._id, e, pause)
+                await asyncio.sleep(pause)
+                pause = min(RETRY_MAX, pause * 2)
+            except Exception as e:  # noqa: BLE001 - every watcher reports it
+                self._end(e)
+                return
 
     def _end(self, last: Any) -> None:
         self._hub.forget(self._id, self)  # before anyone can join a feed that is over
@@ -122,7 +145,8 @@ class Hub:
         joined: asyncio.Event | None = None,
     ) -> AsyncGenerator[Item | None]:
         """The workflow's events from ``from_offset`` on, each with its offset; a
-        ``None`` tick after ``KEEPALIVE`` quiet seconds. Ends when the workflow has
+        ``None`` tick once joined if there was nothing to catch up on (so a response
+        can start), and after ``KEEPALIVE`` quiet seconds. Ends when the workflow has
         closed, or early when the reader fell ``BUFFER`` events behind. With
         ``strict``, an offset older than the stream retains raises
         ``EventsExpiredError`` before anything is yielded. ``joined`` is set once the
@@ -133,7 +157,7 @@ class Hub:
             # Catch up by query to where the feed is, then join it with no await in
             # between, so the seam loses and repeats nothing (the feed may have moved
             # on during a read: read again).
-            checked = False
+            checked = sent_any = False
             while not (
                 checked and offset >= feed.position and self._feeds.get(workflow_id) is feed
             ):
@@ -144,6 +168,7 @@ class Hub:
                 checked = True
                 for item in missed:
                     yield item
+                sent_any = sent_any or bool(missed)
                 for _, event in missed:
                     resent(event)  # remembered, to drop a re-sent copy that comes live
                 offset = max(offset, until)
@@ -151,6 +176,8 @@ class Hub:
             feed.watchers.add(watcher)
             if joined is not None:
                 joined.set()
+            if not sent_any:
+                yield None  # nothing missed: a tick now, so the response starts now
             async for item in _drain(watcher):
                 if item is None or (item[0] >= from_offset and not resent(item[1])):
                     yield item

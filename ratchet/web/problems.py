@@ -10,6 +10,7 @@ from typing import Any
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet import errors
 
@@ -17,6 +18,13 @@ from .auth import AuthError
 
 log = logging.getLogger("ratchet.web")
 PROBLEM = "application/problem+json"
+
+BUSY = (
+    RPCStatusCode.RESOURCE_EXHAUSTED,
+    RPCStatusCode.UNAVAILABLE,
+    RPCStatusCode.DEADLINE_EXCEEDED,
+)
+"""Temporal errors that pass: 503 with Retry-After (a feed retries them itself)."""
 
 # Most specific first: a send refused because the session is busy is both
 # RunFailedError and SessionBusyError, and answers 409.
@@ -70,6 +78,15 @@ def for_exception(error: Exception) -> JSONResponse:
         )
     if isinstance(error, Forbidden):
         return problem(403, "Forbidden", "Not allowed", str(error))
+    if isinstance(error, RPCError) and error.status in BUSY:
+        response = problem(
+            503,
+            "TemporalUnavailable",
+            "Temporal is busy or out of reach",
+            f"{error.message}. Nothing was lost; try again in a moment.",
+        )
+        response.headers["Retry-After"] = "1"
+        return response
     for cls, status, title in STATUS:
         if isinstance(error, cls):
             kind = getattr(error, "error_type", None) or type(error).__name__

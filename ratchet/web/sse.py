@@ -50,9 +50,16 @@ def event_frame(offset: int, event: RunEvent) -> str:
 
 async def follow(hub: Hub, workflow_id: str, after: int | None) -> AsyncIterator[str]:
     """Every event of ``workflow_id`` after offset ``after`` (all when ``None``)."""
-    start = 0 if after is None else after + 1
-    async for item in hub.watch(workflow_id, start, strict=True):
-        yield ": keep-alive\n\n" if item is None else event_frame(*item)
+    start, started = 0 if after is None else after + 1, False
+    try:
+        async for item in hub.watch(workflow_id, start, strict=True):
+            started = True
+            yield ": keep-alive\n\n" if item is None else event_frame(*item)
+    except Exception as e:
+        if not started:
+            raise  # an answer of its own (a 410, a 503)
+        # The stream ends with the problem; the client resumes with its last id.
+        yield frame("error", json.loads(bytes(for_exception(e).body)))
 
 
 async def reply(

@@ -1,0 +1,109 @@
+"""Knowing when a workflow's event stream may have grown, without polling it.
+
+The stream lives in workflow state, so it changes only when a workflow task
+completes. ``HistoryWatch`` follows the workflow's history with the server's own
+long poll (``GetWorkflowExecutionHistory`` with ``wait_new_event``, the call
+``handle.result()`` waits with): the frontend holds it until the history grows,
+so an idle session costs nothing, and a reader queries the stream once per
+completed workflow task instead of on a timer. The watch follows the workflow
+across continue-as-new and notes when it has closed.
+
+Each watch holds one long poll open against the frontend, and the frontend
+admits ``frontend.namespaceCount`` (dynamic config, 1,200 by default) concurrent
+``GetWorkflowExecutionHistory`` calls per namespace per instance; so a process
+follows at most ``LIMIT`` histories at once. Beyond that, or if the history
+cannot be followed (the call is refused, say), ``following`` is false and
+readers poll on a timer instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import timedelta
+
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryRequest
+from temporalio.client import Client
+
+LIMIT = 1_000
+"""Histories one process follows at once (the rest are polled)."""
+LONG_POLL = timedelta(seconds=70)
+"""Per call; the server answers a long poll with nothing after about 20 s."""
+CLOSES = frozenset({
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED,
+})  # fmt: skip
+CHANGES = CLOSES | {
+    EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW,
+}
+
+log = logging.getLogger(__name__)
+
+
+class HistoryWatch:
+    """Sets ``changed`` whenever the workflow's state may have changed: a workflow
+    task completed, the run continued as new, or the workflow closed (then
+    ``closed`` is true too). ``changed`` starts set. ``close()`` stops following."""
+
+    active = 0
+    """Watches following a history in this process."""
+
+    def __init__(self, client: Client, workflow_id: str) -> None:
+        self.changed = asyncio.Event()
+        self.changed.set()
+        self.closed = False
+        self.following = HistoryWatch.active < LIMIT
+        self._client, self._id = client, workflow_id
+        self._task: asyncio.Task[None] | None = None
+        if self.following:
+            HistoryWatch.active += 1
+            self._task = asyncio.create_task(self._follow(), name=f"ratchet-history:{workflow_id}")
+            self._task.add_done_callback(_stopped)
+
+    def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+    async def _follow(self) -> None:
+        run_id, token = "", b""  # "": the latest run, pinned by the first page's token
+        try:
+            while True:
+                response = await self._client.workflow_service.get_workflow_execution_history(
+                    GetWorkflowExecutionHistoryRequest(
+                        namespace=self._client.namespace,
+                        execution=WorkflowExecution(workflow_id=self._id, run_id=run_id),
+                        next_page_token=token,
+                        wait_new_event=True,
+                        skip_archival=True,
+                    ),
+                    retry=True,
+                    timeout=LONG_POLL,
+                )
+                kinds = {event.event_type for event in response.history.events}
+                if kinds & CHANGES:
+                    self.changed.set()
+                if EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW in kinds:
+                    run_id, token = "", b""  # on to the new run, from its start
+                elif kinds & CLOSES:
+                    self.closed = True
+                    return
+                elif response.next_page_token:
+                    token = response.next_page_token
+                else:  # the run is over, but its history did not say how
+                    raise RuntimeError("history ended without a close event")
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # noqa: BLE001 - readers go back to polling
+            log.warning("not following %s's history (%s); polling it instead", self._id, e)
+            self.following = False
+            self.changed.set()
+
+
+def _stopped(_: asyncio.Task[None]) -> None:
+    HistoryWatch.active -= 1

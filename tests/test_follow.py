@@ -1,0 +1,87 @@
+"""Readers of a workflow's events follow its history with the server's long poll
+(ratchet.client.follow) and query only when it changed; past the per-process
+limit, or where the history cannot be followed, they poll on a timer. Both ways
+deliver every event once, across continue-as-new, to the close."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from ratchet.agents import ScriptedModel, ToolCallingAgent
+from ratchet.client import AgentClient, follow
+from ratchet.client.follow import HistoryWatch
+from ratchet.wire.options import SessionOptions
+from ratchet.worker import build_worker
+
+REPLIES = ["one", "two", "three"]
+
+
+def chat() -> ToolCallingAgent:
+    return ToolCallingAgent(ScriptedModel(list(REPLIES)))
+
+
+async def changes(watch: HistoryWatch) -> None:
+    await asyncio.wait_for(watch.changed.wait(), 30)
+    watch.changed.clear()
+
+
+@pytest.mark.parametrize("mode", ["following", "polling"])
+async def test_a_session_is_followed_across_continue_as_new_to_its_close(
+    agent_client: AgentClient, monkeypatch: pytest.MonkeyPatch, mode: str
+):
+    if mode == "polling":
+        monkeypatch.setattr(follow, "LIMIT", 0)
+    async with build_worker(agent_client, {"chat": chat()}):
+        session = await agent_client.start_session(
+            "chat", options=SessionOptions(continue_as_new_after_runs=1)
+        )
+        seen = []
+
+        async def watch() -> None:
+            async for event in session.events():
+                seen.append(event)
+
+        watching = asyncio.ensure_future(watch())
+        for text in REPLIES:
+            await session.send(text)
+        await session.close()
+        await asyncio.wait_for(watching, 30)  # it ends by itself once the session closed
+    finished = [e.text for e in seen if e.kind == "run_finished"]
+    assert finished == REPLIES
+    assert [e.kind for e in seen].count("run_started") == len(REPLIES)
+    assert HistoryWatch.active == 0  # every watch stopped with its reader
+
+
+async def test_a_watch_wakes_at_each_change_and_sees_the_close(agent_client: AgentClient):
+    async with build_worker(agent_client, {"chat": chat()}):
+        session = await agent_client.start_session(
+            "chat", options=SessionOptions(continue_as_new_after_runs=1)
+        )
+        watch = HistoryWatch(agent_client.temporal, session.id)
+        try:
+            assert watch.following
+            await changes(watch)  # set from the start
+            await session.send("one")  # the run then continues as new
+            await changes(watch)
+            await session.send("two")  # on the new run
+            await changes(watch)
+            assert not watch.closed
+            await session.close()
+            while not watch.closed:
+                await changes(watch)
+        finally:
+            watch.close()
+    assert watch.following
+
+
+async def test_a_history_that_cannot_be_followed_is_polled_instead(agent_client: AgentClient):
+    watch = HistoryWatch(agent_client.temporal, "no-such-workflow")
+    try:
+        await changes(watch)
+        while watch.following:
+            await changes(watch)  # set again when it gives up
+    finally:
+        watch.close()
+    assert not watch.closed

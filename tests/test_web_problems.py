@@ -1,0 +1,37 @@
+"""How errors become ``application/problem+json`` answers (no server needed)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from temporalio.service import RPCError, RPCStatusCode
+
+from ratchet.errors import SessionBusyError
+from ratchet.web.problems import for_exception
+
+
+def body(response) -> dict:
+    return json.loads(bytes(response.body))
+
+
+@pytest.mark.parametrize(
+    "status",
+    [RPCStatusCode.RESOURCE_EXHAUSTED, RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED],
+)
+def test_temporal_busy_or_away_is_a_503_to_retry(status: RPCStatusCode):
+    response = for_exception(RPCError("namespace concurrent poller limit exceeded", status, b""))
+    assert response.status_code == 503 and response.headers["Retry-After"] == "1"
+    problem = body(response)
+    assert problem["type"] == "TemporalUnavailable"
+    assert "namespace concurrent poller limit exceeded" in problem["detail"]
+
+
+def test_other_temporal_errors_stay_internal_and_say_nothing_of_it():
+    response = for_exception(RPCError("secret detail", RPCStatusCode.INTERNAL, b""))
+    assert response.status_code == 500 and "secret" not in json.dumps(body(response))
+
+
+def test_a_ratchet_error_keeps_its_status_and_class():
+    response = for_exception(SessionBusyError("s", "a run is in progress"))
+    assert response.status_code == 409 and body(response)["type"] == "SessionBusyError"
