@@ -15,6 +15,8 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from ratchet.agents import (
     Agent,
     Message,
@@ -158,4 +160,15 @@ def crash_agent() -> Agent:
     return ToolCallingAgent(TimedModel(ScriptedModel(script), log, release_dir), [work])
 
 
-AGENTS = {"steps": steps_agent, "crash": crash_agent}
+class Invoice(BaseModel):
+    customer: str
+    total_eur: float
+
+
+def invoice_agent() -> Agent:
+    """A typed answer (``output_type``): ``ratchet run --json`` prints its value."""
+    answer = ScriptedModel.call("final_result", customer="acme", total_eur=120.5)
+    return ToolCallingAgent(ScriptedModel([answer]), output_type=Invoice)
+
+
+AGENTS = {"steps": steps_agent, "crash": crash_agent, "invoice": invoice_agent}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -92,7 +93,22 @@ def test_run_of_an_unknown_agent_exits_non_zero_with_the_reason(
     done = ratchet("run", "nobody", "hello", "--task-queue", task_queue, server=temporal_server)
     assert done.returncode == 1
     assert 'Agent "nobody" is not registered' in done.stderr
-    assert "registered: crash, steps" in done.stderr
+    assert "registered: crash, invoice, steps" in done.stderr
+
+
+def test_run_json_prints_a_typed_answer_as_its_value(
+    temporal_server: DevServer, worker_processes, task_queue: str
+):
+    worker_processes()
+    done = ratchet(
+        "run", "invoice", "what does acme owe?", "--json", "--task-queue", task_queue,
+        server=temporal_server,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)  # stdout is the JSON alone
+    assert result["output"] == {"customer": "acme", "total_eur": 120.5}
+    assert result["status"] == "COMPLETED" and result["turns"] == 1
+    assert result["workflow_id"] in done.stderr
 
 
 def test_worker_with_a_bad_agents_spec_exits_with_a_clear_error():

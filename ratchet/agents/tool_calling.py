@@ -7,10 +7,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from pydantic import ValidationError
+
 from .agent import Agent, Result
 from .context import RunContext
 from .messages import Message, ToolCall
 from .models.base import ModelClient, ModelResponse, empty_reply
+from .output import FINAL_RESULT, OutputSpec
 from .pending import PendingAction
 from .thread import Thread
 from .tools import Tool, tool
@@ -28,7 +31,8 @@ class ToolCallingAgent(Agent):
     ``durable`` tools and sub-agents (``agent_tool``) are not run in the turn: they
     go back to the engine as pending work, and their results arrive on the next turn.
     ``handoffs`` names agents this one may hand the run to (a ``transfer_to_<name>``
-    tool each).
+    tool each). ``output_type`` (a pydantic model, a dataclass, a union, ...) asks
+    for a typed final answer, validated in the turn (``ratchet.agents.output``).
     """
 
     def __init__(
@@ -39,9 +43,19 @@ class ToolCallingAgent(Agent):
         instructions: str | None = None,
         approval_policy: Callable[[str, dict[str, Any]], bool] | None = None,
         handoffs: Sequence[str] = (),
+        output_type: Any = None,
     ) -> None:
         self.model = model
         self.tools = {t.name: t for t in [*tools, *map(_handoff_tool, handoffs)]}
+        self.output: OutputSpec[Any] | None = None
+        if output_type is not None:
+            if FINAL_RESULT in self.tools:
+                raise ValueError(
+                    f"A tool is named {FINAL_RESULT!r}, the name of the tool a typed answer "
+                    "is given with; rename it."
+                )
+            self.output = OutputSpec(output_type)
+            self.tools[FINAL_RESULT] = self.output.tool
         self.instructions = instructions
         self.approval_policy = approval_policy
         """Called with each call's tool name and arguments: ``True`` asks for approval."""
@@ -61,7 +75,11 @@ class ToolCallingAgent(Agent):
         if response.cursor is not None:
             thread.cursor = response.cursor
         await thread.on_new_messages([reply])
-        if not reply.tool_calls:
+        if self.output is not None:
+            typed = await self._typed_answer(reply, thread)
+            if typed is not None:
+                return typed.model_copy(update={"usage": response.usage})
+        elif not reply.tool_calls:
             return Result(final_response=reply, usage=response.usage)
         pending: list[PendingAction] = []
         now: list[ToolCall] = []
@@ -70,7 +88,8 @@ class ToolCallingAgent(Agent):
             tool = self.tools.get(call.name)
             if tool is not None and tool.role == "handoff" and handoff is None:
                 handoff = tool.agent
-            action = tool.pending_for(call, self.approval_policy) if tool else None
+            answer = self.output is not None and call.name == FINAL_RESULT  # never approved
+            action = tool.pending_for(call, self.approval_policy) if tool and not answer else None
             if action is None:
                 now.append(call)
             else:
@@ -78,6 +97,34 @@ class ToolCallingAgent(Agent):
         results = await asyncio.gather(*(self._call(c, context) for c in now))
         await thread.on_new_messages(results)
         return Result(usage=response.usage, pending=pending, handoff=handoff)
+
+    async def _typed_answer(self, reply: Message, thread: Thread) -> Result | None:
+        """The turn's result if ``reply`` gave (or failed to give) the typed answer;
+        ``None`` if it asked for tools and gave none: run them as usual."""
+        assert self.output is not None
+        if not reply.tool_calls:
+            try:
+                self.output.from_text(reply.text)
+            except ValidationError as e:
+                await thread.on_new_messages([self.output.retry(e)])
+                return Result()  # the model tries again next turn
+            return Result(final_response=reply)
+        final = next((c for c in reply.tool_calls if c.name == FINAL_RESULT), None)
+        if final is None:
+            return None
+        try:
+            value = self.output.from_call(final)
+        except ValueError:  # ValidationError too: the tool's error message says what
+            return None
+        answered = [
+            Message.tool(c, "Final answer accepted.")
+            if c is final
+            else Message.tool(c, "Not run: the run ended with the final answer.")
+            for c in reply.tool_calls
+        ]
+        answer = self.output.message(value)
+        await thread.on_new_messages([*answered, answer])
+        return Result(final_response=answer)
 
     async def _ask(self, prompt: list[Message], context: RunContext) -> ModelResponse:
         response = await self.model.create(prompt, list(self.tools.values()), context)

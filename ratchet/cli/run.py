@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ratchet.wire.runs import RunResult
 
 NO_WORKER_AFTER = 5.0
 """Seconds without a worker polling the task queue before ``run`` says so."""
@@ -18,6 +23,12 @@ def register(commands: argparse._SubParsersAction) -> None:
     run.add_argument("prompt")
     add_connection_arguments(run)
     run.add_argument("--max-turns", type=int, default=25)
+    run.add_argument(
+        "--json",
+        action="store_true",
+        help="print the result as one JSON object; a typed answer (an agent with an "
+        "output_type) as its JSON value",
+    )
     run.add_argument(
         "--ui-url",
         help="Temporal Web UI base URL for the run's link (default: RATCHET_UI_URL, or "
@@ -36,9 +47,10 @@ async def run_once(args: argparse.Namespace) -> int:
     handle = await client.start_run(
         args.agent, args.prompt, options=RunOptions(max_turns=args.max_turns)
     )
-    print(f"workflow: {handle.id}", flush=True)
+    notes = sys.stderr if args.json else sys.stdout  # stdout is the JSON alone
+    print(f"workflow: {handle.id}", file=notes, flush=True)
     if handle.ui_url:
-        print(f"ui: {handle.ui_url}", flush=True)
+        print(f"ui: {handle.ui_url}", file=notes, flush=True)
     watchdog = asyncio.create_task(warn_without_worker(client.temporal, args.task_queue))
     try:
         result = await handle.result()
@@ -47,9 +59,29 @@ async def run_once(args: argparse.Namespace) -> int:
         return 1
     finally:
         watchdog.cancel()
+    if args.json:
+        print(json.dumps(as_json(result), indent=2))
+        return 0
     print(f"turns: {result.turns} · tokens: {result.usage.total_tokens}")
     print(f"\n{result.output}")
     return 0
+
+
+def as_json(result: RunResult) -> dict[str, Any]:
+    """A run's result for ``--json``: ``output`` is the answer's JSON value when the
+    answer is JSON (what an agent with an ``output_type`` gives), else its text."""
+    try:
+        output: Any = json.loads(result.output)
+    except ValueError:
+        output = result.output
+    return {
+        "workflow_id": result.workflow_id,
+        "agent": result.agent,
+        "status": result.status.value,
+        "turns": result.turns,
+        "usage": result.usage.model_dump(mode="json"),
+        "output": output,
+    }
 
 
 async def warn_without_worker(temporal: object, task_queue: str) -> None:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Literal
+from typing import Any, Literal, TypeVar, overload
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, TypeAdapter
 from temporalio.contrib.workflow_streams import WorkflowStreamState
 
 from ratchet.agents.compact import CompactModel
@@ -16,6 +16,8 @@ from ratchet.agents.usage import Usage
 from ratchet.errors import InvalidInputError
 
 from .options import RunOptions
+
+T = TypeVar("T")
 
 
 class RunInput(BaseModel):
@@ -58,6 +60,15 @@ class RunResult(CompactModel):
     @property
     def output(self) -> str:
         return self.final_response.text if self.final_response else ""
+
+    @overload
+    def output_as(self, output_type: type[T]) -> T: ...
+    @overload
+    def output_as(self, output_type: Any) -> Any: ...
+    def output_as(self, output_type: Any) -> Any:
+        """The answer of an agent with an ``output_type``, parsed and validated (its
+        final message is the value's JSON). Raises ``pydantic.ValidationError``."""
+        return TypeAdapter(output_type).validate_json(self.output)
 
 
 def new_messages(prompt: str | Sequence[Message], make_id: Callable[[], str]) -> list[Message]:

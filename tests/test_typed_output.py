@@ -1,0 +1,135 @@
+"""Typed final answers (``ToolCallingAgent(output_type=...)``): validated in the turn,
+sent back to the model when invalid, returned parsed by runs and sessions."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pytest
+from pydantic import BaseModel, ValidationError
+
+from ratchet.agents import Message, ScriptedModel, ToolCallingAgent, tool
+from ratchet.agents.output import FINAL_RESULT
+from ratchet.client import AgentClient
+from ratchet.errors import RunFailedError
+from ratchet.wire.options import RunOptions
+from ratchet.worker import build_worker
+
+
+class Invoice(BaseModel):
+    customer: str
+    total_eur: float
+
+
+@dataclass
+class Refund:
+    invoice: str
+    reason: str
+
+
+def agent(*replies: str | Message, output_type: object = Invoice) -> ToolCallingAgent:
+    @tool
+    def lookup(customer: str) -> str:
+        """The customer's open invoice."""
+        return f"{customer} owes 120.50 EUR"
+
+    return ToolCallingAgent(ScriptedModel(list(replies)), tools=[lookup], output_type=output_type)
+
+
+async def test_an_invalid_answer_goes_back_to_the_model_and_the_valid_one_is_returned(
+    agent_client: AgentClient,
+):
+    invoicing = agent(
+        ScriptedModel.call("lookup", customer="acme"),
+        ScriptedModel.call(FINAL_RESULT, customer="acme", total_eur="a lot"),  # invalid
+        ScriptedModel.call(FINAL_RESULT, customer="acme", total_eur=120.5),
+    )
+    async with build_worker(agent_client, {"invoicing": invoicing}):
+        handle = await agent_client.start_run("invoicing", "what does acme owe?")
+        result = await handle.result()
+        thread = (await handle.state()).session.thread
+    assert result.output_as(Invoice) == Invoice(customer="acme", total_eur=120.5)
+    assert json.loads(result.output) == {"customer": "acme", "total_eur": 120.5}
+    assert result.turns == 3
+    errors = [m.text for m in thread.messages if m.role == "tool" and m.is_error]
+    assert len(errors) == 1 and "total_eur" in errors[0]  # what the model read
+    assert thread.messages[-1].text == result.output  # the last message is the answer
+
+
+async def test_a_plain_reply_is_accepted_when_it_is_the_types_json_and_sent_back_if_not(
+    agent_client: AgentClient,
+):
+    invoicing = agent(
+        "acme owes about 120 euros",  # not JSON: the model is told and asked again
+        '{"customer": "acme", "total_eur": 120.5}',
+    )
+    async with build_worker(agent_client, {"invoicing": invoicing}):
+        handle = await agent_client.start_run("invoicing", "what does acme owe?")
+        result = await handle.result()
+        thread = (await handle.state()).session.thread
+    assert result.output_as(Invoice).total_eur == 120.5
+    nudges = [m.text for m in thread.messages if m.role == "user"][1:]
+    assert len(nudges) == 1 and f"calling {FINAL_RESULT}" in nudges[0]
+
+
+async def test_a_union_or_dataclass_answer_is_wrapped_for_the_tool_and_not_in_the_output(
+    agent_client: AgentClient,
+):
+    refunds = agent(
+        ScriptedModel.call(FINAL_RESULT, value={"invoice": "INV-7", "reason": "double charge"}),
+        output_type=Refund | Invoice,
+    )
+    async with build_worker(agent_client, {"refunds": refunds}):
+        result = await (await agent_client.start_run("refunds", "refund INV-7")).result()
+    assert result.output_as(Refund | Invoice) == Refund(invoice="INV-7", reason="double charge")
+    assert json.loads(result.output) == {"invoice": "INV-7", "reason": "double charge"}
+
+
+async def test_a_session_returns_typed_answers_turn_after_turn(agent_client: AgentClient):
+    invoicing = agent(
+        ScriptedModel.call(FINAL_RESULT, customer="acme", total_eur=1),
+        "(not asked: the answer's JSON is the thread's second assistant message)",
+        ScriptedModel.call(FINAL_RESULT, customer="globex", total_eur=2),
+    )
+    async with build_worker(agent_client, {"invoicing": invoicing}):
+        session = await agent_client.start_session("invoicing")
+        first = await session.send("acme?")
+        second = await session.send("globex?")
+        await session.close()
+    assert [r.output_as(Invoice).customer for r in (first, second)] == ["acme", "globex"]
+
+
+async def test_a_model_that_never_answers_validly_fails_the_run_at_max_turns(
+    agent_client: AgentClient,
+):
+    stubborn = agent(*["no idea"] * 3)
+    async with build_worker(agent_client, {"stubborn": stubborn}):
+        handle = await agent_client.start_run(
+            "stubborn", "what does acme owe?", options=RunOptions(max_turns=3)
+        )
+        with pytest.raises(RunFailedError, match="max_turns|turns"):
+            await handle.result()
+
+
+def test_output_as_says_what_is_wrong_with_a_plain_answer():
+    from ratchet.agents.state import AgentStatus
+    from ratchet.wire.runs import RunResult
+
+    result = RunResult(
+        workflow_id="w",
+        agent="a",
+        status=AgentStatus.COMPLETED,
+        final_response=Message.assistant("hi"),
+    )
+    with pytest.raises(ValidationError, match="Invalid JSON"):
+        result.output_as(Invoice)
+
+
+def test_a_tool_named_like_the_answer_tool_is_refused():
+    @tool(name=FINAL_RESULT)
+    def clash() -> str:
+        return ""
+
+    with pytest.raises(ValueError, match="rename it"):
+        ToolCallingAgent(ScriptedModel([]), tools=[clash], output_type=Invoice)
