@@ -161,6 +161,9 @@ class Hub:
             while not (
                 checked and offset >= feed.position and self._feeds.get(workflow_id) is feed
             ):
+                if not strict and offset >= feed.position and self._feeds.get(workflow_id) is feed:
+                    checked = True  # the feed reads from here on itself: nothing to catch up
+                    continue
                 until = feed.position
                 missed = await read_events(
                     self.client, workflow_id, offset, until=until, strict=strict and not checked
