@@ -33,6 +33,7 @@ configuration change fixes, and failures of a run, which happen at run time::
         ├── SessionBusyError        the session cannot take a message now; send again later
         ├── StaleAttemptError       a turn attempt the server has replaced (in the worker)
         ├── ThreadResolutionError   a worker could not obtain the thread a turn names
+        ├── ToolError               a tool's failure the model should read, never retried
         └── RunFailedError          raised by the client: the run's workflow failed
 
 The client raises a run's failure as ``RunFailedError`` *and* the error it names:
@@ -173,6 +174,12 @@ class MaxTurnsExceededError(RunError):
             "Raise max_turns (RunOptions / --max-turns) if the task needs more turns."
         )
         self.max_turns = max_turns
+
+
+class ToolError(RunError):
+    """Raised by a tool to tell the model what went wrong (a file that does not exist,
+    an MCP server's error): the model reads the message as the call's result, and
+    the call is not retried, even when it runs as its own activity."""
 
 
 class RunFailedError(RunError):

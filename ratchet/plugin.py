@@ -27,7 +27,8 @@ options they take.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -150,12 +151,24 @@ class RatchetPlugin(SimplePlugin):
         self._resources = WorkerResources(resources)
         self._caches = (thread_cache, state_cache)
         self._live_events = live_events
+        self._hosts: list[TurnActivities] = []
         super().__init__(
             "ratchet",
             workflows=list(WORKFLOWS),
             workflow_runner=passed_through,
-            run_context=self._resources.lifespan if resources else None,
+            run_context=self._lifespan,
         )
+
+    @asynccontextmanager
+    async def _lifespan(self) -> AsyncIterator[None]:
+        """Worker resources while the worker runs; then what its agents hold open
+        (MCP servers) is closed too."""
+        try:
+            async with self._resources.lifespan():
+                yield
+        finally:
+            for host in self._hosts:
+                await host.close_agents()
 
     def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
         client = config.get("client")
@@ -177,6 +190,7 @@ class RatchetPlugin(SimplePlugin):
             state_cache=state_cache,
             event_batch_interval=self._live_events,
         )
+        self._hosts.append(turns)
         config["activities"] = [turns.run_turn, turns.run_tool, *config.get("activities", [])]
         if self.max_concurrent_turns is not None:
             config["max_concurrent_activities"] = self.max_concurrent_turns

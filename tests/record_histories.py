@@ -209,12 +209,36 @@ async def record() -> None:
         }
         async with build_worker(client, agents_13):
             recorded += await _record_sessions(client)
-            for name, handle in recorded:
-                if (HISTORIES / f"{name}.json").exists():
-                    continue
-                history = await handle.fetch_history()
-                (HISTORIES / f"{name}.json").write_text(history.to_json())
-                print(f"recorded {name}: {len(history.events)} events")
+        # Issue 18: a session's approval rules ("always allow"), changed while a call waits.
+        client = await AgentClient.connect(server.address, task_queue="record-18")
+        pays = [
+            ScriptedModel.call("pay", to="acme", amount=500),
+            "paid",
+            ScriptedModel.call("pay", to="acme", amount=600),
+        ]
+        async with build_worker(client, {"pay": payment_agent(Ledger(), pays)}):
+            ruled = await client.start_session("pay")
+            sent = asyncio.ensure_future(ruled.send("pay acme 500"))
+            pending = await ruled.wait_for_pending()
+            await ruled.approve(pending[0].action.id, by="oncall", always=True)
+            await sent
+            await ruled.set_approvals(deny=["lookup"], by="oncall")
+            await ruled.send("pay acme 600")  # allowed by the session's rule
+            await ruled.close()
+            changed = await client.start_run("pay", "pay acme 500")
+            await changed.wait_for_pending()
+            await changed.set_approvals(allow=["pay"], by="oncall")
+            await changed.result()
+            recorded += [
+                ("agent_session_approval_rules", ruled.workflow),
+                ("agent_run_rule_change_decides_a_waiting_call", changed.workflow),
+            ]
+        for name, handle in recorded:
+            if (HISTORIES / f"{name}.json").exists():
+                continue
+            history = await handle.fetch_history()
+            (HISTORIES / f"{name}.json").write_text(history.to_json())
+            print(f"recorded {name}: {len(history.events)} events")
 
 
 async def _record_sessions(client: AgentClient) -> list[tuple[str, object]]:

@@ -65,6 +65,8 @@ def test_histories_are_recorded():
         "agent_session_moved_from_legacy",
         "agent_session_current_patches",
         "agent_run_current_patches",
+        "agent_session_approval_rules",
+        "agent_run_rule_change_decides_a_waiting_call",
     }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from collections.abc import Callable, Coroutine, Mapping
 from datetime import timedelta
 from typing import Any
@@ -93,6 +94,16 @@ class TurnActivities:
             factory = self._factories[name]
             self._agents[name] = factory if isinstance(factory, Agent) else factory()
         return self._agents[name]
+
+    async def close_agents(self) -> None:
+        """Close what the agents built here hold open (``aclose()``), at shutdown."""
+        for name, agent in self._agents.items():
+            close = getattr(agent, "aclose", None)
+            try:
+                if close is not None:
+                    await close()
+            except Exception:
+                logging.getLogger(__name__).exception("Closing agent %r failed", name)
 
     @activity.defn(name=TURN_ACTIVITY)
     async def run_turn(self, input: TurnInput) -> TurnOutput:
@@ -275,7 +286,7 @@ class TurnActivities:
         the last attempt fails."""
         info = activity.info()
         try:
-            tool = self.agent(input.agent).find_tool(input.call.name)
+            tool = await self.agent(input.agent).find_tool(input.call.name)
         except UsageError as e:
             raise ApplicationError(str(e), type=type(e).__name__, non_retryable=True) from e
         if tool is None:

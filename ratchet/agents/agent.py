@@ -53,7 +53,7 @@ class Agent(ABC):
     @abstractmethod
     async def run(self, messages: list[Message], thread: Thread, context: RunContext) -> Result: ...
 
-    def find_tool(self, name: str) -> Tool | None:
+    async def find_tool(self, name: str) -> Tool | None:
         """The tool a pending call names, for the engine to run it as an activity."""
         tools = getattr(self, "tools", None)
         if not isinstance(tools, dict):

@@ -46,15 +46,21 @@ class PendingAction(CompactModel):
 
 class Decision(CompactModel):
     """What a person said about a pending action: a verdict on a tool call, or an
-    answer to a question."""
+    answer to a question. In the audit trail (``decisions()``) a change to the
+    session's approval rules is one too, of kind ``rules``."""
 
     id: str
     approved: bool = True
     reason: str | None = None
     answer: str | None = None
     by: str | None = None
-    """Who decided (free text for the audit trail), or ``timeout``/``interrupt``."""
+    """Who decided (free text for the audit trail), ``timeout``/``stop``, or ``policy``
+    for a call a session rule decided."""
     at: datetime | None = None
+    kind: Literal["call", "rules"] = "call"
+    """``rules``: a change to the session's approval rules (``reason`` says which)."""
+    always: bool = False
+    """Approved with "always allow this tool in this session"."""
 
 
 class PendingView(CompactModel):

@@ -15,8 +15,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from .approvals import ApprovalRules
 from .compact import CompactModel
 from .messages import Message, new_id
+from .pending import Decision
 from .state_context import ShareToken, StateEntry
 from .usage import Usage
 
@@ -188,6 +190,10 @@ class ThreadData(BaseModel):
         return self.messages[last + 1 :]
 
 
+DECISIONS_KEPT = 200
+"""Decisions a session keeps in its data for the audit trail (history has them all)."""
+
+
 class AgentSession(BaseModel):
     """Session data: everything kept from one execution to the next."""
 
@@ -201,6 +207,12 @@ class AgentSession(BaseModel):
     """The agent's committed keyed state (``context.state``), by key."""
     shares: dict[str, ShareToken] = Field(default_factory=dict)
     """Share tokens granted on this agent's keys, by token id."""
+    approvals: ApprovalRules = Field(default_factory=ApprovalRules)
+    """The session's own approval rules ("always allow search here"), read before
+    the agent's policy (``ratchet.agents.approvals``)."""
+    decisions: list[Decision] = Field(default_factory=list[Decision])
+    """The latest decisions on its calls and questions, oldest first (the audit
+    trail; at most ``DECISIONS_KEPT``)."""
 
     @classmethod
     def new(

@@ -9,14 +9,17 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ratchet.errors import ConfigurationError
+
 from .agent import Agent, Result
+from .approvals import ApprovalPolicy
 from .context import RunContext
 from .messages import Message, ToolCall
 from .models.base import ModelClient, ModelResponse, empty_reply
 from .output import FINAL_RESULT, OutputSpec
 from .pending import PendingAction
 from .thread import Thread
-from .tools import Tool, tool
+from .tools import Tool, Toolset, tool
 
 HANDOFF_PREFIX = "transfer_to_"
 
@@ -31,8 +34,10 @@ class ToolCallingAgent(Agent):
     ``durable`` tools and sub-agents (``agent_tool``) are not run in the turn: they
     go back to the engine as pending work, and their results arrive on the next turn.
     ``handoffs`` names agents this one may hand the run to (a ``transfer_to_<name>``
-    tool each). ``output_type`` (a pydantic model, a dataclass, a union, ...) asks
-    for a typed final answer, validated in the turn (``ratchet.agents.output``).
+    tool each). ``toolsets`` add tools listed at run time, such as an MCP server's
+    (``ratchet.agents.mcp_tools``). ``output_type`` (a pydantic model, a dataclass, a
+    union, ...) asks for a typed final answer, validated in the turn
+    (``ratchet.agents.output``).
     """
 
     def __init__(
@@ -41,11 +46,13 @@ class ToolCallingAgent(Agent):
         tools: Sequence[Tool] = (),
         *,
         instructions: str | None = None,
-        approval_policy: Callable[[str, dict[str, Any]], bool] | None = None,
+        approval_policy: ApprovalPolicy | Callable[[str, dict[str, Any]], bool] | None = None,
         handoffs: Sequence[str] = (),
         output_type: Any = None,
+        toolsets: Sequence[Toolset] = (),
     ) -> None:
         self.model = model
+        self.toolsets = list(toolsets)
         self.tools = {t.name: t for t in [*tools, *map(_handoff_tool, handoffs)]}
         self.output: OutputSpec[Any] | None = None
         if output_type is not None:
@@ -58,7 +65,8 @@ class ToolCallingAgent(Agent):
             self.tools[FINAL_RESULT] = self.output.tool
         self.instructions = instructions
         self.approval_policy = approval_policy
-        """Called with each call's tool name and arguments: ``True`` asks for approval."""
+        """Called with each call's tool name and arguments: ``True`` asks for approval.
+        An ``ApprovalPolicy`` can also deny a call: the model is told, it never runs."""
         self.thread_kinds = model.thread_kinds
 
     async def run(self, messages: list[Message], thread: Thread, context: RunContext) -> Result:
@@ -68,8 +76,9 @@ class ToolCallingAgent(Agent):
             prompt.insert(0, Message.system(self.instructions))
         # Not waited for: if the reply is final, the turn's result records it; if it
         # asks for tools, the check before the first tool writes it.
+        tools = await self.turn_tools()
         response = await context.once(
-            "model", lambda: self._ask(prompt, context), ModelResponse, wait=False
+            "model", lambda: self._ask(prompt, tools, context), ModelResponse, wait=False
         )
         reply = response.message
         if response.cursor is not None:
@@ -84,18 +93,22 @@ class ToolCallingAgent(Agent):
         pending: list[PendingAction] = []
         now: list[ToolCall] = []
         handoff = None
+        refused: list[Message] = []
         for call in reply.tool_calls:
-            tool = self.tools.get(call.name)
+            tool = tools.get(call.name)
             if tool is not None and tool.role == "handoff" and handoff is None:
                 handoff = tool.agent
+            if (denial := self._denied(call)) is not None:
+                refused.append(denial)
+                continue
             answer = self.output is not None and call.name == FINAL_RESULT  # never approved
             action = tool.pending_for(call, self.approval_policy) if tool and not answer else None
             if action is None:
                 now.append(call)
             else:
                 pending.append(action)
-        results = await asyncio.gather(*(self._call(c, context) for c in now))
-        await thread.on_new_messages(results)
+        results = await asyncio.gather(*(self._call(c, tools, context) for c in now))
+        await thread.on_new_messages([*refused, *results])
         return Result(usage=response.usage, pending=pending, handoff=handoff)
 
     async def _typed_answer(self, reply: Message, thread: Thread) -> Result | None:
@@ -126,17 +139,58 @@ class ToolCallingAgent(Agent):
         await thread.on_new_messages([*answered, answer])
         return Result(final_response=answer)
 
-    async def _ask(self, prompt: list[Message], context: RunContext) -> ModelResponse:
-        response = await self.model.create(prompt, list(self.tools.values()), context)
+    def _denied(self, call: ToolCall) -> Message | None:
+        """The answer to a call the approval policy denies (it never runs)."""
+        policy = self.approval_policy
+        if not isinstance(policy, ApprovalPolicy):
+            return None
+        try:
+            verdict, rule = policy.decide(call.name, call.parsed_arguments())
+        except ValueError:
+            return None  # bad JSON: the call fails in the turn with a message saying so
+        if verdict != "deny":
+            return None
+        reason = f": {rule.reason}" if rule is not None and rule.reason else ""
+        text = f"Not run: the approval policy does not allow {call.name}{reason}."
+        return Message.tool(call, text, is_error=True)
+
+    async def turn_tools(self) -> dict[str, Tool]:
+        """This turn's tools: the agent's own, then each toolset's current list."""
+        if not self.toolsets:
+            return self.tools
+        tools = dict(self.tools)
+        for toolset in self.toolsets:
+            for found in await toolset.tools():
+                if found.name in tools:
+                    raise ConfigurationError(
+                        f"Two tools are named {found.name!r}: one of the agent's and one of "
+                        f"toolset {toolset.name!r}. Give the toolset a prefix (prefix=...) "
+                        "or leave the tool out (allowed=...)."
+                    )
+                tools[found.name] = found
+        return tools
+
+    async def find_tool(self, name: str) -> Tool | None:
+        return self.tools.get(name) or (await self.turn_tools()).get(name)
+
+    async def aclose(self) -> None:
+        """Close the toolsets' connections (the worker does, when it stops)."""
+        for toolset in self.toolsets:
+            await toolset.aclose()
+
+    async def _ask(
+        self, prompt: list[Message], tools: dict[str, Tool], context: RunContext
+    ) -> ModelResponse:
+        response = await self.model.create(prompt, list(tools.values()), context)
         if not response.message.content and not response.message.tool_calls:
             # Raised inside the step, so the checkpoint never records an empty reply.
             raise empty_reply(response.model)
         return response
 
-    async def _call(self, call: ToolCall, context: RunContext) -> Message:
-        tool = self.tools.get(call.name)
+    async def _call(self, call: ToolCall, tools: dict[str, Tool], context: RunContext) -> Message:
+        tool = tools.get(call.name)
         if tool is None:
-            known = ", ".join(sorted(self.tools)) or "(none)"
+            known = ", ".join(sorted(tools)) or "(none)"
             return Message.tool(
                 call,
                 f"Error: there is no tool named {call.name!r}. Available tools: {known}.",

@@ -7,9 +7,11 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import Any, Literal, get_args, get_type_hints, overload
+from typing import Any, Literal, Protocol, get_args, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from ratchet.errors import ToolError
 
 from .context import RunContext
 from .messages import Message, ToolCall
@@ -27,7 +29,9 @@ class Tool:
     name: str
     description: str
     fn: Callable[..., Any]
-    arguments_model: type[BaseModel]
+    arguments_model: type[BaseModel] | None
+    """Validates the arguments before ``fn`` runs; ``None``: ``schema`` describes them
+    and ``fn`` checks them itself (an MCP server's tools)."""
     context_param: str | None = None
     requires_approval: ApprovalRule = False
     """A person approves each call (or, with a function, the calls it picks) before it
@@ -45,6 +49,8 @@ class Tool:
     registered agent named ``agent`` as a sub-agent; ``handoff``: the call hands the
     run to ``agent`` from the next turn on."""
     agent: str | None = None
+    schema: dict[str, Any] | None = None
+    """The arguments' JSON schema when there is no ``arguments_model``."""
 
     def pending_for(
         self,
@@ -82,6 +88,8 @@ class Tool:
 
     @property
     def parameters(self) -> dict[str, Any]:
+        if self.arguments_model is None:
+            return dict(self.schema or {"type": "object", "properties": {}})
         schema = self.arguments_model.model_json_schema()
         schema.pop("title", None)
         return schema
@@ -119,21 +127,23 @@ class Tool:
                 f"Send a JSON object matching this schema: {json.dumps(self.parameters)}",
                 is_error=True,
             )
-        try:
-            args = self.arguments_model.model_validate(raw)
-        except ValidationError as e:
-            mark_failed(span, type(e).__qualname__)
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or '(arguments)'}: {err['msg']}"
-                for err in e.errors()
-            )
-            return Message.tool(
-                call,
-                f"Error: invalid arguments for {self.name}: {problems}. "
-                f"Expected schema: {json.dumps(self.parameters)}",
-                is_error=True,
-            )
-        kwargs = {name: getattr(args, name) for name in type(args).model_fields}
+        if self.arguments_model is None:
+            kwargs = dict(raw)
+        else:
+            try:
+                kwargs = self._validated(raw)
+            except ValidationError as e:
+                mark_failed(span, type(e).__qualname__)
+                problems = "; ".join(
+                    f"{'.'.join(str(p) for p in err['loc']) or '(arguments)'}: {err['msg']}"
+                    for err in e.errors()
+                )
+                return Message.tool(
+                    call,
+                    f"Error: invalid arguments for {self.name}: {problems}. "
+                    f"Expected schema: {json.dumps(self.parameters)}",
+                    is_error=True,
+                )
         if self.context_param:
             kwargs[self.context_param] = context.for_call(call.id)
         try:
@@ -142,6 +152,9 @@ class Tool:
             else:
                 # A sync tool must not block the worker's event loop.
                 value = await asyncio.to_thread(self.fn, **kwargs)
+        except ToolError as e:  # the tool's own account of what failed: never retried
+            mark_failed(span, type(e).__qualname__)
+            return Message.tool(call, f"Error: {e}", is_error=True)
         except Exception as e:  # noqa: BLE001 - the model decides what to do with a failed tool
             if raise_errors:
                 raise
@@ -150,6 +163,11 @@ class Tool:
                 call, f"Error: {self.name} failed: {type(e).__name__}: {e}", is_error=True
             )
         return Message.tool(call, _to_text(value))
+
+    def _validated(self, raw: dict[str, Any]) -> dict[str, Any]:
+        assert self.arguments_model is not None
+        args = self.arguments_model.model_validate(raw)
+        return {name: getattr(args, name) for name in type(args).model_fields}
 
 
 def _to_text(value: Any) -> str:
@@ -249,6 +267,20 @@ def agent_tool(agent: str, description: str, *, name: str | None = None) -> Tool
     sub-agent: a child run with its own thread, whose usage counts in this run's."""
     built = _build(_delegate, name or agent.replace("-", "_"), description)
     return replace(built, role="agent", agent=agent)
+
+
+class Toolset(Protocol):
+    """Tools found at run time (an MCP server's: ``ratchet.agents.mcp_tools``)."""
+
+    name: str
+
+    async def tools(self) -> list[Tool]:
+        """The tools as of now; called at the start of every turn, so keep it cached."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release what the toolset holds; it may be used again afterwards."""
+        ...
 
 
 ToolFunction = Callable[..., Any] | Callable[..., Awaitable[Any]]

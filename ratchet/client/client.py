@@ -26,6 +26,7 @@ from temporalio.exceptions import ApplicationError, FailureError
 from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet.activities.thread_log import Holder, fetch_range
+from ratchet.agents.approvals import ApprovalRules, rule_change
 from ratchet.agents.events import RunEvent
 from ratchet.agents.messages import Message, new_id
 from ratchet.agents.pending import Decision, PendingView
@@ -159,11 +160,36 @@ class RunHandle:
             # Continued as new: ask the new workflow run.
 
     async def decisions(self) -> list[Decision]:
+        """The audit trail: every decision and change to the approval rules, by time."""
         return await self._handle.query(AgentRunWorkflow.decisions)
 
-    async def approve(self, call_id: str, *, by: str | None = None) -> Decision:
-        """Approve a pending tool call; it then runs as its own activity."""
-        return await self._decide("approve", DecisionRequest(id=call_id, by=by))
+    async def approve(
+        self, call_id: str, *, by: str | None = None, always: bool = False
+    ) -> Decision:
+        """Approve a pending tool call; it then runs as its own activity. ``always``:
+        allow this tool without asking for the rest of the run."""
+        request = DecisionRequest(id=call_id, by=by, always=always)
+        return await self._decide("approve", request)
+
+    async def set_approvals(
+        self,
+        *,
+        allow: Sequence[str] = (),
+        deny: Sequence[str] = (),
+        ask: Sequence[str] = (),
+        by: str | None = None,
+        reason: str | None = None,
+    ) -> ApprovalRules:
+        """Change the run's own approval rules (tool names or globs): ``allow`` or
+        ``deny`` without asking, ``ask`` again. Waiting calls they cover are decided."""
+        change = rule_change(allow, deny, ask, by, reason)
+        try:
+            return await self._handle.execute_update(AgentRunWorkflow.set_approvals, change)
+        except WorkflowUpdateFailedError as e:
+            raise InvalidInputError(_run_failed(self.id, e).cause) from e
+
+    async def approval_rules(self) -> ApprovalRules:
+        return await self._handle.query(AgentRunWorkflow.approval_rules)
 
     async def reject(
         self, call_id: str, reason: str | None = None, *, by: str | None = None

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError, WorkflowUpdateStage
 
 from ratchet.activities.thread_log import Holder, fetch_range
+from ratchet.agents.approvals import ApprovalRules, rule_change
 from ratchet.agents.events import RunEvent
 from ratchet.agents.messages import Message, new_id
 from ratchet.agents.pending import Decision, PendingView
@@ -309,8 +310,34 @@ class SessionHandle:
             delay = min(MAX_POLL, delay * 1.5)
         return found
 
-    async def approve(self, call_id: str, *, by: str | None = None) -> Decision:
-        return await self._decide("approve", DecisionRequest(id=call_id, by=by))
+    async def approve(
+        self, call_id: str, *, by: str | None = None, always: bool = False
+    ) -> Decision:
+        """``always``: allow this tool without asking for the rest of the session."""
+        request = DecisionRequest(id=call_id, by=by, always=always)
+        return await self._decide("approve", request)
+
+    async def set_approvals(
+        self,
+        *,
+        allow: Sequence[str] = (),
+        deny: Sequence[str] = (),
+        ask: Sequence[str] = (),
+        by: str | None = None,
+        reason: str | None = None,
+    ) -> ApprovalRules:
+        """Change the session's approval rules (see ``RunHandle.set_approvals``); they
+        hold for every later run of the session."""
+        change = rule_change(allow, deny, ask, by, reason)
+        return await self._update("set_approvals", change, ApprovalRules)
+
+    async def approval_rules(self) -> ApprovalRules:
+        return await self._handle.query("approval_rules", result_type=ApprovalRules)
+
+    async def decisions(self) -> list[Decision]:
+        """The audit trail of the run in progress (or the last one) and the latest
+        changes to the approval rules, by time."""
+        return await self._handle.query("decisions", result_type=list[Decision])
 
     async def reject(
         self, call_id: str, reason: str | None = None, *, by: str | None = None

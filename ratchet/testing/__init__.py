@@ -6,15 +6,18 @@
 - ``ScriptedModel``: a model that answers from a script, keyed by position.
 - ``OpenAIServer``: a local HTTP server speaking the OpenAI Chat Completions and
   Responses APIs from a script (errors too), for code that uses the ``openai`` client.
+- ``AnthropicServer``: the same for Anthropic's Messages API (``AnthropicModel``).
 """
 
 from ratchet.agents.models.scripted import ScriptedModel
 
+from .anthropic_server import AnthropicServer
 from .environment import RatchetTestEnvironment
 from .openai_server import OpenAIServer
 from .worker_process import ChildProcess, WorkerProcess
 
 __all__ = [
+    "AnthropicServer",
     "ChildProcess",
     "OpenAIServer",
     "RatchetTestEnvironment",

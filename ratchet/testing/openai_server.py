@@ -49,7 +49,7 @@ class Reply:
     headers: dict[str, str]
 
 
-def _json_reply(status: int, payload: Any, headers: dict[str, str] | None = None) -> Reply:
+def json_reply(status: int, payload: Any, headers: dict[str, str] | None = None) -> Reply:
     return Reply(
         status,
         json.dumps(payload).encode(),
@@ -60,10 +60,10 @@ def _json_reply(status: int, payload: Any, headers: dict[str, str] | None = None
 def _error_reply(
     status: int, message: str, type: str, headers: dict[str, str] | None = None
 ) -> Reply:
-    return _json_reply(status, {"error": {"message": message, "type": type}}, headers)
+    return json_reply(status, {"error": {"message": message, "type": type}}, headers)
 
 
-def _sse_reply(events: list[dict[str, Any]], *, named: bool = True) -> Reply:
+def sse_reply(events: list[dict[str, Any]], *, named: bool = True) -> Reply:
     """Server-sent events: Responses events are named and numbered; chat chunks are
     bare ``data:`` lines ending with ``[DONE]``."""
     if named:
@@ -111,9 +111,9 @@ def _completion_reply(
         "model": body.get("model"),
     }
     if stream:
-        return _sse_reply(_chunks(head, message, finish_reason, usage), named=False)
+        return sse_reply(_chunks(head, message, finish_reason, usage), named=False)
     choice = {"index": 0, "message": message, "finish_reason": finish_reason}
-    return _json_reply(
+    return json_reply(
         200, {**head, "object": "chat.completion", "choices": [choice], "usage": usage}
     )
 
@@ -125,6 +125,9 @@ class OpenAIServer:
     ``record=False`` keeps counts only, not the requests (long benchmarks send
     whole conversations, megabytes each).
     """
+
+    paths: tuple[str, ...] = (CHAT_PATH, RESPONSES_PATH)
+    """The paths it answers (others get 404)."""
 
     def __init__(
         self, *, answer: Callable[[Request], Reply] | None = None, record: bool = True
@@ -261,7 +264,7 @@ class OpenAIServer:
                 },
             }
             if not stream:
-                return _json_reply(200, body)
+                return json_reply(200, body)
             events = [
                 {"type": "response.created", "response": {**body, "status": "in_progress"}},
                 *(
@@ -270,7 +273,7 @@ class OpenAIServer:
                 ),
                 {"type": "response.completed", "response": body},
             ]
-            return _sse_reply(events)
+            return sse_reply(events)
 
         self._script.append(reply)
         return response_id
@@ -325,10 +328,9 @@ class OpenAIServer:
             self.request_count += 1
             if self._record:
                 self.requests.append(request)
-            if request.path not in (CHAT_PATH, RESPONSES_PATH):
-                return _error_reply(
-                    404, f"The test server serves {CHAT_PATH} and {RESPONSES_PATH}.", "not_found"
-                )
+            if request.path not in self.paths:
+                served = " and ".join(self.paths)
+                return _error_reply(404, f"The test server serves {served}.", "not_found")
             if not self._script and self._fallback is not None:
                 make = self._fallback
             elif not self._script:
@@ -353,7 +355,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         if self.path.rstrip("/").endswith("/models"):
-            self._send(_json_reply(200, {"object": "list", "data": []}))
+            self._send(json_reply(200, {"object": "list", "data": []}))
         else:
             self._send(_error_reply(404, f"No route {self.path}.", "not_found"))
 

@@ -115,6 +115,8 @@ class DecisionRequest(CompactModel):
     answer: str | None = None
     by: str | None = None
     """Who decided, kept with the decision."""
+    always: bool = False
+    """With an approval: allow this tool without asking for the rest of the session."""
 
 
 class StopRequest(CompactModel):

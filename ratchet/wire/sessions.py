@@ -121,3 +121,5 @@ class SessionStatus(CompactModel):
     """What the run in progress waits for (approvals, questions), one line each."""
     turns: int = 0
     cost_usd: float = 0.0
+    approval_rules: list[str] = Field(default_factory=list)
+    """The session's own approval rules, one line each (``allow pay``)."""

@@ -9,12 +9,13 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from temporalio.contrib.workflow_streams import WorkflowStream
 
-    from ratchet.agents.pending import Decision, PendingView
+    from ratchet.agents.pending import PendingView
     from ratchet.agents.state import AgentSession, AgentState, ExecutionState, ThreadData
     from ratchet.agents.state_context import StateChanged
     from ratchet.errors import UsageError
-    from ratchet.wire.runs import DecisionRequest, RunInput, RunResult, StopRequest
+    from ratchet.wire.runs import RunInput, RunResult, StopRequest
 
+    from .decisions import DecisionHandlers
     from .observe import EventStream, Index, RunObserver
     from .runner import AgentRunner, RunHooks
 
@@ -25,7 +26,7 @@ CONTINUE_AS_NEW_THREAD_LIMIT = 1536 * 1024
 
 
 @workflow.defn(name="AgentRunWorkflow", failure_exception_types=[UsageError])
-class AgentRunWorkflow:
+class AgentRunWorkflow(DecisionHandlers):
     """Runs an agent until it answers. History is the checkpoint log: a crash
     resumes at the last completed turn and no completed turn runs again."""
 
@@ -107,33 +108,6 @@ class AgentRunWorkflow:
             )
         )
 
-    @workflow.update
-    def approve(self, request: DecisionRequest) -> Decision:
-        """Approve a pending tool call: it runs as its own activity."""
-        return self._runner.pending.decide(request, "approve")
-
-    @approve.validator
-    def _validate_approve(self, request: DecisionRequest) -> None:
-        self._runner.pending.validate(request, "approve")
-
-    @workflow.update
-    def reject(self, request: DecisionRequest) -> Decision:
-        """Reject a pending tool call; the model is told, with ``reason``."""
-        return self._runner.pending.decide(request, "reject")
-
-    @reject.validator
-    def _validate_reject(self, request: DecisionRequest) -> None:
-        self._runner.pending.validate(request, "reject")
-
-    @workflow.update
-    def provide_input(self, request: DecisionRequest) -> Decision:
-        """Answer a question the agent asked (``ask_user`` or ``request_input``)."""
-        return self._runner.pending.decide(request, "answer")
-
-    @provide_input.validator
-    def _validate_provide_input(self, request: DecisionRequest) -> None:
-        self._runner.pending.validate(request, "answer")
-
     @workflow.signal
     def stop(self, request: StopRequest) -> None:
         """Stop at the next safe point, keeping finished turns (see AgentRunner.stop)."""
@@ -150,11 +124,6 @@ class AgentRunWorkflow:
     def pending(self) -> list[PendingView]:
         """What the run waits for: approvals and questions not yet decided."""
         return self._runner.pending.view()
-
-    @workflow.query
-    def decisions(self) -> list[Decision]:
-        """Every approval, rejection and answer this workflow run took."""
-        return list(self._runner.pending.decided.values())
 
     @workflow.query
     def state(self) -> AgentState:

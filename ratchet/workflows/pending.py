@@ -19,13 +19,15 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from ratchet.agents.approvals import ApprovalRules, RuleChange
     from ratchet.agents.messages import Message, ToolCall
     from ratchet.agents.pending import Decision, PendingAction, PendingView
-    from ratchet.agents.state import AgentStatus
+    from ratchet.agents.state import DECISIONS_KEPT, AgentState, AgentStatus
     from ratchet.wire.names import TOOL_ACTIVITY
     from ratchet.wire.turns import ToolInput
 
     from .failures import failure_text
+    from .patches import patched
     from .presets import tool_retry_policy
 
 if TYPE_CHECKING:
@@ -47,6 +49,42 @@ class RunSide:
     set_status: Callable[..., None]
     """``set_status(status, waiting=[...], pending=[...])``: the run's status while it waits."""
     run_sub_agent: Callable[[int, PendingAction], Awaitable[Message]]
+    audit: SessionAudit
+
+
+@dataclass(frozen=True)
+class SessionAudit:
+    """The session data that approvals keep: its rules and its latest decisions."""
+
+    rules: Callable[[], ApprovalRules]
+    set_rules: Callable[[ApprovalRules], None]
+    record: Callable[[list[Decision]], None]
+    """Keep decisions in the session's audit trail."""
+    recorded: Callable[[], list[Decision]]
+
+    @classmethod
+    def of(cls, state: Callable[[], AgentState]) -> SessionAudit:
+        """Kept in ``state().session`` (its ``approvals`` and ``decisions``)."""
+
+        def set_rules(rules: ApprovalRules) -> None:
+            current = state()
+            current.session = current.session.model_copy(update={"approvals": rules})
+
+        def record(decisions: list[Decision]) -> None:
+            current = state()
+            kept = [*current.session.decisions, *decisions][-DECISIONS_KEPT:]
+            current.session = current.session.model_copy(update={"decisions": kept})
+
+        return cls(
+            rules=lambda: state().session.approvals,
+            set_rules=set_rules,
+            record=record,
+            recorded=lambda: state().session.decisions,
+        )
+
+
+RULES_PATCH = "session-approval-rules"
+"""Calls decided by a session's approval rules (histories before it had none)."""
 
 
 class PendingWork:
@@ -109,6 +147,12 @@ class PendingWork:
                 f"{request.id} is a question ({action.question!r}); answer it with provide_input.",
                 type="DecisionError",
             )
+        if request.always and verdict != "approve":
+            raise ApplicationError(
+                "always=True goes with an approval (allow the tool for the rest of the "
+                "session); to stop it running, change the rules with set_approvals(deny=...).",
+                type="DecisionError",
+            )
         if verdict == "answer" and not (request.answer or "").strip():
             raise ApplicationError(
                 f"The answer to {request.id} is empty; send some text.", type="DecisionError"
@@ -122,19 +166,88 @@ class PendingWork:
             answer=request.answer if verdict == "answer" else None,
             by=request.by,
             at=workflow.now(),
+            always=request.always and verdict == "approve",
         )
         self._decisions[request.id] = decision
+        call = self._waiting[request.id].call
+        if decision.always and call is not None:
+            reason = f"approved {request.id} with always"
+            self.change_rules(RuleChange(allow=[call.name], by=request.by, reason=reason))
         return decision
+
+    def change_rules(self, change: RuleChange) -> ApprovalRules:
+        """Change the session's approval rules; calls waiting now that they cover are
+        decided at once."""
+        rules = self._run.audit.rules().apply(change.model_copy(update={"at": workflow.now()}))
+        self._run.audit.set_rules(rules)
+        self._apply(rules)
+        return rules
+
+    @staticmethod
+    def validate_change(change: RuleChange) -> None:
+        """Raise (rejecting the Update) unless ``change`` names tools, each once."""
+        names = [*change.allow, *change.deny, *change.ask]
+        if not names:
+            raise ApplicationError(
+                "The change names no tools: give allow=, deny= or ask= a tool name or glob.",
+                type="InvalidInputError",
+            )
+        if any(not isinstance(n, str) or not n.strip() for n in names):
+            raise ApplicationError("A tool name in the change is empty.", type="InvalidInputError")
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ApplicationError(
+                f"{', '.join(twice)} appear(s) in more than one of allow, deny and ask; "
+                "give each tool one verdict.",
+                type="InvalidInputError",
+            )
+
+    def audit(self) -> list[Decision]:
+        """The session's latest decisions (those of waits still going on too) and rule
+        changes, by time."""
+        changes = [
+            Decision(
+                id=f"rules-{i}",
+                kind="rules",
+                reason=change.describe() + (f" ({change.reason})" if change.reason else ""),
+                by=change.by,
+                at=change.at,
+            )
+            for i, change in enumerate(self._run.audit.rules().changes, 1)
+        ]
+        entries = [*self._run.audit.recorded(), *self._decisions.values(), *changes]
+        return sorted(entries, key=lambda d: d.at or workflow.now())
+
+    def _apply(self, rules: ApprovalRules) -> None:
+        for action in self._waiting.values():
+            if action.kind != "approval" or action.call is None or action.id in self._decisions:
+                continue
+            hit = rules.verdict(action.call.name)
+            if hit is not None:
+                verdict, pattern = hit
+                self._decisions[action.id] = Decision(
+                    id=action.id,
+                    approved=verdict == "allow",
+                    reason=f"session rule: {verdict} {pattern}",
+                    by="policy",
+                    at=workflow.now(),
+                )
 
     async def settle(self, turn: int, actions: list[PendingAction]) -> list[Message]:
         """Wait for decisions, run what they allow; the results, in the order of
         ``actions``, each with a workflow-made id."""
         human = [a for a in actions if a.kind in ("approval", "input")]
-        if human:
+        rules = self._run.audit.rules()
+        if human and (rules.allow or rules.deny) and patched(RULES_PATCH):
+            self._waiting = {a.id: a for a in human}
+            self._apply(rules)
+        if any(a.id not in self._decisions for a in human):
             await self._wait_for_people(turn, human)
         stopped = self._run.stopped()
         decisions = {a.id: self._decisions.pop(a.id) for a in human}
         self.decided.update(decisions)
+        if decisions:
+            self._run.audit.record(list(decisions.values()))
         self._waiting = {}
         results = await asyncio.gather(
             *(self._resolve(turn, a, decisions.get(a.id), stopped) for a in actions)
@@ -155,7 +268,8 @@ class PendingWork:
             if any(a.kind == "approval" for a in human)
             else AgentStatus.AWAITING_INPUT
         )
-        run.set_status(status, waiting=[a.describe() for a in human], pending=self.view())
+        undecided = [a.describe() for a in human if a.id not in self._decisions]
+        run.set_status(status, waiting=undecided, pending=self.view())
         try:
             await workflow.wait_condition(
                 lambda: run.stopped() or all(a.id in self._decisions for a in human),

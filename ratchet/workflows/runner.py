@@ -41,7 +41,7 @@ with workflow.unsafe.imports_passed_through():
     from .failures import run_failure
     from .ledger import Observer, RunLedger, initial_session, workflow_message_id
     from .patches import patched
-    from .pending import PendingWork, RunSide
+    from .pending import PendingWork, RunSide, SessionAudit
     from .progress import ShowDetails, turn_summary
     from .state import AgentStateKeeper, StateHook
     from .sub_agents import SubAgents
@@ -205,6 +205,7 @@ class AgentRunner:
                 stopped=lambda: stint.stop_request is not None,
                 set_status=ledger.set_status,
                 run_sub_agent=SubAgents(self.options, ledger, lambda: stint.stop_request).run,
+                audit=SessionAudit.of(lambda: ledger.state),
             )
         )
 

@@ -23,7 +23,7 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from temporalio.contrib.workflow_streams import WorkflowStream
 
-    from ratchet.agents.pending import Decision, PendingView
+    from ratchet.agents.pending import PendingView
     from ratchet.agents.state import (
         AgentSession,
         AgentState,
@@ -32,7 +32,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from ratchet.errors import UsageError
     from ratchet.wire.names import CHECKPOINT_QUERY, SESSION_WORKFLOW
-    from ratchet.wire.runs import DecisionRequest, StopRequest, Verdict
+    from ratchet.wire.runs import StopRequest
     from ratchet.wire.sessions import (
         CheckpointAnswer,
         CheckpointRequest,
@@ -43,6 +43,7 @@ with workflow.unsafe.imports_passed_through():
         SessionStatus,
     )
 
+    from .decisions import DecisionHandlers
     from .ledger import ExecutionChange
     from .marks import TurnMarks, turn_mark
     from .observe import EventStream, Index, RunObserver
@@ -53,7 +54,7 @@ with workflow.unsafe.imports_passed_through():
 
 
 @workflow.defn(name=SESSION_WORKFLOW, failure_exception_types=[UsageError])
-class AgentSessionWorkflow:
+class AgentSessionWorkflow(DecisionHandlers):
     """A conversation that lives for ever; each message sent runs one execution."""
 
     @workflow.init
@@ -201,45 +202,19 @@ class AgentSessionWorkflow:
         await workflow.wait_condition(lambda: sends.idle or sends.ending)
         return self.status()
 
-    @workflow.update
-    def approve(self, request: DecisionRequest) -> Decision:
-        """Approve a pending tool call of the run in progress."""
-        return self._decide(request, "approve")
-
-    @approve.validator
-    def _validate_approve(self, request: DecisionRequest) -> None:
-        self._check_decision(request, "approve")
-
-    @workflow.update
-    def reject(self, request: DecisionRequest) -> Decision:
-        """Reject a pending tool call; the model is told, with ``reason``."""
-        return self._decide(request, "reject")
-
-    @reject.validator
-    def _validate_reject(self, request: DecisionRequest) -> None:
-        self._check_decision(request, "reject")
-
-    @workflow.update
-    def provide_input(self, request: DecisionRequest) -> Decision:
-        """Answer a question the agent asked."""
-        return self._decide(request, "answer")
-
-    @provide_input.validator
-    def _validate_provide_input(self, request: DecisionRequest) -> None:
-        self._check_decision(request, "answer")
-
-    def _decide(self, request: DecisionRequest, verdict: Verdict) -> Decision:
+    def _decision_received(self) -> None:
         self._totals.updates_this_workflow_run += 1
-        return self._runner.pending.decide(request, verdict)
 
-    def _check_decision(self, request: DecisionRequest, verdict: Verdict) -> None:
+    def _rules_changed(self) -> None:
+        self._show()
+
+    def _check_can_decide(self, request_id: str) -> None:
         if self._sends.running is None:
             raise ApplicationError(
                 f"Session {workflow.info().workflow_id} has no run in progress, so nothing "
-                f"waits for {request.id}.",
+                f"waits for {request_id}.",
                 type="DecisionError",
             )
-        self._runner.pending.validate(request, verdict)
 
     @workflow.query
     def status(self) -> SessionStatus:
@@ -258,6 +233,7 @@ class AgentSessionWorkflow:
             waiting_for=self._runner.waiting,
             turns=totals.turns,
             cost_usd=totals.cost_usd,
+            approval_rules=self.state.session.approvals.lines(),
         )
 
     @workflow.query

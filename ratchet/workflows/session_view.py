@@ -91,6 +91,8 @@ def session_markdown(status: SessionStatus, shown: str) -> str:
         lines.append(f"Run in progress: `{status.current_run}`")
     if status.waiting:
         lines.append(f"{status.waiting} message(s) queued behind it")
+    if status.approval_rules:
+        lines.append(f"Approval rules of this session: {' · '.join(status.approval_rules)}")
     if status.waiting_for:
         lines += ["", f"**Waiting for** ({shown}):"]
         lines += [f"- {w}" for w in status.waiting_for]

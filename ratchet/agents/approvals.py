@@ -1,0 +1,170 @@
+"""Approval policies: which tool calls run at once, which wait for a person, which never run.
+
+    policy = ApprovalPolicy(
+        allow("search", "read_*"),
+        ask("pay", when=lambda args: args["amount"] > 100),
+        allow("pay"),
+        deny("delete_*", reason="deleting is done by hand"),
+    )
+    ToolCallingAgent(model, tools, approval_policy=policy)
+
+Rules are read in order and the first that matches a call decides; a call no rule
+matches is asked about (``default="ask"``: safe by default). Names are globs
+(``fnmatch``); ``when`` is a predicate on the call's arguments.
+
+A person can widen or narrow this for one session while it runs: approving a call
+with ``always=True`` ("always allow ``search`` here"), or changing the session's
+approvals (``set_approvals``). Those session rules are kept by the engine, with the
+session's data, and are read before the agent's policy (see ``ApprovalRules``).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
+
+from ratchet.errors import InvalidInputError
+
+from .compact import CompactModel
+
+Verdict = Literal["allow", "ask", "deny"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One line of a policy: ``verdict`` for calls to ``names`` (globs) that ``when`` picks."""
+
+    verdict: Verdict
+    names: tuple[str, ...]
+    when: Callable[[dict[str, Any]], bool] | None = None
+    reason: str | None = None
+
+    def matches(self, name: str, arguments: dict[str, Any]) -> bool:
+        if not any(fnmatch.fnmatchcase(name, pattern) for pattern in self.names):
+            return False
+        return self.when is None or bool(self.when(arguments))
+
+    def describe(self) -> str:
+        condition = " (when ...)" if self.when is not None else ""
+        return f"{self.verdict} {', '.join(self.names)}{condition}"
+
+
+def allow(*names: str, when: Callable[[dict[str, Any]], bool] | None = None) -> Rule:
+    """Run these calls without asking."""
+    return Rule("allow", _names(names), when)
+
+
+def ask(*names: str, when: Callable[[dict[str, Any]], bool] | None = None) -> Rule:
+    """Have a person approve these calls first (the run waits, durably)."""
+    return Rule("ask", _names(names), when)
+
+
+def deny(
+    *names: str, when: Callable[[dict[str, Any]], bool] | None = None, reason: str | None = None
+) -> Rule:
+    """Never run these calls: the model is told, with ``reason``."""
+    return Rule("deny", _names(names), when, reason)
+
+
+class ApprovalPolicy:
+    """Rules by tool name and arguments; the first match decides (see the module)."""
+
+    def __init__(self, *rules: Rule, default: Literal["allow", "ask"] = "ask") -> None:
+        self.rules = rules
+        self.default: Verdict = default
+
+    def decide(self, name: str, arguments: dict[str, Any]) -> tuple[Verdict, Rule | None]:
+        """The verdict on one call, and the rule that gave it (``None``: the default)."""
+        for rule in self.rules:
+            if rule.matches(name, arguments):
+                return rule.verdict, rule
+        return self.default, None
+
+    def __call__(self, name: str, arguments: dict[str, Any]) -> bool:
+        """Whether the call needs a person (the plain ``approval_policy`` interface)."""
+        return self.decide(name, arguments)[0] == "ask"
+
+
+class RuleChange(CompactModel):
+    """One change to a session's approval rules, for the audit trail."""
+
+    allow: list[str] = []
+    deny: list[str] = []
+    ask: list[str] = []
+    """Names whose session rule is removed: the agent's policy decides again."""
+    by: str | None = None
+    reason: str | None = None
+    at: datetime | None = None
+
+    def describe(self) -> str:
+        parts = [
+            f"{verdict} {', '.join(names)}"
+            for verdict, names in (("allow", self.allow), ("deny", self.deny), ("ask", self.ask))
+            if names
+        ]
+        return "; ".join(parts) or "no change"
+
+
+class ApprovalRules(CompactModel):
+    """A session's own approval rules, kept by the engine with the session's data.
+
+    They are read before the agent's policy, for calls the agent would ask about:
+    a name in ``allow`` is approved at once, one in ``deny`` rejected at once, each
+    as a decision by ``policy`` in the audit trail. Names are globs.
+    """
+
+    allow: list[str] = []
+    deny: list[str] = []
+    changes: list[RuleChange] = Field(default_factory=list[RuleChange])
+    """The latest changes, oldest first (at most ``KEPT_CHANGES``)."""
+
+    KEPT_CHANGES: ClassVar[int] = 50
+
+    def lines(self) -> list[str]:
+        """``["allow search, read_*", "deny pay"]``, for status and the UI."""
+        return [
+            f"{verdict} {', '.join(names)}"
+            for verdict, names in (("allow", self.allow), ("deny", self.deny))
+            if names
+        ]
+
+    def verdict(self, name: str) -> tuple[Verdict, str] | None:
+        """``("allow" | "deny", pattern)`` if a session rule covers ``name``."""
+        for verdict, patterns in (("deny", self.deny), ("allow", self.allow)):
+            for pattern in patterns:
+                if fnmatch.fnmatchcase(name, pattern):
+                    return verdict, pattern  # type: ignore[return-value]
+        return None
+
+    def apply(self, change: RuleChange) -> ApprovalRules:
+        """These rules after ``change`` (a later change to a name replaces an earlier)."""
+        touched = {*change.allow, *change.deny, *change.ask}
+        allow = [n for n in self.allow if n not in touched] + change.allow
+        deny = [n for n in self.deny if n not in touched] + change.deny
+        changes = [*self.changes, change][-self.KEPT_CHANGES :]
+        return ApprovalRules(allow=allow, deny=deny, changes=changes)
+
+
+def rule_change(
+    allow: Sequence[str] = (),
+    deny: Sequence[str] = (),
+    ask: Sequence[str] = (),
+    by: str | None = None,
+    reason: str | None = None,
+) -> RuleChange:
+    """A ``RuleChange`` from what a client's ``set_approvals`` was given."""
+    for label, names in (("allow", allow), ("deny", deny), ("ask", ask)):
+        if isinstance(names, str):
+            raise InvalidInputError(f"{label}= takes a list of tool names: {label}=[{names!r}].")
+    return RuleChange(allow=list(allow), deny=list(deny), ask=list(ask), by=by, reason=reason)
+
+
+def _names(names: tuple[str, ...]) -> tuple[str, ...]:
+    if not names or not all(names):
+        raise ValueError("A rule needs at least one tool name (or glob, such as 'read_*').")
+    return names

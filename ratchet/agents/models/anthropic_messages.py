@@ -1,0 +1,232 @@
+"""AnthropicModel: Claude through the Messages API (`pip install 'ratchet[anthropic]'`)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Generator, Sequence
+from typing import Any, cast
+
+from ...errors import ConfigurationError, ModelError
+from ..context import RunContext
+from ..events import TextDelta
+from ..messages import Message, ToolCall
+from ..pricing import ModelPrice
+from ..tools import Tool
+from .base import ModelClient, ModelResponse, empty_reply
+from .openai_chat import one_request, retry_after_seconds
+
+try:
+    import anthropic
+    from anthropic.types import Message as AnthropicMessage
+except ImportError as e:  # pragma: no cover - depends on the install
+    raise ImportError(
+        "AnthropicModel needs the anthropic package: pip install 'ratchet[anthropic]'"
+    ) from e
+
+RETRYABLE_STATUS = {408, 409, 429, 529}
+"""529: Anthropic is overloaded. 5xx are retryable too."""
+
+
+class AnthropicModel(ModelClient):
+    """Claude models through the ``anthropic`` client.
+
+    The key comes from ``ANTHROPIC_API_KEY`` (and the URL from ``ANTHROPIC_BASE_URL``)
+    unless given. Like every Ratchet model the client is made with ``max_retries=0``:
+    Temporal retries the turn, and every attempt is in history. System messages go in
+    the request's ``system``; tool results go back as ``tool_result`` blocks.
+    """
+
+    provider_name = "anthropic"
+
+    @property
+    def model_name(self) -> str:
+        return self.model
+
+    def __init__(
+        self,
+        model: str = "claude-sonnet-4-5",
+        *,
+        client: anthropic.AsyncAnthropic | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        max_tokens: int = 4096,
+        timeout: float = 120.0,
+        stream: bool = False,
+        price: ModelPrice | None = None,
+        **request_options: Any,
+    ) -> None:
+        self.model = model
+        self.max_tokens = max_tokens
+        self.price = price
+        self.stream = stream
+        """Stream the reply: its text reaches watchers as it is written."""
+        self._client = client
+        self._base_url, self._api_key, self._timeout = base_url, api_key, timeout
+        self.request_options = request_options
+
+    @property
+    def client(self) -> anthropic.AsyncAnthropic:
+        if self._client is None:
+            try:
+                self._client = anthropic.AsyncAnthropic(
+                    max_retries=0,
+                    base_url=self._base_url,
+                    api_key=self._api_key,
+                    timeout=self._timeout,
+                )
+            except anthropic.AnthropicError as e:
+                raise ConfigurationError(
+                    f"Cannot create the Anthropic client: {e} Set ANTHROPIC_API_KEY."
+                ) from e
+        return self._client
+
+    async def create(
+        self, messages: Sequence[Message], tools: Sequence[Tool], context: RunContext
+    ) -> ModelResponse:
+        system, turns = to_anthropic_messages(messages)
+        request: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "messages": turns,
+            **self.request_options,
+        }
+        if system:
+            request["system"] = system
+        if tools:
+            request["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": t.parameters}
+                for t in tools
+            ]
+        with anthropic_errors():
+            if self.stream:
+                return await self._streamed(request, context)
+            reply = cast(AnthropicMessage, await self.client.messages.create(**request))
+        text = "".join(b.text for b in reply.content if b.type == "text")
+        calls = [
+            ToolCall(id=b.id, name=b.name, arguments=json.dumps(b.input))
+            for b in reply.content
+            if b.type == "tool_use"
+        ]
+        if not text and not calls:
+            raise empty_reply(reply.model)
+        return ModelResponse(
+            message=Message.assistant(text or None, calls),
+            usage=one_request(reply.usage.input_tokens, reply.usage.output_tokens),
+            model=reply.model,
+        )
+
+    async def _streamed(self, request: dict[str, Any], context: RunContext) -> ModelResponse:
+        stream = await self.client.messages.create(**request, stream=True)
+        text: list[str] = []
+        calls: dict[int, dict[str, str]] = {}
+        input_tokens = output_tokens = 0
+        model = None
+        async for event in stream:
+            if event.type == "message_start":
+                model = event.message.model
+                input_tokens = event.message.usage.input_tokens
+            elif event.type == "content_block_start" and event.content_block.type == "tool_use":
+                block = event.content_block
+                calls[event.index] = {"id": block.id, "name": block.name, "arguments": ""}
+            elif event.type == "content_block_delta":
+                delta = event.delta
+                if delta.type == "text_delta":
+                    text.append(delta.text)
+                    await context.emit(TextDelta(text=delta.text))
+                elif delta.type == "input_json_delta" and event.index in calls:
+                    calls[event.index]["arguments"] += delta.partial_json
+            elif event.type == "message_delta":
+                output_tokens = event.usage.output_tokens
+        if not text and not calls:
+            raise empty_reply(model)
+        tool_calls = [
+            ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"] or "{}")
+            for _, c in sorted(calls.items())
+        ]
+        return ModelResponse(
+            message=Message.assistant("".join(text) or None, tool_calls),
+            usage=one_request(input_tokens, output_tokens),
+            model=model,
+        )
+
+
+def to_anthropic_messages(messages: Sequence[Message]) -> tuple[str, list[dict[str, Any]]]:
+    """The system prompt and the Messages API turns: tool results become ``tool_result``
+    blocks of a user turn, and consecutive turns of one role are merged."""
+    system: list[str] = []
+    turns: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "system":
+            system.append(message.text)
+            continue
+        role = "assistant" if message.role == "assistant" else "user"
+        blocks = _blocks(message)
+        if not blocks:
+            continue
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+    return "\n\n".join(system), turns
+
+
+def _blocks(message: Message) -> list[dict[str, Any]]:
+    if message.role == "tool":
+        block: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": message.tool_call_id,
+            "content": message.text,
+        }
+        if message.is_error:
+            block["is_error"] = True
+        return [block]
+    blocks: list[dict[str, Any]] = []
+    if message.text:
+        blocks.append({"type": "text", "text": message.text})
+    for call in message.tool_calls:
+        try:
+            arguments = call.parsed_arguments()
+        except ValueError:  # the model's own bad JSON, answered by a tool error
+            arguments = {}
+        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": arguments})
+    return blocks
+
+
+@contextlib.contextmanager
+def anthropic_errors() -> Generator[None]:
+    """Turn what the ``anthropic`` client raises into ModelErrors that say whether to retry."""
+    try:
+        yield
+    except anthropic.AnthropicError as e:
+        raise classify_anthropic_error(e) from e
+
+
+def classify_anthropic_error(error: anthropic.AnthropicError) -> ModelError:
+    """Map an ``anthropic`` exception to a ModelError that says whether to retry."""
+    if isinstance(error, anthropic.APITimeoutError):
+        return ModelError("The model request timed out.", retryable=True, status=408)
+    if isinstance(error, anthropic.APIConnectionError):
+        return ModelError(f"Cannot reach the Anthropic API: {error}", retryable=True)
+    if isinstance(error, anthropic.APIStatusError):
+        status = error.status_code
+        detail = error.api_message or str(error)
+        if status in RETRYABLE_STATUS or status >= 500:
+            return ModelError(
+                f"The Anthropic API answered {status}: {detail}",
+                retryable=True,
+                status=status,
+                retry_after=retry_after_seconds(error.response.headers),
+            )
+        hint = {
+            400: "the request was rejected; check the model name, messages and tool schemas",
+            401: "the API key was refused; check ANTHROPIC_API_KEY",
+            403: "the key may not use this model",
+            404: "the model does not exist; check the model name",
+        }.get(status, "the request will not succeed if repeated")
+        return ModelError(
+            f"The Anthropic API answered {status}: {detail} ({hint}).",
+            retryable=False,
+            status=status,
+        )
+    return ModelError(f"The model call failed: {type(error).__name__}: {error}", retryable=True)
