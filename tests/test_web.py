@@ -140,12 +140,12 @@ async def test_two_people_race_to_decide_and_one_wins(alice: httpx.AsyncClient, 
     assert call["action"]["id"] in [view["action"]["id"] for view in inbox]
 
     async with web.client(BOB) as bob:
-        decision = {"id": call["action"]["id"], "decision": "approve"}
+        decision = {"id": call["action"]["id"], "decision": "approve", "scope": "session"}
         answers = await asyncio.gather(
             alice.post(f"/v1/sessions/{session}/decisions", json=decision),
             bob.post(
                 f"/v1/sessions/{session}/decisions",
-                json={**decision, "decision": "reject", "reason": "not today"},
+                json={"id": call["action"]["id"], "decision": "reject", "reason": "not today"},
             ),
         )
     won = [r for r in answers if r.status_code == 200]
@@ -159,6 +159,7 @@ async def test_two_people_race_to_decide_and_one_wins(alice: httpx.AsyncClient, 
     (tool_result,) = [m["content"] for m in thread["messages"] if m["role"] == "tool"]
     if winner["approved"]:
         assert (winner["by"], tool_result) == ("alice", "paid 500 to acme")
+        assert winner["always"]  # scope "session": pay is allowed for the rest of it
     else:
         assert winner["by"] == "bob" and "not today" in tool_result
 
@@ -204,6 +205,12 @@ async def test_bad_bodies_get_a_clear_4xx_and_start_nothing(alice: httpx.AsyncCl
     problem_of(missing, 404, "SessionNotFoundError")
     wrong_id = await alice.get(f"/v1/sessions/{session}/events", headers={"Last-Event-ID": "x"})
     problem_of(wrong_id, 422, "InvalidInputError")
+    decisions = f"/v1/sessions/{session}/decisions"
+    sweeping = {"id": "call_1", "decision": "reject", "scope": "session"}
+    refused = problem_of(await alice.post(decisions, json=sweeping), 422, "InvalidInputError")
+    assert "goes with an approval" in refused["detail"]
+    unknown = {"id": "call_1", "decision": "approve", "scope": "forever"}
+    problem_of(await alice.post(decisions, json=unknown), 422, "InvalidInputError")
     await alice.post(f"/v1/sessions/{session}/close")
 
 

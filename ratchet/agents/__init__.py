@@ -24,6 +24,7 @@ from .models import (
     OpenAIResponsesModel,
     ScriptedModel,
 )
+from .parts import FilePart, ImagePart
 from .pending import PendingAction
 from .pricing import ModelPrice
 from .serializers import JSONSerializer, PickleSerializer, StateSerializer, state_schema
@@ -40,6 +41,8 @@ __all__ = [
     "CompactionPolicy",
     "CustomEvent",
     "DropToolResults",
+    "FilePart",
+    "ImagePart",
     "JSONSerializer",
     "KeepLastTurns",
     "Message",

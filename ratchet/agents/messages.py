@@ -10,6 +10,7 @@ from typing import Any, Literal, cast
 from pydantic import Field
 
 from .compact import CompactModel
+from .parts import FilePart, ImagePart, Part
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -25,6 +26,8 @@ def approximate_size(message: Message) -> int:
     size += len(message.tool_call_id or "") + len(message.name or "")
     for call in message.tool_calls:
         size += 40 + len(call.id) + len(call.name) + len(call.arguments)
+    for part in message.parts:
+        size += 60 + len(part.base64 or "") + len(part.url or "")
     return size
 
 
@@ -59,14 +62,16 @@ class Message(CompactModel):
     name: str | None = None
     is_error: bool = False
     id: str = ""
+    parts: list[Part] = Field(default_factory=list[Part])
+    """Images and files next to the text (``ratchet.agents.parts``)."""
 
     @classmethod
     def system(cls, text: str) -> Message:
         return cls(role="system", content=text)
 
     @classmethod
-    def user(cls, text: str) -> Message:
-        return cls(role="user", content=text)
+    def user(cls, text: str, *parts: ImagePart | FilePart) -> Message:
+        return cls(role="user", content=text, parts=list(parts))
 
     @classmethod
     def assistant(

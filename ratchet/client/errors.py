@@ -16,6 +16,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from ratchet.agents import parts
 from ratchet.agents.messages import Message, approximate_size
 from ratchet.errors import (
     PAYLOAD_LIMIT,
@@ -41,6 +42,14 @@ def check_prompt_size(client: Client, messages: Sequence[Message], noun: Noun, i
     could then never pass the message on."""
     if client.data_converter.external_storage is not None:
         return
+    for part in (p for m in messages for p in m.parts):
+        if parts.size(part) > parts.PART_LIMIT:
+            raise PayloadTooLargeError(
+                f"The prompt for {noun} {id} has a part over 256 KiB: {parts.describe(part)}. "
+                "Parts that large travel by reference through external payload storage: "
+                "connect with payload_storage=... (AgentClient.connect, RatchetClientPlugin), "
+                "or send a smaller part, or a link to it (url=...)."
+            )
     size = sum(approximate_size(m) for m in messages)
     if size > PAYLOAD_LIMIT:
         raise PayloadTooLargeError(

@@ -61,15 +61,16 @@ class NewMessage(_Body):
 
 
 class NewDecision(_Body):
-    """A decision on what a run waits for. ``scope`` is kept for approval policies
-    (for example "this call" or "this tool for this session")."""
+    """A decision on what a run waits for. ``scope``: ``call`` (the default) decides
+    this call; ``session`` with an approval also allows its tool without asking for
+    the rest of the session (``approve(..., always=True)``)."""
 
     id: str = Field(min_length=1, max_length=200)
     """The pending tool call's id, or the question's."""
     decision: Literal["approve", "reject", "answer"]
     reason: str | None = Field(default=None, max_length=4_000)
     answer: str | None = Field(default=None, max_length=MAX_TEXT)
-    scope: str | None = Field(default=None, max_length=200)
+    scope: Literal["call", "session"] | None = None
 
 
 class NewFork(_Body):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -151,7 +152,9 @@ async def send_message(
     session = client_of(request).get_session(session_id)
     if not _streams(request):
         return sse.result_json(await session.send(body.text, request_id=idempotency_key))
-    start = await session.event_offset()
+    # Both before the send: the send would otherwise ask which workflow type the
+    # session runs (is_current) only after joining the feed, one round trip later.
+    start, _ = await asyncio.gather(session.event_offset(), session.is_current())
     sending = session.send(body.text, request_id=idempotency_key)
     stream = sse.reply(request.app.state.hub, session, start, sending)
     return StreamingResponse(stream, media_type=SSE, headers=_no_buffering())
@@ -190,8 +193,13 @@ async def decide(session_id: str, body: NewDecision, request: Request, who: Who)
     caller's identity as ``by``. A call decided already answers 409."""
     session = client_of(request).get_session(session_id)
     request.app.state.hub.poke(session_id)  # the run goes on: its watchers look sooner
+    if body.scope == "session" and body.decision != "approve":
+        raise InvalidInputError(
+            "scope 'session' goes with an approval (allow the tool for the rest of the "
+            "session); to stop a tool running, change the session's approval rules."
+        )
     if body.decision == "approve":
-        return out(await session.approve(body.id, by=who))
+        return out(await session.approve(body.id, by=who, always=body.scope == "session"))
     if body.decision == "reject":
         return out(await session.reject(body.id, body.reason, by=who))
     if body.answer is None:

@@ -184,6 +184,13 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     if message.text:
         blocks.append({"type": "text", "text": message.text})
+    for part in message.parts:
+        source: dict[str, Any] = (
+            {"type": "url", "url": part.url}
+            if part.url is not None
+            else {"type": "base64", "media_type": part.media_type, "data": part.base64 or ""}
+        )
+        blocks.append({"type": "image" if part.type == "image" else "document", "source": source})
     for call in message.tool_calls:
         try:
             arguments = call.parsed_arguments()

@@ -15,10 +15,11 @@ from openai.types.chat import (
     ChatCompletionMessageFunctionToolCall,
 )
 
-from ...errors import ConfigurationError, ModelError
+from ...errors import ConfigurationError, InvalidInputError, ModelError
 from ..context import RunContext
 from ..events import TextDelta
 from ..messages import Message, ToolCall
+from ..parts import FilePart, ImagePart, data_url
 from ..pricing import ModelPrice
 from ..tools import Tool
 from ..usage import Usage
@@ -181,7 +182,27 @@ def to_openai_message(message: Message) -> dict[str, Any]:
                 for c in message.tool_calls
             ]
         return out
+    if message.parts:
+        text = [{"type": "text", "text": message.text}] if message.text else []
+        return {"role": message.role, "content": text + [_chat_part(p) for p in message.parts]}
     return {"role": message.role, "content": message.text}
+
+
+def _chat_part(part: ImagePart | FilePart) -> dict[str, Any]:
+    if isinstance(part, ImagePart):
+        image: dict[str, Any] = {"url": data_url(part)}
+        if part.detail is not None:
+            image["detail"] = part.detail
+        return {"type": "image_url", "image_url": image}
+    if part.url is not None:
+        raise InvalidInputError(
+            f"Chat Completions takes a file as bytes, not a URL ({part.url}): send "
+            "FilePart.of(data, media_type, filename), or use OpenAIResponsesModel."
+        )
+    return {
+        "type": "file",
+        "file": {"file_data": data_url(part), "filename": part.filename or "file"},
+    }
 
 
 def classify_openai_error(error: openai.OpenAIError) -> ModelError:

@@ -24,6 +24,7 @@ from ...errors import ModelError
 from ..context import RunContext
 from ..events import TextDelta
 from ..messages import Message, ToolCall
+from ..parts import FilePart, ImagePart, data_url
 from ..thread import MESSAGES, OPENAI_RESPONSES
 from ..tools import Tool
 from .base import ModelResponse, empty_reply
@@ -92,7 +93,11 @@ def to_input_items(message: Message) -> list[dict[str, Any]]:
             }
         ]
     items: list[dict[str, Any]] = []
-    if message.content or message.role != "assistant":
+    if message.parts:
+        text = [{"type": "input_text", "text": message.text}] if message.text else []
+        content = text + [_input_part(p) for p in message.parts]
+        items.append({"role": message.role, "content": content})
+    elif message.content or message.role != "assistant":
         items.append({"role": message.role, "content": message.text})
     for call in message.tool_calls:
         items.append(
@@ -104,6 +109,14 @@ def to_input_items(message: Message) -> list[dict[str, Any]]:
             }
         )
     return items
+
+
+def _input_part(part: ImagePart | FilePart) -> dict[str, Any]:
+    if isinstance(part, ImagePart):
+        return {"type": "input_image", "image_url": data_url(part), "detail": part.detail or "auto"}
+    if part.url is not None:
+        return {"type": "input_file", "file_url": part.url}
+    return {"type": "input_file", "file_data": data_url(part), "filename": part.filename or "file"}
 
 
 def to_function_tool(tool: Tool) -> dict[str, Any]:
