@@ -124,6 +124,9 @@ async def test_always_allow_in_a_session_stops_the_asking_even_after_continue_as
         assert (await session.send("pay 700")).output == "paid twice"
         rules = await session.approval_rules()
         audit = await session.decisions()
+        fork = await agent_client.fork(session.id, at_turn=1)
+        assert (await fork.approval_rules()).allow == []  # granted for that session only
+        await fork.close()
         await session.close()
     assert RAN == ["pay 500", "pay 700"]
     assert rules.allow == ["pay"] and rules.changes[0].by == "alice"

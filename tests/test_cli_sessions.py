@@ -105,10 +105,17 @@ async def test_sessions_show_export_fork_and_decide(
         )
         assert code == 1 and "no pending call or question 'call_nope'" in err
         code, out, err = await ratchet(
-            temporal_server, task_queue, "sessions", "approve", pay.id, pending.action.id
+            temporal_server,
+            task_queue,
+            "sessions",
+            "approve",
+            pay.id,
+            pending.action.id,
+            "--always",
         )
         assert code == 0, err
         result = await sent
+        assert (await pay.approval_rules()).allow == ["pay"]
     assert ledger.payments == [("acme", 300, 1)]
     assert result.output == "done: paid 300 to acme"
 

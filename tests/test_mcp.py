@@ -4,6 +4,7 @@ a server that dies mid-call, tool lists that change, approvals by tool name."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import subprocess
@@ -228,3 +229,11 @@ async def test_an_mcp_server_that_cannot_start_says_so():
     broken = MCPToolset.stdio("/nonexistent/mcp-server", name="broken")
     with pytest.raises(Exception, match="MCP server 'broken' could not be started"):
         await broken.tools()
+
+
+async def test_calls_at_once_on_a_cold_toolset_share_one_server_process(
+    notes: MCPToolset, calls: Path
+):
+    answers = await asyncio.gather(*(notes.call("read_note", {"name": "plan"}) for _ in range(4)))
+    assert answers == ["ship on friday"] * 4
+    assert len({c["pid"] for c in recorded(calls)}) == 1

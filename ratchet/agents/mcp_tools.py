@@ -210,12 +210,11 @@ class MCPToolset:
         )
 
     async def _connected(self) -> _Link:
-        link = self._link
-        if link is not None and link.alive:
-            return link
         self._guard()
-        self._link = link = _Link(self.name, self._client, self._changed)
-        await link.opened()
+        link = self._link
+        if link is None or not link.alive:  # no await before it is set: one link at a time
+            self._link = link = _Link(self.name, self._client, self._changed)
+        await link.opened()  # at once when it is open already
         return link
 
     async def _drop(self, link: _Link) -> None:

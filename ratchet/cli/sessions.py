@@ -65,6 +65,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     approve = verbs.add_parser("approve", help="approve a pending tool call (session or run)")
     approve.add_argument("session", help="a session id or a run's workflow id")
     approve.add_argument("call_id")
+    approve.add_argument(
+        "--always",
+        action="store_true",
+        help="and allow this tool without asking for the rest of the session",
+    )
     reject = verbs.add_parser("reject", help="reject a pending tool call (session or run)")
     reject.add_argument("session", help="a session id or a run's workflow id")
     reject.add_argument("call_id")
@@ -236,7 +241,7 @@ async def sessions_command(args: argparse.Namespace) -> int:
     if args.verb in ("approve", "reject", "answer"):
         target = await _decider(client, args.session)
         if args.verb == "approve":
-            await target.approve(args.call_id, by=args.by)
+            await target.approve(args.call_id, by=args.by, always=args.always)
         elif args.verb == "reject":
             await target.reject(args.call_id, args.reason, by=args.by)
         else:
