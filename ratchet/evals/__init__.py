@@ -1,0 +1,38 @@
+"""Evaluations: score what agents answer (``ratchet.evals.evaluators``) case by case.
+
+from ratchet.evals import Case, Outcome, contains, called, score_case
+score = await score_case(case, outcome, [contains("Oslo"), called("lookup", city="Oslo")])
+"""
+
+from .cases import Case, CaseScore, Outcome, Score
+from .evaluators import (
+    Evaluator,
+    LLMJudge,
+    called,
+    contains,
+    cost_budget,
+    exact,
+    json_schema,
+    latency_budget,
+    matches_model,
+    regex,
+    score_case,
+)
+
+__all__ = [
+    "Case",
+    "CaseScore",
+    "Evaluator",
+    "LLMJudge",
+    "Outcome",
+    "Score",
+    "called",
+    "contains",
+    "cost_budget",
+    "exact",
+    "json_schema",
+    "latency_budget",
+    "matches_model",
+    "regex",
+    "score_case",
+]

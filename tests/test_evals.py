@@ -1,0 +1,118 @@
+"""Evaluators: each built-in one, a case's weighted score, and the LLM judge against the
+local OpenAI-compatible server (its verdicts cached, so a gate does not flicker)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from ratchet.agents import OpenAIChatModel, ToolCall, Usage
+from ratchet.evals import (
+    Case,
+    LLMJudge,
+    Outcome,
+    called,
+    contains,
+    cost_budget,
+    exact,
+    json_schema,
+    latency_budget,
+    matches_model,
+    regex,
+    score_case,
+)
+from ratchet.testing import OpenAIServer
+
+CASE = Case(id="oslo", prompt="Weather in Oslo?", expected="Snow in Oslo")
+
+
+def outcome(answer: str, **fields) -> Outcome:
+    return Outcome(answer=answer, **fields)
+
+
+def test_text_evaluators_say_why_they_score_what_they_score():
+    assert exact()(CASE, outcome(" Snow in Oslo ")).value == 1.0
+    miss = exact()(CASE, outcome("snow in oslo"))
+    assert miss.value == 0.0 and "expected 'Snow in Oslo'" in miss.reason
+    assert exact(ignore_case=True)(CASE, outcome("snow in oslo")).value == 1.0
+    half = contains("snow", "rain")(CASE, outcome("Snow today"))
+    assert half.value == 0.5 and "missing 'rain'" in half.reason
+    assert contains()(CASE, outcome("It is snow in oslo.")).value == 1.0  # the expected text
+    assert regex(r"\d+ ?°C")(CASE, outcome("It is -3 °C")).value == 1.0
+    assert regex(r"\d+ ?°C")(CASE, outcome("cold")).value == 0.0
+
+
+def test_structured_answers_are_checked_against_a_schema_or_a_model():
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "celsius": {"type": "number"}},
+        "required": ["city", "celsius"],
+    }
+    check = json_schema(schema)
+    assert check(CASE, outcome('{"city": "Oslo", "celsius": -3}')).value == 1.0
+    wrong = check(CASE, outcome('{"city": "Oslo", "celsius": "cold"}'))
+    assert wrong.value == 0.0 and "celsius" in wrong.reason
+    assert "not JSON" in check(CASE, outcome("Oslo, -3")).reason
+    with pytest.raises(Exception, match="is not valid"):
+        json_schema({"type": "no-such-type"})
+
+    class Weather(BaseModel):
+        city: str
+        celsius: float
+
+    assert matches_model(Weather)(CASE, outcome('{"city": "Oslo", "celsius": -3}')).value == 1.0
+    assert matches_model(Weather)(CASE, outcome('{"city": "Oslo"}')).value == 0.0
+
+
+def test_tool_call_expectations_and_budgets():
+    calls = [ToolCall(id="c1", name="lookup", arguments='{"city": "Oslo", "units": "C"}')]
+    done = outcome("Snow", tool_calls=calls, usage=Usage(cost_usd=0.002), latency_s=1.5)
+    assert called("lookup", city="Oslo")(CASE, done).value == 1.0
+    wrong = called("lookup", city="Bergen")(CASE, done)
+    assert wrong.value == 0.0 and 'lookup(city="Oslo", units="C")' in wrong.reason
+    assert cost_budget(0.001)(CASE, done).value == 0.0
+    assert cost_budget(0.01)(CASE, done).value == 1.0
+    assert latency_budget(2)(CASE, done).value == 1.0
+
+
+async def test_a_case_score_is_the_weighted_mean_and_a_failed_run_scores_zero():
+    weighted = CASE.model_copy(update={"weights": {"exact": 3}})
+    both = await score_case(weighted, outcome("snow in oslo"), [exact(), contains()])
+    assert both.scores["exact"].value == 0.0 and both.scores["contains"].value == 1.0
+    assert both.value == pytest.approx(0.25)  # (0 * 3 + 1 * 1) / 4
+
+    def broken(case, result):
+        raise RuntimeError("boom")
+
+    scored = await score_case(CASE, outcome("Snow in Oslo"), [exact(), broken])
+    assert scored.value == 0.5 and "RuntimeError: boom" in scored.scores["broken"].reason
+    failed = await score_case(CASE, Outcome(error="ModelError: 401"), [exact()])
+    assert failed.value == 0.0 and "the run failed" in failed.scores["exact"].reason
+
+
+async def test_the_llm_judge_grades_once_per_answer_and_remembers(tmp_path: Path):
+    cache = tmp_path / "judge.json"
+    with OpenAIServer() as server:
+        server.text('{"score": 0.8, "reason": "right city, vague"}')
+        server.text("I think it is fine")  # not a verdict
+        model = OpenAIChatModel("judge", base_url=server.base_url, api_key="k", temperature=0)
+        judge = LLMJudge(model, "Names the weather and the city.", cache_path=cache)
+        first = await judge(CASE, outcome("Snowy"))
+        again = await judge(CASE, outcome("Snowy"))
+        garbled = await judge(CASE, outcome("Rainy"))
+        await model.client.close()
+    assert (first.value, first.reason) == (0.8, "right city, vague") and again == first
+    assert garbled.value == 0.0 and "not a verdict" in garbled.reason
+    assert judge.calls == 2 and len(server.requests) == 2
+    request = server.requests[0].body
+    assert request["temperature"] == 0
+    prompt = request["messages"][0]["content"]
+    assert "Names the weather and the city." in prompt and "Snowy" in prompt
+    assert "Snow in Oslo" in prompt  # the expected answer
+    # A new judge with the same cache file asks the model nothing.
+    reread = LLMJudge(model, "Names the weather and the city.", cache_path=cache)
+    assert await reread(CASE, outcome("Snowy")) == first and reread.calls == 0
+    assert len(json.loads(cache.read_text())) == 2
