@@ -12,14 +12,17 @@ from pydantic import BaseModel
 from ratchet.agents import OpenAIChatModel, ToolCall, Usage
 from ratchet.evals import (
     Case,
+    Compared,
     LLMJudge,
     Outcome,
+    Report,
     called,
     contains,
     cost_budget,
     exact,
     json_schema,
     latency_budget,
+    load_cases,
     matches_model,
     regex,
     score_case,
@@ -116,3 +119,59 @@ async def test_the_llm_judge_grades_once_per_answer_and_remembers(tmp_path: Path
     reread = LLMJudge(model, "Names the weather and the city.", cache_path=cache)
     assert await reread(CASE, outcome("Snowy")) == first and reread.calls == 0
     assert len(json.loads(cache.read_text())) == 2
+
+
+async def compared(case: Case, old: Outcome, new: Outcome) -> Compared:
+    evaluators = [contains()]
+    return Compared(
+        case=case,
+        old=old,
+        new=new,
+        old_score=await score_case(case, old, evaluators),
+        new_score=await score_case(case, new, evaluators),
+    )
+
+
+async def test_a_report_shows_old_and_new_side_by_side_and_gates_on_score_and_cost(
+    tmp_path: Path,
+):
+    cases = [
+        await compared(
+            CASE,
+            outcome("Snow in Oslo", usage=Usage(cost_usd=0.010, input_tokens=90)),
+            outcome("Rain | wind", usage=Usage(cost_usd=0.012, input_tokens=100)),
+        ),
+        await compared(
+            Case(id="bergen", prompt="Bergen?", expected="rain"),
+            outcome("rain", usage=Usage(cost_usd=0.010)),
+            outcome("Rain again", usage=Usage(cost_usd=0.010)),
+        ),
+    ]
+    report = Report(agent="weather-v2", cases=cases)
+    assert (report.old_score, report.new_score) == (1.0, 0.5)
+    assert report.gate(min_score=0.5, max_cost_increase=0.2) == []
+    failures = report.gate(min_score=0.9, max_cost_increase=0.05)
+    assert failures == [
+        "score 0.500 is below the minimum 0.900",
+        "cost rose 10.0% ($0.0200 -> $0.0220), more than the 5% allowed",
+    ]
+    markdown = report.to_markdown()
+    assert "| oslo | Snow in Oslo | Rain \\| wind | 1.00 | 0.00 | 90 → 100 |" in markdown
+    assert "- oslo · contains: 1.00 → 0.00 (missing 'Snow in Oslo')" in markdown
+    written = report.write(tmp_path / "out")
+    data = json.loads(written[1].read_text())
+    assert data["new_score"] == 0.5 and data["cases"][0]["new"]["answer"] == "Rain | wind"
+
+
+def test_cases_load_from_a_json_file_and_bad_files_say_what_is_wrong(tmp_path: Path):
+    path = tmp_path / "cases.json"
+    path.write_text(
+        json.dumps([{"prompt": "Oslo?", "expected": "snow"}, {"id": "b", "prompt": "x"}])
+    )
+    assert [(c.id, c.prompt, c.expected) for c in load_cases(path)] == [
+        ("case-1", "Oslo?", "snow"),
+        ("b", "x", None),
+    ]
+    path.write_text(json.dumps([{"expected": "snow"}]))
+    with pytest.raises(ValueError, match="Case 1 .* needs a 'prompt'"):
+        load_cases(path)

@@ -18,13 +18,16 @@ from .evaluators import (
     regex,
     score_case,
 )
+from .report import Compared, Report, load_cases
 
 __all__ = [
     "Case",
     "CaseScore",
+    "Compared",
     "Evaluator",
     "LLMJudge",
     "Outcome",
+    "Report",
     "Score",
     "called",
     "contains",
@@ -32,6 +35,7 @@ __all__ = [
     "exact",
     "json_schema",
     "latency_budget",
+    "load_cases",
     "matches_model",
     "regex",
     "score_case",

@@ -1,0 +1,123 @@
+"""An evaluation's report: per case the old (recorded) and new answers side by side with
+their scores, tokens, cost and latency; the aggregates; and a gate on them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from statistics import mean
+
+from pydantic import BaseModel
+
+from .cases import Case, CaseScore, Outcome
+
+
+class Compared(BaseModel):
+    """One case, as recorded and as the changed agent answered it."""
+
+    case: Case
+    old: Outcome
+    new: Outcome
+    old_score: CaseScore
+    new_score: CaseScore
+
+
+class Report(BaseModel):
+    """Every case compared, and what they add up to."""
+
+    agent: str
+    cases: list[Compared]
+
+    @property
+    def old_score(self) -> float:
+        return mean(c.old_score.value for c in self.cases) if self.cases else 0.0
+
+    @property
+    def new_score(self) -> float:
+        return mean(c.new_score.value for c in self.cases) if self.cases else 0.0
+
+    @property
+    def old_cost(self) -> float:
+        return sum(c.old.usage.cost_usd for c in self.cases)
+
+    @property
+    def new_cost(self) -> float:
+        return sum(c.new.usage.cost_usd for c in self.cases)
+
+    def gate(
+        self, *, min_score: float | None = None, max_cost_increase: float | None = None
+    ) -> list[str]:
+        """What fails the gate (empty: it passes). ``max_cost_increase`` is a fraction
+        (0.1: at most 10% more than the recorded runs cost)."""
+        failures: list[str] = []
+        if min_score is not None and self.new_score < min_score:
+            failures.append(f"score {self.new_score:.3f} is below the minimum {min_score:.3f}")
+        if max_cost_increase is not None and self.old_cost > 0:
+            increase = self.new_cost / self.old_cost - 1
+            if increase > max_cost_increase:
+                failures.append(
+                    f"cost rose {increase:.1%} (${self.old_cost:.4f} -> ${self.new_cost:.4f}), "
+                    f"more than the {max_cost_increase:.0%} allowed"
+                )
+        return failures
+
+    def to_markdown(self) -> str:
+        lines = [
+            f"# Evaluation of `{self.agent}`",
+            "",
+            f"{len(self.cases)} cases · score {self.old_score:.3f} → {self.new_score:.3f} · "
+            f"cost ${self.old_cost:.4f} → ${self.new_cost:.4f}",
+            "",
+            "| case | old answer | new answer | old | new | tokens old → new | cost old → new |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for c in self.cases:
+            lines.append(
+                f"| {c.case.id} | {_cell(c.old.answer)} | {_cell(c.new.answer)} "
+                f"| {c.old_score.value:.2f} | {c.new_score.value:.2f} "
+                f"| {c.old.usage.total_tokens} → {c.new.usage.total_tokens} "
+                f"| ${c.old.usage.cost_usd:.4f} → ${c.new.usage.cost_usd:.4f} |"
+            )
+        lines += ["", "## Why", ""]
+        for c in self.cases:
+            for name, score in c.new_score.scores.items():
+                old = c.old_score.scores.get(name)
+                was = f"{old.value:.2f}" if old is not None else "-"
+                lines.append(f"- {c.case.id} · {name}: {was} → {score.value:.2f} ({score.reason})")
+        return "\n".join(lines) + "\n"
+
+    def write(self, directory: str | Path) -> list[Path]:
+        """``report.md`` and ``report.json`` in ``directory``; their paths."""
+        root = Path(directory)
+        root.mkdir(parents=True, exist_ok=True)
+        markdown, data = root / "report.md", root / "report.json"
+        markdown.write_text(self.to_markdown())
+        summary = {
+            "agent": self.agent,
+            "old_score": self.old_score,
+            "new_score": self.new_score,
+            "old_cost_usd": self.old_cost,
+            "new_cost_usd": self.new_cost,
+            "cases": [c.model_dump(mode="json") for c in self.cases],
+        }
+        data.write_text(json.dumps(summary, indent=1))
+        return [markdown, data]
+
+
+def load_cases(path: str | Path) -> list[Case]:
+    """Cases from a JSON file: a list of ``{"id", "prompt", "expected"?, "weights"?}``
+    (an ``id`` may be left out: the position is used)."""
+    raw = json.loads(Path(path).read_text())
+    if not isinstance(raw, list):
+        raise ValueError(f"{path} must hold a JSON list of cases, each with a 'prompt'.")
+    cases: list[Case] = []
+    for i, item in enumerate(raw, 1):
+        if not isinstance(item, dict) or "prompt" not in item:
+            raise ValueError(f"Case {i} in {path} needs a 'prompt': {item!r:.80}")
+        cases.append(Case.model_validate({"id": f"case-{i}", **item}))
+    return cases
+
+
+def _cell(text: str | None, limit: int = 80) -> str:
+    flat = (text or "").replace("\n", " ").replace("|", "\\|")
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
