@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from ratchet.agents import OpenAIChatModel, ToolCall, Usage
+from ratchet.agents import OpenAIChatModel, ScriptedModel, ToolCall, ToolCallingAgent, Usage
+from ratchet.client import AgentClient
+from ratchet.errors import ModelError
 from ratchet.evals import (
     Case,
     Compared,
@@ -17,6 +19,7 @@ from ratchet.evals import (
     Outcome,
     Report,
     called,
+    compare,
     contains,
     cost_budget,
     exact,
@@ -28,6 +31,7 @@ from ratchet.evals import (
     score_case,
 )
 from ratchet.testing import OpenAIServer
+from ratchet.worker import build_worker
 
 CASE = Case(id="oslo", prompt="Weather in Oslo?", expected="Snow in Oslo")
 
@@ -175,3 +179,26 @@ def test_cases_load_from_a_json_file_and_bad_files_say_what_is_wrong(tmp_path: P
     path.write_text(json.dumps([{"expected": "snow"}]))
     with pytest.raises(ValueError, match="Case 1 .* needs a 'prompt'"):
         load_cases(path)
+
+
+async def test_compare_runs_every_case_on_both_agents_and_a_failed_run_scores_zero(
+    agent_client: AgentClient,
+):
+    def answer(messages, context):
+        return "snow" if "Oslo" in messages[0].text else ModelError("refused", retryable=False)
+
+    agents = {
+        "old": ToolCallingAgent(ScriptedModel(lambda messages, context: "no idea")),
+        "new": ToolCallingAgent(ScriptedModel(answer)),
+    }
+    cases = [CASE.model_copy(update={"expected": "snow"}), Case(id="x", prompt="Lima?")]
+    async with build_worker(agent_client, agents):
+        report = await compare(
+            agent_client, cases, old="old", new="new", evaluators=[contains("snow")]
+        )
+    oslo, lima = report.cases
+    assert (oslo.old.answer, oslo.new.answer) == ("no idea", "snow")
+    assert (oslo.old_score.value, oslo.new_score.value) == (0.0, 1.0)
+    assert lima.new.error is not None and "refused" in lima.new.error
+    assert lima.new_score.value == 0.0 and oslo.new.latency_s > 0
+    assert report.new_score == 0.5 and report.gate(min_score=0.6) != []

@@ -19,6 +19,7 @@ from .evaluators import (
     score_case,
 )
 from .report import Compared, Report, load_cases
+from .runs import compare, run_cases
 
 __all__ = [
     "Case",
@@ -30,6 +31,7 @@ __all__ = [
     "Report",
     "Score",
     "called",
+    "compare",
     "contains",
     "cost_budget",
     "exact",
@@ -38,5 +40,6 @@ __all__ = [
     "load_cases",
     "matches_model",
     "regex",
+    "run_cases",
     "score_case",
 ]

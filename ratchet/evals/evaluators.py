@@ -254,4 +254,3 @@ def _verdict(text: str) -> Score:
 
 def _kwargs(arguments: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={json.dumps(v)}" for k, v in arguments.items())
-

@@ -56,7 +56,7 @@ class Report(BaseModel):
             increase = self.new_cost / self.old_cost - 1
             if increase > max_cost_increase:
                 failures.append(
-                    f"cost rose {increase:.1%} (${self.old_cost:.4f} -> ${self.new_cost:.4f}), "
+                    f"cost rose {increase:.1%} ({_usd(self.old_cost)} -> {_usd(self.new_cost)}), "
                     f"more than the {max_cost_increase:.0%} allowed"
                 )
         return failures
@@ -66,7 +66,7 @@ class Report(BaseModel):
             f"# Evaluation of `{self.agent}`",
             "",
             f"{len(self.cases)} cases · score {self.old_score:.3f} → {self.new_score:.3f} · "
-            f"cost ${self.old_cost:.4f} → ${self.new_cost:.4f}",
+            f"cost {_usd(self.old_cost)} → {_usd(self.new_cost)}",
             "",
             "| case | old answer | new answer | old | new | tokens old → new | cost old → new |",
             "|---|---|---|---|---|---|---|",
@@ -76,7 +76,7 @@ class Report(BaseModel):
                 f"| {c.case.id} | {_cell(c.old.answer)} | {_cell(c.new.answer)} "
                 f"| {c.old_score.value:.2f} | {c.new_score.value:.2f} "
                 f"| {c.old.usage.total_tokens} → {c.new.usage.total_tokens} "
-                f"| ${c.old.usage.cost_usd:.4f} → ${c.new.usage.cost_usd:.4f} |"
+                f"| {_usd(c.old.usage.cost_usd)} → {_usd(c.new.usage.cost_usd)} |"
             )
         lines += ["", "## Why", ""]
         for c in self.cases:
@@ -116,6 +116,10 @@ def load_cases(path: str | Path) -> list[Case]:
             raise ValueError(f"Case {i} in {path} needs a 'prompt': {item!r:.80}")
         cases.append(Case.model_validate({"id": f"case-{i}", **item}))
     return cases
+
+
+def _usd(value: float) -> str:
+    return f"${value:.4f}" if value >= 0.01 or value == 0 else f"${value:.6f}"
 
 
 def _cell(text: str | None, limit: int = 80) -> str:
