@@ -18,6 +18,7 @@ from ratchet.evals import (
     LLMJudge,
     Outcome,
     Report,
+    assert_gate,
     called,
     compare,
     contains,
@@ -154,6 +155,13 @@ async def test_a_report_shows_old_and_new_side_by_side_and_gates_on_score_and_co
     report = Report(agent="weather-v2", cases=cases)
     assert (report.old_score, report.new_score) == (1.0, 0.5)
     assert report.gate(min_score=0.5, max_cost_increase=0.2) == []
+    assert_gate(report, min_score=0.5)
+    free = report.model_copy(
+        update={"cases": [c.model_copy(update={"old": outcome("x")}) for c in report.cases]}
+    )
+    assert "no cost to compare with" in free.gate(max_cost_increase=0.1)[0]
+    with pytest.raises(AssertionError, match="weather-v2 fails the gate: score 0.500"):
+        assert_gate(report, min_score=0.9)
     failures = report.gate(min_score=0.9, max_cost_increase=0.05)
     assert failures == [
         "score 0.500 is below the minimum 0.900",

@@ -178,6 +178,7 @@ class TurnActivities:
             completed={k: v for k, v in progress.items() if k != ATTEMPTS_KEY},
             checkpoint=checkpoint,
             resources=self.resources,
+            recording=input.recording,
         )
         if beats is not None:
             context.acknowledge_hook = beats.write

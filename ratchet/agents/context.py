@@ -11,6 +11,7 @@ from pydantic import TypeAdapter
 
 from .compact import type_adapter
 from .pending import PendingAction
+from .recording import Recording
 from .state_context import StateContext
 
 T = TypeVar("T")
@@ -69,6 +70,9 @@ class RunContext:
     """The worker's resources (``build_worker(resources=...)``), by name."""
     pending: list[PendingAction] = field(default_factory=list[PendingAction])
     """Questions this turn asked with :meth:`request_input`."""
+    recording: Recording | None = None
+    """In a rerun of a recorded conversation: the calls answered from the recording
+    (``ratchet.agents.recording``); ``ToolCallingAgent`` consults it before any tool."""
     _recorded: dict[str, Any] = field(default_factory=dict[str, Any], init=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -101,6 +101,9 @@ class ToolCallingAgent(Agent):
             if (denial := self._denied(call)) is not None:
                 refused.append(denial)
                 continue
+            if (recorded := _from_recording(call, tool, context)) is not None:
+                refused.append(recorded)  # answered as recorded: nothing runs, nobody asked
+                continue
             answer = self.output is not None and call.name == FINAL_RESULT  # never approved
             action = tool.pending_for(call, self.approval_policy) if tool and not answer else None
             if action is None:
@@ -197,6 +200,15 @@ class ToolCallingAgent(Agent):
                 is_error=True,
             )
         return await context.once(f"tool:{call.id}", lambda: tool.invoke(call, context), Message)
+
+
+def _from_recording(call: ToolCall, tool: Tool | None, context: RunContext) -> Message | None:
+    """In a rerun: the recorded answer to a call of a tool (or a refusal)."""
+    if context.recording is None or call.name == FINAL_RESULT:
+        return None
+    if tool is not None and tool.role not in ("function", "ask_user"):
+        return None  # sub-agents and handoffs are the engine's, not recorded results
+    return context.recording.answer(call)
 
 
 def _handoff_tool(agent: str) -> Tool:

@@ -13,7 +13,7 @@ import inspect
 import os
 import sys
 
-COMMANDS = ("server", "worker", "run", "sessions", "watch", "web", "setup", "codec", "demo")
+COMMANDS = ("server", "worker", "run", "sessions", "watch", "web", "eval", "setup", "codec", "demo")
 
 
 def entry() -> None:

@@ -18,7 +18,7 @@ from .evaluators import (
     regex,
     score_case,
 )
-from .report import Compared, Report, load_cases
+from .report import Compared, Report, assert_gate, load_cases
 from .runs import compare, run_cases
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "Outcome",
     "Report",
     "Score",
+    "assert_gate",
     "called",
     "compare",
     "contains",

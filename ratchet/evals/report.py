@@ -52,7 +52,13 @@ class Report(BaseModel):
         failures: list[str] = []
         if min_score is not None and self.new_score < min_score:
             failures.append(f"score {self.new_score:.3f} is below the minimum {min_score:.3f}")
-        if max_cost_increase is not None and self.old_cost > 0:
+        if max_cost_increase is not None and self.old_cost == 0 < self.new_cost:
+            failures.append(
+                "the old side has no cost to compare with (a rerun's recorded answers carry "
+                "none yet; an agent without a price costs 0): drop the cost limit, or "
+                "compare two priced agents"
+            )
+        elif max_cost_increase is not None and self.old_cost > 0:
             increase = self.new_cost / self.old_cost - 1
             if increase > max_cost_increase:
                 failures.append(
@@ -102,6 +108,15 @@ class Report(BaseModel):
         }
         data.write_text(json.dumps(summary, indent=1))
         return [markdown, data]
+
+
+def assert_gate(
+    report: Report, *, min_score: float | None = None, max_cost_increase: float | None = None
+) -> None:
+    """For a test suite: raise ``AssertionError`` listing what fails the gate."""
+    failures = report.gate(min_score=min_score, max_cost_increase=max_cost_increase)
+    if failures:
+        raise AssertionError(f"{report.agent} fails the gate: " + "; ".join(failures))
 
 
 def load_cases(path: str | Path) -> list[Case]:

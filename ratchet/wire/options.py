@@ -10,6 +10,7 @@ from pydantic import Field
 
 from ratchet.agents.compact import CompactModel, is_decoding
 from ratchet.agents.compaction import CompactionPolicy
+from ratchet.agents.recording import Recording
 from ratchet.errors import InvalidOptionsError
 
 
@@ -92,6 +93,9 @@ class RunOptions(CheckedOptions):
     token_budget: int | None = None
     """Most tokens the run may use, its sub-agents included; past it the run fails
     with BudgetExceededError."""
+    recording: Recording | None = None
+    """A rerun of a recorded conversation: tool calls are answered from it (see
+    ``ratchet.evals.rerun``). Sent with every turn, so keep it to one run's calls."""
 
     def problems(self) -> list[str]:
         found = [

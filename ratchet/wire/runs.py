@@ -88,7 +88,9 @@ def new_messages(prompt: str | Sequence[Message], make_id: Callable[[], str]) ->
             f"{type(wrong).__name__} {_short(wrong)}. Pass text as a str (e.g. str(value)) "
             "or build messages with Message.user(...)."
         )
-    if not messages or all(not (m.content or "").strip() and not m.tool_calls for m in messages):
+    if not messages or all(
+        not (m.content or "").strip() and not m.tool_calls and not m.parts for m in messages
+    ):
         raise InvalidInputError(
             "The prompt is empty: pass a non-empty string or at least one message with content."
         )

@@ -10,6 +10,7 @@ from ratchet.agents.compact import CompactModel
 from ratchet.agents.compaction import CompactionPolicy
 from ratchet.agents.messages import Message, ToolCall
 from ratchet.agents.pending import PendingAction
+from ratchet.agents.recording import Recording
 from ratchet.agents.state import Span, ThreadBase, ThreadData
 from ratchet.agents.state_context import (
     SharedEntry,
@@ -115,6 +116,8 @@ class TurnInput(CompactModel):
     """Version 3: compact the view first when it is over this budget."""
     new_last_id: str | None = None
     """Version 3: id of the last new message (checks a batch handed over in-process)."""
+    recording: Recording | None = None
+    """A rerun: tool calls are answered from this recording (``RunOptions.recording``)."""
 
 
 class AttemptRecord(CompactModel):

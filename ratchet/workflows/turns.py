@@ -75,6 +75,8 @@ class TurnInputs:
             common["conflicts"] = self._states.undelivered
             if self._states.shared:
                 common["shared"] = self._states.shared_entries()
+            if options.recording is not None:
+                common["recording"] = options.recording
         if not setup.by_reference:
             run_id = workflow.info().workflow_id
             return TurnInput(version=1, run_id=run_id, thread=thread, **common)

@@ -1,0 +1,77 @@
+"""A recording of tool calls, for rerunning a recorded conversation against a changed
+agent: a call that matches a recorded one (same tool, canonical-JSON-equal arguments)
+gets the recorded result and runs nothing; any other call is refused (the model is
+told) or runs live, as ``unrecorded`` says (see ``ratchet.evals.rerun``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Literal
+
+from .compact import CompactModel
+from .messages import Message, ToolCall
+
+UNRECORDED_REFUSED = (
+    "Not run: this is a rerun of a recorded conversation, and the recording holds no "
+    "call to {name} with these arguments; only recorded calls are answered."
+)
+
+
+class RecordedCall(CompactModel):
+    """A tool call as recorded, with its result."""
+
+    name: str
+    arguments: str
+    """Canonical JSON (keys sorted, no spaces): see ``canonical``."""
+    result: str
+    is_error: bool = False
+
+
+class Recording(CompactModel):
+    """The recorded calls a rerun answers from, and what happens to the others."""
+
+    calls: list[RecordedCall] = []
+    unrecorded: Literal["refuse", "live"] = "refuse"
+
+    def answer(self, call: ToolCall) -> Message | None:
+        """The call's recorded result; a refusal for an unrecorded call (``refuse``);
+        ``None`` when it should run (``live``)."""
+        try:
+            arguments = canonical(call.arguments)
+        except ValueError:
+            arguments = call.arguments
+        for recorded in self.calls:
+            if recorded.name == call.name and recorded.arguments == arguments:
+                return Message.tool(call, recorded.result, is_error=recorded.is_error)
+        if self.unrecorded == "live":
+            return None
+        return Message.tool(call, UNRECORDED_REFUSED.format(name=call.name), is_error=True)
+
+
+def canonical(arguments: str) -> str:
+    """Arguments as canonical JSON, so ``{"b": 1, "a": 2}`` equals ``{"a":2,"b":1}``."""
+    return json.dumps(json.loads(arguments or "{}"), sort_keys=True, separators=(",", ":"))
+
+
+def recorded_calls(messages: list[Message]) -> list[RecordedCall]:
+    """The tool calls in ``messages`` that have a result there, in order."""
+    results = {m.tool_call_id: m for m in messages if m.role == "tool" and m.tool_call_id}
+    found: list[RecordedCall] = []
+    for message in messages:
+        for call in message.tool_calls if message.role == "assistant" else []:
+            result = results.get(call.id)
+            if result is None:
+                continue
+            try:
+                arguments = canonical(call.arguments)
+            except ValueError:
+                continue  # the model's bad JSON: nothing a rerun could match
+            found.append(
+                RecordedCall(
+                    name=call.name,
+                    arguments=arguments,
+                    result=result.text,
+                    is_error=result.is_error,
+                )
+            )
+    return found

@@ -1,0 +1,197 @@
+"""Rerun a recorded session (or run) against a changed agent.
+
+Each user message of the source is a case. Teacher-forced (the default), a case runs
+the new agent on the recorded conversation up to that message, old answers
+included; free-running, one new session carries the new agent's own answers forward.
+Tool calls go through Ratchet's tool path and are answered from the recording when
+they match a recorded call (same tool, canonical-JSON-equal arguments), with no side
+effect repeated; other calls are refused (``unrecorded="refuse"``, the model is told)
+or run (``"live"``, and the outcome lists them). Agents that call services outside
+their tools cannot be intercepted: those calls run live. Approvals recorded in the
+source are reused (a recorded call is answered without asking).
+
+("Rerun", not "replay": replay is Temporal's deterministic re-execution.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from ratchet.agents.messages import Message
+from ratchet.agents.recording import Recording, canonical, recorded_calls
+from ratchet.agents.usage import Usage
+from ratchet.client import AgentClient
+from ratchet.errors import InvalidInputError, RatchetError
+from ratchet.wire.names import SESSION_WORKFLOW
+from ratchet.wire.options import RunOptions, SessionOptions
+
+from .cases import Case, Outcome
+from .evaluators import Evaluator, score_case
+from .report import Compared, Report
+from .runs import CONCURRENCY
+
+
+@dataclass
+class RecordedCase:
+    """A user message of the source, what came before it, and what the agent did."""
+
+    case: Case
+    before: list[Message]
+    prompt: Message
+    after: list[Message]
+    """The recorded run's messages: tool calls, results, the answer."""
+
+    @property
+    def recording(self) -> list[Message]:
+        return self.after
+
+    def old_outcome(self) -> Outcome:
+        answers = [m for m in self.after if m.role == "assistant" and m.content]
+        calls = [c for m in self.after if m.role == "assistant" for c in m.tool_calls]
+        return Outcome(answer=answers[-1].text if answers else None, tool_calls=calls)
+
+
+def split_cases(source: str, messages: Sequence[Message]) -> list[RecordedCase]:
+    """One case per user message: the conversation before it, and the run it started."""
+    starts = [i for i, m in enumerate(messages) if m.role == "user"]
+    cases: list[RecordedCase] = []
+    for n, start in enumerate(starts):
+        end = starts[n + 1] if n + 1 < len(starts) else len(messages)
+        prompt = messages[start]
+        case = Case(id=f"{source}#{n + 1}", prompt=prompt.text)
+        cases.append(
+            RecordedCase(case, list(messages[:start]), prompt, list(messages[start + 1 : end]))
+        )
+    return cases
+
+
+async def read_source(client: AgentClient, source: str) -> list[Message]:
+    """The whole thread of a session, or of a run, by its id."""
+    description = await client.temporal.get_workflow_handle(source).describe()
+    if description.workflow_type == SESSION_WORKFLOW:
+        return list((await client.get_session(source).thread()).messages)
+    return list((await client.get_run(source).state()).session.thread.messages)
+
+
+async def rerun(
+    client: AgentClient,
+    source: str,
+    *,
+    agent: str,
+    evaluators: Sequence[Evaluator] = (),
+    unrecorded: Literal["refuse", "live"] = "refuse",
+    free_running: bool = False,
+    options: RunOptions | None = None,
+    concurrency: int = CONCURRENCY,
+) -> Report:
+    """Rerun every user message of session (or run) ``source`` on ``agent``; score the
+    recorded and the new answers with ``evaluators``; the report compares them."""
+    messages = await read_source(client, source)
+    recorded = split_cases(source, messages)
+    if not recorded:
+        raise InvalidInputError(f"{source} holds no user message to rerun.")
+    base = options or RunOptions()
+    if free_running:
+        outcomes = await _free_running(client, agent, recorded, base, unrecorded)
+    else:
+        slots = asyncio.Semaphore(concurrency)
+
+        async def one(case: RecordedCase) -> Outcome:
+            async with slots:
+                return await _teacher_forced(client, agent, case, base, unrecorded)
+
+        outcomes = list(await asyncio.gather(*(one(c) for c in recorded)))
+    compared: list[Compared] = []
+    for case, new in zip(recorded, outcomes, strict=True):
+        old = case.old_outcome()
+        compared.append(
+            Compared(
+                case=case.case,
+                old=old,
+                new=new,
+                old_score=await score_case(case.case, old, evaluators),
+                new_score=await score_case(case.case, new, evaluators),
+            )
+        )
+    return Report(agent=agent, cases=compared)
+
+
+async def _teacher_forced(
+    client: AgentClient,
+    agent: str,
+    case: RecordedCase,
+    options: RunOptions,
+    unrecorded: Literal["refuse", "live"],
+) -> Outcome:
+    recording = Recording(calls=recorded_calls(case.after), unrecorded=unrecorded)
+    run_options = options.model_copy(update={"recording": recording})
+    prompt = [_fresh(m) for m in [*case.before, case.prompt]]
+    started = time.monotonic()
+    handle = await client.start_run(agent, prompt, options=run_options)
+    try:
+        result = await handle.result()
+    except RatchetError as e:
+        return Outcome(error=f"{type(e).__name__}: {e}", latency_s=time.monotonic() - started)
+    latency = time.monotonic() - started
+    thread = (await handle.state()).session.thread.messages
+    added = thread[len(prompt) :]
+    return _outcome(result.output, result.usage, latency, added, recording)
+
+
+async def _free_running(
+    client: AgentClient,
+    agent: str,
+    cases: list[RecordedCase],
+    options: RunOptions,
+    unrecorded: Literal["refuse", "live"],
+) -> list[Outcome]:
+    every = [c for case in cases for c in recorded_calls(case.after)]
+    recording = Recording(calls=every, unrecorded=unrecorded)
+    run = options.model_copy(update={"recording": recording})
+    session = await client.start_session(agent, options=SessionOptions(run=run))
+    outcomes: list[Outcome] = []
+    try:
+        for case in cases:
+            before = len((await session.thread()).messages)
+            started = time.monotonic()
+            try:
+                result = await session.send([_fresh(case.prompt)])
+            except RatchetError as e:
+                latency = time.monotonic() - started
+                outcomes.append(Outcome(error=f"{type(e).__name__}: {e}", latency_s=latency))
+                continue
+            latency = time.monotonic() - started
+            added = list((await session.thread()).messages)[before + 1 :]
+            outcomes.append(_outcome(result.output, result.usage, latency, added, recording))
+    finally:
+        await session.close()
+    return outcomes
+
+
+def _outcome(
+    answer: str, usage: Usage, latency: float, added: list[Message], recording: Recording
+) -> Outcome:
+    calls = [c for m in added if m.role == "assistant" for c in m.tool_calls]
+    known = {(r.name, r.arguments) for r in recording.calls}
+    live = [
+        c.describe()
+        for c in calls
+        if recording.unrecorded == "live" and (c.name, _canonical(c.arguments)) not in known
+    ]
+    return Outcome(answer=answer, tool_calls=calls, usage=usage, latency_s=latency, live_calls=live)
+
+
+def _canonical(arguments: str) -> str:
+    try:
+        return canonical(arguments)
+    except ValueError:
+        return arguments
+
+
+def _fresh(message: Message) -> Message:
+    """A copy for a new run (which gives it a new id)."""
+    return message.model_copy(update={"id": ""})
