@@ -171,7 +171,12 @@ async def test_a_report_shows_old_and_new_side_by_side_and_gates_on_score_and_co
     assert "| oslo | Snow in Oslo | Rain \\| wind | 1.00 | 0.00 | 90 → 100 |" in markdown
     assert "- oslo · contains: 1.00 → 0.00 (missing 'Snow in Oslo')" in markdown
     written = report.write(tmp_path / "out")
-    data = json.loads(written[1].read_text())
+    assert [p.name for p in written] == ["report.md", "report.html", "report.json"]
+    page = written[1].read_text()
+    assert page.startswith("<!doctype html>") and "<script" not in page  # self-contained
+    assert "Rain | wind" in page and page.count("<svg") == 2  # score and cost plots
+    assert '<tr class="worse"><td>oslo</td>' in page
+    data = json.loads(written[2].read_text())
     assert data["new_score"] == 0.5 and data["cases"][0]["new"]["answer"] == "Rain | wind"
 
 

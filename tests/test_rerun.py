@@ -4,15 +4,17 @@ free-running threads, and the report's side-by-side contents."""
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 from ratchet.agents import Message, ScriptedModel, ToolCallingAgent, tool
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
 from ratchet.evals import contains
-from ratchet.evals.rerun import rerun
+from ratchet.evals.rerun import find_sources, rerun, rerun_many
 from ratchet.worker import build_worker
 
+from .history import until
 from .test_cli_sessions import ratchet
 
 RAN: list[str] = []
@@ -164,3 +166,21 @@ async def test_the_eval_command_writes_the_report_and_exits_1_when_the_gate_fail
     assert code == 1 and "gate: score 0.500 is below the minimum 0.900" in err
     code, out, err = unscored
     assert code == 2 and "--min-score needs --evaluators" in err
+
+
+async def test_sources_found_by_a_visibility_query_rerun_into_one_report(
+    agent_client: AgentClient,
+):
+    name = f"weather-{uuid.uuid4().hex[:8]}"  # the query finds this test's sessions only
+    async with build_worker(agent_client, {**AGENTS, name: AGENTS["weather"]}):
+        first = await agent_client.start_session(name)
+        second = await agent_client.start_session(name)
+        for session in (first, second):
+            await session.send("Weather in Oslo?")
+            await session.close()
+        query = f'AgentName = "{name}"'
+        # Visibility lags the writes a little.
+        found = await until(lambda: find_sources(agent_client, query), lambda ids: len(ids) == 2)
+        report = await rerun_many(agent_client, found, agent="weather-v2")
+    assert sorted(found) == sorted([first.id, second.id])
+    assert [c.new.answer for c in report.cases] == ["Oslo: snow | snow | after ['-']"] * 2

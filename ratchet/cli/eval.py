@@ -16,7 +16,12 @@ def register(commands: argparse._SubParsersAction) -> None:
     evaluate = commands.add_parser("eval", help="evaluate a changed agent, and gate on it")
     verbs = evaluate.add_subparsers(dest="verb", required=True)
     rerun = verbs.add_parser("rerun", help="rerun recorded sessions (or runs) on an agent")
-    rerun.add_argument("sources", nargs="+", help="session or run ids")
+    rerun.add_argument("sources", nargs="*", help="session or run ids")
+    rerun.add_argument(
+        "--query",
+        help="a visibility query for the sources, e.g. 'AgentName = \"support\"'",
+    )
+    rerun.add_argument("--limit", type=int, default=100, help="most sources --query takes")
     rerun.add_argument("--free-running", action="store_true")
     rerun.add_argument(
         "--unrecorded",
@@ -43,8 +48,8 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 async def evaluate_command(args: argparse.Namespace) -> int:
-    from ratchet.evals import Report, compare, load_cases
-    from ratchet.evals.rerun import rerun
+    from ratchet.evals import compare, load_cases
+    from ratchet.evals.rerun import find_sources, rerun_many
 
     from .common import connect
 
@@ -59,18 +64,22 @@ async def evaluate_command(args: argparse.Namespace) -> int:
             client, cases, old=args.baseline, new=args.agent, evaluators=evaluators
         )
     else:
-        reports = [
-            await rerun(
-                client,
-                source,
-                agent=args.agent,
-                evaluators=evaluators,
-                unrecorded=args.unrecorded,
-                free_running=args.free_running,
+        sources = list(args.sources)
+        if args.query:
+            sources += await find_sources(client, args.query, limit=args.limit)
+        if not sources:
+            print(
+                "error: no sources: give session ids or a --query that finds some", file=sys.stderr
             )
-            for source in args.sources
-        ]
-        report = Report(agent=args.agent, cases=[c for r in reports for c in r.cases])
+            return 2
+        report = await rerun_many(
+            client,
+            sources,
+            agent=args.agent,
+            evaluators=evaluators,
+            unrecorded=args.unrecorded,
+            free_running=args.free_running,
+        )
     paths = report.write(args.out)
     print(
         f"{len(report.cases)} cases · score {report.old_score:.3f} -> {report.new_score:.3f} · "

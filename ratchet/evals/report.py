@@ -92,12 +92,19 @@ class Report(BaseModel):
                 lines.append(f"- {c.case.id} · {name}: {was} → {score.value:.2f} ({score.reason})")
         return "\n".join(lines) + "\n"
 
+    def to_html(self) -> str:
+        """One self-contained page: summary, plots of score and cost per case, the table."""
+        from .html import render
+
+        return render(self)
+
     def write(self, directory: str | Path) -> list[Path]:
-        """``report.md`` and ``report.json`` in ``directory``; their paths."""
+        """``report.md``, ``report.html`` and ``report.json`` in ``directory``; their paths."""
         root = Path(directory)
         root.mkdir(parents=True, exist_ok=True)
-        markdown, data = root / "report.md", root / "report.json"
+        markdown, page, data = root / "report.md", root / "report.html", root / "report.json"
         markdown.write_text(self.to_markdown())
+        page.write_text(self.to_html())
         summary = {
             "agent": self.agent,
             "old_score": self.old_score,
@@ -107,7 +114,7 @@ class Report(BaseModel):
             "cases": [c.model_dump(mode="json") for c in self.cases],
         }
         data.write_text(json.dumps(summary, indent=1))
-        return [markdown, data]
+        return [markdown, page, data]
 
 
 def assert_gate(

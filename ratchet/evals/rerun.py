@@ -19,12 +19,13 @@ import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from ratchet.agents.messages import Message
 from ratchet.agents.recording import Recording, canonical, recorded_calls
 from ratchet.agents.usage import Usage
 from ratchet.client import AgentClient
+from ratchet.client.listing import list_workflows, type_clause
 from ratchet.errors import InvalidInputError, RatchetError
 from ratchet.wire.names import SESSION_WORKFLOW
 from ratchet.wire.options import RunOptions, SessionOptions
@@ -75,6 +76,23 @@ async def read_source(client: AgentClient, source: str) -> list[Message]:
     if description.workflow_type == SESSION_WORKFLOW:
         return list((await client.get_session(source).thread()).messages)
     return list((await client.get_run(source).state()).session.thread.messages)
+
+
+async def find_sources(client: AgentClient, query: str, *, limit: int = 100) -> list[str]:
+    """Ids of the sessions and runs a visibility query finds, newest first, e.g.
+    ``AgentName = "support" AND AgentStatus = "COMPLETED" AND StartTime > "2026-11-01"``."""
+    rows = await list_workflows(
+        client.temporal, f"{type_clause(runs=True)} AND ({query})", limit=limit
+    )
+    return [row.id for row in rows]
+
+
+async def rerun_many(
+    client: AgentClient, sources: Sequence[str], *, agent: str, **options: Any
+) -> Report:
+    """``rerun`` of each source, one after the other, in one report."""
+    reports = [await rerun(client, source, agent=agent, **options) for source in sources]
+    return Report(agent=agent, cases=[c for r in reports for c in r.cases])
 
 
 async def rerun(
