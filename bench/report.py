@@ -211,6 +211,23 @@ def render_start_latency(results: Path) -> str:
     )
 
 
+def render_rerun(results: Path) -> str:
+    data = load(results, "rerun")
+    met = "met" if data["ratio"] >= data["target_ratio"] else "NOT met"
+    return paragraphs(
+        f"- {count(data['cases'])} cases, {count(data['rounds'])} rounds (first in each: "
+        f"{' / '.join(data['first_in_round'])})\n"
+        f"- rerun: {data['rerun_cases_per_s']} cases/s (rounds: "
+        f"{', '.join(seconds(x, 2) for x in data['rerun_s'])})\n"
+        f"- the same cases as plain runs: {data['plain_cases_per_s']} cases/s (rounds: "
+        f"{', '.join(seconds(x, 2) for x in data['plain_s'])})\n"
+        f"- rerun / plain throughput: {data['ratio']:.2f} (target >= "
+        f"{data['target_ratio']:.2f}: {met})",
+        command(data) + f" Commit {data['machine']['commit']}, "
+        f"{data['machine']['cpus']} CPUs.",
+    )
+
+
 def render_long_run(results: Path) -> str:
     data = load(results, "long_run")
     return "\n".join(
@@ -700,6 +717,7 @@ RENDERERS: dict[str, Renderer] = {
     "checkpoints": render_checkpoints,
     "overload": render_overload,
     "web": render_web,
+    "rerun": render_rerun,
 }
 RENDERED_WITHIN = {"history_growth_ratchet": "history_growth"}  # files another section reads
 

@@ -21,14 +21,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from temporalio.api.enums.v1 import EventType
+
 from ratchet.agents.messages import Message
 from ratchet.agents.recording import Recording, canonical, recorded_calls
 from ratchet.agents.usage import Usage
-from ratchet.client import AgentClient
+from ratchet.client import AgentClient, RunHandle
 from ratchet.client.listing import list_workflows, type_clause
 from ratchet.errors import InvalidInputError, RatchetError
-from ratchet.wire.names import SESSION_WORKFLOW
+from ratchet.wire.names import SESSION_WORKFLOW, TURN_ACTIVITY
 from ratchet.wire.options import RunOptions, SessionOptions
+from ratchet.wire.turns import TurnOutput
 
 from .cases import Case, Outcome
 from .evaluators import Evaluator, score_case
@@ -87,17 +90,15 @@ async def find_sources(client: AgentClient, query: str, *, limit: int = 100) -> 
     return [row.id for row in rows]
 
 
+async def rerun(client: AgentClient, source: str, *, agent: str, **options: Any) -> Report:
+    """Rerun every user message of session (or run) ``source`` on ``agent`` (see
+    ``rerun_many`` for the options)."""
+    return await rerun_many(client, [source], agent=agent, **options)
+
+
 async def rerun_many(
-    client: AgentClient, sources: Sequence[str], *, agent: str, **options: Any
-) -> Report:
-    """``rerun`` of each source, one after the other, in one report."""
-    reports = [await rerun(client, source, agent=agent, **options) for source in sources]
-    return Report(agent=agent, cases=[c for r in reports for c in r.cases])
-
-
-async def rerun(
     client: AgentClient,
-    source: str,
+    sources: Sequence[str],
     *,
     agent: str,
     evaluators: Sequence[Evaluator] = (),
@@ -106,24 +107,36 @@ async def rerun(
     options: RunOptions | None = None,
     concurrency: int = CONCURRENCY,
 ) -> Report:
-    """Rerun every user message of session (or run) ``source`` on ``agent``; score the
-    recorded and the new answers with ``evaluators``; the report compares them."""
-    messages = await read_source(client, source)
-    recorded = split_cases(source, messages)
-    if not recorded:
-        raise InvalidInputError(f"{source} holds no user message to rerun.")
+    """Rerun every user message of each source on ``agent``, at most ``concurrency``
+    runs (free-running: sessions) at once; score the recorded and the new answers
+    with ``evaluators``; one report compares them, case by case, in source order."""
+    slots = asyncio.Semaphore(concurrency)
+
+    async def read(source: str) -> list[RecordedCase]:
+        async with slots:
+            found = split_cases(source, await read_source(client, source))
+        if not found:
+            raise InvalidInputError(f"{source} holds no user message to rerun.")
+        return found
+
+    per_source = list(await asyncio.gather(*(read(s) for s in sources)))
     base = options or RunOptions()
+
+    async def forced(case: RecordedCase) -> Outcome:
+        async with slots:
+            return await _teacher_forced(client, agent, case, base, unrecorded)
+
+    async def free(cases: list[RecordedCase]) -> list[Outcome]:
+        async with slots:
+            return await _free_running(client, agent, cases, base, unrecorded)
+
     if free_running:
-        outcomes = await _free_running(client, agent, recorded, base, unrecorded)
+        runs = await asyncio.gather(*(free(cases) for cases in per_source))
+        outcomes = [o for run in runs for o in run]
     else:
-        slots = asyncio.Semaphore(concurrency)
-
-        async def one(case: RecordedCase) -> Outcome:
-            async with slots:
-                return await _teacher_forced(client, agent, case, base, unrecorded)
-
-        outcomes = list(await asyncio.gather(*(one(c) for c in recorded)))
+        outcomes = list(await asyncio.gather(*(forced(c) for cs in per_source for c in cs)))
     compared: list[Compared] = []
+    recorded = [c for cases in per_source for c in cases]
     for case, new in zip(recorded, outcomes, strict=True):
         old = case.old_outcome()
         compared.append(
@@ -155,8 +168,7 @@ async def _teacher_forced(
     except RatchetError as e:
         return Outcome(error=f"{type(e).__name__}: {e}", latency_s=time.monotonic() - started)
     latency = time.monotonic() - started
-    thread = (await handle.state()).session.thread.messages
-    added = thread[len(prompt) :]
+    added = await _added_messages(handle)
     return _outcome(result.output, result.usage, latency, added, recording)
 
 
@@ -208,6 +220,25 @@ def _canonical(arguments: str) -> str:
         return canonical(arguments)
     except ValueError:
         return arguments
+
+
+async def _added_messages(handle: RunHandle) -> list[Message]:
+    """The messages the run's turns added, read from its history: a query would make a
+    worker replay the finished workflow (about as long again as the run itself)."""
+    converter = handle.workflow._client.data_converter  # noqa: SLF001 - the handle's own
+    turns: set[int] = set()
+    added: list[Message] = []
+    async for event in handle.workflow.fetch_history_events():
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            scheduled = event.activity_task_scheduled_event_attributes
+            if scheduled.activity_type.name == TURN_ACTIVITY:
+                turns.add(event.event_id)
+        elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+            completed = event.activity_task_completed_event_attributes
+            if completed.scheduled_event_id in turns:
+                (output,) = await converter.decode(completed.result.payloads, [TurnOutput])
+                added += [m for m in output.added if isinstance(m, Message)]
+    return added
 
 
 def _fresh(message: Message) -> Message:
