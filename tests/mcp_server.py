@@ -51,6 +51,17 @@ def crash() -> str:
 
 
 @server.tool()
+def crash_once() -> str:
+    """Exit mid-call the first time (``$MCP_CRASHED`` marks it), then answer."""
+    record("crash_once")
+    marker = os.environ["MCP_CRASHED"]
+    if not os.path.exists(marker):
+        open(marker, "w").close()
+        os._exit(3)
+    return "survived"
+
+
+@server.tool()
 async def learn(ctx: Context) -> str:
     """Add the ``recall`` tool and tell the client the tool list changed."""
     record("learn")

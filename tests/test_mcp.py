@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from ratchet.agents.mcp_tools import MCPToolset
 from ratchet.client import AgentClient
 from ratchet.devserver import free_port
 from ratchet.errors import ConfigurationError
+from ratchet.wire.options import RunOptions
 from ratchet.worker import build_worker
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,7 +40,7 @@ def recorded(calls: Path) -> list[dict]:
 
 def notes_server(calls: Path, **options) -> MCPToolset:
     """tests/mcp_server.py over stdio, recording its calls in ``calls``."""
-    env = {"MCP_CALLS": str(calls), "PATH": "/usr/bin:/bin"}
+    env = {"MCP_CALLS": str(calls), "MCP_CRASHED": f"{calls}.crashed", "PATH": "/usr/bin:/bin"}
     return MCPToolset.stdio(
         sys.executable, "-m", "tests.mcp_server", name="notes", cwd=str(ROOT), env=env, **options
     )
@@ -109,7 +111,7 @@ async def test_mcp_tools_are_listed_for_the_model_and_called_in_the_turn(
         result = await handle.result()
         thread = (await handle.state()).session.thread
     assert result.output == "done"
-    assert model.offered[0] == ["crash", "learn", "read_note", "write_note"]
+    assert model.offered[0] == ["crash", "crash_once", "learn", "read_note", "write_note"]
     assert tool_results(thread) == [("saved todo", False), ("buy milk", False)]
     assert [c["tool"] for c in recorded(calls)] == ["write_note", "read_note"]
     assert len({c["pid"] for c in recorded(calls)}) == 1  # one server process per worker
@@ -237,3 +239,21 @@ async def test_calls_at_once_on_a_cold_toolset_share_one_server_process(
     answers = await asyncio.gather(*(notes.call("read_note", {"name": "plan"}) for _ in range(4)))
     assert answers == ["ship on friday"] * 4
     assert len({c["pid"] for c in recorded(calls)}) == 1
+
+
+async def test_a_durable_call_whose_server_dies_is_retried_on_a_new_server(
+    agent_client: AgentClient, calls: Path
+):
+    notes = notes_server(calls, durable=True)
+    model = ScriptedModel([ScriptedModel.call("crash_once"), "done"])
+    options = RunOptions(initial_retry_interval=timedelta(milliseconds=50))
+    try:
+        async with build_worker(agent_client, {"notes": ToolCallingAgent(model, toolsets=[notes])}):
+            handle = await agent_client.start_run("notes", "crash once", options=options)
+            assert (await handle.result()).output == "done"
+            results = tool_results((await handle.state()).session.thread)
+    finally:
+        await notes.aclose()
+    assert results == [("survived", False)]  # the model never saw the crash
+    first, second = recorded(calls)
+    assert first["tool"] == second["tool"] == "crash_once" and first["pid"] != second["pid"]
