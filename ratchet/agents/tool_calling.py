@@ -93,16 +93,16 @@ class ToolCallingAgent(Agent):
         pending: list[PendingAction] = []
         now: list[ToolCall] = []
         handoff = None
-        refused: list[Message] = []
+        answered: list[Message] = []  # denied, or answered from a rerun's recording
         for call in reply.tool_calls:
             tool = tools.get(call.name)
             if tool is not None and tool.role == "handoff" and handoff is None:
                 handoff = tool.agent
             if (denial := self._denied(call)) is not None:
-                refused.append(denial)
+                answered.append(denial)
                 continue
             if (recorded := _from_recording(call, tool, context)) is not None:
-                refused.append(recorded)  # answered as recorded: nothing runs, nobody asked
+                answered.append(recorded)  # nothing runs, nobody is asked
                 continue
             answer = self.output is not None and call.name == FINAL_RESULT  # never approved
             action = tool.pending_for(call, self.approval_policy) if tool and not answer else None
@@ -111,7 +111,7 @@ class ToolCallingAgent(Agent):
             else:
                 pending.append(action)
         results = await asyncio.gather(*(self._call(c, tools, context) for c in now))
-        await thread.on_new_messages([*refused, *results])
+        await thread.on_new_messages([*answered, *results])
         return Result(usage=response.usage, pending=pending, handoff=handoff)
 
     async def _typed_answer(self, reply: Message, thread: Thread) -> Result | None:

@@ -21,22 +21,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from temporalio.api.enums.v1 import EventType
-
 from ratchet.agents.messages import Message
-from ratchet.agents.recording import Recording, canonical, recorded_calls
+from ratchet.agents.recording import Recording, recorded_calls
 from ratchet.agents.usage import Usage
-from ratchet.client import AgentClient, RunHandle
+from ratchet.client import AgentClient
 from ratchet.client.listing import list_workflows, type_clause
 from ratchet.errors import InvalidInputError, RatchetError
-from ratchet.wire.names import SESSION_WORKFLOW, TURN_ACTIVITY
+from ratchet.wire.names import SESSION_WORKFLOW
 from ratchet.wire.options import RunOptions, SessionOptions
-from ratchet.wire.turns import TurnOutput
 
 from .cases import Case, Outcome
 from .evaluators import Evaluator, score_case
 from .report import Compared, Report
-from .runs import CONCURRENCY
+from .runs import CONCURRENCY, added_messages
 
 
 @dataclass
@@ -48,10 +45,6 @@ class RecordedCase:
     prompt: Message
     after: list[Message]
     """The recorded run's messages: tool calls, results, the answer."""
-
-    @property
-    def recording(self) -> list[Message]:
-        return self.after
 
     def old_outcome(self) -> Outcome:
         answers = [m for m in self.after if m.role == "assistant" and m.content]
@@ -168,7 +161,7 @@ async def _teacher_forced(
     except RatchetError as e:
         return Outcome(error=f"{type(e).__name__}: {e}", latency_s=time.monotonic() - started)
     latency = time.monotonic() - started
-    added = await _added_messages(handle)
+    added = await added_messages(handle)
     return _outcome(result.output, result.usage, latency, added, recording)
 
 
@@ -206,39 +199,8 @@ def _outcome(
     answer: str, usage: Usage, latency: float, added: list[Message], recording: Recording
 ) -> Outcome:
     calls = [c for m in added if m.role == "assistant" for c in m.tool_calls]
-    known = {(r.name, r.arguments) for r in recording.calls}
-    live = [
-        c.describe()
-        for c in calls
-        if recording.unrecorded == "live" and (c.name, _canonical(c.arguments)) not in known
-    ]
+    live = [c.describe() for c in calls if recording.answer(c) is None]  # None: ran live
     return Outcome(answer=answer, tool_calls=calls, usage=usage, latency_s=latency, live_calls=live)
-
-
-def _canonical(arguments: str) -> str:
-    try:
-        return canonical(arguments)
-    except ValueError:
-        return arguments
-
-
-async def _added_messages(handle: RunHandle) -> list[Message]:
-    """The messages the run's turns added, read from its history: a query would make a
-    worker replay the finished workflow (about as long again as the run itself)."""
-    converter = handle.workflow._client.data_converter  # noqa: SLF001 - the handle's own
-    turns: set[int] = set()
-    added: list[Message] = []
-    async for event in handle.workflow.fetch_history_events():
-        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-            scheduled = event.activity_task_scheduled_event_attributes
-            if scheduled.activity_type.name == TURN_ACTIVITY:
-                turns.add(event.event_id)
-        elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
-            completed = event.activity_task_completed_event_attributes
-            if completed.scheduled_event_id in turns:
-                (output,) = await converter.decode(completed.result.payloads, [TurnOutput])
-                added += [m for m in output.added if isinstance(m, Message)]
-    return added
 
 
 def _fresh(message: Message) -> Message:

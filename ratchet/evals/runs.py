@@ -7,9 +7,14 @@ import asyncio
 import time
 from collections.abc import Sequence
 
-from ratchet.client import AgentClient
+from temporalio.api.enums.v1 import EventType
+
+from ratchet.agents.messages import Message
+from ratchet.client import AgentClient, RunHandle
 from ratchet.errors import RatchetError
+from ratchet.wire.names import TURN_ACTIVITY
 from ratchet.wire.options import RunOptions
+from ratchet.wire.turns import TurnOutput
 
 from .cases import Case, Outcome
 from .evaluators import Evaluator, score_case
@@ -75,6 +80,25 @@ async def _run(client: AgentClient, agent: str, case: Case, options: RunOptions 
     except RatchetError as e:
         return Outcome(error=f"{type(e).__name__}: {e}", latency_s=time.monotonic() - started)
     latency = time.monotonic() - started
-    thread = (await handle.state()).session.thread
-    calls = [c for m in thread.messages if m.role == "assistant" for c in m.tool_calls]
+    added = await added_messages(handle)
+    calls = [c for m in added if m.role == "assistant" for c in m.tool_calls]
     return Outcome(answer=result.output, tool_calls=calls, usage=result.usage, latency_s=latency)
+
+
+async def added_messages(handle: RunHandle) -> list[Message]:
+    """The messages the run's turns added, read from its history: a query would make a
+    worker replay the finished workflow (about as long again as the run itself)."""
+    converter = handle.workflow._client.data_converter  # noqa: SLF001 - the handle's own
+    turns: set[int] = set()
+    added: list[Message] = []
+    async for event in handle.workflow.fetch_history_events():
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            scheduled = event.activity_task_scheduled_event_attributes
+            if scheduled.activity_type.name == TURN_ACTIVITY:
+                turns.add(event.event_id)
+        elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+            completed = event.activity_task_completed_event_attributes
+            if completed.scheduled_event_id in turns:
+                (output,) = await converter.decode(completed.result.payloads, [TurnOutput])
+                added += [m for m in output.added if isinstance(m, Message)]
+    return added
