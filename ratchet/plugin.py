@@ -39,6 +39,7 @@ from temporalio.worker import WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from ratchet.activities.events import DEFAULT_BATCH_INTERVAL
+from ratchet.activities.rerun_plan import plan_rerun
 from ratchet.activities.resources import ResourceFactory, WorkerResources
 from ratchet.activities.state_refs import StateCache
 from ratchet.activities.threads import ThreadCache
@@ -47,6 +48,7 @@ from ratchet.errors import PAYLOAD_LIMIT, ConfigurationError
 from ratchet.payloads.converter import RatchetPayloadConverter, data_converter, with_codec
 from ratchet.payloads.storage import external_storage
 from ratchet.workflows.agent_run import AgentRunWorkflow
+from ratchet.workflows.rerun_batch import RerunBatchWorkflow
 from ratchet.workflows.session import AgentSessionWorkflow
 from ratchet.workflows.session_v1 import AgentSessionWorkflowV1
 
@@ -55,7 +57,12 @@ if TYPE_CHECKING:
 
 PASSED_THROUGH = ("ratchet", "pydantic", "openai", "opentelemetry")
 """Modules workflows share with the worker instead of re-importing per instance."""
-WORKFLOWS: tuple[type, ...] = (AgentRunWorkflow, AgentSessionWorkflow, AgentSessionWorkflowV1)
+WORKFLOWS: tuple[type, ...] = (
+    AgentRunWorkflow,
+    AgentSessionWorkflow,
+    AgentSessionWorkflowV1,
+    RerunBatchWorkflow,
+)
 STICKY_TIMEOUT = timedelta(seconds=3)
 """A run whose worker died moves to another worker within this (SDK default: 10 s)."""
 SDK_STICKY_TIMEOUT = timedelta(seconds=10)
@@ -191,7 +198,12 @@ class RatchetPlugin(SimplePlugin):
             event_batch_interval=self._live_events,
         )
         self._hosts.append(turns)
-        config["activities"] = [turns.run_turn, turns.run_tool, *config.get("activities", [])]
+        config["activities"] = [
+            turns.run_turn,
+            turns.run_tool,
+            plan_rerun,
+            *config.get("activities", []),
+        ]
         if self.max_concurrent_turns is not None:
             config["max_concurrent_activities"] = self.max_concurrent_turns
         if config.get("sticky_queue_schedule_to_start_timeout") == SDK_STICKY_TIMEOUT:

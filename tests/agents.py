@@ -171,4 +171,47 @@ def invoice_agent() -> Agent:
     return ToolCallingAgent(ScriptedModel([answer]), output_type=Invoice)
 
 
-AGENTS = {"steps": steps_agent, "crash": crash_agent, "invoice": invoice_agent}
+def noter(gated: bool) -> Agent:
+    """Calls ``note`` with the latest user message, then answers. Gated (a changed
+    agent, for rerun batches), its answering call logs ``gated_start``, waits for the
+    release file ``<run>-answer`` (``/`` in the run id as ``~``) and logs
+    ``gated_end``."""
+    log = EventLog(os.environ.get("RATCHET_TEST_LOG"))
+    release = os.environ.get("RATCHET_TEST_RELEASE_DIR")
+
+    @tool
+    def note(text: str) -> str:
+        """Note something down."""
+        log.write("note_ran", text=text)
+        return f"noted {text}"
+
+    def script(messages: Sequence[Message], context: RunContext) -> str | Message:
+        last = max(i for i, m in enumerate(messages) if m.role == "user")
+        results = [m for m in messages[last:] if m.role == "tool"]
+        if not results:
+            return ScriptedModel.call("note", text=messages[last].text)
+        return f"{'v2' if gated else 'v1'}: {results[0].text}"
+
+    class Gated(ModelClient):
+        async def create(
+            self, messages: Sequence[Message], tools: Sequence[Tool], context: RunContext
+        ) -> ModelResponse:
+            answering = messages[-1].role == "tool"
+            if gated and answering and release:
+                log.write("gated_start", run=context.run_id, attempt=context.attempt)
+                gate = Path(release) / f"{context.run_id.replace('/', '~')}-answer"
+                while not gate.exists():  # noqa: ASYNC110 - written by the test process
+                    await asyncio.sleep(0.02)
+                log.write("gated_end", run=context.run_id)
+            return await ScriptedModel(script).create(messages, tools, context)
+
+    return ToolCallingAgent(Gated(), [note])
+
+
+AGENTS = {
+    "steps": steps_agent,
+    "crash": crash_agent,
+    "invoice": invoice_agent,
+    "noter": lambda: noter(gated=False),
+    "noter-v2": lambda: noter(gated=True),
+}

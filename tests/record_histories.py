@@ -18,6 +18,7 @@ from ratchet.agents.compaction import KeepLastTurns, Summarize, SummarizingAgent
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
 from ratchet.errors import RunFailedError
+from ratchet.evals.batch import start_batch
 from ratchet.examples.orchestration import (
     FanOut,
     FanOutInput,
@@ -37,6 +38,8 @@ from .test_compaction import paging_agent
 from .test_multi_agent import research_team
 from .test_observability import weather_agent
 from .test_orchestration import team
+from .test_rerun import AGENTS as rerun_agents
+from .test_rerun import recorded_session
 from .test_sessions import Echo
 from .test_user_workflow import agents
 from .user_workflows import ResearchAndReview, SharedPlan
@@ -232,6 +235,24 @@ async def record() -> None:
             recorded += [
                 ("agent_session_approval_rules", ruled.workflow),
                 ("agent_run_rule_change_decides_a_waiting_call", changed.workflow),
+            ]
+        # Issue 19: a rerun batch that continues as new, and one of its cases' runs.
+        client = await AgentClient.connect(server.address, task_queue="record-19")
+        async with build_worker(client, rerun_agents):
+            sources = [await recorded_session(client) for _ in range(2)]
+            batch = await start_batch(
+                client, [*sources, "no-such-session"], agent="weather-v2", cases_per_run=3
+            )
+            last = (await batch.result()).records[1]
+            recorded += [
+                (
+                    "rerun_batch_continued_as_new",
+                    client.temporal.get_workflow_handle(
+                        batch.id, run_id=batch.handle.first_execution_run_id
+                    ),
+                ),
+                ("rerun_batch_finished", client.temporal.get_workflow_handle(batch.id)),
+                ("rerun_case_on_a_session_log", client.get_run(last.workflow_id or "").workflow),
             ]
         for name, handle in recorded:
             if (HISTORIES / f"{name}.json").exists():

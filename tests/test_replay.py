@@ -14,6 +14,7 @@ from ratchet.examples.orchestration import FanOut, WriterCriticLoop
 from ratchet.wire.runs import RunInput, RunResult
 from ratchet.worker import workflow_runner
 from ratchet.workflows import AgentRunWorkflow, AgentSessionWorkflow
+from ratchet.workflows.rerun_batch import RerunBatchWorkflow
 from ratchet.workflows.session_v1 import AgentSessionWorkflowV1
 
 from .user_workflows import ForeignToken, ResearchAndReview, SharedPlan
@@ -67,6 +68,9 @@ def test_histories_are_recorded():
         "agent_run_current_patches",
         "agent_session_approval_rules",
         "agent_run_rule_change_decides_a_waiting_call",
+        "rerun_batch_continued_as_new",
+        "rerun_batch_finished",
+        "rerun_case_on_a_session_log",
     }
 
 
@@ -76,6 +80,7 @@ async def test_recorded_history_replays_without_nondeterminism(path: Path):
         AgentRunWorkflow,
         AgentSessionWorkflow,
         AgentSessionWorkflowV1,
+        RerunBatchWorkflow,
         ResearchAndReview,
         SharedPlan,
         ForeignToken,

@@ -269,11 +269,32 @@ async def resolve_thread(cache: ThreadCache, ref: ThreadRef) -> list[Message]:
     base = ref.base_ref()
     if base is not None:
         # The first messages are held by another workflow (the session of this run).
-        prefix = cache.get(base) or await fetch_thread(
-            client, base, page_bytes=cache.page_bytes, stats=cache.stats
-        )
+        prefix = cache.get(base) or await _fetch_base(client, ref, base, cache)
     messages = await fetch_thread(
         client, ref, prefix=prefix, page_bytes=cache.page_bytes, stats=cache.stats
     )
     cache.put(ref.key, messages)
+    return messages
+
+
+async def _fetch_base(
+    client: Client, ref: ThreadRef, base: ThreadRef, cache: ThreadCache
+) -> list[Message]:
+    """The messages of ``ref``'s base: a session's run's own thread (legacy sessions),
+    or another thread's log (a run started from a session's log, as a rerun case is),
+    which may span that session's workflow runs."""
+    from .thread_log import Holder, fetch_range  # it builds on this module
+
+    if ref.base is None or ref.base.thread_id is None:
+        return await fetch_thread(client, base, page_bytes=cache.page_bytes, stats=cache.stats)
+    holder = Holder.of_base(ref.base, ref.id)
+    messages, _ = await fetch_range(
+        client, holder, 0, base.version, page_bytes=cache.page_bytes, stats=cache.stats
+    )
+    if not _holds(messages, base):
+        raise ThreadResolutionError(
+            f"The log of thread {base.id!r} in workflow {base.workflow_id!r} does not match "
+            f"the run's reference (version {base.version}, last message {base.last_id!r})."
+        )
+    cache.put(base.key, messages)
     return messages

@@ -75,3 +75,16 @@ def recorded_calls(messages: list[Message]) -> list[RecordedCall]:
                 )
             )
     return found
+
+
+def user_turns(messages: list[Message]) -> list[tuple[int, int]]:
+    """Where each user message of a thread is, and where what it started ends (the
+    next user message, or the end): one rerun case each."""
+    starts = [i for i, m in enumerate(messages) if m.role == "user"]
+    ends = [*starts[1:], len(messages)]
+    return list(zip(starts, ends, strict=True))
+
+
+def case_id(source: str, n: int) -> str:
+    """The id of the ``n``-th user message of ``source`` (from 1) as a rerun case."""
+    return f"{source}#{n}"

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ratchet.agents.messages import Message
-from ratchet.agents.recording import Recording, recorded_calls
+from ratchet.agents.recording import Recording, case_id, recorded_calls, user_turns
 from ratchet.agents.usage import Usage
 from ratchet.client import AgentClient
 from ratchet.client.listing import list_workflows, type_clause
@@ -54,15 +54,12 @@ class RecordedCase:
 
 def split_cases(source: str, messages: Sequence[Message]) -> list[RecordedCase]:
     """One case per user message: the conversation before it, and the run it started."""
-    starts = [i for i, m in enumerate(messages) if m.role == "user"]
+    messages = list(messages)
     cases: list[RecordedCase] = []
-    for n, start in enumerate(starts):
-        end = starts[n + 1] if n + 1 < len(starts) else len(messages)
+    for n, (start, end) in enumerate(user_turns(messages)):
         prompt = messages[start]
-        case = Case(id=f"{source}#{n + 1}", prompt=prompt.text)
-        cases.append(
-            RecordedCase(case, list(messages[:start]), prompt, list(messages[start + 1 : end]))
-        )
+        case = Case(id=case_id(source, n + 1), prompt=prompt.text)
+        cases.append(RecordedCase(case, messages[:start], prompt, messages[start + 1 : end]))
     return cases
 
 
@@ -128,20 +125,26 @@ async def rerun_many(
         outcomes = [o for run in runs for o in run]
     else:
         outcomes = list(await asyncio.gather(*(forced(c) for cs in per_source for c in cs)))
-    compared: list[Compared] = []
     recorded = [c for cases in per_source for c in cases]
-    for case, new in zip(recorded, outcomes, strict=True):
-        old = case.old_outcome()
-        compared.append(
-            Compared(
-                case=case.case,
-                old=old,
-                new=new,
-                old_score=await score_case(case.case, old, evaluators),
-                new_score=await score_case(case.case, new, evaluators),
-            )
-        )
+    compared = [
+        await side_by_side(case, new, evaluators)
+        for case, new in zip(recorded, outcomes, strict=True)
+    ]
     return Report(agent=agent, cases=compared)
+
+
+async def side_by_side(
+    case: RecordedCase, new: Outcome, evaluators: Sequence[Evaluator]
+) -> Compared:
+    """The recorded and the new outcome of ``case``, scored by the same evaluators."""
+    old = case.old_outcome()
+    return Compared(
+        case=case.case,
+        old=old,
+        new=new,
+        old_score=await score_case(case.case, old, evaluators),
+        new_score=await score_case(case.case, new, evaluators),
+    )
 
 
 async def _teacher_forced(
@@ -162,7 +165,7 @@ async def _teacher_forced(
         return Outcome(error=f"{type(e).__name__}: {e}", latency_s=time.monotonic() - started)
     latency = time.monotonic() - started
     added = await added_messages(handle)
-    return _outcome(result.output, result.usage, latency, added, recording)
+    return outcome_of(result.output, result.usage, latency, added, recording)
 
 
 async def _free_running(
@@ -189,13 +192,13 @@ async def _free_running(
                 continue
             latency = time.monotonic() - started
             added = list((await session.thread()).messages)[before + 1 :]
-            outcomes.append(_outcome(result.output, result.usage, latency, added, recording))
+            outcomes.append(outcome_of(result.output, result.usage, latency, added, recording))
     finally:
         await session.close()
     return outcomes
 
 
-def _outcome(
+def outcome_of(
     answer: str, usage: Usage, latency: float, added: list[Message], recording: Recording
 ) -> Outcome:
     calls = [c for m in added if m.role == "assistant" for c in m.tool_calls]

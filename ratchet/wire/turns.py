@@ -47,9 +47,10 @@ class ThreadRef(CompactModel):
     def base_ref(self) -> ThreadRef | None:
         if self.base is None:
             return None
+        other = self.base.thread_id  # a fork's or a rerun's: another thread's log
         return ThreadRef(
-            id=self.id,
-            generation=self.generation,
+            id=other or self.id,
+            generation=0 if other else self.generation,
             version=self.base.version,
             last_id=self.base.last_id,
             workflow_id=self.base.workflow_id,

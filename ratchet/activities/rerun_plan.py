@@ -1,0 +1,112 @@
+"""The planning activity of a rerun batch: read a recorded session or run and turn
+each of its user messages into a child run's input.
+
+A current session's cases do not copy its conversation: each names the source's
+log up to the user message (a ``ThreadBase``, as a fork does), so a case's input
+stays small however long the session is. A single run's thread is short and goes
+inline. Each case carries the tool calls recorded after its message, with their
+results, for the rerun to answer from (``ratchet.agents.recording``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+from temporalio import activity
+from temporalio.client import Client, WorkflowQueryFailedError
+from temporalio.service import RPCError, RPCStatusCode
+
+from ratchet.agents.messages import Message, new_id
+from ratchet.agents.recording import Recording, case_id, recorded_calls, user_turns
+from ratchet.agents.state import AgentSession, AgentState, ThreadBase, ThreadData
+from ratchet.errors import ThreadResolutionError
+from ratchet.wire.names import PAGE_BYTES, PLAN_ACTIVITY, RUN_WORKFLOW, SESSION_WORKFLOW
+from ratchet.wire.rerun import CasePlan, PlanRequest, SourcePlan, child_id
+from ratchet.wire.sessions import LogInfo
+
+from .thread_log import Holder, fetch_range
+
+
+@activity.defn(name=PLAN_ACTIVITY)
+async def plan_rerun(request: PlanRequest) -> SourcePlan:
+    """Cases ``request.start`` onwards of ``request.source``, about ``max_bytes`` of
+    them; a source that cannot be read is a plan with ``error`` (not retried)."""
+    client = activity.client()
+    try:
+        return await _plan(client, request)
+    except (RPCError, WorkflowQueryFailedError, ThreadResolutionError) as e:
+        if isinstance(e, RPCError) and e.status == RPCStatusCode.NOT_FOUND:
+            error = (
+                f"There is no workflow {request.source} (or it is past the namespace's "
+                "retention: rerun a dataset snapshot instead)."
+            )
+            return SourcePlan(source=request.source, error=error)
+        if isinstance(e, RPCError) and e.status == RPCStatusCode.UNAVAILABLE:
+            raise  # the server is away: retry
+        return SourcePlan(source=request.source, error=f"Could not read {request.source}: {e}")
+
+
+async def _plan(client: Client, request: PlanRequest) -> SourcePlan:
+    source = request.source
+    handle = client.get_workflow_handle(source)
+    description = await handle.describe()
+    base: Holder | None = None
+    if description.workflow_type == SESSION_WORKFLOW:
+        info = await handle.query("log_info", result_type=LogInfo)
+        base = Holder(source, description.run_id, info.thread_id)
+        messages, _ = await fetch_range(client, base, 0, info.length, page_bytes=PAGE_BYTES)
+    elif description.workflow_type == RUN_WORKFLOW:
+        state = await handle.query("state", result_type=AgentState)
+        messages = list(state.session.thread.messages)
+    else:
+        return SourcePlan(
+            source=source,
+            error=f"{source} is a {description.workflow_type} workflow, not an agent run or "
+            "session; a batch reruns those (a legacy session: use ratchet.evals.rerun).",
+        )
+    turns = user_turns(messages)
+    if not turns:
+        return SourcePlan(source=source, error=f"{source} holds no user message to rerun.")
+    plan = SourcePlan(source=source, start=request.start, total=len(turns))
+    size = 0
+    for n, (start, end) in enumerate(turns[request.start :], start=request.start):
+        id = case_id(source, n + 1)
+        prompt = messages[start].model_copy(update={"id": new_id()})
+        recording = Recording(calls=recorded_calls(messages[start + 1 : end]))
+        if base is None:
+            before = [m.model_copy(update={"id": new_id()}) for m in messages[:start]]
+            case = CasePlan(id=id, messages=[*before, prompt], recording=recording)
+        else:
+            session = _based_session(
+                request,
+                child_id(request.batch_id, id),
+                base,
+                start,
+                messages[start - 1] if start else None,
+            )
+            case = CasePlan(id=id, messages=[prompt], session=session, recording=recording)
+        size += len(case.model_dump_json())
+        if plan.cases and size > request.max_bytes:
+            break
+        plan.cases.append(case)
+    return plan
+
+
+def _based_session(
+    request: PlanRequest, session_id: str, log: Holder, length: int, last: Message | None
+) -> AgentSession:
+    """A session whose thread is the source's log up to ``length`` (by reference)."""
+    session = AgentSession.new(
+        request.agent, datetime.now(UTC), session_id=session_id, thread_kind=request.thread_kind
+    )
+    thread = ThreadData(id=f"thread-{uuid.uuid4().hex[:12]}", kind=request.thread_kind)
+    if last is not None:
+        thread.base = ThreadBase(
+            workflow_id=log.workflow_id,
+            run_id=log.run_id,
+            version=length,
+            last_id=last.id,
+            thread_id=log.thread_id,
+        )
+    return session.model_copy(update={"thread": thread})

@@ -1,0 +1,151 @@
+"""Durable reruns: a batch of recorded sessions rerun as one Temporal workflow.
+
+``rerun_many`` drives a rerun from the calling process: each case is a durable
+run, but the batch is not (a client that dies loses its place). A batch is a
+``RerunBatch`` workflow (``ratchet.workflows.rerun_batch``) that fans the cases
+out as child runs, at most 50 at once, and continues as new every 500 cases: a
+worker killed mid-batch costs no finished case, and a client that dies can come
+back for the report with ``get_batch``.
+
+    batch = await start_batch(client, sources, agent="support-v2")
+    report = await batch.report([contains("refund")])   # waits for the batch
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from temporalio.client import WorkflowHandle
+
+from ratchet.agents.recording import Recording, recorded_calls
+from ratchet.client import AgentClient
+from ratchet.errors import InvalidInputError, RatchetError
+from ratchet.wire.names import RERUN_BATCH_WORKFLOW
+from ratchet.wire.options import RunOptions
+from ratchet.wire.rerun import (
+    CASES_PER_RUN,
+    BatchInput,
+    BatchOptions,
+    BatchProgress,
+    BatchResult,
+    CaseRecord,
+)
+
+from .cases import Case, Outcome
+from .evaluators import Evaluator, score_case
+from .report import Compared, Report
+from .rerun import RecordedCase, outcome_of, read_source, side_by_side, split_cases
+from .runs import CONCURRENCY, added_messages
+
+READERS = 10
+"""Sources and finished runs read at once while a report is built."""
+
+
+class RerunBatch:
+    """A batch's workflow, and the report it makes once finished."""
+
+    def __init__(self, client: AgentClient, handle: WorkflowHandle[Any, BatchResult]) -> None:
+        self.client = client
+        self.handle = handle
+
+    @property
+    def id(self) -> str:
+        return self.handle.id
+
+    async def progress(self) -> BatchProgress:
+        return await self.handle.query("progress", result_type=BatchProgress)
+
+    async def result(self) -> BatchResult:
+        """Wait for the batch (across its continue-as-new) and list its cases."""
+        return await self.handle.result()
+
+    async def report(self, evaluators: Sequence[Evaluator] = ()) -> Report:
+        """Wait for the batch, then compare each case's recorded and new outcome,
+        scored by ``evaluators``, in batch order."""
+        result = await self.result()
+        slots = asyncio.Semaphore(READERS)
+        sources = {r.source for r in result.records if r.workflow_id is not None}
+
+        async def read(source: str) -> tuple[str, dict[str, RecordedCase]]:
+            async with slots:
+                cases = split_cases(source, await read_source(self.client, source))
+            return source, {c.case.id: c for c in cases}
+
+        recorded = dict(await asyncio.gather(*(read(s) for s in sorted(sources))))
+
+        async def compare(record: CaseRecord) -> Compared:
+            if record.workflow_id is None:  # its source could not be read
+                return await _unreadable(record)
+            case = recorded[record.source][record.id]
+            async with slots:
+                new = await self._outcome(record, case, result.unrecorded)
+            return await side_by_side(case, new, evaluators)
+
+        cases = await asyncio.gather(*(compare(r) for r in result.records))
+        return Report(agent=result.agent, cases=list(cases))
+
+    async def _outcome(
+        self, record: CaseRecord, case: RecordedCase, unrecorded: Literal["refuse", "live"]
+    ) -> Outcome:
+        if record.error is not None or record.workflow_id is None:
+            return Outcome(error=record.error, latency_s=record.latency_s)
+        run = self.client.get_run(record.workflow_id)
+        try:
+            result = await run.result()
+        except RatchetError as e:
+            return Outcome(error=f"{type(e).__name__}: {e}", latency_s=record.latency_s)
+        recording = Recording(calls=recorded_calls(case.after), unrecorded=unrecorded)
+        added = await added_messages(run)
+        return outcome_of(result.output, result.usage, record.latency_s, added, recording)
+
+
+async def start_batch(
+    client: AgentClient,
+    sources: Sequence[str],
+    *,
+    agent: str,
+    unrecorded: Literal["refuse", "live"] = "refuse",
+    options: RunOptions | None = None,
+    concurrency: int = CONCURRENCY,
+    cases_per_run: int = CASES_PER_RUN,
+    batch_id: str | None = None,
+) -> RerunBatch:
+    """Start a durable rerun of every user message of each source on ``agent``,
+    teacher-forced (see ``ratchet.evals.rerun``); returns at once."""
+    if not sources:
+        raise InvalidInputError("A batch needs at least one source: session or run ids.")
+    batch = BatchOptions(concurrency=concurrency, cases_per_run=cases_per_run)
+    batch_id = batch_id or f"rerun-{agent}-{uuid.uuid4().hex[:8]}"
+    handle = await client.temporal.start_workflow(
+        RERUN_BATCH_WORKFLOW,
+        BatchInput(
+            agent=agent,
+            sources=list(dict.fromkeys(sources)),
+            batch_id=batch_id,
+            options=options or RunOptions(),
+            unrecorded=unrecorded,
+            batch=batch,
+        ),
+        id=batch_id,
+        task_queue=client.task_queue,
+        result_type=BatchResult,
+        static_summary=f"rerun of {len(sources)} recorded sessions on {agent}",
+    )
+    return RerunBatch(client, handle)
+
+
+def get_batch(client: AgentClient, batch_id: str) -> RerunBatch:
+    """A batch started earlier (by this process or another), by its id."""
+    return RerunBatch(
+        client, client.temporal.get_workflow_handle(batch_id, result_type=BatchResult)
+    )
+
+
+async def _unreadable(record: CaseRecord) -> Compared:
+    case = Case(id=record.id, prompt="", metadata={"source": record.source})
+    failed = Outcome(error=record.error)
+    score = await score_case(case, failed, ())
+    return Compared(case=case, old=failed, new=failed, old_score=score, new_score=score)

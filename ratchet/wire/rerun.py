@@ -1,0 +1,121 @@
+"""A rerun batch: its input, the cases one source becomes, and what became of each
+(the workflow is ratchet.workflows.rerun_batch; the client side ratchet.evals.batch)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from ratchet.agents.compact import CompactModel
+from ratchet.agents.messages import Message
+from ratchet.agents.recording import Recording
+from ratchet.agents.state import AgentSession
+
+from .options import CheckedOptions, RunOptions, at_least
+
+MAX_CONCURRENCY = 50
+"""Most child runs a batch has in flight."""
+CASES_PER_RUN = 500
+"""Cases a batch's workflow run starts before it continues as new."""
+MAX_CASES = 10_000
+"""Most cases one batch takes (what it carries over continue-as-new stays < 2 MB)."""
+ERROR_CHARS = 300
+PLAN_BYTES = 1024 * 1024
+"""About the most one page of a source's cases holds (a payload may hold 2 MB)."""
+
+
+class BatchOptions(CheckedOptions):
+    concurrency: int = 20
+    """Child runs in flight at once (1 to 50)."""
+    cases_per_run: int = CASES_PER_RUN
+
+    def problems(self) -> list[str]:
+        problems = at_least("concurrency", self.concurrency, 1)
+        if self.concurrency > MAX_CONCURRENCY:
+            problems.append(
+                f"concurrency={self.concurrency}, but a batch runs at most {MAX_CONCURRENCY} "
+                "cases at once"
+            )
+        return problems + at_least("cases_per_run", self.cases_per_run, 1)
+
+
+class CaseRecord(CompactModel):
+    """A case of a batch: the child run that answered it, or why there is none."""
+
+    id: str
+    source: str
+    position: int
+    """Its place in the batch (sources in order, their user messages in order)."""
+    workflow_id: str | None = None
+    error: str | None = None
+    latency_s: float = 0.0
+
+
+class BatchInput(BaseModel):
+    agent: str
+    sources: list[str]
+    batch_id: str = ""
+    """Names the cases' runs (``child_id``); default: the batch's workflow id."""
+    options: RunOptions = Field(default_factory=RunOptions)
+    """For every child run; ``recording`` is set per case."""
+    unrecorded: Literal["refuse", "live"] = "refuse"
+    batch: BatchOptions = Field(default_factory=BatchOptions)
+    next_source: int = 0
+    next_case: int = 0
+    """Cases of ``sources[next_source]`` started by earlier workflow runs."""
+    records: list[CaseRecord] = Field(default_factory=list[CaseRecord])
+
+
+class PlanRequest(CompactModel):
+    source: str
+    agent: str
+    batch_id: str
+    thread_kind: str = "messages"
+    start: int = 0
+    """The first case wanted (a source's cases come in pages of about ``max_bytes``)."""
+    max_bytes: int = PLAN_BYTES
+
+
+class CasePlan(BaseModel):
+    """One case as a child run's input: the thread before the user message (a
+    reference into the source's log, or the messages themselves), the message, and
+    the recorded calls that answered it."""
+
+    id: str
+    messages: list[Message]
+    session: AgentSession | None = None
+    recording: Recording
+
+
+class SourcePlan(BaseModel):
+    """Cases ``start`` to ``start + len(cases)`` of a source, of ``total``."""
+
+    source: str
+    start: int = 0
+    total: int = 0
+    cases: list[CasePlan] = Field(default_factory=list[CasePlan])
+    error: str | None = None
+
+
+class BatchProgress(CompactModel):
+    sources: int
+    sources_started: int
+    cases_done: int
+    cases_failed: int
+    running: int
+
+
+class BatchResult(CompactModel):
+    agent: str
+    unrecorded: Literal["refuse", "live"] = "refuse"
+    records: list[CaseRecord]
+
+
+def child_id(batch_id: str, case_id: str) -> str:
+    """The workflow id of the run that answers case ``case_id`` of batch ``batch_id``."""
+    return f"{batch_id}/{case_id}"
+
+
+def short(error: str) -> str:
+    return error if len(error) <= ERROR_CHARS else error[: ERROR_CHARS - 1] + "…"

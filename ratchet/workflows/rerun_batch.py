@@ -1,0 +1,203 @@
+"""RerunBatchWorkflow: a rerun of many recorded sessions, durable as a whole.
+
+It plans each source with an activity (``ratchet.activities.rerun_plan``) and
+answers each case with a child ``AgentRunWorkflow``, at most ``concurrency`` at
+once. Each case's record (the child's id, or why it failed) is in its history, so
+a worker killed mid-batch costs nothing finished: the batch replays and waits for
+the children it had started. Every ``cases_per_run`` cases it drains and
+continues as new, carrying only the records and where it was.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import (
+    ActivityError,
+    ChildWorkflowError,
+    FailureError,
+    WorkflowAlreadyStartedError,
+)
+
+with workflow.unsafe.imports_passed_through():
+    from ratchet.errors import UsageError
+    from ratchet.wire.names import PLAN_ACTIVITY, RERUN_BATCH_WORKFLOW, RUN_WORKFLOW
+    from ratchet.wire.rerun import (
+        MAX_CASES,
+        BatchInput,
+        BatchProgress,
+        BatchResult,
+        CasePlan,
+        CaseRecord,
+        PlanRequest,
+        SourcePlan,
+        child_id,
+        short,
+    )
+    from ratchet.wire.runs import RunInput, RunResult
+
+PLAN_TIMEOUT = timedelta(minutes=5)
+PLAN_RETRIES = RetryPolicy(maximum_attempts=5)
+
+
+@workflow.defn(name=RERUN_BATCH_WORKFLOW, failure_exception_types=[UsageError])
+class RerunBatchWorkflow:
+    """Reruns every user message of ``sources`` on ``agent`` as child runs."""
+
+    @workflow.init
+    def __init__(self, input: BatchInput) -> None:
+        self._input = input
+        self._records = list(input.records)
+        self._source = input.next_source
+        self._running = 0
+        self._positions = len(input.records)
+        """Cases (and unreadable sources) given a place in the batch so far."""
+
+    @workflow.run
+    async def run(self, input: BatchInput) -> BatchResult:
+        input.options.check()
+        input.batch.check()
+        slots = asyncio.Semaphore(input.batch.concurrency)
+        tasks: list[asyncio.Task[None]] = []
+        started, next_case = 0, input.next_case
+        while self._source < len(input.sources):
+            source = input.sources[self._source]
+            plan = await self._plan(source, next_case)
+            while plan.cases:
+                for n, case in enumerate(plan.cases, start=plan.start):
+                    if started >= input.batch.cases_per_run:
+                        await asyncio.gather(*tasks)
+                        self._continue_as_new(n)
+                    await slots.acquire()
+                    self._running += 1
+                    self._positions += 1
+                    answer = self._answer(case, source, self._positions, slots)
+                    tasks.append(asyncio.create_task(answer))
+                    started += 1
+                end, total = plan.start + len(plan.cases), plan.total
+                plan = SourcePlan(source=source)
+                if end < total:
+                    plan = await self._plan(source, end)
+            self._source, next_case = self._source + 1, 0
+            self._show()
+        await asyncio.gather(*tasks)
+        self._records.sort(key=lambda r: r.position)
+        self._show()
+        return BatchResult(agent=input.agent, unrecorded=input.unrecorded, records=self._records)
+
+    @workflow.query
+    def progress(self) -> BatchProgress:
+        return BatchProgress(
+            sources=len(self._input.sources),
+            sources_started=self._source,
+            cases_done=len(self._records),
+            cases_failed=sum(1 for r in self._records if r.error is not None),
+            running=self._running,
+        )
+
+    @workflow.query
+    def records(self) -> list[CaseRecord]:
+        """The cases finished so far (across continue-as-new), in batch order."""
+        return sorted(self._records, key=lambda r: r.position)
+
+    async def _plan(self, source: str, start: int) -> SourcePlan:
+        if self._positions >= MAX_CASES:
+            return SourcePlan(source=source, error=_full(source))
+        request = PlanRequest(
+            source=source,
+            agent=self._input.agent,
+            batch_id=self._batch_id(),
+            thread_kind=self._input.options.thread_kind,
+            start=start,
+        )
+        try:
+            plan = await workflow.execute_activity(
+                PLAN_ACTIVITY,
+                request,
+                result_type=SourcePlan,
+                start_to_close_timeout=PLAN_TIMEOUT,
+                retry_policy=PLAN_RETRIES,
+                summary=f"plan {source}",
+            )
+        except ActivityError as e:
+            plan = SourcePlan(source=source, error=f"Could not plan {source}: {_cause(e)}")
+        if plan.error is not None:
+            self._positions += 1
+            self._records.append(
+                CaseRecord(
+                    id=source, source=source, position=self._positions, error=short(plan.error)
+                )
+            )
+        return plan
+
+    async def _answer(
+        self, case: CasePlan, source: str, position: int, slots: asyncio.Semaphore
+    ) -> None:
+        recording = case.recording.model_copy(update={"unrecorded": self._input.unrecorded})
+        options = self._input.options.model_copy(update={"recording": recording})
+        workflow_id = child_id(self._batch_id(), case.id)
+        record = CaseRecord(id=case.id, source=source, position=position, workflow_id=workflow_id)
+        began = workflow.now()
+        try:
+            await workflow.execute_child_workflow(
+                RUN_WORKFLOW,
+                RunInput(
+                    agent=self._input.agent,
+                    messages=case.messages,
+                    session=case.session,
+                    options=options,
+                ),
+                id=workflow_id,
+                result_type=RunResult,
+                static_summary=f"rerun of {case.id}",
+            )
+        except ChildWorkflowError as e:
+            record.error = short(_cause(e))
+        except WorkflowAlreadyStartedError:  # a batch reset to before a child started
+            record.error = f"{workflow_id} was already started (the batch was reset?)"
+        finally:
+            record.latency_s = (workflow.now() - began).total_seconds()
+            self._records.append(record)
+            self._running -= 1
+            slots.release()
+            self._show()
+
+    def _batch_id(self) -> str:
+        return self._input.batch_id or workflow.info().workflow_id
+
+    def _continue_as_new(self, next_case: int) -> None:
+        workflow.continue_as_new(
+            self._input.model_copy(
+                update={
+                    "next_source": self._source,
+                    "next_case": next_case,
+                    "records": sorted(self._records, key=lambda r: r.position),
+                }
+            )
+        )
+
+    def _show(self) -> None:
+        p = self.progress()
+        workflow.set_current_details(
+            f"**Rerun on {self._input.agent}**: {p.cases_done} cases done "
+            f"({p.cases_failed} failed), {p.running} running; "
+            f"{p.sources_started} of {p.sources} sources started."
+        )
+
+
+def _cause(error: FailureError) -> str:
+    """The deepest failure's message: what went wrong, not how it was wrapped."""
+    cause: BaseException = error
+    while isinstance(cause, FailureError) and cause.cause is not None:
+        cause = cause.cause
+    return cause.message if isinstance(cause, FailureError) else str(cause)
+
+
+def _full(source: str) -> str:
+    return (
+        f"Not rerun: a batch takes at most {MAX_CASES} cases; start another batch for the "
+        f"sources from {source} on."
+    )

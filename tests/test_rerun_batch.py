@@ -1,0 +1,148 @@
+"""Durable rerun batches: a RerunBatch workflow fans the cases out as child runs; its
+report matches the client-driven rerun; it continues as new without losing a case;
+a source it cannot read is one failed record, not a wedged batch."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from ratchet.client import AgentClient
+from ratchet.errors import InvalidOptionsError
+from ratchet.evals import contains
+from ratchet.evals.batch import get_batch, start_batch
+from ratchet.evals.rerun import rerun
+from ratchet.wire.rerun import child_id
+from ratchet.worker import build_worker
+
+from .agents import EventLog
+from .conftest import release
+from .test_durability import OPTIONS, wait_for_event
+from .test_rerun import AGENTS, RAN, recorded_session
+
+
+async def test_a_batch_reports_what_a_client_driven_rerun_does_and_reruns_by_reference(
+    agent_client: AgentClient,
+):
+    RAN.clear()
+    async with build_worker(agent_client, AGENTS):
+        source = await recorded_session(agent_client)
+        expected = await rerun(agent_client, source, agent="weather-v2")
+        batch = await start_batch(agent_client, [source], agent="weather-v2")
+        report = await batch.report([contains("sun", "snow")])
+        records = (await batch.result()).records
+        first = agent_client.get_run(records[1].workflow_id or "")
+        first_input = await first.state()
+    assert RAN == ["lookup Oslo", "lookup Lima"]  # nothing ran again, nothing was booked
+    assert [c.case.id for c in report.cases] == [f"{source}#1", f"{source}#2"]
+    assert [c.new.answer for c in report.cases] == [c.new.answer for c in expected.cases]
+    assert [c.old.answer for c in report.cases] == ["snow", "sun"]
+    assert [[t.name for t in c.new.tool_calls] for c in report.cases] == [
+        ["lookup"],
+        ["lookup", "book"],
+    ]
+    assert [r.workflow_id for r in records] == [f"{batch.id}/{source}#1", f"{batch.id}/{source}#2"]
+    # Case 2's run did not copy the recorded conversation: its thread names the source's log.
+    base = first_input.session.thread.base
+    assert base is not None and (base.workflow_id, base.version) == (source, 4)
+    # Scored: Oslo's answer has no "sun"; Lima's has both (it quotes the recorded "snow").
+    assert [c.new_score.value for c in report.cases] == [0.5, 1.0]
+
+
+async def test_a_batch_continues_as_new_without_losing_or_repeating_a_case(
+    agent_client: AgentClient,
+):
+    RAN.clear()
+    async with build_worker(agent_client, AGENTS):
+        sources = [await recorded_session(agent_client) for _ in range(3)]
+        batch = await start_batch(
+            agent_client, sources, agent="weather-v2", cases_per_run=2, concurrency=2
+        )
+        result = await batch.result()
+        runs = await workflow_runs(agent_client, batch.id, batch.handle.first_execution_run_id)
+        report = await get_batch(agent_client, batch.id).report()
+    assert runs == 3  # 6 cases, 2 per workflow run
+    ids = [f"{s}#{n}" for s in sources for n in (1, 2)]
+    assert [r.id for r in result.records] == ids
+    assert [r.position for r in result.records] == [1, 2, 3, 4, 5, 6]
+    assert all(r.error is None for r in result.records)
+    assert [c.case.id for c in report.cases] == ids
+    assert RAN == ["lookup Oslo", "lookup Lima"] * 3  # the recordings; the batch ran nothing
+
+
+async def test_an_unreadable_source_is_one_failed_record_and_bad_options_fail_at_once(
+    agent_client: AgentClient,
+):
+    async with build_worker(agent_client, AGENTS):
+        source = await recorded_session(agent_client)
+        batch = await start_batch(agent_client, ["no-such-session", source], agent="weather-v2")
+        report = await batch.report()
+        with pytest.raises(InvalidOptionsError, match="at most 50 cases at once"):
+            await start_batch(agent_client, [source], agent="weather-v2", concurrency=51)
+    missing, *cases = report.cases
+    assert missing.case.id == "no-such-session"
+    assert (
+        missing.new.error is not None
+        and "There is no workflow no-such-session" in missing.new.error
+    )
+    assert [c.new.error for c in cases] == [None, None]
+    assert len(cases) == 2
+
+
+async def workflow_runs(client: AgentClient, workflow_id: str, run_id: str | None) -> int:
+    """How many workflow runs a chain of continue-as-new has, from ``run_id``."""
+    runs = 0
+    while run_id:
+        runs += 1
+        handle = client.temporal.get_workflow_handle(workflow_id, run_id=run_id)
+        run_id = None
+        async for event in handle.fetch_history_events():
+            if event.HasField("workflow_execution_continued_as_new_event_attributes"):
+                run_id = (
+                    event.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
+                )
+    return runs
+
+
+async def test_a_batch_survives_a_killed_worker_without_rerunning_finished_cases(
+    agent_client: AgentClient, worker_processes, event_log: Path
+):
+    log = EventLog(event_log)
+    first = worker_processes()
+    sources = []
+    for n in range(6):
+        session = await agent_client.start_session("noter")
+        await session.send(f"item {n}")
+        await session.close()
+        sources.append(session.id)
+    batch = await start_batch(
+        agent_client, sources, agent="noter-v2", concurrency=2, options=OPTIONS
+    )
+    runs = [child_id(batch.id, f"{s}#1") for s in sources]
+    # Cases 1 and 2 finish; cases 3 and 4 are answering when the worker is SIGKILLed.
+    for run in runs[:2]:
+        release(event_log, run.replace("/", "~"), "answer")
+    for run in runs[2:4]:
+        await wait_for_event(log, lambda r, run=run: r["kind"] == "gated_start" and r["run"] == run)
+    first.kill()
+    second = worker_processes()
+    for run in runs[2:]:
+        release(event_log, run.replace("/", "~"), "answer")
+    result = await batch.result()
+    report = await batch.report()
+
+    records = log.read()
+    started = Counter(r["run"] for r in records if r["kind"] == "gated_start")
+    answered = Counter(r["run"] for r in records if r["kind"] == "gated_end")
+    assert answered == dict.fromkeys(runs, 1)  # every case answered once
+    # The finished cases did not run again; the two cut off ran again on the new worker.
+    assert [started[run] for run in runs] == [1, 1, 2, 2, 1, 1]
+    assert {r["pid"] for r in records if r["kind"] == "gated_end" and r["run"] in runs[2:]} == {
+        second.pid
+    }
+    # The recorded note was answered from the recording every time: it ran once per source.
+    assert sum(r["kind"] == "note_ran" for r in records) == 6
+    assert [r.error for r in result.records] == [None] * 6
+    assert [c.new.answer for c in report.cases] == [f"v2: noted item {n}" for n in range(6)]
