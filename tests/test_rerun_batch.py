@@ -8,8 +8,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from temporalio.service import RPCError
 
-from ratchet.client import AgentClient
+from ratchet.agents import ScriptedModel, ToolCallingAgent
+from ratchet.client import AgentClient, RunHandle
+from ratchet.devserver import DevServer
 from ratchet.errors import InvalidOptionsError
 from ratchet.evals import contains
 from ratchet.evals.batch import get_batch, start_batch
@@ -19,8 +22,18 @@ from ratchet.worker import build_worker
 
 from .agents import EventLog
 from .conftest import release
+from .history import until
+from .test_cli_sessions import ratchet
 from .test_durability import OPTIONS, wait_for_event
-from .test_rerun import AGENTS, RAN, recorded_session
+from .test_rerun import AGENTS, RAN, book, lookup, recorded_session, v2
+
+ASKING = {
+    **AGENTS,
+    # v2, but every lookup needs a person's approval.
+    "weather-v3": ToolCallingAgent(
+        ScriptedModel(v2), [lookup, book], approval_policy=lambda name, args: name == "lookup"
+    ),
+}
 
 
 async def test_a_batch_reports_what_a_client_driven_rerun_does_and_reruns_by_reference(
@@ -146,3 +159,99 @@ async def test_a_batch_survives_a_killed_worker_without_rerunning_finished_cases
     assert sum(r["kind"] == "note_ran" for r in records) == 6
     assert [r.error for r in result.records] == [None] * 6
     assert [c.new.answer for c in report.cases] == [f"v2: noted item {n}" for n in range(6)]
+
+
+async def test_under_ask_a_person_decides_each_unrecorded_call_and_an_approved_one_runs(
+    agent_client: AgentClient,
+):
+    RAN.clear()
+    async with build_worker(agent_client, ASKING):
+        source = await recorded_session(agent_client)
+        batch = await start_batch(agent_client, [source], agent="weather-v2", unrecorded="ask")
+        lima = await case_run(agent_client, batch.id, f"{source}#2")
+        (waiting,) = await lima.wait_for_pending()
+        assert waiting.action.call is not None
+        assert (waiting.action.kind, waiting.action.call.name) == ("approval", "book")
+        await lima.approve(waiting.action.id, by="reviewer")
+        report = await batch.report()
+    # Only the unrecorded booking ran, once a person let it; the lookups came from the recording.
+    assert RAN == ["lookup Oslo", "lookup Lima", "book Miraflores"]
+    oslo, lima_case = report.cases
+    assert oslo.new.live_calls == []
+    assert lima_case.new.live_calls == ['book(hotel="Miraflores")']
+    assert lima_case.new.answer is not None and "booked Miraflores" in lima_case.new.answer
+
+
+async def test_the_new_agents_approval_rules_decide_when_asked_and_recorded_results_still_answer(
+    agent_client: AgentClient,
+):
+    RAN.clear()
+    async with build_worker(agent_client, ASKING):
+        source = await recorded_session(agent_client)
+        # By default the recording's approvals stand: nobody is asked.
+        reused = await (await start_batch(agent_client, [source], agent="weather-v3")).report()
+        batch = await start_batch(agent_client, [source], agent="weather-v3", approvals="policy")
+        oslo = await case_run(agent_client, batch.id, f"{source}#1")
+        (waiting,) = await oslo.wait_for_pending()
+        await oslo.approve(waiting.action.id)
+        lima = await case_run(agent_client, batch.id, f"{source}#2")
+        (waiting,) = await lima.wait_for_pending()
+        await lima.reject(waiting.action.id, "not today")
+        report = await batch.report()
+    assert [c.new.answer for c in reused.cases][0] == "Oslo: snow | snow | after ['-']"
+    assert RAN == ["lookup Oslo", "lookup Lima"]  # approved, the lookup was still not run
+    oslo_case, lima_case = report.cases
+    assert oslo_case.new.answer == "Oslo: snow | snow | after ['-']"
+    assert (
+        lima_case.new.answer is not None and "rejected this call: not today" in lima_case.new.answer
+    )
+
+
+async def case_run(client: AgentClient, batch_id: str, case: str) -> RunHandle:
+    """The run answering ``case`` of a batch, once the batch has started it."""
+    run = client.get_run(child_id(batch_id, case))
+
+    async def started() -> bool:
+        try:
+            await run.workflow.describe()
+        except RPCError:
+            return False
+        return True
+
+    await until(started, bool)
+    return run
+
+
+async def test_the_eval_command_asks_at_the_terminal_and_reports_on_a_batch_it_attaches_to(
+    agent_client: AgentClient, temporal_server: DevServer, task_queue: str, tmp_path: Path
+):
+    RAN.clear()
+    async with build_worker(agent_client, AGENTS):
+        source = await recorded_session(agent_client)
+        common = ["--agent", "weather-v2", "--unrecorded", "ask"]
+        asked = await ratchet(
+            temporal_server, task_queue, "eval", "rerun", source, *common,
+            "--out", str(tmp_path / "asked"), stdin="y\n",
+        )  # fmt: skip
+        booked = list(RAN)
+        unattended = await ratchet(
+            temporal_server, task_queue, "eval", "rerun", source, *common,
+            "--out", str(tmp_path / "unattended"),
+        )  # fmt: skip
+        earlier = await start_batch(agent_client, [source], agent="weather-v2")
+        attached = await ratchet(
+            temporal_server, task_queue, "eval", "rerun", "--attach", earlier.id,
+            "--agent", "weather-v2", "--out", str(tmp_path / "attached"),
+        )  # fmt: skip
+    code, out, err = asked
+    assert code == 0, err
+    assert 'approve book(hotel="Miraflores")? [y/n]' in out and "batch rerun-weather-v2-" in err
+    assert booked == ["lookup Oslo", "lookup Lima", "book Miraflores"]  # approved: it ran
+    code, out, err = unattended
+    assert code == 0, err
+    assert RAN == booked  # no input: the unrecorded call was refused, not run
+    report = (tmp_path / "unattended" / "report.md").read_text()
+    assert "declined at the terminal" in report
+    code, out, err = attached
+    assert code == 0, err
+    assert "2 cases" in out and (tmp_path / "attached" / "report.html").exists()

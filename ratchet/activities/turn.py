@@ -305,7 +305,8 @@ class TurnActivities:
             attempt=info.attempt,
             resources=self.resources,
         )
-        message = await tool.invoke(input.call, context, raise_errors=True)
+        recorded = input.recording.answer(input.call) if input.recording else None
+        message = recorded or await tool.invoke(input.call, context, raise_errors=True)
         message.id = new_id()
         return message
 

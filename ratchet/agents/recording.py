@@ -27,15 +27,31 @@ class RecordedCall(CompactModel):
     is_error: bool = False
 
 
+Unrecorded = Literal["refuse", "live", "ask"]
+"""What a rerun does with a call the recording does not hold: refuse it (the model
+is told), run it, or ask a person (an approval: approved, it runs; rejected, not)."""
+
+
+Approvals = Literal["recorded", "policy"]
+
+
 class Recording(CompactModel):
     """The recorded calls a rerun answers from, and what happens to the others."""
 
     calls: list[RecordedCall] = []
-    unrecorded: Literal["refuse", "live"] = "refuse"
+    unrecorded: Unrecorded = "refuse"
+    approvals: Approvals = "recorded"
+    """``recorded``: a recorded call is answered without asking (its approval, if it
+    needed one, is in the recording). ``policy``: the agent's approval rules decide
+    as in a live run; approved, the call still gets its recorded result."""
+
+    def asks(self, call: ToolCall) -> bool:
+        """Whether a person decides ``call`` (unrecorded, under ``ask``)."""
+        return self.unrecorded == "ask" and self.answer(call) is None
 
     def answer(self, call: ToolCall) -> Message | None:
         """The call's recorded result; a refusal for an unrecorded call (``refuse``);
-        ``None`` when it should run (``live``)."""
+        ``None`` when it should run (``live``, or ``ask`` once approved)."""
         try:
             arguments = canonical(call.arguments)
         except ValueError:
@@ -43,7 +59,7 @@ class Recording(CompactModel):
         for recorded in self.calls:
             if recorded.name == call.name and recorded.arguments == arguments:
                 return Message.tool(call, recorded.result, is_error=recorded.is_error)
-        if self.unrecorded == "live":
+        if self.unrecorded != "refuse":
             return None
         return Message.tool(call, UNRECORDED_REFUSED.format(name=call.name), is_error=True)
 

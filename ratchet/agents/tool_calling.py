@@ -101,11 +101,15 @@ class ToolCallingAgent(Agent):
             if (denial := self._denied(call)) is not None:
                 answered.append(denial)
                 continue
-            if (recorded := _from_recording(call, tool, context)) is not None:
-                answered.append(recorded)  # nothing runs, nobody is asked
-                continue
+            recorded = _from_recording(call, tool, context)
             answer = self.output is not None and call.name == FINAL_RESULT  # never approved
             action = tool.pending_for(call, self.approval_policy) if tool and not answer else None
+            decides = action is not None and action.kind == "approval"
+            if recorded is not None and (not decides or _reuses_approvals(context)):
+                answered.append(recorded)  # nothing runs, nobody is asked
+                continue
+            if tool is not None and action is None and _asks(call, tool, context):
+                action = tool.pending_for(call, lambda name, args: True)  # a person decides
             if action is None:
                 now.append(call)
             else:
@@ -204,11 +208,28 @@ class ToolCallingAgent(Agent):
 
 def _from_recording(call: ToolCall, tool: Tool | None, context: RunContext) -> Message | None:
     """In a rerun: the recorded answer to a call of a tool (or a refusal)."""
-    if context.recording is None or call.name == FINAL_RESULT:
+    if not _recorded_kind(call, tool, context):
         return None
-    if tool is not None and tool.role not in ("function", "ask_user"):
-        return None  # sub-agents and handoffs are the engine's, not recorded results
+    assert context.recording is not None
     return context.recording.answer(call)
+
+
+def _asks(call: ToolCall, tool: Tool | None, context: RunContext) -> bool:
+    """In a rerun under ``unrecorded="ask"``: a call the recording does not hold."""
+    return _recorded_kind(call, tool, context) and bool(
+        context.recording and context.recording.asks(call)
+    )
+
+
+def _reuses_approvals(context: RunContext) -> bool:
+    return context.recording is None or context.recording.approvals == "recorded"
+
+
+def _recorded_kind(call: ToolCall, tool: Tool | None, context: RunContext) -> bool:
+    if context.recording is None or call.name == FINAL_RESULT:
+        return False
+    # Sub-agents and handoffs are the engine's, not recorded results.
+    return tool is None or tool.role in ("function", "ask_user")
 
 
 def _handoff_tool(agent: str) -> Tool:

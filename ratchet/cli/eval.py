@@ -4,10 +4,19 @@ agents; write the report; exit 1 when the gate fails (for a CI step)."""
 from __future__ import annotations
 
 import argparse
+import asyncio
 import importlib
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ratchet.client import AgentClient
+    from ratchet.evals import Report
+    from ratchet.evals.batch import RerunBatch
+
+POLL_S = 0.5
+"""How often a batch run with ``--unrecorded ask`` looks for calls to decide."""
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -22,12 +31,32 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="a visibility query for the sources, e.g. 'AgentName = \"support\"'",
     )
     rerun.add_argument("--limit", type=int, default=100, help="most sources --query takes")
-    rerun.add_argument("--free-running", action="store_true")
+    rerun.add_argument(
+        "--free-running",
+        action="store_true",
+        help="carry the new agent's own answers forward (run from this process, not a batch)",
+    )
     rerun.add_argument(
         "--unrecorded",
-        choices=("refuse", "live"),
+        choices=("refuse", "live", "ask"),
         default="refuse",
-        help="a tool call the recording does not hold: refused (the model is told) or run",
+        help="a tool call the recording does not hold: refused (the model is told), run, "
+        "or asked about here (y runs it; end of input refuses the rest)",
+    )
+    rerun.add_argument(
+        "--approvals",
+        choices=("recorded", "policy"),
+        default="recorded",
+        help="recorded calls: answered without asking (recorded), or the new agent's "
+        "approval rules decide first (policy; asked here)",
+    )
+    rerun.add_argument(
+        "--concurrency", type=int, default=20, help="cases run at once (a batch: at most 50)"
+    )
+    rerun.add_argument(
+        "--attach",
+        metavar="BATCH_ID",
+        help="report on a batch started earlier (say, by a command that was stopped)",
     )
     run = verbs.add_parser("run", help="run a JSON file of cases on --baseline and --agent")
     run.add_argument("cases", help='a JSON list of {"id"?, "prompt", "expected"?}')
@@ -49,6 +78,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 async def evaluate_command(args: argparse.Namespace) -> int:
     from ratchet.evals import compare, load_cases
+    from ratchet.evals.batch import get_batch, start_batch
     from ratchet.evals.rerun import find_sources, rerun_many
 
     from .common import connect
@@ -63,6 +93,8 @@ async def evaluate_command(args: argparse.Namespace) -> int:
         report = await compare(
             client, cases, old=args.baseline, new=args.agent, evaluators=evaluators
         )
+    elif args.attach:
+        report = await _batch_report(client, get_batch(client, args.attach), args, evaluators)
     else:
         sources = list(args.sources)
         if args.query:
@@ -72,14 +104,32 @@ async def evaluate_command(args: argparse.Namespace) -> int:
                 "error: no sources: give session ids or a --query that finds some", file=sys.stderr
             )
             return 2
-        report = await rerun_many(
-            client,
-            sources,
-            agent=args.agent,
-            evaluators=evaluators,
-            unrecorded=args.unrecorded,
-            free_running=args.free_running,
-        )
+        if args.free_running:
+            report = await rerun_many(
+                client,
+                sources,
+                agent=args.agent,
+                evaluators=evaluators,
+                unrecorded=args.unrecorded,
+                approvals=args.approvals,
+                free_running=True,
+                concurrency=args.concurrency,
+            )
+        else:
+            batch = await start_batch(
+                client,
+                sources,
+                agent=args.agent,
+                unrecorded=args.unrecorded,
+                approvals=args.approvals,
+                concurrency=args.concurrency,
+            )
+            print(
+                f"batch {batch.id}: {len(sources)} sources; if this command stops, the batch "
+                f"goes on: ratchet eval rerun --attach {batch.id} --agent {args.agent}",
+                file=sys.stderr,
+            )
+            report = await _batch_report(client, batch, args, evaluators)
     paths = report.write(args.out)
     print(
         f"{len(report.cases)} cases · score {report.old_score:.3f} -> {report.new_score:.3f} · "
@@ -89,6 +139,52 @@ async def evaluate_command(args: argparse.Namespace) -> int:
     for failure in failures:
         print(f"gate: {failure}", file=sys.stderr)
     return 1 if failures else 0
+
+
+async def _batch_report(
+    client: AgentClient, batch: RerunBatch, args: argparse.Namespace, evaluators: list[Any]
+) -> Report:
+    """Wait for the batch, deciding its cases' waiting calls at this terminal when
+    asked to (``--unrecorded ask``, ``--approvals policy``)."""
+    asking = args.unrecorded == "ask" or args.approvals == "policy"
+    decisions = asyncio.create_task(_decide_at_terminal(client, batch)) if asking else None
+    try:
+        return await batch.report(evaluators)
+    finally:
+        if decisions is not None:
+            decisions.cancel()
+            await asyncio.gather(decisions, return_exceptions=True)
+
+
+async def _decide_at_terminal(client: AgentClient, batch: RerunBatch) -> None:
+    """Ask at the terminal about each call a case's run waits on; end of input
+    refuses the rest (an unattended run never hangs on a question)."""
+    from ratchet.errors import RatchetError
+
+    from .sessions import decide, read_line
+
+    asked: set[str] = set()
+    closed = False
+
+    async def ask(prompt: str) -> str:
+        nonlocal closed
+        answer = "/quit" if closed else await read_line(prompt)
+        closed = closed or answer == "/quit"
+        return answer
+
+    while True:
+        for run_id in await batch.running():
+            run = client.get_run(run_id)
+            try:
+                waiting = await run.pending()
+            except RatchetError:
+                continue  # finished meanwhile
+            for item in waiting:
+                if item.action.id not in asked:
+                    asked.add(item.action.id)
+                    print(f"\n{run_id}:", flush=True)
+                    await decide(run, item, ask, by="eval")
+        await asyncio.sleep(POLL_S)
 
 
 def _fraction(text: str) -> float:

@@ -197,7 +197,7 @@ async def send_and_decide(session: SessionHandle, text: str, ask: Prompt, *, by:
 
 
 async def decide(
-    session: SessionHandle, item: PendingView, ask: Prompt, *, by: str = "cli"
+    session: SessionHandle | RunHandle, item: PendingView, ask: Prompt, *, by: str = "cli"
 ) -> None:
     from ratchet.errors import DecisionError
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 from temporalio.client import WorkflowHandle
 
-from ratchet.agents.recording import Recording, recorded_calls
+from ratchet.agents.recording import Approvals, Recording, Unrecorded, recorded_calls
 from ratchet.client import AgentClient
 from ratchet.errors import InvalidInputError, RatchetError
 from ratchet.wire.names import RERUN_BATCH_WORKFLOW
@@ -58,6 +58,10 @@ class RerunBatch:
     async def progress(self) -> BatchProgress:
         return await self.handle.query("progress", result_type=BatchProgress)
 
+    async def running(self) -> list[str]:
+        """The ids of the runs answering cases right now."""
+        return await self.handle.query("running", result_type=list[str])
+
     async def result(self) -> BatchResult:
         """Wait for the batch (across its continue-as-new) and list its cases."""
         return await self.handle.result()
@@ -81,15 +85,13 @@ class RerunBatch:
                 return await _unreadable(record)
             case = recorded[record.source][record.id]
             async with slots:
-                new = await self._outcome(record, case, result.unrecorded)
+                new = await self._outcome(record, case, result.policy)
             return await side_by_side(case, new, evaluators)
 
         cases = await asyncio.gather(*(compare(r) for r in result.records))
         return Report(agent=result.agent, cases=list(cases))
 
-    async def _outcome(
-        self, record: CaseRecord, case: RecordedCase, unrecorded: Literal["refuse", "live"]
-    ) -> Outcome:
+    async def _outcome(self, record: CaseRecord, case: RecordedCase, policy: Recording) -> Outcome:
         if record.error is not None or record.workflow_id is None:
             return Outcome(error=record.error, latency_s=record.latency_s)
         run = self.client.get_run(record.workflow_id)
@@ -97,7 +99,7 @@ class RerunBatch:
             result = await run.result()
         except RatchetError as e:
             return Outcome(error=f"{type(e).__name__}: {e}", latency_s=record.latency_s)
-        recording = Recording(calls=recorded_calls(case.after), unrecorded=unrecorded)
+        recording = policy.model_copy(update={"calls": recorded_calls(case.after)})
         added = await added_messages(run)
         return outcome_of(result.output, result.usage, record.latency_s, added, recording)
 
@@ -107,7 +109,8 @@ async def start_batch(
     sources: Sequence[str],
     *,
     agent: str,
-    unrecorded: Literal["refuse", "live"] = "refuse",
+    unrecorded: Unrecorded = "refuse",
+    approvals: Approvals = "recorded",
     options: RunOptions | None = None,
     concurrency: int = CONCURRENCY,
     cases_per_run: int = CASES_PER_RUN,
@@ -126,7 +129,7 @@ async def start_batch(
             sources=list(dict.fromkeys(sources)),
             batch_id=batch_id,
             options=options or RunOptions(),
-            unrecorded=unrecorded,
+            policy=Recording(unrecorded=unrecorded, approvals=approvals),
             batch=batch,
         ),
         id=batch_id,

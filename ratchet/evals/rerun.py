@@ -19,10 +19,17 @@ import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from ratchet.agents.messages import Message
-from ratchet.agents.recording import Recording, case_id, recorded_calls, user_turns
+from ratchet.agents.recording import (
+    Approvals,
+    Recording,
+    Unrecorded,
+    case_id,
+    recorded_calls,
+    user_turns,
+)
 from ratchet.agents.usage import Usage
 from ratchet.client import AgentClient
 from ratchet.client.listing import list_workflows, type_clause
@@ -92,7 +99,8 @@ async def rerun_many(
     *,
     agent: str,
     evaluators: Sequence[Evaluator] = (),
-    unrecorded: Literal["refuse", "live"] = "refuse",
+    unrecorded: Unrecorded = "refuse",
+    approvals: Approvals = "recorded",
     free_running: bool = False,
     options: RunOptions | None = None,
     concurrency: int = CONCURRENCY,
@@ -101,6 +109,7 @@ async def rerun_many(
     runs (free-running: sessions) at once; score the recorded and the new answers
     with ``evaluators``; one report compares them, case by case, in source order."""
     slots = asyncio.Semaphore(concurrency)
+    policy = Recording(unrecorded=unrecorded, approvals=approvals)
 
     async def read(source: str) -> list[RecordedCase]:
         async with slots:
@@ -114,11 +123,11 @@ async def rerun_many(
 
     async def forced(case: RecordedCase) -> Outcome:
         async with slots:
-            return await _teacher_forced(client, agent, case, base, unrecorded)
+            return await _teacher_forced(client, agent, case, base, policy)
 
     async def free(cases: list[RecordedCase]) -> list[Outcome]:
         async with slots:
-            return await _free_running(client, agent, cases, base, unrecorded)
+            return await _free_running(client, agent, cases, base, policy)
 
     if free_running:
         runs = await asyncio.gather(*(free(cases) for cases in per_source))
@@ -152,9 +161,9 @@ async def _teacher_forced(
     agent: str,
     case: RecordedCase,
     options: RunOptions,
-    unrecorded: Literal["refuse", "live"],
+    policy: Recording,
 ) -> Outcome:
-    recording = Recording(calls=recorded_calls(case.after), unrecorded=unrecorded)
+    recording = policy.model_copy(update={"calls": recorded_calls(case.after)})
     run_options = options.model_copy(update={"recording": recording})
     prompt = [_fresh(m) for m in [*case.before, case.prompt]]
     started = time.monotonic()
@@ -173,10 +182,10 @@ async def _free_running(
     agent: str,
     cases: list[RecordedCase],
     options: RunOptions,
-    unrecorded: Literal["refuse", "live"],
+    policy: Recording,
 ) -> list[Outcome]:
     every = [c for case in cases for c in recorded_calls(case.after)]
-    recording = Recording(calls=every, unrecorded=unrecorded)
+    recording = policy.model_copy(update={"calls": every})
     run = options.model_copy(update={"recording": recording})
     session = await client.start_session(agent, options=SessionOptions(run=run))
     outcomes: list[Outcome] = []

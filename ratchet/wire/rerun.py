@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, Field
 
 from ratchet.agents.compact import CompactModel
@@ -59,7 +57,9 @@ class BatchInput(BaseModel):
     """Names the cases' runs (``child_id``); default: the batch's workflow id."""
     options: RunOptions = Field(default_factory=RunOptions)
     """For every child run; ``recording`` is set per case."""
-    unrecorded: Literal["refuse", "live"] = "refuse"
+    policy: Recording = Field(default_factory=Recording)
+    """What happens to unrecorded calls and to approvals (its ``calls`` are unused:
+    each case has its own)."""
     batch: BatchOptions = Field(default_factory=BatchOptions)
     next_source: int = 0
     next_case: int = 0
@@ -108,7 +108,7 @@ class BatchProgress(CompactModel):
 
 class BatchResult(CompactModel):
     agent: str
-    unrecorded: Literal["refuse", "live"] = "refuse"
+    policy: Recording = Field(default_factory=Recording)
     records: list[CaseRecord]
 
 

@@ -169,3 +169,5 @@ class ToolInput(CompactModel):
     call: ToolCall
     execution_id: str = ""
     turn: int = 0
+    recording: Recording | None = None
+    """A rerun's: an approved call the recording holds gets its recorded result."""

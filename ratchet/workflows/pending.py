@@ -322,6 +322,7 @@ class PendingWork:
                     call=call,
                     execution_id=run.execution_id(),
                     turn=turn,
+                    recording=run.options.recording,
                 ),
                 result_type=Message,
                 task_queue=run.options.task_queue,

@@ -52,7 +52,8 @@ class RerunBatchWorkflow:
         self._input = input
         self._records = list(input.records)
         self._source = input.next_source
-        self._running = 0
+        self._running: set[str] = set()
+        """The child runs in flight."""
         self._positions = len(input.records)
         """Cases (and unreadable sources) given a place in the batch so far."""
 
@@ -72,7 +73,6 @@ class RerunBatchWorkflow:
                         await asyncio.gather(*tasks)
                         self._continue_as_new(n)
                     await slots.acquire()
-                    self._running += 1
                     self._positions += 1
                     answer = self._answer(case, source, self._positions, slots)
                     tasks.append(asyncio.create_task(answer))
@@ -86,7 +86,7 @@ class RerunBatchWorkflow:
         await asyncio.gather(*tasks)
         self._records.sort(key=lambda r: r.position)
         self._show()
-        return BatchResult(agent=input.agent, unrecorded=input.unrecorded, records=self._records)
+        return BatchResult(agent=input.agent, policy=input.policy, records=self._records)
 
     @workflow.query
     def progress(self) -> BatchProgress:
@@ -95,13 +95,18 @@ class RerunBatchWorkflow:
             sources_started=self._source,
             cases_done=len(self._records),
             cases_failed=sum(1 for r in self._records if r.error is not None),
-            running=self._running,
+            running=len(self._running),
         )
 
     @workflow.query
     def records(self) -> list[CaseRecord]:
         """The cases finished so far (across continue-as-new), in batch order."""
         return sorted(self._records, key=lambda r: r.position)
+
+    @workflow.query
+    def running(self) -> list[str]:
+        """The ids of the cases' runs in flight (a person may have calls to decide)."""
+        return sorted(self._running)
 
     async def _plan(self, source: str, start: int) -> SourcePlan:
         if self._positions >= MAX_CASES:
@@ -136,11 +141,12 @@ class RerunBatchWorkflow:
     async def _answer(
         self, case: CasePlan, source: str, position: int, slots: asyncio.Semaphore
     ) -> None:
-        recording = case.recording.model_copy(update={"unrecorded": self._input.unrecorded})
+        recording = self._input.policy.model_copy(update={"calls": case.recording.calls})
         options = self._input.options.model_copy(update={"recording": recording})
         workflow_id = child_id(self._batch_id(), case.id)
         record = CaseRecord(id=case.id, source=source, position=position, workflow_id=workflow_id)
         began = workflow.now()
+        self._running.add(workflow_id)
         try:
             await workflow.execute_child_workflow(
                 RUN_WORKFLOW,
@@ -158,12 +164,12 @@ class RerunBatchWorkflow:
             record.error = short(_cause(e))
         except WorkflowAlreadyStartedError:  # a batch reset to before a child started
             record.error = f"{workflow_id} was already started (the batch was reset?)"
-        finally:
-            record.latency_s = (workflow.now() - began).total_seconds()
-            self._records.append(record)
-            self._running -= 1
-            slots.release()
-            self._show()
+        # Not in a ``finally``: an evicted workflow's tasks are closed, not finished.
+        record.latency_s = (workflow.now() - began).total_seconds()
+        self._records.append(record)
+        self._running.discard(workflow_id)
+        slots.release()
+        self._show()
 
     def _batch_id(self) -> str:
         return self._input.batch_id or workflow.info().workflow_id
