@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from temporalio.service import RPCError
 
-from ratchet.agents import ScriptedModel, ToolCallingAgent
+from ratchet.agents import ModelPrice, ScriptedModel, ToolCallingAgent
 from ratchet.client import AgentClient, RunHandle
 from ratchet.devserver import DevServer
 from ratchet.errors import InvalidOptionsError
@@ -25,7 +25,7 @@ from .conftest import release
 from .history import until
 from .test_cli_sessions import ratchet
 from .test_durability import OPTIONS, wait_for_event
-from .test_rerun import AGENTS, RAN, book, lookup, recorded_session, v2
+from .test_rerun import AGENTS, RAN, book, lookup, recorded_session, v1, v2
 
 ASKING = {
     **AGENTS,
@@ -255,3 +255,33 @@ async def test_the_eval_command_asks_at_the_terminal_and_reports_on_a_batch_it_a
     code, out, err = attached
     assert code == 0, err
     assert "2 cases" in out and (tmp_path / "attached" / "report.html").exists()
+
+
+async def test_the_recorded_side_carries_what_its_turns_cost_so_a_cost_limit_can_gate(
+    agent_client: AgentClient,
+):
+    cheap, dear = (
+        ModelPrice(input_per_million=1, output_per_million=2),
+        ModelPrice(input_per_million=3, output_per_million=6),
+    )
+    priced = {
+        "weather-priced": ToolCallingAgent(ScriptedModel(v1, price=cheap), [lookup, book]),
+        "weather-v2-priced": ToolCallingAgent(ScriptedModel(v2, price=dear), [lookup, book]),
+    }
+    async with build_worker(agent_client, priced):
+        session = await agent_client.start_session("weather-priced")
+        sent = [await session.send(text) for text in ("Weather in Oslo?", "And in Lima?")]
+        await session.close()
+        batch = await start_batch(agent_client, [session.id], agent="weather-v2-priced")
+        report = await batch.report()
+        client_driven = await rerun(agent_client, session.id, agent="weather-v2-priced")
+    recorded = [r.usage.cost_usd for r in sent]
+    assert all(cost > 0 for cost in recorded)
+    assert [c.old.usage.cost_usd for c in report.cases] == pytest.approx(recorded)
+    assert [c.old.usage.cost_usd for c in client_driven.cases] == pytest.approx(recorded)
+    assert [c.old.usage.input_tokens for c in report.cases] == [r.usage.input_tokens for r in sent]
+    assert all(c.old.latency_s > 0 for c in report.cases)
+    # Three times the price, and more turns: the gate says by how much.
+    (failure,) = report.gate(max_cost_increase=0.1)
+    assert failure.startswith("cost rose ") and "more than the 10% allowed" in failure
+    assert report.gate(max_cost_increase=20) == []

@@ -37,7 +37,7 @@ from ratchet.wire.rerun import (
 from .cases import Case, Outcome
 from .evaluators import Evaluator, score_case
 from .report import Compared, Report
-from .rerun import RecordedCase, outcome_of, read_source, side_by_side, split_cases
+from .rerun import RecordedCase, outcome_of, read_recorded, side_by_side
 from .runs import CONCURRENCY, added_messages
 
 READERS = 10
@@ -75,7 +75,7 @@ class RerunBatch:
 
         async def read(source: str) -> tuple[str, dict[str, RecordedCase]]:
             async with slots:
-                cases = split_cases(source, await read_source(self.client, source))
+                cases = await read_recorded(self.client, source)
             return source, {c.case.id: c for c in cases}
 
         recorded = dict(await asyncio.gather(*(read(s) for s in sorted(sources))))

@@ -54,9 +54,9 @@ class Report(BaseModel):
             failures.append(f"score {self.new_score:.3f} is below the minimum {min_score:.3f}")
         if max_cost_increase is not None and self.old_cost == 0 < self.new_cost:
             failures.append(
-                "the old side has no cost to compare with (a rerun's recorded answers carry "
-                "none yet; an agent without a price costs 0): drop the cost limit, or "
-                "compare two priced agents"
+                "the old side has no cost to compare with (its model had no price, so its "
+                "turns recorded none; a legacy session's turns are not read): drop the cost "
+                "limit, or compare two priced agents"
             )
         elif max_cost_increase is not None and self.old_cost > 0:
             increase = self.new_cost / self.old_cost - 1

@@ -16,9 +16,11 @@ source are reused (a recorded call is answered without asking).
 from __future__ import annotations
 
 import asyncio
+import bisect
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from ratchet.agents.messages import Message
@@ -40,7 +42,7 @@ from ratchet.wire.options import RunOptions, SessionOptions
 from .cases import Case, Outcome
 from .evaluators import Evaluator, score_case
 from .report import Compared, Report
-from .runs import CONCURRENCY, added_messages
+from .runs import CONCURRENCY, RecordedTurn, added_messages, recorded_turns
 
 
 @dataclass
@@ -52,11 +54,20 @@ class RecordedCase:
     prompt: Message
     after: list[Message]
     """The recorded run's messages: tool calls, results, the answer."""
+    usage: Usage = field(default_factory=Usage)
+    """What the recorded turns cost (from the source's history)."""
+    latency_s: float = 0.0
+    """From the first recorded turn's start to the last one's end."""
 
     def old_outcome(self) -> Outcome:
         answers = [m for m in self.after if m.role == "assistant" and m.content]
         calls = [c for m in self.after if m.role == "assistant" for c in m.tool_calls]
-        return Outcome(answer=answers[-1].text if answers else None, tool_calls=calls)
+        return Outcome(
+            answer=answers[-1].text if answers else None,
+            tool_calls=calls,
+            usage=self.usage,
+            latency_s=self.latency_s,
+        )
 
 
 def split_cases(source: str, messages: Sequence[Message]) -> list[RecordedCase]:
@@ -76,6 +87,35 @@ async def read_source(client: AgentClient, source: str) -> list[Message]:
     if description.workflow_type == SESSION_WORKFLOW:
         return list((await client.get_session(source).thread()).messages)
     return list((await client.get_run(source).state()).session.thread.messages)
+
+
+async def read_recorded(client: AgentClient, source: str) -> list[RecordedCase]:
+    """The cases of ``source`` with what its recorded turns cost and took, read from its
+    history (a legacy session's turns are in other workflows: those read as zero)."""
+    messages = await read_source(client, source)
+    cases = split_cases(source, messages)
+    turns = await recorded_turns(client.temporal.get_workflow_handle(source))
+    _attach_usage(cases, messages, turns)
+    return cases
+
+
+def _attach_usage(
+    cases: list[RecordedCase], messages: list[Message], turns: list[RecordedTurn]
+) -> None:
+    where = {m.id: i for i, m in enumerate(messages) if m.id}
+    starts = [i for i, m in enumerate(messages) if m.role == "user"]
+    spans: dict[int, tuple[datetime, datetime]] = {}
+    for turn in turns:
+        ids = [m.id if isinstance(m, Message) else m for m in turn.output.added]
+        found = [where[i] for i in ids if i in where]
+        n = bisect.bisect_right(starts, max(found)) - 1 if found else -1
+        if n < 0:
+            continue
+        cases[n].usage = cases[n].usage + turn.output.usage
+        first, last = spans.get(n, (turn.scheduled, turn.completed))
+        spans[n] = (min(first, turn.scheduled), max(last, turn.completed))
+    for n, (first, last) in spans.items():
+        cases[n].latency_s = (last - first).total_seconds()
 
 
 async def find_sources(client: AgentClient, query: str, *, limit: int = 100) -> list[str]:
@@ -113,7 +153,7 @@ async def rerun_many(
 
     async def read(source: str) -> list[RecordedCase]:
         async with slots:
-            found = split_cases(source, await read_source(client, source))
+            found = await read_recorded(client, source)
         if not found:
             raise InvalidInputError(f"{source} holds no user message to rerun.")
         return found
