@@ -16,7 +16,8 @@ from ratchet.devserver import DevServer
 from ratchet.errors import InvalidOptionsError
 from ratchet.evals import contains
 from ratchet.evals.batch import get_batch, start_batch
-from ratchet.evals.rerun import rerun
+from ratchet.evals.datasets import load_dataset
+from ratchet.evals.rerun import rerun, rerun_many
 from ratchet.wire.rerun import child_id
 from ratchet.worker import build_worker
 
@@ -285,3 +286,43 @@ async def test_the_recorded_side_carries_what_its_turns_cost_so_a_cost_limit_can
     (failure,) = report.gate(max_cost_increase=0.1)
     assert failure.startswith("cost rose ") and "more than the 10% allowed" in failure
     assert report.gate(max_cost_increase=20) == []
+
+
+async def test_a_dataset_snapshot_reruns_after_its_source_is_gone(
+    agent_client: AgentClient, temporal_server: DevServer, task_queue: str, tmp_path: Path
+):
+    async with build_worker(agent_client, AGENTS):
+        source = await recorded_session(agent_client)
+        live = await rerun(agent_client, source, agent="weather-v2")
+        dataset = tmp_path / "dataset.json"
+        exported = await ratchet(
+            temporal_server, task_queue, "eval", "export", source, "--out", str(dataset)
+        )
+        # As if past retention: the snapshot names a source the namespace no longer has.
+        expired = f"{source}-expired"
+        data = load_dataset(dataset)
+        data.snapshots[0].source = expired
+        data.write(dataset)
+        snapshot = await rerun_many(
+            agent_client, load_dataset(dataset).snapshots, agent="weather-v2"
+        )
+        from_cli = await ratchet(
+            temporal_server, task_queue, "eval", "rerun", "--dataset", str(dataset),
+            "--agent", "weather-v2", "--out", str(tmp_path / "report"),
+        )  # fmt: skip
+        missing = await ratchet(
+            temporal_server, task_queue, "eval", "rerun", expired, "--agent", "weather-v2"
+        )
+    code, out, err = exported
+    assert code == 0, err
+    assert out.strip() == f"1 sources, 2 cases: {dataset}"
+    assert [c.case.id for c in snapshot.cases] == [f"{expired}#1", f"{expired}#2"]
+    assert [c.new.answer for c in snapshot.cases] == [c.new.answer for c in live.cases]
+    assert [c.old.usage for c in snapshot.cases] == [c.old.usage for c in live.cases]
+    code, out, err = from_cli
+    assert code == 0, err
+    assert "2 cases" in out
+    code, out, err = missing  # the batch records the source as unreadable, and says why
+    assert code == 0, err
+    assert "1 cases" in out
+    assert f"warning: not rerun: There is no workflow {expired}" in err

@@ -58,6 +58,19 @@ def register(commands: argparse._SubParsersAction) -> None:
         metavar="BATCH_ID",
         help="report on a batch started earlier (say, by a command that was stopped)",
     )
+    rerun.add_argument(
+        "--dataset",
+        help="a snapshot file from `ratchet eval export` (rerun from this process)",
+    )
+    export = verbs.add_parser(
+        "export", help="snapshot recorded sessions into a dataset file (outlives retention)"
+    )
+    export.add_argument("sources", nargs="*", help="session or run ids")
+    export.add_argument("--query", help="a visibility query for the sources")
+    export.add_argument("--limit", type=int, default=100, help="most sources --query takes")
+    export.add_argument("--out", required=True, help="the dataset file to write (JSON)")
+    add_connection_arguments(export)
+    export.set_defaults(func=export_command)
     run = verbs.add_parser("run", help="run a JSON file of cases on --baseline and --agent")
     run.add_argument("cases", help='a JSON list of {"id"?, "prompt", "expected"?}')
     run.add_argument("--baseline", required=True, help="the agent to compare against")
@@ -79,6 +92,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 async def evaluate_command(args: argparse.Namespace) -> int:
     from ratchet.evals import compare, load_cases
     from ratchet.evals.batch import get_batch, start_batch
+    from ratchet.evals.datasets import load_dataset
     from ratchet.evals.rerun import find_sources, rerun_many
 
     from .common import connect
@@ -92,6 +106,17 @@ async def evaluate_command(args: argparse.Namespace) -> int:
         cases = load_cases(args.cases)
         report = await compare(
             client, cases, old=args.baseline, new=args.agent, evaluators=evaluators
+        )
+    elif args.dataset:
+        report = await rerun_many(
+            client,
+            load_dataset(args.dataset).snapshots,
+            agent=args.agent,
+            evaluators=evaluators,
+            unrecorded=args.unrecorded,
+            approvals=args.approvals,
+            free_running=args.free_running,
+            concurrency=args.concurrency,
         )
     elif args.attach:
         report = await _batch_report(client, get_batch(client, args.attach), args, evaluators)
@@ -130,6 +155,9 @@ async def evaluate_command(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             report = await _batch_report(client, batch, args, evaluators)
+    for case in report.cases:
+        if case.case.metadata.get("unreadable"):
+            print(f"warning: not rerun: {case.new.error}", file=sys.stderr)
     paths = report.write(args.out)
     print(
         f"{len(report.cases)} cases · score {report.old_score:.3f} -> {report.new_score:.3f} · "
@@ -139,6 +167,26 @@ async def evaluate_command(args: argparse.Namespace) -> int:
     for failure in failures:
         print(f"gate: {failure}", file=sys.stderr)
     return 1 if failures else 0
+
+
+async def export_command(args: argparse.Namespace) -> int:
+    from ratchet.evals.datasets import export_dataset
+    from ratchet.evals.rerun import find_sources
+
+    from .common import connect
+
+    client = await connect(args)
+    sources = list(args.sources)
+    if args.query:
+        sources += await find_sources(client, args.query, limit=args.limit)
+    if not sources:
+        print("error: no sources: give session ids or a --query that finds some", file=sys.stderr)
+        return 2
+    dataset = await export_dataset(client, sources, query=args.query)
+    path = dataset.write(args.out)
+    cases = sum(len(s.cases()) for s in dataset.snapshots)
+    print(f"{len(dataset.snapshots)} sources, {cases} cases: {path}")
+    return 0
 
 
 async def _batch_report(

@@ -148,7 +148,7 @@ def get_batch(client: AgentClient, batch_id: str) -> RerunBatch:
 
 
 async def _unreadable(record: CaseRecord) -> Compared:
-    case = Case(id=record.id, prompt="", metadata={"source": record.source})
+    case = Case(id=record.id, prompt="", metadata={"source": record.source, "unreadable": True})
     failed = Outcome(error=record.error)
     score = await score_case(case, failed, ())
     return Compared(case=case, old=failed, new=failed, old_score=score, new_score=score)

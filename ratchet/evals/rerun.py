@@ -21,7 +21,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from ratchet.agents.messages import Message
 from ratchet.agents.recording import (
@@ -43,6 +43,14 @@ from .cases import Case, Outcome
 from .evaluators import Evaluator, score_case
 from .report import Compared, Report
 from .runs import CONCURRENCY, RecordedTurn, added_messages, recorded_turns
+
+
+class Snapshot(Protocol):
+    """A source exported earlier (``ratchet.evals.datasets.Snapshot``)."""
+
+    source: str
+
+    def cases(self) -> list[RecordedCase]: ...
 
 
 @dataclass
@@ -89,10 +97,12 @@ async def read_source(client: AgentClient, source: str) -> list[Message]:
     return list((await client.get_run(source).state()).session.thread.messages)
 
 
-async def read_recorded(client: AgentClient, source: str) -> list[RecordedCase]:
+async def read_recorded(
+    client: AgentClient, source: str, messages: list[Message] | None = None
+) -> list[RecordedCase]:
     """The cases of ``source`` with what its recorded turns cost and took, read from its
     history (a legacy session's turns are in other workflows: those read as zero)."""
-    messages = await read_source(client, source)
+    messages = messages if messages is not None else await read_source(client, source)
     cases = split_cases(source, messages)
     turns = await recorded_turns(client.temporal.get_workflow_handle(source))
     _attach_usage(cases, messages, turns)
@@ -135,7 +145,7 @@ async def rerun(client: AgentClient, source: str, *, agent: str, **options: Any)
 
 async def rerun_many(
     client: AgentClient,
-    sources: Sequence[str],
+    sources: Sequence[str | Snapshot],
     *,
     agent: str,
     evaluators: Sequence[Evaluator] = (),
@@ -145,17 +155,22 @@ async def rerun_many(
     options: RunOptions | None = None,
     concurrency: int = CONCURRENCY,
 ) -> Report:
-    """Rerun every user message of each source on ``agent``, at most ``concurrency``
+    """Rerun every user message of each source (an id, or a dataset's ``Snapshot``) on
+    ``agent``, at most ``concurrency``
     runs (free-running: sessions) at once; score the recorded and the new answers
     with ``evaluators``; one report compares them, case by case, in source order."""
     slots = asyncio.Semaphore(concurrency)
     policy = Recording(unrecorded=unrecorded, approvals=approvals)
 
-    async def read(source: str) -> list[RecordedCase]:
-        async with slots:
-            found = await read_recorded(client, source)
+    async def read(source: str | Snapshot) -> list[RecordedCase]:
+        if not isinstance(source, str):
+            found = source.cases()
+        else:
+            async with slots:
+                found = await read_recorded(client, source)
         if not found:
-            raise InvalidInputError(f"{source} holds no user message to rerun.")
+            name = source if isinstance(source, str) else source.source
+            raise InvalidInputError(f"{name} holds no user message to rerun.")
         return found
 
     per_source = list(await asyncio.gather(*(read(s) for s in sources)))
