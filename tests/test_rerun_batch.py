@@ -311,8 +311,9 @@ async def test_a_dataset_snapshot_reruns_after_its_source_is_gone(
             "--agent", "weather-v2", "--out", str(tmp_path / "report"),
         )  # fmt: skip
         missing = await ratchet(
-            temporal_server, task_queue, "eval", "rerun", expired, "--agent", "weather-v2"
-        )
+            temporal_server, task_queue, "eval", "rerun", expired, "--agent", "weather-v2",
+            "--out", str(tmp_path / "missing"),
+        )  # fmt: skip
     code, out, err = exported
     assert code == 0, err
     assert out.strip() == f"1 sources, 2 cases: {dataset}"
