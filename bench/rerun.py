@@ -4,11 +4,13 @@
 
 Records ``--sessions`` sessions of ``--sends`` messages each (every reply calls one
 tool), so ``sessions x sends`` cases (200 by default). Then, on one worker and one dev
-server, alternating which goes first in each round (ABBA): ``rerun_many`` of every
-session (teacher-forced, tool results from the recording) and the same cases as
-plain runs (the same conversation up to each message, the tool run for real), both
-``--concurrency`` runs at once. Throughput is cases per second; the target is a rerun
-at >= 50% of the plain runs' throughput.
+server, three ways, the order reversed every other round (ABC CBA): a durable batch
+(``start_batch``: a RerunBatch workflow, each case a child run on a reference into the
+source's log, then its report), ``rerun_many`` of every session from this process
+(teacher-forced, tool results from the recording), and the same cases as plain runs
+(the same conversation up to each message, the tool run for real), all
+``--concurrency`` runs at once. Throughput is cases per second, report included; the
+target is a rerun at >= 50% of the plain runs' throughput.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import time
 from ratchet.agents import ScriptedModel, ToolCallingAgent, tool
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
+from ratchet.evals.batch import start_batch
 from ratchet.evals.rerun import read_source, rerun_many, split_cases
 from ratchet.worker import build_worker
 
@@ -77,6 +80,14 @@ async def rerun(client: AgentClient, sources: list[str], concurrency: int) -> fl
     return time.perf_counter() - started
 
 
+async def batch(client: AgentClient, sources: list[str], concurrency: int) -> float:
+    started = time.perf_counter()
+    running = await start_batch(client, sources, agent="changed", concurrency=concurrency)
+    report = await running.report()
+    assert all(c.new.error is None for c in report.cases)
+    return time.perf_counter() - started
+
+
 async def measure(sessions: int, sends: int, rounds: int, concurrency: int) -> dict:
     with DevServer.start(ui=False) as server:
         client = await AgentClient.connect(server.address, task_queue="bench-rerun")
@@ -84,19 +95,19 @@ async def measure(sessions: int, sends: int, rounds: int, concurrency: int) -> d
             sources = await record(client, sessions, sends)
             cases = [c for s in sources for c in split_cases(s, await read_source(client, s))]
             await rerun(client, sources[:5], concurrency)  # warm-up
+            await batch(client, sources[:5], concurrency)
             await plain(client, cases[:20], concurrency)
-            a, b, order = [], [], []
+            engines = {"batch": batch, "rerun": rerun, "plain": plain}
+            times: dict[str, list[float]] = {name: [] for name in engines}
+            orders = []
             for i in range(rounds):
-                first = "rerun" if i % 4 in (0, 3) else "plain"  # ABBA
-                order.append(first)
-                for name in (first, "plain" if first == "rerun" else "rerun"):
-                    if name == "rerun":
-                        a.append(await rerun(client, sources, concurrency))
-                    else:
-                        b.append(await plain(client, cases, concurrency))
+                order = list(engines) if i % 2 == 0 else list(reversed(engines))
+                orders.append(order)
+                for name in order:
+                    work = cases if name == "plain" else sources
+                    times[name].append(await engines[name](client, work, concurrency))
     n = len(cases)
-    rerun_rate = n / statistics.median(a)
-    plain_rate = n / statistics.median(b)
+    rate = {name: n / statistics.median(t) for name, t in times.items()}
     return {
         "command": (
             f"python -m bench.rerun --sessions {sessions} --sends {sends} "
@@ -105,12 +116,15 @@ async def measure(sessions: int, sends: int, rounds: int, concurrency: int) -> d
         "machine": machine(),
         "cases": n,
         "rounds": rounds,
-        "first_in_round": order,
-        "rerun_s": [round(x, 2) for x in a],
-        "plain_s": [round(x, 2) for x in b],
-        "rerun_cases_per_s": round(rerun_rate, 1),
-        "plain_cases_per_s": round(plain_rate, 1),
-        "ratio": round(rerun_rate / plain_rate, 2),
+        "order_in_round": orders,
+        "batch_s": [round(x, 2) for x in times["batch"]],
+        "rerun_s": [round(x, 2) for x in times["rerun"]],
+        "plain_s": [round(x, 2) for x in times["plain"]],
+        "batch_cases_per_s": round(rate["batch"], 1),
+        "rerun_cases_per_s": round(rate["rerun"], 1),
+        "plain_cases_per_s": round(rate["plain"], 1),
+        "batch_ratio": round(rate["batch"] / rate["plain"], 2),
+        "ratio": round(rate["rerun"] / rate["plain"], 2),
         "target_ratio": 0.5,
     }
 

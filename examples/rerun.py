@@ -1,13 +1,15 @@
 """Rerun a recorded session on a changed agent: every user message of the session is a
-case; the new agent's tool calls that match recorded ones get the recorded results
-(nothing runs twice: ``lookup`` counts its real calls), others are refused. The
-report shows the recorded and the new answers side by side.
+case, answered by a run of the new agent inside a durable batch (a RerunBatch
+workflow: a killed worker loses no finished case). The new agent's tool calls that
+match recorded ones get the recorded results (nothing runs twice: ``lookup`` counts
+its real calls), others are refused. The report shows the recorded and the new
+answers side by side.
 """
 
 import ratchet
 from ratchet import AgentClient, ScriptedModel, ToolCallingAgent, build_worker, tool
 from ratchet.evals import assert_gate, contains
-from ratchet.evals.rerun import rerun
+from ratchet.evals.batch import start_batch
 
 CALLS: list[str] = []
 
@@ -47,7 +49,8 @@ async def main() -> int:
         await session.send("Weather in Oslo?")
         await session.send("And in Lima?")
         await session.close()
-        report = await rerun(client, session.id, agent="weather-v2", evaluators=[contains("today")])
+        batch = await start_batch(client, [session.id], agent="weather-v2")
+        report = await batch.report([contains("today")])  # waits for the batch
     print(report.to_markdown())
     assert CALLS == ["Oslo", "Lima"]  # the rerun answered lookup from the recording
     assert_gate(report, min_score=1.0)  # for CI: raises listing what fails

@@ -241,7 +241,11 @@ async def record() -> None:
         async with build_worker(client, rerun_agents):
             sources = [await recorded_session(client) for _ in range(2)]
             batch = await start_batch(
-                client, [*sources, "no-such-session"], agent="weather-v2", cases_per_run=3
+                client,
+                [*sources, "no-such-session"],
+                agent="weather-v2",
+                cases_per_run=3,
+                inline_bytes=0,  # cases on a reference into the session's log
             )
             last = (await batch.result()).records[1]
             recorded += [

@@ -44,7 +44,8 @@ async def test_a_batch_reports_what_a_client_driven_rerun_does_and_reruns_by_ref
     async with build_worker(agent_client, AGENTS):
         source = await recorded_session(agent_client)
         expected = await rerun(agent_client, source, agent="weather-v2")
-        batch = await start_batch(agent_client, [source], agent="weather-v2")
+        # Every case by reference into the source's log, however short the session.
+        batch = await start_batch(agent_client, [source], agent="weather-v2", inline_bytes=0)
         report = await batch.report([contains("sun", "snow")])
         records = (await batch.result()).records
         first = agent_client.get_run(records[1].workflow_id or "")

@@ -1,15 +1,17 @@
 """The planning activity of a rerun batch: read a recorded session or run and turn
 each of its user messages into a child run's input.
 
-A current session's cases do not copy its conversation: each names the source's
-log up to the user message (a ``ThreadBase``, as a fork does), so a case's input
-stays small however long the session is. A single run's thread is short and goes
-inline. Each case carries the tool calls recorded after its message, with their
-results, for the rerun to answer from (``ratchet.agents.recording``).
+A current session's cases do not copy a long conversation: each names the
+source's log up to the user message (a ``ThreadBase``, as a fork does), so a case's
+input stays small however long the session is. A short one (up to
+``BatchOptions.inline_bytes``), and a single run's thread, go inline. Each case carries the
+tool calls recorded after its message, with their results, for the rerun to answer
+from (``ratchet.agents.recording``).
 """
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from datetime import UTC, datetime
 
@@ -17,14 +19,16 @@ from temporalio import activity
 from temporalio.client import Client, WorkflowQueryFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from ratchet.agents.messages import Message, new_id
+from ratchet.agents.messages import Message, approximate_size, new_id
 from ratchet.agents.recording import Recording, case_id, recorded_calls, user_turns
 from ratchet.agents.state import AgentSession, AgentState, ThreadBase, ThreadData
+from ratchet.agents.usage import Usage
 from ratchet.errors import ThreadResolutionError
 from ratchet.wire.names import PAGE_BYTES, PLAN_ACTIVITY, RUN_WORKFLOW, SESSION_WORKFLOW
-from ratchet.wire.rerun import CasePlan, PlanRequest, SourcePlan, child_id
+from ratchet.wire.rerun import CasePlan, PlanRequest, RecordedSide, SourcePlan, child_id
 from ratchet.wire.sessions import LogInfo
 
+from .histories import recorded_turns, usage_per_user_message
 from .thread_log import Holder, fetch_range
 
 
@@ -68,16 +72,21 @@ async def _plan(client: Client, request: PlanRequest) -> SourcePlan:
     turns = user_turns(messages)
     if not turns:
         return SourcePlan(source=source, error=f"{source} holds no user message to rerun.")
+    recorded = usage_per_user_message(messages, await recorded_turns(handle))
+    sizes = list(itertools.accumulate(map(approximate_size, messages)))
     plan = SourcePlan(source=source, start=request.start, total=len(turns))
     size = 0
     for n, (start, end) in enumerate(turns[request.start :], start=request.start):
         id = case_id(source, n + 1)
         prompt = messages[start].model_copy(update={"id": new_id()})
-        recording = Recording(calls=recorded_calls(messages[start + 1 : end]))
-        if base is None:
+        after = messages[start + 1 : end]
+        recording = Recording(calls=recorded_calls(after))
+        old = _recorded_side(after, *recorded[n])
+        if base is None or start == 0 or sizes[start - 1] <= request.inline_bytes:
             before = [m.model_copy(update={"id": new_id()}) for m in messages[:start]]
-            case = CasePlan(id=id, messages=[*before, prompt], recording=recording)
+            case = CasePlan(id=id, messages=[*before, prompt], recording=recording, old=old)
         else:
+            assert base is not None
             session = _based_session(
                 request,
                 child_id(request.batch_id, id),
@@ -85,12 +94,22 @@ async def _plan(client: Client, request: PlanRequest) -> SourcePlan:
                 start,
                 messages[start - 1] if start else None,
             )
-            case = CasePlan(id=id, messages=[prompt], session=session, recording=recording)
+            case = CasePlan(id=id, messages=[prompt], session=session, recording=recording, old=old)
         size += len(case.model_dump_json())
         if plan.cases and size > request.max_bytes:
             break
         plan.cases.append(case)
     return plan
+
+
+def _recorded_side(after: list[Message], usage: Usage, latency: float) -> RecordedSide:
+    answers = [m for m in after if m.role == "assistant" and m.content]
+    return RecordedSide(
+        answer=answers[-1].text if answers else None,
+        tool_calls=[c for m in after if m.role == "assistant" for c in m.tool_calls],
+        usage=usage,
+        latency_s=latency,
+    )
 
 
 def _based_session(

@@ -20,27 +20,32 @@ from typing import Any
 
 from temporalio.client import WorkflowHandle
 
-from ratchet.agents.recording import Approvals, Recording, Unrecorded, recorded_calls
+from ratchet.activities.histories import activity_results, read_history
+from ratchet.agents.messages import Message
+from ratchet.agents.recording import Approvals, Recording, Unrecorded
 from ratchet.client import AgentClient
-from ratchet.errors import InvalidInputError, RatchetError
-from ratchet.wire.names import RERUN_BATCH_WORKFLOW
+from ratchet.errors import InvalidInputError
+from ratchet.wire.names import PLAN_ACTIVITY, RERUN_BATCH_WORKFLOW
 from ratchet.wire.options import RunOptions
 from ratchet.wire.rerun import (
     CASES_PER_RUN,
+    INLINE_BYTES,
     BatchInput,
     BatchOptions,
     BatchProgress,
     BatchResult,
+    CasePlan,
     CaseRecord,
+    SourcePlan,
 )
 
 from .cases import Case, Outcome
 from .evaluators import Evaluator, score_case
 from .report import Compared, Report
-from .rerun import RecordedCase, outcome_of, read_recorded, side_by_side
-from .runs import CONCURRENCY, added_messages
+from .rerun import outcome_of
+from .runs import CONCURRENCY
 
-READERS = 10
+READERS = 20
 """Sources and finished runs read at once while a report is built."""
 
 
@@ -68,40 +73,52 @@ class RerunBatch:
 
     async def report(self, evaluators: Sequence[Evaluator] = ()) -> Report:
         """Wait for the batch, then compare each case's recorded and new outcome,
-        scored by ``evaluators``, in batch order."""
+        scored by ``evaluators``, in batch order. Everything is read from histories
+        (the batch's plans hold the recorded side), so no worker replays a source."""
         result = await self.result()
+        plans = {
+            case.id: case
+            for plan in await activity_results(self.handle, PLAN_ACTIVITY, SourcePlan)
+            for case in plan.cases
+        }
         slots = asyncio.Semaphore(READERS)
-        sources = {r.source for r in result.records if r.workflow_id is not None}
-
-        async def read(source: str) -> tuple[str, dict[str, RecordedCase]]:
-            async with slots:
-                cases = await read_recorded(self.client, source)
-            return source, {c.case.id: c for c in cases}
-
-        recorded = dict(await asyncio.gather(*(read(s) for s in sorted(sources))))
 
         async def compare(record: CaseRecord) -> Compared:
             if record.workflow_id is None:  # its source could not be read
                 return await _unreadable(record)
-            case = recorded[record.source][record.id]
+            plan = plans[record.id]
+            case = Case(id=record.id, prompt=plan.prompt, metadata={"source": record.source})
+            recorded = plan.old
+            old = Outcome(
+                answer=recorded.answer,
+                tool_calls=recorded.tool_calls,
+                usage=recorded.usage,
+                latency_s=recorded.latency_s,
+            )
             async with slots:
-                new = await self._outcome(record, case, result.policy)
-            return await side_by_side(case, new, evaluators)
+                new = await self._outcome(record, plan, result.policy)
+            return Compared(
+                case=case,
+                old=old,
+                new=new,
+                old_score=await score_case(case, old, evaluators),
+                new_score=await score_case(case, new, evaluators),
+            )
 
         cases = await asyncio.gather(*(compare(r) for r in result.records))
         return Report(agent=result.agent, cases=list(cases))
 
-    async def _outcome(self, record: CaseRecord, case: RecordedCase, policy: Recording) -> Outcome:
+    async def _outcome(self, record: CaseRecord, plan: CasePlan, policy: Recording) -> Outcome:
         if record.error is not None or record.workflow_id is None:
             return Outcome(error=record.error, latency_s=record.latency_s)
         run = self.client.get_run(record.workflow_id)
-        try:
-            result = await run.result()
-        except RatchetError as e:
-            return Outcome(error=f"{type(e).__name__}: {e}", latency_s=record.latency_s)
-        recording = policy.model_copy(update={"calls": recorded_calls(case.after)})
-        added = await added_messages(run)
-        return outcome_of(result.output, result.usage, record.latency_s, added, recording)
+        read = await read_history(run.workflow, run_result=True)  # one read for both
+        if read.result is None:
+            error = f"{record.workflow_id} did not complete"
+            return Outcome(error=error, latency_s=record.latency_s)
+        added = [m for turn in read.turns for m in turn.output.added if isinstance(m, Message)]
+        recording = policy.model_copy(update={"calls": plan.recording.calls})
+        return outcome_of(read.result.output, read.result.usage, record.latency_s, added, recording)
 
 
 async def start_batch(
@@ -114,13 +131,16 @@ async def start_batch(
     options: RunOptions | None = None,
     concurrency: int = CONCURRENCY,
     cases_per_run: int = CASES_PER_RUN,
+    inline_bytes: int = INLINE_BYTES,
     batch_id: str | None = None,
 ) -> RerunBatch:
     """Start a durable rerun of every user message of each source on ``agent``,
     teacher-forced (see ``ratchet.evals.rerun``); returns at once."""
     if not sources:
         raise InvalidInputError("A batch needs at least one source: session or run ids.")
-    batch = BatchOptions(concurrency=concurrency, cases_per_run=cases_per_run)
+    batch = BatchOptions(
+        concurrency=concurrency, cases_per_run=cases_per_run, inline_bytes=inline_bytes
+    )
     batch_id = batch_id or f"rerun-{agent}-{uuid.uuid4().hex[:8]}"
     handle = await client.temporal.start_workflow(
         RERUN_BATCH_WORKFLOW,

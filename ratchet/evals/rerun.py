@@ -16,13 +16,12 @@ source are reused (a recorded call is answered without asking).
 from __future__ import annotations
 
 import asyncio
-import bisect
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Protocol
 
+from ratchet.activities.histories import recorded_turns, usage_per_user_message
 from ratchet.agents.messages import Message
 from ratchet.agents.recording import (
     Approvals,
@@ -42,7 +41,7 @@ from ratchet.wire.options import RunOptions, SessionOptions
 from .cases import Case, Outcome
 from .evaluators import Evaluator, score_case
 from .report import Compared, Report
-from .runs import CONCURRENCY, RecordedTurn, added_messages, recorded_turns
+from .runs import CONCURRENCY, added_messages
 
 
 class Snapshot(Protocol):
@@ -105,27 +104,9 @@ async def read_recorded(
     messages = messages if messages is not None else await read_source(client, source)
     cases = split_cases(source, messages)
     turns = await recorded_turns(client.temporal.get_workflow_handle(source))
-    _attach_usage(cases, messages, turns)
+    for case, (usage, latency) in zip(cases, usage_per_user_message(messages, turns), strict=True):
+        case.usage, case.latency_s = usage, latency
     return cases
-
-
-def _attach_usage(
-    cases: list[RecordedCase], messages: list[Message], turns: list[RecordedTurn]
-) -> None:
-    where = {m.id: i for i, m in enumerate(messages) if m.id}
-    starts = [i for i, m in enumerate(messages) if m.role == "user"]
-    spans: dict[int, tuple[datetime, datetime]] = {}
-    for turn in turns:
-        ids = [m.id if isinstance(m, Message) else m for m in turn.output.added]
-        found = [where[i] for i in ids if i in where]
-        n = bisect.bisect_right(starts, max(found)) - 1 if found else -1
-        if n < 0:
-            continue
-        cases[n].usage = cases[n].usage + turn.output.usage
-        first, last = spans.get(n, (turn.scheduled, turn.completed))
-        spans[n] = (min(first, turn.scheduled), max(last, turn.completed))
-    for n, (first, last) in spans.items():
-        cases[n].latency_s = (last - first).total_seconds()
 
 
 async def find_sources(client: AgentClient, query: str, *, limit: int = 100) -> list[str]:

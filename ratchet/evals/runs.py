@@ -6,19 +6,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
 
-from temporalio.api.enums.v1 import EventType
-from temporalio.client import WorkflowHandle
-from temporalio.converter import DataConverter
-
+from ratchet.activities.histories import recorded_turns
 from ratchet.agents.messages import Message
 from ratchet.client import AgentClient, RunHandle
 from ratchet.errors import RatchetError
-from ratchet.wire.names import TURN_ACTIVITY
 from ratchet.wire.options import RunOptions
-from ratchet.wire.turns import TurnOutput
 
 from .cases import Case, Outcome
 from .evaluators import Evaluator, score_case
@@ -94,50 +87,3 @@ async def added_messages(handle: RunHandle) -> list[Message]:
     worker replay the finished workflow (about as long again as the run itself)."""
     turns = await recorded_turns(handle.workflow, follow=False)
     return [m for turn in turns for m in turn.output.added if isinstance(m, Message)]
-
-
-@dataclass
-class RecordedTurn:
-    """A turn as its workflow's history holds it: when it was scheduled and done."""
-
-    scheduled: datetime
-    completed: datetime
-    output: TurnOutput
-
-
-async def recorded_turns(handle: WorkflowHandle, *, follow: bool = True) -> list[RecordedTurn]:
-    """The completed turns in ``handle``'s history, oldest first; ``follow``: in the
-    runs before it too (a session continues as new), back to its first."""
-    converter = handle._client.data_converter  # noqa: SLF001 - the handle's own
-    runs: list[list[RecordedTurn]] = []
-    run_id = handle.run_id
-    while True:
-        turns, run_id = await _turns_of_run(handle, run_id, converter)
-        runs.append(turns)
-        if not follow or run_id is None:
-            return [t for run in reversed(runs) for t in run]
-
-
-async def _turns_of_run(
-    handle: WorkflowHandle, run_id: str | None, converter: DataConverter
-) -> tuple[list[RecordedTurn], str | None]:
-    """One workflow run's turns, and the run it continued (``None``: its first)."""
-    run = handle._client.get_workflow_handle(handle.id, run_id=run_id)  # noqa: SLF001
-    scheduled: dict[int, datetime] = {}
-    turns: list[RecordedTurn] = []
-    earlier: str | None = None
-    async for event in run.fetch_history_events():
-        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
-            started = event.workflow_execution_started_event_attributes
-            earlier = started.continued_execution_run_id or None
-        elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-            attributes = event.activity_task_scheduled_event_attributes
-            if attributes.activity_type.name == TURN_ACTIVITY:
-                scheduled[event.event_id] = event.event_time.ToDatetime(UTC)
-        elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
-            completed = event.activity_task_completed_event_attributes
-            if completed.scheduled_event_id in scheduled:
-                (output,) = await converter.decode(completed.result.payloads, [TurnOutput])
-                start = scheduled[completed.scheduled_event_id]
-                turns.append(RecordedTurn(start, event.event_time.ToDatetime(UTC), output))
-    return turns, earlier

@@ -6,9 +6,10 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from ratchet.agents.compact import CompactModel
-from ratchet.agents.messages import Message
+from ratchet.agents.messages import Message, ToolCall
 from ratchet.agents.recording import Recording
 from ratchet.agents.state import AgentSession
+from ratchet.agents.usage import Usage
 
 from .options import CheckedOptions, RunOptions, at_least
 
@@ -19,6 +20,7 @@ CASES_PER_RUN = 500
 MAX_CASES = 10_000
 """Most cases one batch takes (what it carries over continue-as-new stays < 2 MB)."""
 ERROR_CHARS = 300
+INLINE_BYTES = 32 * 1024
 PLAN_BYTES = 1024 * 1024
 """About the most one page of a source's cases holds (a payload may hold 2 MB)."""
 
@@ -27,6 +29,10 @@ class BatchOptions(CheckedOptions):
     concurrency: int = 20
     """Child runs in flight at once (1 to 50)."""
     cases_per_run: int = CASES_PER_RUN
+    inline_bytes: int = INLINE_BYTES
+    """A case's conversation up to its message goes inline up to this size, else by
+    reference into the source's log (reading it costs a worker a replay of the source,
+    once per worker and thread version; copying it costs history)."""
 
     def problems(self) -> list[str]:
         problems = at_least("concurrency", self.concurrency, 1)
@@ -72,9 +78,19 @@ class PlanRequest(CompactModel):
     agent: str
     batch_id: str
     thread_kind: str = "messages"
+    inline_bytes: int = 0
     start: int = 0
     """The first case wanted (a source's cases come in pages of about ``max_bytes``)."""
     max_bytes: int = PLAN_BYTES
+
+
+class RecordedSide(CompactModel):
+    """What the source's agent did with a case: its answer, calls, cost and time."""
+
+    answer: str | None = None
+    tool_calls: list[ToolCall] = []
+    usage: Usage = Usage()
+    latency_s: float = 0.0
 
 
 class CasePlan(BaseModel):
@@ -86,6 +102,12 @@ class CasePlan(BaseModel):
     messages: list[Message]
     session: AgentSession | None = None
     recording: Recording
+    old: RecordedSide = Field(default_factory=RecordedSide)
+    """For the report, so building it reads no source again."""
+
+    @property
+    def prompt(self) -> str:
+        return self.messages[-1].text
 
 
 class SourcePlan(BaseModel):

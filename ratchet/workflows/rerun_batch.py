@@ -41,6 +41,8 @@ with workflow.unsafe.imports_passed_through():
 
 PLAN_TIMEOUT = timedelta(minutes=5)
 PLAN_RETRIES = RetryPolicy(maximum_attempts=5)
+PLANS_AHEAD = 8
+"""Sources being planned at once, ahead of the cases being started."""
 
 
 @workflow.defn(name=RERUN_BATCH_WORKFLOW, failure_exception_types=[UsageError])
@@ -63,11 +65,15 @@ class RerunBatchWorkflow:
         input.batch.check()
         slots = asyncio.Semaphore(input.batch.concurrency)
         tasks: list[asyncio.Task[None]] = []
+        plans: dict[int, asyncio.Task[SourcePlan]] = {}
         started, next_case = 0, input.next_case
         while self._source < len(input.sources):
             source = input.sources[self._source]
-            plan = await self._plan(source, next_case)
-            while plan.cases:
+            self._plan_ahead(plans, next_case)
+            plan = await plans.pop(self._source)
+            if self._positions >= MAX_CASES:
+                plan = SourcePlan(source=source, error=_full(source))
+            while plan.error is None:
                 for n, case in enumerate(plan.cases, start=plan.start):
                     if started >= input.batch.cases_per_run:
                         await asyncio.gather(*tasks)
@@ -77,10 +83,12 @@ class RerunBatchWorkflow:
                     answer = self._answer(case, source, self._positions, slots)
                     tasks.append(asyncio.create_task(answer))
                     started += 1
-                end, total = plan.start + len(plan.cases), plan.total
-                plan = SourcePlan(source=source)
-                if end < total:
-                    plan = await self._plan(source, end)
+                end = plan.start + len(plan.cases)
+                if end >= plan.total:
+                    break
+                plan = await self._plan(source, end)
+            if plan.error is not None:
+                self._unreadable(source, plan.error)
             self._source, next_case = self._source + 1, 0
             self._show()
         await asyncio.gather(*tasks)
@@ -108,18 +116,26 @@ class RerunBatchWorkflow:
         """The ids of the cases' runs in flight (a person may have calls to decide)."""
         return sorted(self._running)
 
+    def _plan_ahead(self, plans: dict[int, asyncio.Task[SourcePlan]], next_case: int) -> None:
+        """Plan the next few sources while the cases before them run: reading a
+        source takes a worker a replay of it, which would otherwise hold up the fan-out."""
+        sources = self._input.sources
+        for k in range(self._source, min(self._source + PLANS_AHEAD, len(sources))):
+            if k not in plans:
+                start = next_case if k == self._source else 0
+                plans[k] = asyncio.create_task(self._plan(sources[k], start))
+
     async def _plan(self, source: str, start: int) -> SourcePlan:
-        if self._positions >= MAX_CASES:
-            return SourcePlan(source=source, error=_full(source))
         request = PlanRequest(
             source=source,
             agent=self._input.agent,
             batch_id=self._batch_id(),
             thread_kind=self._input.options.thread_kind,
+            inline_bytes=self._input.batch.inline_bytes,
             start=start,
         )
         try:
-            plan = await workflow.execute_activity(
+            return await workflow.execute_activity(
                 PLAN_ACTIVITY,
                 request,
                 result_type=SourcePlan,
@@ -128,15 +144,13 @@ class RerunBatchWorkflow:
                 summary=f"plan {source}",
             )
         except ActivityError as e:
-            plan = SourcePlan(source=source, error=f"Could not plan {source}: {_cause(e)}")
-        if plan.error is not None:
-            self._positions += 1
-            self._records.append(
-                CaseRecord(
-                    id=source, source=source, position=self._positions, error=short(plan.error)
-                )
-            )
-        return plan
+            return SourcePlan(source=source, error=f"Could not plan {source}: {_cause(e)}")
+
+    def _unreadable(self, source: str, error: str) -> None:
+        self._positions += 1
+        self._records.append(
+            CaseRecord(id=source, source=source, position=self._positions, error=short(error))
+        )
 
     async def _answer(
         self, case: CasePlan, source: str, position: int, slots: asyncio.Semaphore

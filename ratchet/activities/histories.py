@@ -1,0 +1,146 @@
+"""Reading what a workflow's history holds about its turns: when each ran, what it
+added and cost, and the run's result, without asking a worker (a query on a closed
+workflow costs a worker a replay of it). Used by rerun planning and evaluations."""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TypeVar
+
+from temporalio.api.common.v1 import Payload
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowHandle
+from temporalio.converter import DataConverter
+
+from ratchet.agents.messages import Message
+from ratchet.agents.usage import Usage
+from ratchet.wire.names import TURN_ACTIVITY
+from ratchet.wire.runs import RunResult
+from ratchet.wire.turns import TurnOutput
+
+T = TypeVar("T")
+
+
+@dataclass
+class RecordedTurn:
+    """A turn as its workflow's history holds it: when it was scheduled and done."""
+
+    scheduled: datetime
+    completed: datetime
+    output: TurnOutput
+
+
+async def recorded_turns(handle: WorkflowHandle, *, follow: bool = True) -> list[RecordedTurn]:
+    """The completed turns in ``handle``'s history, oldest first; ``follow``: in the
+    runs before it too (a session continues as new), back to its first."""
+    return (await read_history(handle, follow=follow)).turns
+
+
+@dataclass
+class ReadHistory:
+    turns: list[RecordedTurn]
+    result: RunResult | None
+    """The run's result, if the run completed (its last workflow run's)."""
+
+
+async def read_history(
+    handle: WorkflowHandle, *, follow: bool = True, run_result: bool = False
+) -> ReadHistory:
+    """The turns of ``handle`` (see ``recorded_turns``) and, ``run_result`` (an agent
+    run's), its ``RunResult``, in one read."""
+    converter = handle._client.data_converter  # noqa: SLF001 - the handle's own
+    runs: list[list[RecordedTurn]] = []
+    run_id = handle.run_id
+    result: RunResult | None = None
+    while True:
+        turns, run_id, completed = await _turns_of_run(handle, run_id, converter)
+        if run_result and completed is not None and not runs:
+            (result,) = await converter.decode(completed, [RunResult])
+        runs.append(turns)
+        if not follow or run_id is None:
+            return ReadHistory([t for run in reversed(runs) for t in run], result)
+
+
+async def _turns_of_run(
+    handle: WorkflowHandle, run_id: str | None, converter: DataConverter
+) -> tuple[list[RecordedTurn], str | None, Sequence[Payload] | None]:
+    """One workflow run's turns, the run it continued (``None``: its first), and its
+    result's payloads if it completed."""
+    run = handle._client.get_workflow_handle(handle.id, run_id=run_id)  # noqa: SLF001
+    scheduled: dict[int, datetime] = {}
+    turns: list[RecordedTurn] = []
+    earlier: str | None = None
+    completed_with: Sequence[Payload] | None = None
+    async for event in run.fetch_history_events():
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+            started = event.workflow_execution_started_event_attributes
+            earlier = started.continued_execution_run_id or None
+        elif event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
+            completed_with = event.workflow_execution_completed_event_attributes.result.payloads
+        elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            attributes = event.activity_task_scheduled_event_attributes
+            if attributes.activity_type.name == TURN_ACTIVITY:
+                scheduled[event.event_id] = event.event_time.ToDatetime(UTC)
+        elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+            completed = event.activity_task_completed_event_attributes
+            if completed.scheduled_event_id in scheduled:
+                (output,) = await converter.decode(completed.result.payloads, [TurnOutput])
+                start = scheduled[completed.scheduled_event_id]
+                turns.append(RecordedTurn(start, event.event_time.ToDatetime(UTC), output))
+    return turns, earlier, completed_with
+
+
+def usage_per_user_message(
+    messages: Sequence[Message], turns: Sequence[RecordedTurn]
+) -> list[tuple[Usage, float]]:
+    """For each user message of a thread, in order: what the turns that answered it
+    cost, and the seconds from the first one's start to the last one's end."""
+    where = {m.id: i for i, m in enumerate(messages) if m.id}
+    starts = [i for i, m in enumerate(messages) if m.role == "user"]
+    usage = [Usage() for _ in starts]
+    spans: dict[int, tuple[datetime, datetime]] = {}
+    for turn in turns:
+        ids = [m.id if isinstance(m, Message) else m for m in turn.output.added]
+        found = [where[i] for i in ids if i in where]
+        n = bisect.bisect_right(starts, max(found)) - 1 if found else -1
+        if n < 0:
+            continue
+        usage[n] = usage[n] + turn.output.usage
+        first, last = spans.get(n, (turn.scheduled, turn.completed))
+        spans[n] = (min(first, turn.scheduled), max(last, turn.completed))
+    latency = [0.0] * len(starts)
+    for n, (first, last) in spans.items():
+        latency[n] = (last - first).total_seconds()
+    return list(zip(usage, latency, strict=True))
+
+
+async def activity_results(handle: WorkflowHandle, activity: str, result_type: type[T]) -> list[T]:
+    """The results of every completed ``activity`` in ``handle``'s history, through
+    all its workflow runs (continue-as-new), oldest first."""
+    converter = handle._client.data_converter  # noqa: SLF001 - the handle's own
+    runs: list[list[T]] = []
+    run_id: str | None = None  # the latest run; each names the one it continued
+    while True:
+        run = handle._client.get_workflow_handle(handle.id, run_id=run_id)  # noqa: SLF001
+        scheduled: set[int] = set()
+        results: list[T] = []
+        run_id = None
+        async for event in run.fetch_history_events():
+            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+                started = event.workflow_execution_started_event_attributes
+                run_id = started.continued_execution_run_id or None
+            elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+                attributes = event.activity_task_scheduled_event_attributes
+                if attributes.activity_type.name == activity:
+                    scheduled.add(event.event_id)
+            elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+                completed = event.activity_task_completed_event_attributes
+                if completed.scheduled_event_id in scheduled:
+                    (value,) = await converter.decode(completed.result.payloads, [result_type])
+                    results.append(value)
+        runs.append(results)
+        if run_id is None:
+            return [r for run in reversed(runs) for r in run]
