@@ -69,9 +69,15 @@ class Stack:
 
 @pytest.fixture
 def stack(temporal_server: DevServer) -> Iterator[Stack]:
+    yield from started_stack(temporal_server)
+
+
+def started_stack(server: DevServer, *extra: str) -> Iterator[Stack]:
+    """``ratchet web`` (with ``extra`` arguments) and one worker, until the test ends."""
     _browser_or_skip()
+    temporal_server = server
     queue, port = f"web-page-{uuid.uuid4().hex[:8]}", free_port()
-    argv = [sys.executable, "-m", "ratchet.cli", "web", "--port", str(port)]
+    argv = [sys.executable, "-m", "ratchet.cli", "web", "--port", str(port), *extra]
     argv += ["--agents", "tests.web_agents:PAGE_AGENTS", "--task-queue", queue]
     web = ChildProcess(argv, temporal_server, env=ENV, cwd=ROOT)
     stack = Stack(f"http://127.0.0.1:{port}", temporal_server, queue)
@@ -300,3 +306,36 @@ async def test_the_origin_check_lets_the_page_post_to_its_own_server_only():
     assert await origin_check("null", "127.0.0.1:8000") == 403
     allowed = ("http://app.example/",)
     assert await origin_check("http://app.example", "127.0.0.1:8000", allowed) == 200
+
+
+@pytest.fixture
+def report_stack(temporal_server: DevServer, tmp_path: Path) -> Iterator[Stack]:
+    from .test_web_evals import report
+
+    report().write(tmp_path / "reports" / "week47")
+    readers = ["--reports", str(tmp_path / "reports"), "--report-readers", "alice"]
+    yield from started_stack(temporal_server, *readers)
+
+
+async def test_a_report_reader_opens_an_evaluation_case_by_case(report_stack, new_page, capsys):
+    alice, bob = await new_page(), await new_page()
+    await sign_in(alice, report_stack.url)
+    item = alice.get_by_test_id("eval-item")
+    await expect(item).to_contain_text("week47")
+    await expect(item).to_contain_text("0.000 → 1.000")
+    await item.click()
+    dialog = alice.get_by_test_id("eval-dialog")
+    await expect(dialog).to_be_visible()
+    rows = dialog.get_by_test_id("eval-case")
+    await expect(rows).to_have_count(2)
+    await expect(rows.first).to_contain_text("Weather in Oslo?")
+    await expect(rows.first).to_contain_text("snow")
+    await expect(rows.first).to_contain_text("Expect snow today!")
+    await screenshot(alice, "evaluation-report", capsys)
+    await dialog.get_by_test_id("eval-close").click()
+    await expect(dialog).to_be_hidden()
+    # Bob may not read reports: the panel stays hidden and nothing errs.
+    await sign_in(bob, report_stack.url, token=BOB)
+    await expect(bob.get_by_test_id("sessions")).to_be_visible()
+    await expect(bob.get_by_test_id("evals")).to_be_hidden()
+    await expect(bob.get_by_test_id("notice")).to_be_hidden()

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import os
 import sys
+from pathlib import Path
 
 from .common import add_connection_arguments, connect
 
@@ -36,6 +38,16 @@ def register(commands: argparse._SubParsersAction) -> None:
         "--no-auth", action="store_true", help="serve without tokens (loopback only; warns)"
     )
     parser.add_argument("--max-body", type=int, default=1 << 20, help="bytes (default 1 MiB)")
+    parser.add_argument(
+        "--reports",
+        help="a directory of evaluation reports (`ratchet eval ... --out DIR/NAME`) to show",
+    )
+    parser.add_argument(
+        "--report-readers",
+        default=os.environ.get("RATCHET_WEB_REPORT_READERS", ""),
+        help="identities that may read them, comma-separated (they quote conversations; "
+        "default: $RATCHET_WEB_REPORT_READERS)",
+    )
     parser.set_defaults(func=serve)
 
 
@@ -72,8 +84,17 @@ async def serve(args: argparse.Namespace) -> int:
         print("warning: --no-auth: anyone on this machine can use every session.", file=sys.stderr)
     agents = sorted(load_agents(args.agents)) if args.agents else None
     client = await connect(args)
+    readers = [r.strip() for r in args.report_readers.split(",") if r.strip()]
+    if args.reports and auth is not None and not readers:
+        print("warning: --reports without --report-readers: nobody may read them.", file=sys.stderr)
     app = create_app(
-        client, auth=auth, agents=agents, cors_origins=args.cors_origin, max_body=args.max_body
+        client,
+        auth=auth,
+        agents=agents,
+        cors_origins=args.cors_origin,
+        max_body=args.max_body,
+        reports=Path(args.reports) if args.reports else None,
+        report_readers=readers,
     )
     config = uvicorn.Config(
         app, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=5

@@ -7,6 +7,7 @@ Routes live under ``/v1``; every one needs a token unless the app was made with
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from pathlib import Path
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
@@ -19,6 +20,7 @@ from ratchet.errors import RatchetError
 from . import problems
 from .agui import agui
 from .auth import AuthError, TokenAuth
+from .evals import evals
 from .guards import BodyLimit, OriginCheck
 from .hub import Hub
 from .page import mount_page
@@ -35,6 +37,8 @@ def create_app(
     agents: Sequence[str] | None = None,
     cors_origins: Collection[str] = (),
     max_body: int = MAX_BODY,
+    reports: Path | None = None,
+    report_readers: Collection[str] = (),
 ) -> FastAPI:
     """The HTTP API over ``client``'s namespace and task queue.
 
@@ -42,6 +46,8 @@ def create_app(
     everyone as ``anonymous``, for local development only. ``agents`` names the
     agents the workers host: sessions for any other are refused with 404 before
     anything starts. ``cors_origins`` are the browser origins allowed to call.
+    ``reports`` is a directory of evaluation reports (``ratchet.web.evals``) that
+    ``report_readers`` may read.
     """
     app = FastAPI(
         title="Ratchet",
@@ -52,7 +58,10 @@ def create_app(
     app.state.hub = Hub(client.temporal)
     app.state.auth = auth
     app.state.agents = list(agents) if agents is not None else None
+    app.state.reports = Path(reports) if reports is not None else None
+    app.state.report_readers = frozenset(report_readers)
     app.include_router(api)
+    app.include_router(evals)
     app.include_router(agui)
     mount_page(app)
     for error in (RatchetError, AuthError, problems.Forbidden, problems.Gone, Exception):

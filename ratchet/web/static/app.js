@@ -3,6 +3,7 @@
 
 import { saveToken, savedToken } from "./api.js";
 import { ChatView } from "./chat.js";
+import { EvalsPanel } from "./evals.js";
 import { Inbox } from "./inbox.js";
 import { Inspector } from "./inspect.js";
 import { Notice } from "./notice.js";
@@ -26,6 +27,17 @@ const sessions = new SessionsPanel(
 const inbox = new Inbox(
   { list: byId("inbox"), empty: byId("inbox-empty") },
   { onDecided: () => refreshLists() },
+);
+const evals = new EvalsPanel(
+  {
+    panel: byId("evals-panel"),
+    list: byId("evals"),
+    dialog: byId("eval-dialog"),
+    title: byId("eval-title"),
+    body: byId("eval-body"),
+    close: byId("eval-close"),
+  },
+  { onError: showError },
 );
 const chat = new ChatView(
   {
@@ -64,7 +76,7 @@ const sessionInUrl = () => decodeURIComponent(location.hash.slice(1));
 
 async function loadAll() {
   notice.clear();
-  await Promise.all([sessions.loadAgents(), refreshLists()]).catch(showError);
+  await Promise.all([sessions.loadAgents(), refreshLists(), evals.refresh()]).catch(showError);
   const current = chat.sessionId ?? sessionInUrl();
   if (current) await open(current).catch(showError);
 }
@@ -87,6 +99,7 @@ function wireControls() {
   });
   byId("sessions-refresh").addEventListener("click", () => sessions.refresh().catch(showError));
   byId("inbox-refresh").addEventListener("click", () => inbox.refresh().catch(showError));
+  byId("evals-refresh").addEventListener("click", () => evals.refresh().catch(showError));
   byId("state-refresh").addEventListener("click", () =>
     inspector.load(chat.sessionId).catch(showError),
   );
