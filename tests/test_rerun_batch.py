@@ -18,6 +18,7 @@ from ratchet.evals import contains
 from ratchet.evals.batch import get_batch, start_batch
 from ratchet.evals.datasets import load_dataset
 from ratchet.evals.rerun import rerun, rerun_many
+from ratchet.wire.options import SessionOptions
 from ratchet.wire.rerun import child_id
 from ratchet.worker import build_worker
 
@@ -328,3 +329,58 @@ async def test_a_dataset_snapshot_reruns_after_its_source_is_gone(
     assert code == 0, err
     assert "1 cases" in out
     assert f"warning: not rerun: There is no workflow {expired}" in err
+
+
+async def test_a_batch_reruns_a_fork_and_a_session_that_continued_as_new_by_reference(
+    agent_client: AgentClient,
+):
+    RAN.clear()
+    async with build_worker(agent_client, AGENTS):
+        # A session whose workflow continued as new after each message.
+        long = await agent_client.start_session(
+            "weather", options=SessionOptions(continue_as_new_after_runs=1)
+        )
+        for text in ("Weather in Oslo?", "And in Lima?", "Oslo again?"):
+            await long.send(text)
+        await long.close()
+        # A fork of it after its first message, which then went its own way.
+        fork = await agent_client.fork(long.id, at_turn=2)
+        await fork.send("And in Lima, from the fork?")
+        await fork.close()
+        batch = await start_batch(
+            agent_client, [long.id, fork.id], agent="weather-v2", inline_bytes=0
+        )
+        report = await batch.report()
+        fork_case = await case_run(agent_client, batch.id, f"{fork.id}#2")
+        fork_thread = (await fork_case.state()).session.thread
+    latest = (await long.workflow.describe()).raw_description.workflow_execution_info
+    assert latest.first_run_id != latest.execution.run_id  # it did continue as new
+    assert [c.case.id for c in report.cases] == [
+        f"{long.id}#1",
+        f"{long.id}#2",
+        f"{long.id}#3",
+        f"{fork.id}#1",
+        f"{fork.id}#2",
+    ]
+    assert all(c.new.error is None for c in report.cases), [c.new.error for c in report.cases]
+    # Teacher-forced on the right conversation: case 3 saw two recorded answers before it.
+    assert report.cases[2].new.answer == "Oslo: snow | snow | after ['sun']"
+    assert report.cases[4].old.answer == "sun"
+    assert report.cases[4].new.answer is not None
+    assert report.cases[4].new.answer.endswith("after ['snow']")
+    # The fork's case names the fork's log; the fork's log names its source's.
+    assert fork_thread.base is not None and fork_thread.base.workflow_id == fork.id
+    assert RAN == ["lookup Oslo", "lookup Lima", "lookup Oslo", "lookup Lima"]  # recorded only
+
+
+async def test_an_agent_no_worker_hosts_fails_each_case_saying_so_and_the_batch_ends(
+    agent_client: AgentClient,
+):
+    async with build_worker(agent_client, AGENTS):
+        source = await recorded_session(agent_client)
+        batch = await start_batch(agent_client, [source], agent="weather-v9")
+        report = await batch.report()
+    assert len(report.cases) == 2
+    for case in report.cases:
+        assert case.new.error is not None and "weather-v9" in case.new.error
+        assert case.new_score.value == 0.0
