@@ -18,7 +18,7 @@ from ratchet.evals import contains
 from ratchet.evals.batch import get_batch, start_batch
 from ratchet.evals.datasets import load_dataset
 from ratchet.evals.rerun import rerun, rerun_many
-from ratchet.wire.options import SessionOptions
+from ratchet.wire.options import RunOptions, SessionOptions
 from ratchet.wire.rerun import child_id
 from ratchet.worker import build_worker
 
@@ -183,6 +183,11 @@ async def test_under_ask_a_person_decides_each_unrecorded_call_and_an_approved_o
     assert oslo.new.live_calls == []
     assert lima_case.new.live_calls == ['book(hotel="Miraflores")']
     assert lima_case.new.answer is not None and "booked Miraflores" in lima_case.new.answer
+    # The report says what ran for real, and what a rerun cannot intercept.
+    markdown = report.to_markdown()
+    assert f'## Calls that ran live\n\n- {source}#2: book(hotel="Miraflores")' in markdown
+    assert "1 tool calls not in the recording ran live" in markdown
+    assert "is not intercepted and ran for real" in report.to_html()
 
 
 async def test_the_new_agents_approval_rules_decide_when_asked_and_recorded_results_still_answer(
@@ -384,3 +389,20 @@ async def test_an_agent_no_worker_hosts_fails_each_case_saying_so_and_the_batch_
     for case in report.cases:
         assert case.new.error is not None and "weather-v9" in case.new.error
         assert case.new_score.value == 0.0
+
+
+async def test_fast_mode_turns_are_read_on_both_sides(agent_client: AgentClient):
+    fast = RunOptions(fast=True)  # turns as local activities: markers in history
+    async with build_worker(agent_client, AGENTS):
+        session = await agent_client.start_session("weather", options=SessionOptions(run=fast))
+        for text in ("Weather in Oslo?", "And in Lima?"):
+            await session.send(text)
+        await session.close()
+        batch = await start_batch(agent_client, [session.id], agent="weather-v2", options=fast)
+        report = await batch.report()
+    assert [c.old.usage.requests for c in report.cases] == [2, 2]  # two model calls each
+    assert all(c.old.latency_s > 0 for c in report.cases)
+    assert [[t.name for t in c.new.tool_calls] for c in report.cases] == [
+        ["lookup"],
+        ["lookup", "book"],
+    ]

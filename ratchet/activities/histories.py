@@ -8,7 +8,7 @@ import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from temporalio.api.common.v1 import Payload
 from temporalio.api.enums.v1 import EventType
@@ -22,6 +22,7 @@ from ratchet.wire.runs import RunResult
 from ratchet.wire.turns import TurnOutput
 
 T = TypeVar("T")
+LOCAL_ACTIVITY_MARKER = "core_local_activity"
 
 
 @dataclass
@@ -90,7 +91,32 @@ async def _turns_of_run(
                 (output,) = await converter.decode(completed.result.payloads, [TurnOutput])
                 start = scheduled[completed.scheduled_event_id]
                 turns.append(RecordedTurn(start, event.event_time.ToDatetime(UTC), output))
+        elif event.event_type == EventType.EVENT_TYPE_MARKER_RECORDED:
+            done = event.event_time.ToDatetime(UTC)
+            turn = await _local_turn(event.marker_recorded_event_attributes, done, converter)
+            if turn is not None:
+                turns.append(turn)
     return turns, earlier, completed_with
+
+
+async def _local_turn(marker: Any, done: datetime, converter: DataConverter) -> RecordedTurn | None:
+    """A turn run as a local activity (fast mode): the SDK records it as a marker,
+    when the workflow task that ran it completes (``done``)."""
+    if marker.marker_name != LOCAL_ACTIVITY_MARKER or "result" not in marker.details:
+        return None
+    (data,) = await converter.decode(marker.details["data"].payloads, [dict])
+    if data.get("activity_type") != TURN_ACTIVITY:
+        return None
+    (output,) = await converter.decode(marker.details["result"].payloads, [TurnOutput])
+    started = _timestamp(data.get("original_schedule_time")) or done
+    return RecordedTurn(min(started, done), done, output)
+
+
+def _timestamp(value: Any) -> datetime | None:
+    if not isinstance(value, dict):
+        return None
+    seconds = value.get("seconds", 0) + value.get("nanos", 0) / 1e9
+    return datetime.fromtimestamp(seconds, UTC)
 
 
 def usage_per_user_message(

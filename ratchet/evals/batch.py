@@ -42,7 +42,7 @@ from ratchet.wire.rerun import (
 from .cases import Case, Outcome
 from .evaluators import Evaluator, score_case
 from .report import Compared, Report
-from .rerun import outcome_of
+from .rerun import outcome_of, rerun_notes
 from .runs import CONCURRENCY
 
 READERS = 20
@@ -106,7 +106,7 @@ class RerunBatch:
             )
 
         cases = await asyncio.gather(*(compare(r) for r in result.records))
-        return Report(agent=result.agent, cases=list(cases))
+        return Report(agent=result.agent, cases=list(cases), notes=rerun_notes(cases))
 
     async def _outcome(self, record: CaseRecord, plan: CasePlan, policy: Recording) -> Outcome:
         if record.error is not None or record.workflow_id is None:

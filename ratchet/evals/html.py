@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 STYLE = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; }
 table { border-collapse: collapse; width: 100%; }
+.note { background: #fff4db; border-left: 3px solid #e5b64a; padding: 4px 8px; }
 th, td { border: 1px solid #ddd; padding: 4px 8px; vertical-align: top; text-align: left; }
 th { background: #f4f4f4; } td.n { text-align: right; white-space: nowrap; }
 .worse { background: #fde8e8; } .better { background: #e6f6e6; }
@@ -29,6 +30,7 @@ def render(report: Report) -> str:
 <h1>Evaluation of <code>{escape(report.agent)}</code></h1>
 <p>{len(report.cases)} cases · score {report.old_score:.3f} → <b>{report.new_score:.3f}</b>
 · cost ${report.old_cost:.6f} → <b>${report.new_cost:.6f}</b></p>
+{"".join(f"<p class=note>{escape(note)}</p>" for note in report.notes)}
 <h2>Score per case</h2>
 {_bars(report, "score")}
 <h2>Cost per case (USD)</h2>

@@ -27,6 +27,8 @@ class Report(BaseModel):
 
     agent: str
     cases: list[Compared]
+    notes: list[str] = []
+    """What a reader must know to trust the figures (a rerun: what it could not intercept)."""
 
     @property
     def old_score(self) -> float:
@@ -74,6 +76,7 @@ class Report(BaseModel):
             f"{len(self.cases)} cases · score {self.old_score:.3f} → {self.new_score:.3f} · "
             f"cost {_usd(self.old_cost)} → {_usd(self.new_cost)}",
             "",
+            *(f"> {note}\n" for note in self.notes),
             "| case | old answer | new answer | old | new | tokens old → new | cost old → new |",
             "|---|---|---|---|---|---|---|",
         ]
@@ -84,6 +87,10 @@ class Report(BaseModel):
                 f"| {c.old.usage.total_tokens} → {c.new.usage.total_tokens} "
                 f"| {_usd(c.old.usage.cost_usd)} → {_usd(c.new.usage.cost_usd)} |"
             )
+        live = [c for c in self.cases if c.new.live_calls]
+        if live:
+            lines += ["", "## Calls that ran live", ""]
+            lines += [f"- {c.case.id}: {', '.join(c.new.live_calls)}" for c in live]
         lines += ["", "## Why", ""]
         for c in self.cases:
             for name, score in c.new_score.scores.items():
@@ -111,6 +118,7 @@ class Report(BaseModel):
             "new_score": self.new_score,
             "old_cost_usd": self.old_cost,
             "new_cost_usd": self.new_cost,
+            "notes": self.notes,
             "cases": [c.model_dump(mode="json") for c in self.cases],
         }
         data.write_text(json.dumps(summary, indent=1))

@@ -175,7 +175,7 @@ async def rerun_many(
         await side_by_side(case, new, evaluators)
         for case, new in zip(recorded, outcomes, strict=True)
     ]
-    return Report(agent=agent, cases=compared)
+    return Report(agent=agent, cases=compared, notes=rerun_notes(compared))
 
 
 async def side_by_side(
@@ -241,6 +241,18 @@ async def _free_running(
     finally:
         await session.close()
     return outcomes
+
+
+NOT_INTERCEPTED = (
+    "A rerun answers the calls an agent makes through its tools; anything it calls "
+    "directly (a service, outside its tools) is not intercepted and ran for real."
+)
+
+
+def rerun_notes(cases: Sequence[Compared]) -> list[str]:
+    live = sum(len(c.new.live_calls) for c in cases)
+    ran = [f"{live} tool calls not in the recording ran live (listed per case)."] if live else []
+    return [NOT_INTERCEPTED, *ran]
 
 
 def outcome_of(
