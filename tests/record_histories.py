@@ -248,6 +248,10 @@ async def record() -> None:
                 inline_bytes=0,  # cases on a reference into the session's log
             )
             last = (await batch.result()).records[1]
+            chained = await start_batch(
+                client, sources[:1], agent="weather-v2", unrecorded="live", free_running=True
+            )
+            await chained.result()
             recorded += [
                 (
                     "rerun_batch_continued_as_new",
@@ -257,6 +261,7 @@ async def record() -> None:
                 ),
                 ("rerun_batch_finished", client.temporal.get_workflow_handle(batch.id)),
                 ("rerun_case_on_a_session_log", client.get_run(last.workflow_id or "").workflow),
+                ("rerun_batch_free_running", chained.handle),
             ]
         for name, handle in recorded:
             if (HISTORIES / f"{name}.json").exists():

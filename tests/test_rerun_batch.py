@@ -406,3 +406,33 @@ async def test_fast_mode_turns_are_read_on_both_sides(agent_client: AgentClient)
         ["lookup"],
         ["lookup", "book"],
     ]
+
+
+async def test_a_free_running_batch_carries_the_new_agents_answers_forward_by_reference(
+    agent_client: AgentClient,
+):
+    RAN.clear()
+    async with build_worker(agent_client, AGENTS):
+        source = await recorded_session(agent_client)
+        batch = await start_batch(
+            agent_client, [source], agent="weather-v2", unrecorded="live", free_running=True
+        )
+        report = await batch.report()
+        expected = await rerun(
+            agent_client, source, agent="weather-v2", unrecorded="live", free_running=True
+        )
+        second = await (await case_run(agent_client, batch.id, f"{source}#2")).state()
+        broken = await start_batch(agent_client, [source], agent="weather-v9", free_running=True)
+        failed = (await broken.result()).records
+    oslo, lima = report.cases
+    # Case 2 follows v2's own first answer (not the recorded "snow"), as rerun_many does.
+    assert lima.new.answer == (
+        "Lima: sun | booked Miraflores | after [\"Oslo: snow | snow | after ['-']\"]"
+    )
+    assert [c.new.answer for c in report.cases] == [c.new.answer for c in expected.cases]
+    assert lima.new.live_calls == ['book(hotel="Miraflores")']
+    base = second.session.thread.base  # case 2's thread: case 1's run, by reference
+    assert base is not None and base.workflow_id == child_id(batch.id, f"{source}#1")
+    # A case that fails leaves the rest of its chain nothing to follow.
+    assert failed[0].error is not None and "weather-v9" in failed[0].error
+    assert failed[1].error == f"Not rerun: free-running, it follows {source}#1, which failed."

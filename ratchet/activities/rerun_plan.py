@@ -80,9 +80,12 @@ async def _plan(client: Client, request: PlanRequest) -> SourcePlan:
         id = case_id(source, n + 1)
         prompt = messages[start].model_copy(update={"id": new_id()})
         after = messages[start + 1 : end]
-        recording = Recording(calls=recorded_calls(after))
+        # Free-running, a case may make any of the source's calls, in any order.
+        recording = Recording(calls=recorded_calls(messages if request.free_running else after))
         old = _recorded_side(after, *recorded[n])
-        if base is None or start == 0 or sizes[start - 1] <= request.inline_bytes:
+        if request.free_running:  # the batch gives it the new agent's thread so far
+            case = CasePlan(id=id, messages=[prompt], recording=recording, old=old)
+        elif base is None or start == 0 or sizes[start - 1] <= request.inline_bytes:
             before = [m.model_copy(update={"id": new_id()}) for m in messages[:start]]
             case = CasePlan(id=id, messages=[*before, prompt], recording=recording, old=old)
         else:

@@ -34,7 +34,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     rerun.add_argument(
         "--free-running",
         action="store_true",
-        help="carry the new agent's own answers forward (run from this process, not a batch)",
+        help="carry the new agent's own answers forward (default: teacher-forced, each "
+        "case on the recorded conversation)",
     )
     rerun.add_argument(
         "--unrecorded",
@@ -129,32 +130,21 @@ async def evaluate_command(args: argparse.Namespace) -> int:
                 "error: no sources: give session ids or a --query that finds some", file=sys.stderr
             )
             return 2
-        if args.free_running:
-            report = await rerun_many(
-                client,
-                sources,
-                agent=args.agent,
-                evaluators=evaluators,
-                unrecorded=args.unrecorded,
-                approvals=args.approvals,
-                free_running=True,
-                concurrency=args.concurrency,
-            )
-        else:
-            batch = await start_batch(
-                client,
-                sources,
-                agent=args.agent,
-                unrecorded=args.unrecorded,
-                approvals=args.approvals,
-                concurrency=args.concurrency,
-            )
-            print(
-                f"batch {batch.id}: {len(sources)} sources; if this command stops, the batch "
-                f"goes on: ratchet eval rerun --attach {batch.id} --agent {args.agent}",
-                file=sys.stderr,
-            )
-            report = await _batch_report(client, batch, args, evaluators)
+        batch = await start_batch(
+            client,
+            sources,
+            agent=args.agent,
+            unrecorded=args.unrecorded,
+            approvals=args.approvals,
+            concurrency=args.concurrency,
+            free_running=args.free_running,
+        )
+        print(
+            f"batch {batch.id}: {len(sources)} sources; if this command stops, the batch "
+            f"goes on: ratchet eval rerun --attach {batch.id} --agent {args.agent}",
+            file=sys.stderr,
+        )
+        report = await _batch_report(client, batch, args, evaluators)
     for case in report.cases:
         if case.case.metadata.get("unreadable"):
             print(f"warning: not rerun: {case.new.error}", file=sys.stderr)

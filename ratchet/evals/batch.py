@@ -132,10 +132,11 @@ async def start_batch(
     concurrency: int = CONCURRENCY,
     cases_per_run: int = CASES_PER_RUN,
     inline_bytes: int = INLINE_BYTES,
+    free_running: bool = False,
     batch_id: str | None = None,
 ) -> RerunBatch:
     """Start a durable rerun of every user message of each source on ``agent``,
-    teacher-forced (see ``ratchet.evals.rerun``); returns at once."""
+    teacher-forced or ``free_running`` (see ``ratchet.evals.rerun``); returns at once."""
     if not sources:
         raise InvalidInputError("A batch needs at least one source: session or run ids.")
     batch = BatchOptions(
@@ -150,6 +151,7 @@ async def start_batch(
             batch_id=batch_id,
             options=options or RunOptions(),
             policy=Recording(unrecorded=unrecorded, approvals=approvals),
+            free_running=free_running,
             batch=batch,
         ),
         id=batch_id,

@@ -67,6 +67,9 @@ class BatchInput(BaseModel):
     """What happens to unrecorded calls and to approvals (its ``calls`` are unused:
     each case has its own)."""
     batch: BatchOptions = Field(default_factory=BatchOptions)
+    free_running: bool = False
+    """Each source's cases in order, each continuing the new agent's own thread so far
+    (teacher-forced, the default: each on the recorded conversation)."""
     next_source: int = 0
     next_case: int = 0
     """Cases of ``sources[next_source]`` started by earlier workflow runs."""
@@ -79,6 +82,7 @@ class PlanRequest(CompactModel):
     batch_id: str
     thread_kind: str = "messages"
     inline_bytes: int = 0
+    free_running: bool = False
     start: int = 0
     """The first case wanted (a source's cases come in pages of about ``max_bytes``)."""
     max_bytes: int = PLAN_BYTES

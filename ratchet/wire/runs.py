@@ -10,7 +10,13 @@ from temporalio.contrib.workflow_streams import WorkflowStreamState
 
 from ratchet.agents.compact import CompactModel
 from ratchet.agents.messages import Message
-from ratchet.agents.state import AgentSession, AgentStatus, ExecutionState, ThreadData
+from ratchet.agents.state import (
+    AgentSession,
+    AgentStatus,
+    ExecutionState,
+    ThreadBase,
+    ThreadData,
+)
 from ratchet.agents.state_context import StateConflict, StateEntry
 from ratchet.agents.usage import Usage
 from ratchet.errors import InvalidInputError
@@ -56,6 +62,9 @@ class RunResult(CompactModel):
     """For a run of a session: the agent's committed state at the end, for the session."""
     thread: ThreadData | None = Field(default=None, exclude=True)
     """The whole thread, for workflow code that called ``run_agent``; never serialised."""
+    thread_end: ThreadBase | None = None
+    """The whole thread by reference (its workflow, length, last message and id), for
+    another run to continue from (a free-running rerun's next case)."""
 
     @property
     def output(self) -> str:

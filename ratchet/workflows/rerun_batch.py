@@ -15,16 +15,11 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import (
-    ActivityError,
-    ChildWorkflowError,
-    FailureError,
-    WorkflowAlreadyStartedError,
-)
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from ratchet.errors import UsageError
-    from ratchet.wire.names import PLAN_ACTIVITY, RERUN_BATCH_WORKFLOW, RUN_WORKFLOW
+    from ratchet.wire.names import PLAN_ACTIVITY, RERUN_BATCH_WORKFLOW
     from ratchet.wire.rerun import (
         MAX_CASES,
         BatchInput,
@@ -37,7 +32,9 @@ with workflow.unsafe.imports_passed_through():
         child_id,
         short,
     )
-    from ratchet.wire.runs import RunInput, RunResult
+    from ratchet.wire.runs import RunResult
+
+    from .rerun_cases import answer_case, batch_full, cause_of, following, not_followed
 
 PLAN_TIMEOUT = timedelta(minutes=5)
 PLAN_RETRIES = RetryPolicy(maximum_attempts=5)
@@ -70,25 +67,27 @@ class RerunBatchWorkflow:
         while self._source < len(input.sources):
             source = input.sources[self._source]
             self._plan_ahead(plans, next_case)
-            plan = await plans.pop(self._source)
-            if self._positions >= MAX_CASES:
-                plan = SourcePlan(source=source, error=_full(source))
-            while plan.error is None:
-                for n, case in enumerate(plan.cases, start=plan.start):
-                    if started >= input.batch.cases_per_run:
-                        await asyncio.gather(*tasks)
-                        self._continue_as_new(n)
-                    await slots.acquire()
-                    self._positions += 1
-                    answer = self._answer(case, source, self._positions, slots)
-                    tasks.append(asyncio.create_task(answer))
-                    started += 1
-                end = plan.start + len(plan.cases)
-                if end >= plan.total:
-                    break
-                plan = await self._plan(source, end)
-            if plan.error is not None:
-                self._unreadable(source, plan.error)
+            first = await plans.pop(self._source)
+            cases, error = await self._cases(source, first)
+            if error is not None:
+                self._unreadable(source, error)
+            elif input.free_running and cases:  # one chain per source: a new one can wait
+                if started >= input.batch.cases_per_run:
+                    await asyncio.gather(*tasks)
+                    self._continue_as_new(0)
+                await slots.acquire()
+                chain = self._in_order(cases, source, self._positions, slots)
+                tasks.append(asyncio.create_task(chain))
+                self._positions += len(cases)
+                started += len(cases)
+            for n, case in enumerate([] if input.free_running else cases, start=first.start):
+                if started >= input.batch.cases_per_run:
+                    await asyncio.gather(*tasks)
+                    self._continue_as_new(n)
+                await slots.acquire()
+                self._positions += 1
+                tasks.append(asyncio.create_task(self._one(case, source, self._positions, slots)))
+                started += 1
             self._source, next_case = self._source + 1, 0
             self._show()
         await asyncio.gather(*tasks)
@@ -133,6 +132,7 @@ class RerunBatchWorkflow:
             thread_kind=self._input.options.thread_kind,
             inline_bytes=self._input.batch.inline_bytes,
             start=start,
+            free_running=self._input.free_running,
         )
         try:
             return await workflow.execute_activity(
@@ -144,7 +144,7 @@ class RerunBatchWorkflow:
                 summary=f"plan {source}",
             )
         except ActivityError as e:
-            return SourcePlan(source=source, error=f"Could not plan {source}: {_cause(e)}")
+            return SourcePlan(source=source, error=f"Could not plan {source}: {cause_of(e)}")
 
     def _unreadable(self, source: str, error: str) -> None:
         self._positions += 1
@@ -152,38 +152,52 @@ class RerunBatchWorkflow:
             CaseRecord(id=source, source=source, position=self._positions, error=short(error))
         )
 
-    async def _answer(
+    async def _cases(self, source: str, first: SourcePlan) -> tuple[list[CasePlan], str | None]:
+        """Every case of ``source`` from ``first`` on (the plan comes in pages)."""
+        if self._positions >= MAX_CASES:
+            return [], batch_full(source)
+        cases, plan = list(first.cases), first
+        while plan.error is None and plan.start + len(plan.cases) < plan.total:
+            plan = await self._plan(source, plan.start + len(plan.cases))
+            cases += plan.cases
+        return cases, plan.error
+
+    async def _one(
         self, case: CasePlan, source: str, position: int, slots: asyncio.Semaphore
     ) -> None:
-        recording = self._input.policy.model_copy(update={"calls": case.recording.calls})
-        options = self._input.options.model_copy(update={"recording": recording})
-        workflow_id = child_id(self._batch_id(), case.id)
-        record = CaseRecord(id=case.id, source=source, position=position, workflow_id=workflow_id)
-        began = workflow.now()
-        self._running.add(workflow_id)
-        try:
-            await workflow.execute_child_workflow(
-                RUN_WORKFLOW,
-                RunInput(
-                    agent=self._input.agent,
-                    messages=case.messages,
-                    session=case.session,
-                    options=options,
-                ),
-                id=workflow_id,
-                result_type=RunResult,
-                static_summary=f"rerun of {case.id}",
-            )
-        except ChildWorkflowError as e:
-            record.error = short(_cause(e))
-        except WorkflowAlreadyStartedError:  # a batch reset to before a child started
-            record.error = f"{workflow_id} was already started (the batch was reset?)"
-        # Not in a ``finally``: an evicted workflow's tasks are closed, not finished.
-        record.latency_s = (workflow.now() - began).total_seconds()
-        self._records.append(record)
-        self._running.discard(workflow_id)
+        await self._run_case(case, source, position)
+        slots.release()
+
+    async def _in_order(
+        self, cases: list[CasePlan], source: str, position: int, slots: asyncio.Semaphore
+    ) -> None:
+        """Free-running: each case continues the thread of the run before it (the
+        cases take the places after ``position``)."""
+        previous: RunResult | None = None
+        for n, case in enumerate(cases, start=position + 1):
+            workflow_id = child_id(self._batch_id(), case.id)
+            if previous is not None:
+                case = case.model_copy(
+                    update={"session": following(self._input, workflow_id, previous)}
+                )
+            previous = await self._run_case(case, source, n)
+            if previous is None:  # the rest have no conversation to follow
+                failed = case.id
+                rest = enumerate(cases[n - position :], start=n + 1)
+                self._records += [not_followed(c, source, p, failed) for p, c in rest]
+                break
         slots.release()
         self._show()
+
+    async def _run_case(self, case: CasePlan, source: str, position: int) -> RunResult | None:
+        workflow_id = child_id(self._batch_id(), case.id)
+        self._running.add(workflow_id)
+        record, result = await answer_case(self._input, workflow_id, case, source, position)
+        # Not in a ``finally``: an evicted workflow's tasks are closed, not finished.
+        self._records.append(record)
+        self._running.discard(workflow_id)
+        self._show()
+        return result if record.error is None else None
 
     def _batch_id(self) -> str:
         return self._input.batch_id or workflow.info().workflow_id
@@ -206,18 +220,3 @@ class RerunBatchWorkflow:
             f"({p.cases_failed} failed), {p.running} running; "
             f"{p.sources_started} of {p.sources} sources started."
         )
-
-
-def _cause(error: FailureError) -> str:
-    """The deepest failure's message: what went wrong, not how it was wrapped."""
-    cause: BaseException = error
-    while isinstance(cause, FailureError) and cause.cause is not None:
-        cause = cause.cause
-    return cause.message if isinstance(cause, FailureError) else str(cause)
-
-
-def _full(source: str) -> str:
-    return (
-        f"Not rerun: a batch takes at most {MAX_CASES} cases; start another batch for the "
-        f"sources from {source} on."
-    )

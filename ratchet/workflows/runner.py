@@ -23,6 +23,7 @@ with workflow.unsafe.imports_passed_through():
         AgentState,
         AgentStatus,
         ExecutionState,
+        ThreadBase,
         ThreadData,
     )
     from ratchet.agents.state_context import ShareToken, StateConflict, StateEntry
@@ -323,6 +324,13 @@ class AgentRunner:
             messages=session.thread.messages if holds_part else [],
             state=session.state if holds_part else {},
             thread=session.thread,
+            thread_end=ThreadBase(
+                workflow_id=workflow.info().workflow_id,
+                run_id=workflow.info().run_id,
+                version=session.thread.length,
+                last_id=session.thread.last_id,
+                thread_id=session.thread.id,
+            ),
         )
 
 

@@ -1,0 +1,80 @@
+"""A rerun batch's cases as child runs (``RerunBatchWorkflow``'s helpers): starting
+one and recording what became of it, and the session a free-running case continues."""
+
+from __future__ import annotations
+
+from temporalio import workflow
+from temporalio.exceptions import ChildWorkflowError, FailureError, WorkflowAlreadyStartedError
+
+with workflow.unsafe.imports_passed_through():
+    from ratchet.agents.state import AgentSession, ThreadBase
+    from ratchet.wire.names import RUN_WORKFLOW
+    from ratchet.wire.rerun import MAX_CASES, BatchInput, CasePlan, CaseRecord, short
+    from ratchet.wire.runs import RunInput, RunResult
+
+
+async def answer_case(
+    input: BatchInput, workflow_id: str, case: CasePlan, source: str, position: int
+) -> tuple[CaseRecord, RunResult | None]:
+    """Run ``case`` as child run ``workflow_id``; its record, and its result if it
+    completed."""
+    recording = input.policy.model_copy(update={"calls": case.recording.calls})
+    options = input.options.model_copy(update={"recording": recording})
+    record = CaseRecord(id=case.id, source=source, position=position, workflow_id=workflow_id)
+    began = workflow.now()
+    result: RunResult | None = None
+    try:
+        result = await workflow.execute_child_workflow(
+            RUN_WORKFLOW,
+            RunInput(
+                agent=input.agent, messages=case.messages, session=case.session, options=options
+            ),
+            id=workflow_id,
+            result_type=RunResult,
+            static_summary=f"rerun of {case.id}",
+        )
+    except ChildWorkflowError as e:
+        record.error = short(cause_of(e))
+    except WorkflowAlreadyStartedError:  # a batch reset to before a child started
+        record.error = f"{workflow_id} was already started (the batch was reset?)"
+    record.latency_s = (workflow.now() - began).total_seconds()
+    return record, result
+
+
+def following(input: BatchInput, workflow_id: str, previous: RunResult) -> AgentSession | None:
+    """Free-running: a session whose thread is ``previous`` run's whole thread, by
+    reference (the new agent's own answers so far), for case run ``workflow_id``."""
+    end = previous.thread_end
+    if end is None:
+        return None
+    kind = input.options.thread_kind
+    session = AgentSession.new(
+        input.agent,
+        workflow.now(),
+        session_id=workflow_id,
+        thread_id=f"thread-{workflow.uuid4().hex[:12]}",
+        thread_kind=kind,
+    )
+    session.thread.base = ThreadBase.model_validate(end.model_dump())
+    return session
+
+
+def not_followed(case: CasePlan, source: str, position: int, failed: str) -> CaseRecord:
+    """A free-running case after one that failed: it has no conversation to follow."""
+    error = f"Not rerun: free-running, it follows {failed}, which failed."
+    return CaseRecord(id=case.id, source=source, position=position, error=error)
+
+
+def cause_of(error: FailureError) -> str:
+    """The deepest failure's message: what went wrong, not how it was wrapped."""
+    cause: BaseException = error
+    while isinstance(cause, FailureError) and cause.cause is not None:
+        cause = cause.cause
+    return cause.message if isinstance(cause, FailureError) else str(cause)
+
+
+def batch_full(source: str) -> str:
+    return (
+        f"Not rerun: a batch takes at most {MAX_CASES} cases; start another batch for the "
+        f"sources from {source} on."
+    )
