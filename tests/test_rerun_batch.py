@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from temporalio.service import RPCError
 
-from ratchet.agents import ModelPrice, ScriptedModel, ToolCallingAgent
+from ratchet.agents import Message, ModelPrice, ScriptedModel, ToolCallingAgent, tool
 from ratchet.client import AgentClient, RunHandle
 from ratchet.devserver import DevServer
 from ratchet.errors import InvalidOptionsError
@@ -29,8 +29,25 @@ from .test_cli_sessions import ratchet
 from .test_durability import OPTIONS, wait_for_event
 from .test_rerun import AGENTS, RAN, book, lookup, recorded_session, v1, v2
 
+
+@tool(durable=True)
+def book_durably(hotel: str) -> str:
+    """Book a hotel, as its own activity."""
+    RAN.append(f"book {hotel}")
+    return f"booked {hotel}"
+
+
+def v2_durable(messages, context):
+    """v2, booking through the durable tool."""
+    reply = v2(messages, context)
+    if isinstance(reply, Message) and reply.tool_calls and reply.tool_calls[0].name == "book":
+        return ScriptedModel.call("book_durably", hotel="Miraflores")
+    return reply
+
+
 ASKING = {
     **AGENTS,
+    "weather-v2-durable": ToolCallingAgent(ScriptedModel(v2_durable), [lookup, book_durably]),
     # v2, but every lookup needs a person's approval.
     "weather-v3": ToolCallingAgent(
         ScriptedModel(v2), [lookup, book], approval_policy=lambda name, args: name == "lookup"
@@ -424,6 +441,7 @@ async def test_a_free_running_batch_carries_the_new_agents_answers_forward_by_re
         second = await (await case_run(agent_client, batch.id, f"{source}#2")).state()
         broken = await start_batch(agent_client, [source], agent="weather-v9", free_running=True)
         failed = (await broken.result()).records
+        broken_report = await broken.report()
     oslo, lima = report.cases
     # Case 2 follows v2's own first answer (not the recorded "snow"), as rerun_many does.
     assert lima.new.answer == (
@@ -436,3 +454,29 @@ async def test_a_free_running_batch_carries_the_new_agents_answers_forward_by_re
     # A case that fails leaves the rest of its chain nothing to follow.
     assert failed[0].error is not None and "weather-v9" in failed[0].error
     assert failed[1].error == f"Not rerun: free-running, it follows {source}#1, which failed."
+    # Reported with its recorded side: the case exists, its rerun did not happen.
+    assert [c.old.answer for c in broken_report.cases] == ["snow", "sun"]
+    assert not broken_report.cases[1].case.metadata.get("unreadable")
+    (cost_gate,) = broken_report.gate(max_cost_increase=0.5)
+    assert cost_gate.startswith("2 of 2 cases did not run to an answer")
+
+
+async def test_under_ask_a_durable_tool_waits_for_a_person_too_and_a_rejection_is_not_live(
+    agent_client: AgentClient,
+):
+    RAN.clear()
+    async with build_worker(agent_client, ASKING):
+        source = await recorded_session(agent_client)
+        batch = await start_batch(
+            agent_client, [source], agent="weather-v2-durable", unrecorded="ask"
+        )
+        lima = await case_run(agent_client, batch.id, f"{source}#2")
+        (waiting,) = await lima.wait_for_pending()
+        assert waiting.action.call is not None
+        assert (waiting.action.kind, waiting.action.call.name) == ("approval", "book_durably")
+        await lima.reject(waiting.action.id, "no bookings in a rerun")
+        report = await batch.report()
+    assert RAN == ["lookup Oslo", "lookup Lima"]  # rejected: the booking never ran
+    lima_case = report.cases[1]
+    assert lima_case.new.live_calls == []  # nothing ran live
+    assert lima_case.new.answer is not None and "rejected this call" in lima_case.new.answer

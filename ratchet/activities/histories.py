@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -17,7 +17,7 @@ from temporalio.converter import DataConverter
 
 from ratchet.agents.messages import Message
 from ratchet.agents.usage import Usage
-from ratchet.wire.names import TURN_ACTIVITY
+from ratchet.wire.names import TOOL_ACTIVITY, TURN_ACTIVITY
 from ratchet.wire.runs import RunResult
 from ratchet.wire.turns import TurnOutput
 
@@ -45,6 +45,15 @@ class ReadHistory:
     turns: list[RecordedTurn]
     result: RunResult | None
     """The run's result, if the run completed (its last workflow run's)."""
+    tool_results: list[Message] = field(default_factory=list[Message])
+    """What the calls run as their own activities returned (approved or durable calls:
+    the workflow, not a turn, adds those results to the thread)."""
+
+    @property
+    def added(self) -> list[Message]:
+        """The messages the turns added, then the results of tool activities."""
+        added = [m for turn in self.turns for m in turn.output.added if isinstance(m, Message)]
+        return added + self.tool_results
 
 
 async def read_history(
@@ -53,26 +62,30 @@ async def read_history(
     """The turns of ``handle`` (see ``recorded_turns``) and, ``run_result`` (an agent
     run's), its ``RunResult``, in one read."""
     converter = handle._client.data_converter  # noqa: SLF001 - the handle's own
-    runs: list[list[RecordedTurn]] = []
+    runs: list[ReadHistory] = []
     run_id = handle.run_id
-    result: RunResult | None = None
     while True:
-        turns, run_id, completed = await _turns_of_run(handle, run_id, converter)
+        read, run_id, completed = await _read_run(handle, run_id, converter)
         if run_result and completed is not None and not runs:
-            (result,) = await converter.decode(completed, [RunResult])
-        runs.append(turns)
+            (read.result,) = await converter.decode(completed, [RunResult])
+        runs.append(read)
         if not follow or run_id is None:
-            return ReadHistory([t for run in reversed(runs) for t in run], result)
+            runs.reverse()
+            return ReadHistory(
+                turns=[t for run in runs for t in run.turns],
+                result=runs[-1].result,
+                tool_results=[m for run in runs for m in run.tool_results],
+            )
 
 
-async def _turns_of_run(
+async def _read_run(
     handle: WorkflowHandle, run_id: str | None, converter: DataConverter
-) -> tuple[list[RecordedTurn], str | None, Sequence[Payload] | None]:
-    """One workflow run's turns, the run it continued (``None``: its first), and its
-    result's payloads if it completed."""
+) -> tuple[ReadHistory, str | None, Sequence[Payload] | None]:
+    """One workflow run's turns and tool results, the run it continued (``None``: its
+    first), and its result's payloads if it completed."""
     run = handle._client.get_workflow_handle(handle.id, run_id=run_id)  # noqa: SLF001
-    scheduled: dict[int, datetime] = {}
-    turns: list[RecordedTurn] = []
+    scheduled: dict[int, tuple[str, datetime]] = {}
+    read = ReadHistory(turns=[], result=None)
     earlier: str | None = None
     completed_with: Sequence[Payload] | None = None
     async for event in run.fetch_history_events():
@@ -82,21 +95,25 @@ async def _turns_of_run(
         elif event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
             completed_with = event.workflow_execution_completed_event_attributes.result.payloads
         elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-            attributes = event.activity_task_scheduled_event_attributes
-            if attributes.activity_type.name == TURN_ACTIVITY:
-                scheduled[event.event_id] = event.event_time.ToDatetime(UTC)
+            kind = event.activity_task_scheduled_event_attributes.activity_type.name
+            if kind in (TURN_ACTIVITY, TOOL_ACTIVITY):
+                scheduled[event.event_id] = (kind, event.event_time.ToDatetime(UTC))
         elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
             completed = event.activity_task_completed_event_attributes
-            if completed.scheduled_event_id in scheduled:
-                (output,) = await converter.decode(completed.result.payloads, [TurnOutput])
-                start = scheduled[completed.scheduled_event_id]
-                turns.append(RecordedTurn(start, event.event_time.ToDatetime(UTC), output))
+            kind, start = scheduled.get(completed.scheduled_event_id, ("", None))
+            payloads = completed.result.payloads
+            if kind == TURN_ACTIVITY and start is not None:
+                (output,) = await converter.decode(payloads, [TurnOutput])
+                read.turns.append(RecordedTurn(start, event.event_time.ToDatetime(UTC), output))
+            elif kind == TOOL_ACTIVITY:
+                (message,) = await converter.decode(payloads, [Message])
+                read.tool_results.append(message)
         elif event.event_type == EventType.EVENT_TYPE_MARKER_RECORDED:
             done = event.event_time.ToDatetime(UTC)
             turn = await _local_turn(event.marker_recorded_event_attributes, done, converter)
             if turn is not None:
-                turns.append(turn)
-    return turns, earlier, completed_with
+                read.turns.append(turn)
+    return read, earlier, completed_with
 
 
 async def _local_turn(marker: Any, done: datetime, converter: DataConverter) -> RecordedTurn | None:

@@ -56,6 +56,7 @@ async def _plan(client: Client, request: PlanRequest) -> SourcePlan:
     handle = client.get_workflow_handle(source)
     description = await handle.describe()
     base: Holder | None = None
+    handle = client.get_workflow_handle(source, run_id=description.run_id)  # as described
     if description.workflow_type == SESSION_WORKFLOW:
         info = await handle.query("log_info", result_type=LogInfo)
         base = Holder(source, description.run_id, info.thread_id)

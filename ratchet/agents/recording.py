@@ -47,18 +47,27 @@ class Recording(CompactModel):
 
     def asks(self, call: ToolCall) -> bool:
         """Whether a person decides ``call`` (unrecorded, under ``ask``)."""
-        return self.unrecorded == "ask" and self.answer(call) is None
+        return self.unrecorded == "ask" and self.find(call) is None
 
-    def answer(self, call: ToolCall) -> Message | None:
-        """The call's recorded result; a refusal for an unrecorded call (``refuse``);
-        ``None`` when it should run (``live``, or ``ask`` once approved)."""
+    def holds(self, call: ToolCall) -> bool:
+        """Whether the recording answers ``call`` with a recorded result."""
+        return self.find(call) is not None
+
+    def find(self, call: ToolCall) -> RecordedCall | None:
         try:
             arguments = canonical(call.arguments)
         except ValueError:
             arguments = call.arguments
-        for recorded in self.calls:
-            if recorded.name == call.name and recorded.arguments == arguments:
-                return Message.tool(call, recorded.result, is_error=recorded.is_error)
+        return next(
+            (r for r in self.calls if r.name == call.name and r.arguments == arguments), None
+        )
+
+    def answer(self, call: ToolCall) -> Message | None:
+        """The call's recorded result; a refusal for an unrecorded call (``refuse``);
+        ``None`` when it should run (``live``, or ``ask`` once approved)."""
+        recorded = self.find(call)
+        if recorded is not None:
+            return Message.tool(call, recorded.result, is_error=recorded.is_error)
         if self.unrecorded != "refuse":
             return None
         return Message.tool(call, UNRECORDED_REFUSED.format(name=call.name), is_error=True)

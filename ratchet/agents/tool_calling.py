@@ -105,10 +105,12 @@ class ToolCallingAgent(Agent):
             answer = self.output is not None and call.name == FINAL_RESULT  # never approved
             action = tool.pending_for(call, self.approval_policy) if tool and not answer else None
             decides = action is not None and action.kind == "approval"
-            if recorded is not None and (not decides or _reuses_approvals(context)):
+            refused = recorded is not None and not _held(call, context)  # nothing to approve
+            if recorded is not None and (not decides or refused or _reuses_approvals(context)):
                 answered.append(recorded)  # nothing runs, nobody is asked
                 continue
-            if tool is not None and action is None and _asks(call, tool, context):
+            runs_now = action is None or action.kind == "tool"  # durable tools too
+            if tool is not None and runs_now and _asks(call, tool, context):
                 action = tool.pending_for(call, lambda name, args: True)  # a person decides
             if action is None:
                 now.append(call)
@@ -219,6 +221,10 @@ def _asks(call: ToolCall, tool: Tool | None, context: RunContext) -> bool:
     return _recorded_kind(call, tool, context) and bool(
         context.recording and context.recording.asks(call)
     )
+
+
+def _held(call: ToolCall, context: RunContext) -> bool:
+    return context.recording is not None and context.recording.holds(call)
 
 
 def _reuses_approvals(context: RunContext) -> bool:

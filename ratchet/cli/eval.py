@@ -108,6 +108,13 @@ async def evaluate_command(args: argparse.Namespace) -> int:
         report = await compare(
             client, cases, old=args.baseline, new=args.agent, evaluators=evaluators
         )
+    elif args.dataset and (args.unrecorded == "ask" or args.approvals == "policy"):
+        print(
+            "error: --dataset reruns from this process and cannot ask about calls: use "
+            "--unrecorded refuse or live and --approvals recorded",
+            file=sys.stderr,
+        )
+        return 2
     elif args.dataset:
         report = await rerun_many(
             client,
@@ -182,23 +189,20 @@ async def export_command(args: argparse.Namespace) -> int:
 async def _batch_report(
     client: AgentClient, batch: RerunBatch, args: argparse.Namespace, evaluators: list[Any]
 ) -> Report:
-    """Wait for the batch, deciding its cases' waiting calls at this terminal when
-    asked to (``--unrecorded ask``, ``--approvals policy``)."""
-    asking = args.unrecorded == "ask" or args.approvals == "policy"
-    decisions = asyncio.create_task(_decide_at_terminal(client, batch)) if asking else None
+    """Wait for the batch, deciding at this terminal what its cases' runs wait for
+    (``--unrecorded ask``, ``--approvals policy``, the agent's own approval rules or
+    questions), so a batch never waits unseen."""
+    decisions = asyncio.create_task(_decide_at_terminal(client, batch))
     try:
         return await batch.report(evaluators)
     finally:
-        if decisions is not None:
-            decisions.cancel()
-            await asyncio.gather(decisions, return_exceptions=True)
+        decisions.cancel()
+        await asyncio.gather(decisions, return_exceptions=True)
 
 
 async def _decide_at_terminal(client: AgentClient, batch: RerunBatch) -> None:
     """Ask at the terminal about each call a case's run waits on; end of input
     refuses the rest (an unattended run never hangs on a question)."""
-    from ratchet.errors import RatchetError
-
     from .sessions import decide, read_line
 
     asked: set[str] = set()
@@ -211,12 +215,17 @@ async def _decide_at_terminal(client: AgentClient, batch: RerunBatch) -> None:
         return answer
 
     while True:
-        for run_id in await batch.running():
+        try:
+            running = await batch.running()
+        except Exception as e:  # noqa: BLE001 - a worker restarting: look again
+            print(f"warning: could not list the batch's runs ({e}); trying again", file=sys.stderr)
+            running = []
+        for run_id in running:
             run = client.get_run(run_id)
             try:
                 waiting = await run.pending()
-            except RatchetError:
-                continue  # finished meanwhile
+            except Exception:  # noqa: BLE001 - finished meanwhile, or its worker is away
+                continue
             for item in waiting:
                 if item.action.id not in asked:
                     asked.add(item.action.id)

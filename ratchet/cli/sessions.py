@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import getpass
 import json
 import sys
+import threading
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, cast
 
@@ -97,9 +99,19 @@ Prompt = Callable[[str], Awaitable[str]]
 
 
 async def read_line(prompt: str) -> str:
-    """A line from stdin without blocking the event loop; EOF reads as ``/quit``."""
+    """A line from stdin without blocking the event loop; EOF reads as ``/quit``. Read
+    on a daemon thread, so a prompt left open does not hold the process at exit."""
     print(prompt, end="", flush=True)
-    line = await asyncio.to_thread(sys.stdin.readline)
+    loop = asyncio.get_running_loop()
+    answer: asyncio.Future[str] = loop.create_future()
+
+    def read() -> None:
+        line = sys.stdin.readline()
+        with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
+            loop.call_soon_threadsafe(lambda: answer.done() or answer.set_result(line))
+
+    threading.Thread(target=read, daemon=True).start()
+    line = await answer
     return line.rstrip("\n") if line else "/quit"
 
 
@@ -205,7 +217,10 @@ async def decide(
     try:
         if action.kind == "input":
             answer = await ask(f"{action.question}\nanswer> ")
-            await session.provide_input(action.id, answer, by=by)
+            if answer == "/quit":  # end of input: no answer, rather than "/quit" as one
+                await session.reject(action.id, "no answer at the terminal", by=by)
+            else:
+                await session.provide_input(action.id, answer, by=by)
             return
         reply = await ask(f"approve {action.call.describe() if action.call else action.id}? [y/n] ")
         if reply.strip().lower() in ("y", "yes"):

@@ -21,7 +21,6 @@ from typing import Any
 from temporalio.client import WorkflowHandle
 
 from ratchet.activities.histories import activity_results, read_history
-from ratchet.agents.messages import Message
 from ratchet.agents.recording import Approvals, Recording, Unrecorded
 from ratchet.client import AgentClient
 from ratchet.errors import InvalidInputError
@@ -84,9 +83,9 @@ class RerunBatch:
         slots = asyncio.Semaphore(READERS)
 
         async def compare(record: CaseRecord) -> Compared:
-            if record.workflow_id is None:  # its source could not be read
+            plan = plans.get(record.id)
+            if plan is None:  # its source could not be read
                 return await _unreadable(record)
-            plan = plans[record.id]
             case = Case(id=record.id, prompt=plan.prompt, metadata={"source": record.source})
             recorded = plan.old
             old = Outcome(
@@ -116,7 +115,7 @@ class RerunBatch:
         if read.result is None:
             error = f"{record.workflow_id} did not complete"
             return Outcome(error=error, latency_s=record.latency_s)
-        added = [m for turn in read.turns for m in turn.output.added if isinstance(m, Message)]
+        added = read.added
         recording = policy.model_copy(update={"calls": plan.recording.calls})
         return outcome_of(read.result.output, read.result.usage, record.latency_s, added, recording)
 

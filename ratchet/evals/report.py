@@ -54,6 +54,12 @@ class Report(BaseModel):
         failures: list[str] = []
         if min_score is not None and self.new_score < min_score:
             failures.append(f"score {self.new_score:.3f} is below the minimum {min_score:.3f}")
+        failed = [c for c in self.cases if c.new.error is not None]
+        if failed and (min_score is not None or max_cost_increase is not None):
+            failures.append(
+                f"{len(failed)} of {len(self.cases)} cases did not run to an answer "
+                f"(first: {failed[0].case.id}: {failed[0].new.error})"
+            )
         if max_cost_increase is not None and self.old_cost == 0 < self.new_cost:
             failures.append(
                 "the old side has no cost to compare with (its model had no price, so its "

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ratchet.activities.histories import recorded_turns, usage_per_user_message
-from ratchet.agents.messages import Message
+from ratchet.agents.messages import Message, ToolCall
+from ratchet.agents.output import FINAL_RESULT
 from ratchet.agents.recording import (
     Approvals,
     Recording,
@@ -259,8 +260,17 @@ def outcome_of(
     answer: str, usage: Usage, latency: float, added: list[Message], recording: Recording
 ) -> Outcome:
     calls = [c for m in added if m.role == "assistant" for c in m.tool_calls]
-    live = [c.describe() for c in calls if recording.answer(c) is None]  # None: ran live
+    results = {m.tool_call_id: m for m in added if m.role == "tool" and m.tool_call_id}
+    live = [c.describe() for c in calls if _ran_live(c, results.get(c.id), recording)]
     return Outcome(answer=answer, tool_calls=calls, usage=usage, latency_s=latency, live_calls=live)
+
+
+def _ran_live(call: ToolCall, result: Message | None, recording: Recording) -> bool:
+    """Whether ``call`` ran for real: not answered from the recording, and neither
+    refused, denied nor rejected (those results say it was not run)."""
+    if call.name == FINAL_RESULT or recording.unrecorded == "refuse" or recording.holds(call):
+        return False
+    return result is not None and not (result.is_error and "not run" in result.text.lower())
 
 
 def _fresh(message: Message) -> Message:

@@ -7,7 +7,7 @@ import asyncio
 import time
 from collections.abc import Sequence
 
-from ratchet.activities.histories import recorded_turns
+from ratchet.activities.histories import read_history
 from ratchet.agents.messages import Message
 from ratchet.client import AgentClient, RunHandle
 from ratchet.errors import RatchetError
@@ -85,5 +85,4 @@ async def _run(client: AgentClient, agent: str, case: Case, options: RunOptions 
 async def added_messages(handle: RunHandle) -> list[Message]:
     """The messages the run's turns added, read from its history: a query would make a
     worker replay the finished workflow (about as long again as the run itself)."""
-    turns = await recorded_turns(handle.workflow, follow=False)
-    return [m for turn in turns for m in turn.output.added if isinstance(m, Message)]
+    return (await read_history(handle.workflow, follow=False)).added

@@ -8,6 +8,7 @@ loopback only). The server reads the files as they are: no evaluator runs here.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,7 +39,8 @@ class ReportSummary(BaseModel):
 @evals.get("")
 async def list_reports(request: Request, who: Who) -> list[ReportSummary]:
     """The reports under the server's ``--reports`` directory, newest first."""
-    found = [_summary(path) for path in _reports(request, who).glob("*/report.json")]
+    root = _reports(request, who)
+    found = await asyncio.to_thread(lambda: [_summary(p) for p in root.glob("*/report.json")])
     return sorted((s for s in found if s is not None), key=lambda s: s.written_at, reverse=True)
 
 
@@ -46,12 +48,9 @@ async def list_reports(request: Request, who: Who) -> list[ReportSummary]:
 async def get_report(request: Request, name: str, who: Who) -> dict[str, Any]:
     """One report as ``report.json`` holds it: per case, both sides and their scores."""
     root = _reports(request, who)
-    names = {p.parent.name for p in root.glob("*/report.json")}
-    if name in names:  # never a path: only the names the directory lists
-        try:
-            return json.loads((root / name / "report.json").read_text())
-        except (OSError, ValueError):
-            pass  # not a report, or one being written: as GET /v1/evals, not listed
+    found = await asyncio.to_thread(_read_report, root, name)
+    if found is not None:
+        return found
     raise NotFoundError(f"There is no report {name!r}; GET /v1/evals lists them.")
 
 
@@ -69,6 +68,16 @@ def _reports(request: Request, who: str) -> Path:
             "conversations); the server's --report-readers names who may."
         )
     return root
+
+
+def _read_report(root: Path, name: str) -> dict[str, Any] | None:
+    names = {p.parent.name for p in root.glob("*/report.json")}
+    if name not in names:  # never a path: only the names the directory lists
+        return None
+    try:
+        return json.loads((root / name / "report.json").read_text())
+    except (OSError, ValueError):
+        return None  # not a report, or one being written: as GET /v1/evals, not listed
 
 
 def _summary(path: Path) -> ReportSummary | None:

@@ -18,7 +18,10 @@ MAX_CONCURRENCY = 50
 CASES_PER_RUN = 500
 """Cases a batch's workflow run starts before it continues as new."""
 MAX_CASES = 10_000
-"""Most cases one batch takes (what it carries over continue-as-new stays < 2 MB)."""
+"""Most cases one batch takes."""
+MAX_RECORD_BYTES = 1536 * 1024
+"""Most bytes of case records a batch carries over continue-as-new and returns (a
+payload may hold 2 MB): past it, the sources left are recorded as not rerun."""
 ERROR_CHARS = 300
 INLINE_BYTES = 32 * 1024
 PLAN_BYTES = 1024 * 1024

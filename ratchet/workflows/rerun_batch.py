@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.wire.names import PLAN_ACTIVITY, RERUN_BATCH_WORKFLOW
     from ratchet.wire.rerun import (
         MAX_CASES,
+        MAX_RECORD_BYTES,
         BatchInput,
         BatchProgress,
         BatchResult,
@@ -54,6 +55,8 @@ class RerunBatchWorkflow:
         self._running: set[str] = set()
         """The child runs in flight."""
         self._positions = len(input.records)
+        self._carried = sum(len(r.model_dump_json()) for r in input.records)
+        """About the bytes of ``_records``: what continue-as-new and the result carry."""
         """Cases (and unreadable sources) given a place in the batch so far."""
 
     @workflow.run
@@ -148,13 +151,13 @@ class RerunBatchWorkflow:
 
     def _unreadable(self, source: str, error: str) -> None:
         self._positions += 1
-        self._records.append(
+        self._record(
             CaseRecord(id=source, source=source, position=self._positions, error=short(error))
         )
 
     async def _cases(self, source: str, first: SourcePlan) -> tuple[list[CasePlan], str | None]:
         """Every case of ``source`` from ``first`` on (the plan comes in pages)."""
-        if self._positions >= MAX_CASES:
+        if self._positions >= MAX_CASES or self._carried > MAX_RECORD_BYTES:
             return [], batch_full(source)
         cases, plan = list(first.cases), first
         while plan.error is None and plan.start + len(plan.cases) < plan.total:
@@ -174,18 +177,18 @@ class RerunBatchWorkflow:
         """Free-running: each case continues the thread of the run before it (the
         cases take the places after ``position``)."""
         previous: RunResult | None = None
+        failed: str | None = None  # the case the rest cannot follow
         for n, case in enumerate(cases, start=position + 1):
-            workflow_id = child_id(self._batch_id(), case.id)
-            if previous is not None:
-                case = case.model_copy(
-                    update={"session": following(self._input, workflow_id, previous)}
-                )
+            session = None
+            if previous is not None and failed is None:
+                session = following(self._input, child_id(self._batch_id(), case.id), previous)
+                failed = failed if session is not None else cases[n - position - 2].id
+            if failed is not None:
+                self._record(not_followed(case, source, n, failed))
+                continue
+            case = case.model_copy(update={"session": session}) if session else case
             previous = await self._run_case(case, source, n)
-            if previous is None:  # the rest have no conversation to follow
-                failed = case.id
-                rest = enumerate(cases[n - position :], start=n + 1)
-                self._records += [not_followed(c, source, p, failed) for p, c in rest]
-                break
+            failed = case.id if previous is None else None
         slots.release()
         self._show()
 
@@ -194,10 +197,14 @@ class RerunBatchWorkflow:
         self._running.add(workflow_id)
         record, result = await answer_case(self._input, workflow_id, case, source, position)
         # Not in a ``finally``: an evicted workflow's tasks are closed, not finished.
-        self._records.append(record)
+        self._record(record)
         self._running.discard(workflow_id)
         self._show()
         return result if record.error is None else None
+
+    def _record(self, record: CaseRecord) -> None:
+        self._records.append(record)
+        self._carried += len(record.model_dump_json())
 
     def _batch_id(self) -> str:
         return self._input.batch_id or workflow.info().workflow_id

@@ -75,6 +75,6 @@ def cause_of(error: FailureError) -> str:
 
 def batch_full(source: str) -> str:
     return (
-        f"Not rerun: a batch takes at most {MAX_CASES} cases; start another batch for the "
-        f"sources from {source} on."
+        f"Not rerun: a batch takes at most {MAX_CASES} cases (and 1.5 MB of their records); "
+        f"start another batch for the sources from {source} on."
     )
