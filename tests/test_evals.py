@@ -31,6 +31,7 @@ from ratchet.evals import (
     regex,
     score_case,
 )
+from ratchet.evals.report import scored
 from ratchet.testing import OpenAIServer
 from ratchet.worker import build_worker
 
@@ -127,14 +128,7 @@ async def test_the_llm_judge_grades_once_per_answer_and_remembers(tmp_path: Path
 
 
 async def compared(case: Case, old: Outcome, new: Outcome) -> Compared:
-    evaluators = [contains()]
-    return Compared(
-        case=case,
-        old=old,
-        new=new,
-        old_score=await score_case(case, old, evaluators),
-        new_score=await score_case(case, new, evaluators),
-    )
+    return await scored(case, old, new, [contains()])
 
 
 async def test_a_report_shows_old_and_new_side_by_side_and_gates_on_score_and_cost(

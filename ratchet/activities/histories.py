@@ -5,13 +5,14 @@ workflow costs a worker a replay of it). Used by rerun planning and evaluations.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from temporalio.api.common.v1 import Payload
 from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import WorkflowHandle
 from temporalio.converter import DataConverter
 
@@ -63,36 +64,44 @@ async def read_history(
     run's), its ``RunResult``, in one read."""
     converter = handle._client.data_converter  # noqa: SLF001 - the handle's own
     runs: list[ReadHistory] = []
-    run_id = handle.run_id
-    while True:
-        read, run_id, completed = await _read_run(handle, run_id, converter)
+    async for events in _runs(handle, handle.run_id, follow=follow):
+        read, completed = await _read_run(events, converter)
         if run_result and completed is not None and not runs:
             (read.result,) = await converter.decode(completed, [RunResult])
         runs.append(read)
-        if not follow or run_id is None:
-            runs.reverse()
-            return ReadHistory(
-                turns=[t for run in runs for t in run.turns],
-                result=runs[-1].result,
-                tool_results=[m for run in runs for m in run.tool_results],
-            )
+    runs.reverse()
+    return ReadHistory(
+        turns=[t for run in runs for t in run.turns],
+        result=runs[-1].result,
+        tool_results=[m for run in runs for m in run.tool_results],
+    )
+
+
+async def _runs(
+    handle: WorkflowHandle, run_id: str | None, *, follow: bool
+) -> AsyncIterator[list[HistoryEvent]]:
+    """The history of run ``run_id`` (``None``: the latest) and, ``follow``, of each
+    run it continued, newest first."""
+    while True:
+        run = handle._client.get_workflow_handle(handle.id, run_id=run_id)  # noqa: SLF001
+        events = [event async for event in run.fetch_history_events()]
+        yield events
+        started = events[0].workflow_execution_started_event_attributes if events else None
+        run_id = started.continued_execution_run_id if started else None
+        if not follow or not run_id:
+            return
 
 
 async def _read_run(
-    handle: WorkflowHandle, run_id: str | None, converter: DataConverter
-) -> tuple[ReadHistory, str | None, Sequence[Payload] | None]:
-    """One workflow run's turns and tool results, the run it continued (``None``: its
-    first), and its result's payloads if it completed."""
-    run = handle._client.get_workflow_handle(handle.id, run_id=run_id)  # noqa: SLF001
+    events: list[HistoryEvent], converter: DataConverter
+) -> tuple[ReadHistory, Sequence[Payload] | None]:
+    """One workflow run's turns and tool results, and its result's payloads if it
+    completed."""
     scheduled: dict[int, tuple[str, datetime]] = {}
     read = ReadHistory(turns=[], result=None)
-    earlier: str | None = None
     completed_with: Sequence[Payload] | None = None
-    async for event in run.fetch_history_events():
-        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
-            started = event.workflow_execution_started_event_attributes
-            earlier = started.continued_execution_run_id or None
-        elif event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
+    for event in events:
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
             completed_with = event.workflow_execution_completed_event_attributes.result.payloads
         elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
             kind = event.activity_task_scheduled_event_attributes.activity_type.name
@@ -113,7 +122,7 @@ async def _read_run(
             turn = await _local_turn(event.marker_recorded_event_attributes, done, converter)
             if turn is not None:
                 read.turns.append(turn)
-    return read, earlier, completed_with
+    return read, completed_with
 
 
 async def _local_turn(marker: Any, done: datetime, converter: DataConverter) -> RecordedTurn | None:
@@ -165,17 +174,11 @@ async def activity_results(handle: WorkflowHandle, activity: str, result_type: t
     all its workflow runs (continue-as-new), oldest first."""
     converter = handle._client.data_converter  # noqa: SLF001 - the handle's own
     runs: list[list[T]] = []
-    run_id: str | None = None  # the latest run; each names the one it continued
-    while True:
-        run = handle._client.get_workflow_handle(handle.id, run_id=run_id)  # noqa: SLF001
+    async for events in _runs(handle, None, follow=True):
         scheduled: set[int] = set()
         results: list[T] = []
-        run_id = None
-        async for event in run.fetch_history_events():
-            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
-                started = event.workflow_execution_started_event_attributes
-                run_id = started.continued_execution_run_id or None
-            elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+        for event in events:
+            if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
                 attributes = event.activity_task_scheduled_event_attributes
                 if attributes.activity_type.name == activity:
                     scheduled.add(event.event_id)
@@ -185,5 +188,4 @@ async def activity_results(handle: WorkflowHandle, activity: str, result_type: t
                     (value,) = await converter.decode(completed.result.payloads, [result_type])
                     results.append(value)
         runs.append(results)
-        if run_id is None:
-            return [r for run in reversed(runs) for r in run]
+    return [r for run in reversed(runs) for r in run]

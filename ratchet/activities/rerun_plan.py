@@ -22,7 +22,6 @@ from temporalio.service import RPCError, RPCStatusCode
 from ratchet.agents.messages import Message, approximate_size, new_id
 from ratchet.agents.recording import Recording, case_id, recorded_calls, user_turns
 from ratchet.agents.state import AgentSession, AgentState, ThreadBase, ThreadData
-from ratchet.agents.usage import Usage
 from ratchet.errors import ThreadResolutionError
 from ratchet.wire.names import PAGE_BYTES, PLAN_ACTIVITY, RUN_WORKFLOW, SESSION_WORKFLOW
 from ratchet.wire.rerun import CasePlan, PlanRequest, RecordedSide, SourcePlan, child_id
@@ -83,7 +82,7 @@ async def _plan(client: Client, request: PlanRequest) -> SourcePlan:
         after = messages[start + 1 : end]
         # Free-running, a case may make any of the source's calls, in any order.
         recording = Recording(calls=recorded_calls(messages if request.free_running else after))
-        old = _recorded_side(after, *recorded[n])
+        old = RecordedSide.of(after, *recorded[n])
         if request.free_running:  # the batch gives it the new agent's thread so far
             case = CasePlan(id=id, messages=[prompt], recording=recording, old=old)
         elif base is None or start == 0 or sizes[start - 1] <= request.inline_bytes:
@@ -104,16 +103,6 @@ async def _plan(client: Client, request: PlanRequest) -> SourcePlan:
             break
         plan.cases.append(case)
     return plan
-
-
-def _recorded_side(after: list[Message], usage: Usage, latency: float) -> RecordedSide:
-    answers = [m for m in after if m.role == "assistant" and m.content]
-    return RecordedSide(
-        answer=answers[-1].text if answers else None,
-        tool_calls=[c for m in after if m.role == "assistant" for c in m.tool_calls],
-        usage=usage,
-        latency_s=latency,
-    )
 
 
 def _based_session(

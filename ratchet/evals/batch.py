@@ -39,10 +39,10 @@ from ratchet.wire.rerun import (
 )
 
 from .cases import Case, Outcome
-from .evaluators import Evaluator, score_case
-from .report import Compared, Report
-from .rerun import outcome_of, rerun_notes
-from .runs import CONCURRENCY
+from .evaluators import Evaluator
+from .report import Compared, Report, scored
+from .rerun import rerun_notes
+from .runs import CONCURRENCY, outcome_of
 
 READERS = 20
 """Sources and finished runs read at once while a report is built."""
@@ -87,22 +87,9 @@ class RerunBatch:
             if plan is None:  # its source could not be read
                 return await _unreadable(record)
             case = Case(id=record.id, prompt=plan.prompt, metadata={"source": record.source})
-            recorded = plan.old
-            old = Outcome(
-                answer=recorded.answer,
-                tool_calls=recorded.tool_calls,
-                usage=recorded.usage,
-                latency_s=recorded.latency_s,
-            )
             async with slots:
                 new = await self._outcome(record, plan, result.policy)
-            return Compared(
-                case=case,
-                old=old,
-                new=new,
-                old_score=await score_case(case, old, evaluators),
-                new_score=await score_case(case, new, evaluators),
-            )
+            return await scored(case, Outcome(**plan.old.model_dump()), new, evaluators)
 
         cases = await asyncio.gather(*(compare(r) for r in result.records))
         return Report(agent=result.agent, cases=list(cases), notes=rerun_notes(cases))
@@ -171,5 +158,4 @@ def get_batch(client: AgentClient, batch_id: str) -> RerunBatch:
 async def _unreadable(record: CaseRecord) -> Compared:
     case = Case(id=record.id, prompt="", metadata={"source": record.source, "unreadable": True})
     failed = Outcome(error=record.error)
-    score = await score_case(case, failed, ())
-    return Compared(case=case, old=failed, new=failed, old_score=score, new_score=score)
+    return await scored(case, failed, failed, ())

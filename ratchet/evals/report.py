@@ -4,12 +4,14 @@ their scores, tokens, cost and latency; the aggregates; and a gate on them."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from statistics import mean
 
 from pydantic import BaseModel
 
 from .cases import Case, CaseScore, Outcome
+from .evaluators import Evaluator, score_case
 
 
 class Compared(BaseModel):
@@ -20,6 +22,19 @@ class Compared(BaseModel):
     new: Outcome
     old_score: CaseScore
     new_score: CaseScore
+
+
+async def scored(
+    case: Case, old: Outcome, new: Outcome, evaluators: Sequence[Evaluator]
+) -> Compared:
+    """``case``'s two outcomes, scored by the same evaluators."""
+    return Compared(
+        case=case,
+        old=old,
+        new=new,
+        old_score=await score_case(case, old, evaluators),
+        new_score=await score_case(case, new, evaluators),
+    )
 
 
 class Report(BaseModel):

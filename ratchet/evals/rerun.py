@@ -22,8 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ratchet.activities.histories import recorded_turns, usage_per_user_message
-from ratchet.agents.messages import Message, ToolCall
-from ratchet.agents.output import FINAL_RESULT
+from ratchet.agents.messages import Message
 from ratchet.agents.recording import (
     Approvals,
     Recording,
@@ -38,11 +37,12 @@ from ratchet.client.listing import list_workflows, type_clause
 from ratchet.errors import InvalidInputError, RatchetError
 from ratchet.wire.names import SESSION_WORKFLOW
 from ratchet.wire.options import RunOptions, SessionOptions
+from ratchet.wire.rerun import RecordedSide
 
 from .cases import Case, Outcome
-from .evaluators import Evaluator, score_case
-from .report import Compared, Report
-from .runs import CONCURRENCY, added_messages
+from .evaluators import Evaluator
+from .report import Compared, Report, scored
+from .runs import CONCURRENCY, outcome_of, run_once
 
 
 class Snapshot(Protocol):
@@ -68,14 +68,8 @@ class RecordedCase:
     """From the first recorded turn's start to the last one's end."""
 
     def old_outcome(self) -> Outcome:
-        answers = [m for m in self.after if m.role == "assistant" and m.content]
-        calls = [c for m in self.after if m.role == "assistant" for c in m.tool_calls]
-        return Outcome(
-            answer=answers[-1].text if answers else None,
-            tool_calls=calls,
-            usage=self.usage,
-            latency_s=self.latency_s,
-        )
+        recorded = RecordedSide.of(self.after, self.usage, self.latency_s)
+        return Outcome(**recorded.model_dump())
 
 
 def split_cases(source: str, messages: Sequence[Message]) -> list[RecordedCase]:
@@ -183,14 +177,7 @@ async def side_by_side(
     case: RecordedCase, new: Outcome, evaluators: Sequence[Evaluator]
 ) -> Compared:
     """The recorded and the new outcome of ``case``, scored by the same evaluators."""
-    old = case.old_outcome()
-    return Compared(
-        case=case.case,
-        old=old,
-        new=new,
-        old_score=await score_case(case.case, old, evaluators),
-        new_score=await score_case(case.case, new, evaluators),
-    )
+    return await scored(case.case, case.old_outcome(), new, evaluators)
 
 
 async def _teacher_forced(
@@ -203,15 +190,7 @@ async def _teacher_forced(
     recording = policy.model_copy(update={"calls": recorded_calls(case.after)})
     run_options = options.model_copy(update={"recording": recording})
     prompt = [_fresh(m) for m in [*case.before, case.prompt]]
-    started = time.monotonic()
-    handle = await client.start_run(agent, prompt, options=run_options)
-    try:
-        result = await handle.result()
-    except RatchetError as e:
-        return Outcome(error=f"{type(e).__name__}: {e}", latency_s=time.monotonic() - started)
-    latency = time.monotonic() - started
-    added = await added_messages(handle)
-    return outcome_of(result.output, result.usage, latency, added, recording)
+    return await run_once(client, agent, prompt, run_options, recording)
 
 
 async def _free_running(
@@ -254,23 +233,6 @@ def rerun_notes(cases: Sequence[Compared]) -> list[str]:
     live = sum(len(c.new.live_calls) for c in cases)
     ran = [f"{live} tool calls not in the recording ran live (listed per case)."] if live else []
     return [NOT_INTERCEPTED, *ran]
-
-
-def outcome_of(
-    answer: str, usage: Usage, latency: float, added: list[Message], recording: Recording
-) -> Outcome:
-    calls = [c for m in added if m.role == "assistant" for c in m.tool_calls]
-    results = {m.tool_call_id: m for m in added if m.role == "tool" and m.tool_call_id}
-    live = [c.describe() for c in calls if _ran_live(c, results.get(c.id), recording)]
-    return Outcome(answer=answer, tool_calls=calls, usage=usage, latency_s=latency, live_calls=live)
-
-
-def _ran_live(call: ToolCall, result: Message | None, recording: Recording) -> bool:
-    """Whether ``call`` ran for real: not answered from the recording, and neither
-    refused, denied nor rejected (those results say it was not run)."""
-    if call.name == FINAL_RESULT or recording.unrecorded == "refuse" or recording.holds(call):
-        return False
-    return result is not None and not (result.is_error and "not run" in result.text.lower())
 
 
 def _fresh(message: Message) -> Message:

@@ -8,14 +8,17 @@ import time
 from collections.abc import Sequence
 
 from ratchet.activities.histories import read_history
-from ratchet.agents.messages import Message
+from ratchet.agents.messages import Message, ToolCall
+from ratchet.agents.output import FINAL_RESULT
+from ratchet.agents.recording import Recording
+from ratchet.agents.usage import Usage
 from ratchet.client import AgentClient, RunHandle
 from ratchet.errors import RatchetError
 from ratchet.wire.options import RunOptions
 
 from .cases import Case, Outcome
-from .evaluators import Evaluator, score_case
-from .report import Compared, Report
+from .evaluators import Evaluator
+from .report import Report, scored
 
 CONCURRENCY = 10
 """Cases run at once by default."""
@@ -57,32 +60,54 @@ async def compare(
     before = await run_cases(client, old, cases, options=options, concurrency=concurrency)
     after = await run_cases(client, new, cases, options=options, concurrency=concurrency)
     compared = [
-        Compared(
-            case=case,
-            old=o,
-            new=n,
-            old_score=await score_case(case, o, evaluators),
-            new_score=await score_case(case, n, evaluators),
-        )
+        await scored(case, o, n, evaluators)
         for case, o, n in zip(cases, before, after, strict=True)
     ]
     return Report(agent=new, cases=compared)
 
 
 async def _run(client: AgentClient, agent: str, case: Case, options: RunOptions | None) -> Outcome:
+    return await run_once(client, agent, case.prompt, options)
+
+
+async def run_once(
+    client: AgentClient,
+    agent: str,
+    prompt: str | Sequence[Message],
+    options: RunOptions | None,
+    recording: Recording | None = None,
+) -> Outcome:
+    """Run ``agent`` on ``prompt`` and say what it did (a failed run: ``error``)."""
     started = time.monotonic()
-    handle = await client.start_run(agent, case.prompt, options=options)
+    handle = await client.start_run(agent, prompt, options=options)
     try:
         result = await handle.result()
     except RatchetError as e:
         return Outcome(error=f"{type(e).__name__}: {e}", latency_s=time.monotonic() - started)
     latency = time.monotonic() - started
     added = await added_messages(handle)
-    calls = [c for m in added if m.role == "assistant" for c in m.tool_calls]
-    return Outcome(answer=result.output, tool_calls=calls, usage=result.usage, latency_s=latency)
+    return outcome_of(result.output, result.usage, latency, added, recording)
 
 
 async def added_messages(handle: RunHandle) -> list[Message]:
     """The messages the run's turns added, read from its history: a query would make a
     worker replay the finished workflow (about as long again as the run itself)."""
     return (await read_history(handle.workflow, follow=False)).added
+
+
+def outcome_of(
+    answer: str, usage: Usage, latency: float, added: list[Message], recording: Recording | None
+) -> Outcome:
+    """What a finished run did; with a rerun's ``recording``, which calls ran live."""
+    calls = [c for m in added if m.role == "assistant" for c in m.tool_calls]
+    results = {m.tool_call_id: m for m in added if m.role == "tool" and m.tool_call_id}
+    live = [c.describe() for c in calls if recording and _ran_live(c, results.get(c.id), recording)]
+    return Outcome(answer=answer, tool_calls=calls, usage=usage, latency_s=latency, live_calls=live)
+
+
+def _ran_live(call: ToolCall, result: Message | None, recording: Recording) -> bool:
+    """Whether ``call`` ran for real: not answered from the recording, and neither
+    refused, denied nor rejected (those results say it was not run)."""
+    if call.name == FINAL_RESULT or recording.unrecorded == "refuse" or recording.holds(call):
+        return False
+    return result is not None and not (result.is_error and "not run" in result.text.lower())

@@ -99,6 +99,17 @@ class RecordedSide(CompactModel):
     usage: Usage = Usage()
     latency_s: float = 0.0
 
+    @classmethod
+    def of(cls, after: list[Message], usage: Usage, latency_s: float) -> RecordedSide:
+        """From the messages the recorded run added: its last answer, every call."""
+        answers = [m for m in after if m.role == "assistant" and m.content]
+        return cls(
+            answer=answers[-1].text if answers else None,
+            tool_calls=[c for m in after if m.role == "assistant" for c in m.tool_calls],
+            usage=usage,
+            latency_s=latency_s,
+        )
+
 
 class CasePlan(BaseModel):
     """One case as a child run's input: the thread before the user message (a

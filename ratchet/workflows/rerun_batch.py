@@ -176,19 +176,21 @@ class RerunBatchWorkflow:
     ) -> None:
         """Free-running: each case continues the thread of the run before it (the
         cases take the places after ``position``)."""
-        previous: RunResult | None = None
+        previous: tuple[str, RunResult] | None = None  # the case before, and its run
         failed: str | None = None  # the case the rest cannot follow
         for n, case in enumerate(cases, start=position + 1):
-            session = None
             if previous is not None and failed is None:
-                session = following(self._input, child_id(self._batch_id(), case.id), previous)
-                failed = failed if session is not None else cases[n - position - 2].id
+                before, result = previous
+                session = following(self._input, child_id(self._batch_id(), case.id), result)
+                if session is None:
+                    failed = before
+                else:
+                    case = case.model_copy(update={"session": session})
             if failed is not None:
                 self._record(not_followed(case, source, n, failed))
                 continue
-            case = case.model_copy(update={"session": session}) if session else case
-            previous = await self._run_case(case, source, n)
-            failed = case.id if previous is None else None
+            result = await self._run_case(case, source, n)
+            previous, failed = ((case.id, result), None) if result else (None, case.id)
         slots.release()
         self._show()
 

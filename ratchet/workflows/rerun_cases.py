@@ -7,7 +7,7 @@ from temporalio import workflow
 from temporalio.exceptions import ChildWorkflowError, FailureError, WorkflowAlreadyStartedError
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.agents.state import AgentSession, ThreadBase
+    from ratchet.agents.state import AgentSession
     from ratchet.wire.names import RUN_WORKFLOW
     from ratchet.wire.rerun import MAX_CASES, BatchInput, CasePlan, CaseRecord, short
     from ratchet.wire.runs import RunInput, RunResult
@@ -55,7 +55,7 @@ def following(input: BatchInput, workflow_id: str, previous: RunResult) -> Agent
         thread_id=f"thread-{workflow.uuid4().hex[:12]}",
         thread_kind=kind,
     )
-    session.thread.base = ThreadBase.model_validate(end.model_dump())
+    session.thread.base = end
     return session
 
 
