@@ -214,6 +214,33 @@ async def test_a_payment_waits_inline_and_in_the_inbox_until_alice_approves_it(
     await screenshot(bobs, "billing-decided-by-someone-else", capsys)
 
 
+async def test_a_session_opened_while_the_page_still_loads_keeps_the_reply_it_streams(
+    stack, page
+):
+    """Saving a token loads the lists, then reopens the session that was open. A
+    session opened in the meantime must not be reopened: that cut off its reply."""
+    evals_held = asyncio.Event()
+    thread_reads: list[str] = []
+
+    async def hold(route: Any) -> None:
+        await evals_held.wait()
+        await route.continue_()
+
+    await page.route("**/v1/evals", hold)  # the lists finish loading only when let go
+    page.on("request", lambda r: r.url.endswith("/thread") and thread_reads.append(r.url))
+    await sign_in(page, stack.url)
+    await new_session(page, "billing")
+    reply = await send(page, "pay acme")
+    await expect(reply.get_by_test_id("run-status")).to_have_text("AWAITING_APPROVAL")
+    evals_held.set()
+
+    card = page.get_by_test_id("pending").get_by_test_id("pending-card")
+    await card.get_by_role("button", name="Approve").click()
+    await expect(reply.get_by_test_id("reply-text")).to_have_text("Paid 500 euros to acme.")
+    await expect(page.get_by_test_id("reply")).to_have_count(1)
+    assert len(thread_reads) == 1, thread_reads  # opened once, by "New session"
+
+
 async def test_a_worker_killed_mid_reply_shows_the_retry_and_the_second_attempts_answer(
     stack, page, capsys
 ):

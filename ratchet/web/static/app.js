@@ -74,10 +74,15 @@ function refreshLists() {
 
 const sessionInUrl = () => decodeURIComponent(location.hash.slice(1));
 
+// Loads everything with the token just saved, then reopens the session that was open
+// (or named in the URL) so it is read with that token too. A session opened while the
+// lists loaded is left alone: opening it again would cut off the reply it streams.
 async function loadAll() {
   notice.clear();
+  const before = chat.sessionId;
   await Promise.all([sessions.loadAgents(), refreshLists(), evals.refresh()]).catch(showError);
-  const current = chat.sessionId ?? sessionInUrl();
+  if (chat.sessionId !== before) return;
+  const current = before ?? sessionInUrl();
   if (current) await open(current).catch(showError);
 }
 
