@@ -214,9 +214,7 @@ async def test_a_payment_waits_inline_and_in_the_inbox_until_alice_approves_it(
     await screenshot(bobs, "billing-decided-by-someone-else", capsys)
 
 
-async def test_a_session_opened_while_the_page_still_loads_keeps_the_reply_it_streams(
-    stack, page
-):
+async def test_a_session_opened_while_the_page_still_loads_keeps_the_reply_it_streams(stack, page):
     """Saving a token loads the lists, then reopens the session that was open. A
     session opened in the meantime must not be reopened: that cut off its reply."""
     evals_held = asyncio.Event()
