@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from ratchet.agents import OpenAIChatModel, ScriptedModel, ToolCall, ToolCallingAgent, Usage
 from ratchet.client import AgentClient
-from ratchet.errors import ModelError
+from ratchet.errors import InvalidInputError, ModelError
 from ratchet.evals import (
     Case,
     Compared,
@@ -184,8 +184,16 @@ def test_cases_load_from_a_json_file_and_bad_files_say_what_is_wrong(tmp_path: P
         ("b", "x", None),
     ]
     path.write_text(json.dumps([{"expected": "snow"}]))
-    with pytest.raises(ValueError, match="Case 1 .* needs a 'prompt'"):
+    with pytest.raises(InvalidInputError, match="Case 1 .* needs a 'prompt'"):
         load_cases(path)
+    path.write_text(json.dumps([{"prompt": "x", "weights": "heavy"}]))
+    with pytest.raises(InvalidInputError, match="Case 1 in .*: .* at weights"):
+        load_cases(path)
+    path.write_text('[{"prompt": "x"')
+    with pytest.raises(InvalidInputError, match="is not JSON"):
+        load_cases(path)
+    with pytest.raises(InvalidInputError, match="There is no cases file .*gone.json"):
+        load_cases(tmp_path / "gone.json")
 
 
 async def test_compare_runs_every_case_on_both_agents_and_a_failed_run_scores_zero(

@@ -7,9 +7,12 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+import pytest
+
 from ratchet.agents import Message, ScriptedModel, ToolCallingAgent, tool
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
+from ratchet.errors import InvalidInputError
 from ratchet.evals import contains
 from ratchet.evals.rerun import find_sources, rerun, rerun_many
 from ratchet.worker import build_worker
@@ -166,6 +169,47 @@ async def test_the_eval_command_writes_the_report_and_exits_1_when_the_gate_fail
     assert code == 1 and "gate: score 0.500 is below the minimum 0.900" in err
     code, out, err = unscored
     assert code == 2 and "--min-score needs --evaluators" in err
+
+
+NOT_EVALUATORS = "contains"
+"""For the CLI test: a name that is not a list of evaluators."""
+
+
+async def test_the_eval_command_says_what_is_wrong_with_its_arguments_and_exits_2(
+    agent_client: AgentClient, temporal_server: DevServer, task_queue: str, tmp_path: Path
+):
+    """Each mistake is named before anything runs (no traceback, exit 2)."""
+    rerun = ["eval", "rerun", "session-x", "--agent", "weather-v2"]
+    cases = tmp_path / "cases.json"
+    cases.write_text('[{"prompt": "x"}, {"expected": "y"}]')
+    mistakes = {
+        "'0' is not a whole number of at least 1": [*rerun, "--concurrency", "0"],
+        "'many' is not a whole number of at least 1": [*rerun, "--limit", "many"],
+        "give module:NAME": [*rerun, "--evaluators", "tests.test_rerun"],
+        "cannot import tests.nowhere": [*rerun, "--evaluators", "tests.nowhere:E"],
+        "tests.test_rerun has no MISSING": [*rerun, "--evaluators", "tests.test_rerun:MISSING"],
+        "is a str: it must be a list of evaluators": [
+            *rerun,
+            "--evaluators",
+            "tests.test_rerun:NOT_EVALUATORS",
+        ],
+        "--dataset reruns from this process and cannot ask": [
+            *rerun,
+            "--dataset",
+            str(cases),
+            "--unrecorded",
+            "ask",
+        ],
+        "There is no dataset file": [*rerun, "--dataset", str(tmp_path / "gone.json")],
+        "Case 2 in": ["eval", "run", str(cases), "--agent", "a", "--baseline", "b"],
+    }
+    for expected, args in mistakes.items():
+        code, _, err = await ratchet(temporal_server, task_queue, *args)
+        assert expected in err and "Traceback" not in err, (args, err)
+        assert code == 2, (args, err)
+    # Through the API, no runs at once is refused too (it would wait for ever).
+    with pytest.raises(InvalidInputError, match="concurrency=0"):
+        await rerun_many(agent_client, ["session-x"], agent="weather-v2", concurrency=0)
 
 
 async def test_sources_found_by_a_visibility_query_rerun_into_one_report(

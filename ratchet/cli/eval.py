@@ -30,7 +30,9 @@ def register(commands: argparse._SubParsersAction) -> None:
         "--query",
         help="a visibility query for the sources, e.g. 'AgentName = \"support\"'",
     )
-    rerun.add_argument("--limit", type=int, default=100, help="most sources --query takes")
+    rerun.add_argument(
+        "--limit", type=_at_least_one, default=100, help="most sources --query takes"
+    )
     rerun.add_argument(
         "--free-running",
         action="store_true",
@@ -52,7 +54,10 @@ def register(commands: argparse._SubParsersAction) -> None:
         "approval rules decide first (policy; asked here)",
     )
     rerun.add_argument(
-        "--concurrency", type=int, default=20, help="cases run at once (a batch: at most 50)"
+        "--concurrency",
+        type=_at_least_one,
+        default=20,
+        help="cases run at once (a batch: at most 50)",
     )
     rerun.add_argument(
         "--attach",
@@ -68,7 +73,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     export.add_argument("sources", nargs="*", help="session or run ids")
     export.add_argument("--query", help="a visibility query for the sources")
-    export.add_argument("--limit", type=int, default=100, help="most sources --query takes")
+    export.add_argument(
+        "--limit", type=_at_least_one, default=100, help="most sources --query takes"
+    )
     export.add_argument("--out", required=True, help="the dataset file to write (JSON)")
     add_connection_arguments(export)
     export.set_defaults(func=export_command)
@@ -91,6 +98,18 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 async def evaluate_command(args: argparse.Namespace) -> int:
+    """Exits 0 when the gate passes, 1 when it fails, 2 when the arguments or files
+    given cannot be evaluated (so a CI step can tell a worse agent from a typo)."""
+    from ratchet.errors import UsageError
+
+    try:
+        return await _evaluate(args)
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+async def _evaluate(args: argparse.Namespace) -> int:
     from ratchet.evals import compare, load_cases
     from ratchet.evals.batch import get_batch, start_batch
     from ratchet.evals.datasets import load_dataset
@@ -234,6 +253,16 @@ async def _decide_at_terminal(client: AgentClient, batch: RerunBatch) -> None:
         await asyncio.sleep(POLL_S)
 
 
+def _at_least_one(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return value
+
+
 def _fraction(text: str) -> float:
     try:
         return float(text[:-1]) / 100 if text.endswith("%") else float(text)
@@ -244,11 +273,35 @@ def _fraction(text: str) -> float:
 
 
 def _evaluators(spec: str | None) -> list[Any]:
+    """The evaluators ``module:NAME`` names: a list of them, or a function returning one."""
+    from ratchet.errors import InvalidInputError
+
     if spec is None:
         return []
     module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise InvalidInputError(
+            f"--evaluators {spec!r}: give module:NAME, e.g. evals.support:EVALUATORS."
+        )
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
-    value: Any = getattr(importlib.import_module(module_name), attr)
+    try:
+        value: Any = getattr(importlib.import_module(module_name), attr)
+    except ImportError as e:
+        raise InvalidInputError(f"--evaluators {spec}: cannot import {module_name}: {e}.") from e
+    except AttributeError:
+        raise InvalidInputError(f"--evaluators {spec}: {module_name} has no {attr}.") from None
     found: Any = value() if callable(value) else value
-    return list(found)
+    if isinstance(found, str | bytes) or not hasattr(found, "__iter__"):
+        raise InvalidInputError(
+            f"--evaluators {spec} is a {type(found).__name__}: it must be a list of "
+            "evaluators (or a function returning one)."
+        )
+    evaluators = list(found)
+    for evaluator in evaluators:
+        if not callable(evaluator):
+            raise InvalidInputError(
+                f"--evaluators {spec} holds {evaluator!r:.60}, which is not an evaluator "
+                "(a function of the case and the outcome)."
+            )
+    return evaluators

@@ -8,7 +8,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from statistics import mean
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
+
+from ratchet.errors import InvalidInputError
 
 from .cases import Case, CaseScore, Outcome
 from .evaluators import Evaluator, score_case
@@ -158,14 +160,25 @@ def assert_gate(
 def load_cases(path: str | Path) -> list[Case]:
     """Cases from a JSON file: a list of ``{"id", "prompt", "expected"?, "weights"?}``
     (an ``id`` may be left out: the position is used)."""
-    raw = json.loads(Path(path).read_text())
+    try:
+        raw = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise InvalidInputError(f"There is no cases file {path}.") from None
+    except json.JSONDecodeError as e:
+        raise InvalidInputError(f"{path} is not JSON: {e}.") from None
     if not isinstance(raw, list):
-        raise ValueError(f"{path} must hold a JSON list of cases, each with a 'prompt'.")
+        raise InvalidInputError(f"{path} must hold a JSON list of cases, each with a 'prompt'.")
     cases: list[Case] = []
     for i, item in enumerate(raw, 1):
         if not isinstance(item, dict) or "prompt" not in item:
-            raise ValueError(f"Case {i} in {path} needs a 'prompt': {item!r:.80}")
-        cases.append(Case.model_validate({"id": f"case-{i}", **item}))
+            raise InvalidInputError(f"Case {i} in {path} needs a 'prompt': {item!r:.80}")
+        try:
+            cases.append(Case.model_validate({"id": f"case-{i}", **item}))
+        except ValidationError as e:
+            where = ".".join(map(str, e.errors()[0]["loc"]))
+            raise InvalidInputError(
+                f"Case {i} in {path}: {e.errors()[0]['msg']} at {where}."
+            ) from None
     return cases
 
 

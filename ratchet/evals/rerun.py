@@ -42,7 +42,7 @@ from ratchet.wire.rerun import RecordedSide
 from .cases import Case, Outcome
 from .evaluators import Evaluator
 from .report import Compared, Report, scored
-from .runs import CONCURRENCY, outcome_of, run_once
+from .runs import CONCURRENCY, outcome_of, run_once, slots_for
 
 
 class Snapshot(Protocol):
@@ -135,7 +135,7 @@ async def rerun_many(
     ``agent``, at most ``concurrency``
     runs (free-running: sessions) at once; score the recorded and the new answers
     with ``evaluators``; one report compares them, case by case, in source order."""
-    slots = asyncio.Semaphore(concurrency)
+    slots = slots_for(concurrency)
     policy = Recording(unrecorded=unrecorded, approvals=approvals)
 
     async def read(source: str | Snapshot) -> list[RecordedCase]:

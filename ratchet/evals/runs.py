@@ -13,7 +13,7 @@ from ratchet.agents.output import FINAL_RESULT
 from ratchet.agents.recording import Recording
 from ratchet.agents.usage import Usage
 from ratchet.client import AgentClient, RunHandle
-from ratchet.errors import RatchetError
+from ratchet.errors import InvalidInputError, RatchetError
 from ratchet.wire.options import RunOptions
 
 from .cases import Case, Outcome
@@ -22,6 +22,16 @@ from .report import Report, scored
 
 CONCURRENCY = 10
 """Cases run at once by default."""
+
+
+def slots_for(concurrency: int) -> asyncio.Semaphore:
+    """At most ``concurrency`` at once (0 or less would wait for ever: refused)."""
+    if concurrency < 1:
+        raise InvalidInputError(
+            f"concurrency={concurrency}: runs at once must be at least 1 (the default is "
+            f"{CONCURRENCY})."
+        )
+    return asyncio.Semaphore(concurrency)
 
 
 async def run_cases(
@@ -34,9 +44,7 @@ async def run_cases(
 ) -> list[Outcome]:
     """Each case as a run of ``agent``, at most ``concurrency`` at once; their outcomes in
     the cases' order. A failed run is an outcome with ``error`` (it scores 0)."""
-    if concurrency < 1:
-        raise ValueError("concurrency must be at least 1.")
-    slots = asyncio.Semaphore(concurrency)
+    slots = slots_for(concurrency)
 
     async def one(case: Case) -> Outcome:
         async with slots:

@@ -10,28 +10,29 @@ export class Inspector {
     this.onError = onError;
     this.sessionId = null;
     this.agent = null; // the open session's
+    this.loads = 0; // loads started: only the latest one's answers are shown
   }
 
   async load(sessionId) {
     this.sessionId = sessionId;
-    await Promise.all([this.loadState(), this.loadTurns()]);
+    const load = ++this.loads;
+    await Promise.all([this.loadState(load), this.loadTurns(load)]);
   }
 
-  async loadState() {
-    const sessionId = this.sessionId;
-    if (!sessionId) return;
-    const state = await get(sessionPath(sessionId, "state"));
-    if (sessionId === this.sessionId) this.ui.state.textContent = JSON.stringify(state, null, 2);
+  async loadState(load) {
+    if (!this.sessionId) return;
+    const state = await get(sessionPath(this.sessionId, "state"));
+    if (load === this.loads) this.ui.state.textContent = JSON.stringify(state, null, 2);
   }
 
-  async loadTurns() {
+  async loadTurns(load) {
     const sessionId = this.sessionId;
     if (!sessionId) return;
     const [records, status] = await Promise.all([
       get(sessionPath(sessionId, "turns")),
       get(sessionPath(sessionId)),
     ]);
-    if (sessionId !== this.sessionId) return;
+    if (load !== this.loads) return; // a later load (or another session's) is under way
     this.agent = status.agent;
     // Fork points count turns across the session's runs; the records are those of
     // its current workflow run, whose completed turns are the session's last ones.
