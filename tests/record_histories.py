@@ -19,6 +19,7 @@ from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
 from ratchet.errors import RunFailedError
 from ratchet.evals.batch import start_batch
+from ratchet.evals.datasets import export_dataset
 from ratchet.examples.orchestration import (
     FanOut,
     FanOutInput,
@@ -252,6 +253,15 @@ async def record() -> None:
                 client, sources[:1], agent="weather-v2", unrecorded="live", free_running=True
             )
             await chained.result()
+            # Sources given as a dataset's snapshots, carried over continue-as-new.
+            snapshots = (await export_dataset(client, sources)).snapshots
+            of_snapshots = await start_batch(
+                client,
+                [s.model_copy(update={"source": f"gone-{s.source}"}) for s in snapshots],
+                agent="weather-v2",
+                cases_per_run=1,
+            )
+            await of_snapshots.result()
             recorded += [
                 (
                     "rerun_batch_continued_as_new",
@@ -262,6 +272,12 @@ async def record() -> None:
                 ("rerun_batch_finished", client.temporal.get_workflow_handle(batch.id)),
                 ("rerun_case_on_a_session_log", client.get_run(last.workflow_id or "").workflow),
                 ("rerun_batch_free_running", chained.handle),
+                (
+                    "rerun_batch_of_snapshots",
+                    client.temporal.get_workflow_handle(
+                        of_snapshots.id, run_id=of_snapshots.handle.first_execution_run_id
+                    ),
+                ),
             ]
         for name, handle in recorded:
             if (HISTORIES / f"{name}.json").exists():

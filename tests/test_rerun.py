@@ -193,13 +193,7 @@ async def test_the_eval_command_says_what_is_wrong_with_its_arguments_and_exits_
             "--evaluators",
             "tests.test_rerun:NOT_EVALUATORS",
         ],
-        "--dataset reruns from this process and cannot ask": [
-            *rerun,
-            "--dataset",
-            str(cases),
-            "--unrecorded",
-            "ask",
-        ],
+        "is not a dataset written by `ratchet eval export`": [*rerun, "--dataset", str(cases)],
         "There is no dataset file": [*rerun, "--dataset", str(tmp_path / "gone.json")],
         "Case 2 in": ["eval", "run", str(cases), "--agent", "a", "--baseline", "b"],
     }

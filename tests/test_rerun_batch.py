@@ -4,7 +4,10 @@ a source it cannot read is one failed record, not a wedged batch."""
 
 from __future__ import annotations
 
+import json
+import re
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -15,11 +18,11 @@ from ratchet.client import AgentClient, RunHandle
 from ratchet.devserver import DevServer
 from ratchet.errors import InvalidOptionsError
 from ratchet.evals import contains
-from ratchet.evals.batch import get_batch, start_batch
-from ratchet.evals.datasets import load_dataset
+from ratchet.evals.batch import batches_report, get_batch, start_batch, start_batches
+from ratchet.evals.datasets import Dataset, export_dataset, load_dataset
 from ratchet.evals.rerun import rerun, rerun_many
 from ratchet.wire.options import RunOptions, SessionOptions
-from ratchet.wire.rerun import child_id
+from ratchet.wire.rerun import MAX_SNAPSHOT_BYTES, BatchInput, child_id
 from ratchet.worker import build_worker
 
 from .agents import EventLog
@@ -351,6 +354,80 @@ async def test_a_dataset_snapshot_reruns_after_its_source_is_gone(
     assert code == 0, err
     assert "1 cases" in out
     assert f"warning: not rerun: There is no workflow {expired}" in err
+
+
+async def test_a_large_dataset_splits_over_batches_that_continue_as_new_into_one_report(
+    agent_client: AgentClient, temporal_server: DevServer, task_queue: str, tmp_path: Path
+):
+    """Snapshots travel in a batch's input, so a dataset heavier than one input may be
+    is split over batches; each continues as new with the snapshots it has left, and
+    the command (or ``--attach``, later) joins their reports."""
+    RAN.clear()
+    async with build_worker(agent_client, AGENTS):
+        source = await recorded_session(agent_client)
+        live = await rerun(agent_client, source, agent="weather-v2")
+        (exported,) = (await export_dataset(agent_client, [source])).snapshots
+        # Five sources a third of a batch's snapshot allowance each: batches of 2, 2, 1.
+        notes = Message(role="system", content="x" * (MAX_SNAPSHOT_BYTES // 3))
+        copies = [
+            exported.model_copy(
+                update={"source": f"gone-{k}", "messages": [notes, *exported.messages]}
+            )
+            for k in range(1, 6)
+        ]
+        batches = await start_batches(
+            agent_client, copies, agent="weather-v2", concurrency=4, cases_per_run=1
+        )
+        report = await batches_report(batches)
+        runs = [
+            await workflow_runs(agent_client, b.id, b.handle.first_execution_run_id)
+            for b in batches
+        ]
+        last_inputs = [await started_input(agent_client, b.id) for b in batches]
+        dataset = tmp_path / "dataset.json"
+        Dataset(exported_at=datetime.now(UTC), snapshots=copies).write(dataset)
+        rerun_ = ["eval", "rerun", "--agent", "weather-v2"]
+        from_cli = await ratchet(
+            temporal_server, task_queue, *rerun_, "--dataset", str(dataset), "--out",
+            str(tmp_path / "a"),
+        )  # fmt: skip
+        said = re.search(r"ratchet eval rerun (.*) --agent", from_cli[2])
+        assert said, from_cli[2]
+        attached = await ratchet(
+            temporal_server, task_queue, *rerun_, *said[1].split(), "--out", str(tmp_path / "b")
+        )
+    assert [b.id[-4:] for b in batches] == ["1of3", "2of3", "3of3"]
+    assert runs == [4, 4, 2]  # a case per workflow run
+    # Each continued run carried only the snapshots it had yet to plan.
+    assert [[s.source for s in i.snapshots] for i in last_inputs] == [
+        ["gone-2"],
+        ["gone-4"],
+        ["gone-5"],
+    ]
+    assert [c.case.id for c in report.cases] == [
+        f"gone-{k}#{n}" for k in range(1, 6) for n in (1, 2)
+    ]
+    assert [c.new.answer for c in report.cases] == [c.new.answer for c in live.cases] * 5
+    assert [c.old.usage for c in report.cases] == [c.old.usage for c in live.cases] * 5
+    assert RAN == ["lookup Oslo", "lookup Lima"]  # all recorded: nothing ran again
+    for code, out, err in (from_cli, attached):
+        assert code == 0, err
+        assert "10 cases" in out and "warning" not in err
+    assert "batches " in from_cli[2] and said[1].count("--attach") == 3
+    written = [json.loads((tmp_path / d / "report.json").read_text()) for d in "ab"]
+    assert written[0]["cases"] == written[1]["cases"]
+
+
+async def started_input(client: AgentClient, workflow_id: str) -> BatchInput:
+    """The input the latest run of a batch's workflow started with."""
+    handle = client.temporal.get_workflow_handle(workflow_id)
+    async for event in handle.fetch_history_events():
+        attributes = event.workflow_execution_started_event_attributes
+        (found,) = await client.temporal.data_converter.decode(
+            attributes.input.payloads, [BatchInput]
+        )
+        return found
+    raise AssertionError(f"{workflow_id} has no history")
 
 
 async def test_a_batch_reruns_a_fork_and_a_session_that_continued_as_new_by_reference(

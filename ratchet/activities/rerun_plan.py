@@ -4,7 +4,8 @@ each of its user messages into a child run's input.
 A current session's cases do not copy a long conversation: each names the
 source's log up to the user message (a ``ThreadBase``, as a fork does), so a case's
 input stays small however long the session is. A short one (up to
-``BatchOptions.inline_bytes``), and a single run's thread, go inline. Each case carries the
+``BatchOptions.inline_bytes``), a single run's thread, and a dataset's snapshot (there is
+no log to point into) go inline. Each case carries the
 tool calls recorded after its message, with their results, for the rerun to answer
 from (``ratchet.agents.recording``).
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import itertools
 import uuid
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 from temporalio import activity
 from temporalio.client import Client, WorkflowQueryFailedError
@@ -22,6 +24,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from ratchet.agents.messages import Message, approximate_size, new_id
 from ratchet.agents.recording import Recording, case_id, recorded_calls, user_turns
 from ratchet.agents.state import AgentSession, AgentState, ThreadBase, ThreadData
+from ratchet.agents.usage import Usage
 from ratchet.errors import ThreadResolutionError
 from ratchet.wire.names import PAGE_BYTES, PLAN_ACTIVITY, RUN_WORKFLOW, SESSION_WORKFLOW
 from ratchet.wire.rerun import CasePlan, PlanRequest, RecordedSide, SourcePlan, child_id
@@ -50,29 +53,49 @@ async def plan_rerun(request: PlanRequest) -> SourcePlan:
         return SourcePlan(source=request.source, error=f"Could not read {request.source}: {e}")
 
 
-async def _plan(client: Client, request: PlanRequest) -> SourcePlan:
-    source = request.source
+class Read(NamedTuple):
+    """A source's messages, where its log is (a current session's), and what each of its
+    user messages cost and took."""
+
+    messages: list[Message]
+    log: Holder | None
+    recorded: list[tuple[Usage, float]]
+
+
+async def _read(client: Client, request: PlanRequest) -> Read | str:
+    """The source (or its snapshot), or why it cannot be rerun."""
+    source, snapshot = request.source, request.snapshot
+    if snapshot is not None:
+        users = sum(m.role == "user" for m in snapshot.messages)
+        return Read(snapshot.messages, None, [snapshot.recorded(n) for n in range(users)])
     handle = client.get_workflow_handle(source)
     description = await handle.describe()
-    base: Holder | None = None
+    log: Holder | None = None
     handle = client.get_workflow_handle(source, run_id=description.run_id)  # as described
     if description.workflow_type == SESSION_WORKFLOW:
         info = await handle.query("log_info", result_type=LogInfo)
-        base = Holder(source, description.run_id, info.thread_id)
-        messages, _ = await fetch_range(client, base, 0, info.length, page_bytes=PAGE_BYTES)
+        log = Holder(source, description.run_id, info.thread_id)
+        messages, _ = await fetch_range(client, log, 0, info.length, page_bytes=PAGE_BYTES)
     elif description.workflow_type == RUN_WORKFLOW:
         state = await handle.query("state", result_type=AgentState)
         messages = list(state.session.thread.messages)
     else:
-        return SourcePlan(
-            source=source,
-            error=f"{source} is a {description.workflow_type} workflow, not an agent run or "
-            "session; a batch reruns those (a legacy session: use ratchet.evals.rerun).",
+        return (
+            f"{source} is a {description.workflow_type} workflow, not an agent run or "
+            "session; a batch reruns those (a legacy session: use ratchet.evals.rerun)."
         )
+    return Read(messages, log, usage_per_user_message(messages, await recorded_turns(handle)))
+
+
+async def _plan(client: Client, request: PlanRequest) -> SourcePlan:
+    source = request.source
+    read = await _read(client, request)
+    if isinstance(read, str):
+        return SourcePlan(source=source, error=read)
+    messages, base, recorded = read
     turns = user_turns(messages)
     if not turns:
         return SourcePlan(source=source, error=f"{source} holds no user message to rerun.")
-    recorded = usage_per_user_message(messages, await recorded_turns(handle))
     sizes = list(itertools.accumulate(map(approximate_size, messages)))
     plan = SourcePlan(source=source, start=request.start, total=len(turns))
     size = 0

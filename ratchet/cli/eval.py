@@ -62,11 +62,14 @@ def register(commands: argparse._SubParsersAction) -> None:
     rerun.add_argument(
         "--attach",
         metavar="BATCH_ID",
-        help="report on a batch started earlier (say, by a command that was stopped)",
+        action="append",
+        help="report on a batch started earlier (say, by a command that was stopped); "
+        "repeat it for each batch a large dataset was split over",
     )
     rerun.add_argument(
         "--dataset",
-        help="a snapshot file from `ratchet eval export` (rerun from this process)",
+        help="a snapshot file from `ratchet eval export` (its conversations travel in the "
+        "batches' inputs: no history is read)",
     )
     export = verbs.add_parser(
         "export", help="snapshot recorded sessions into a dataset file (outlives retention)"
@@ -111,9 +114,9 @@ async def evaluate_command(args: argparse.Namespace) -> int:
 
 async def _evaluate(args: argparse.Namespace) -> int:
     from ratchet.evals import compare, load_cases
-    from ratchet.evals.batch import get_batch, start_batch
+    from ratchet.evals.batch import Source, get_batch, start_batches
     from ratchet.evals.datasets import load_dataset
-    from ratchet.evals.rerun import find_sources, rerun_many
+    from ratchet.evals.rerun import find_sources
 
     from .common import connect
 
@@ -127,36 +130,22 @@ async def _evaluate(args: argparse.Namespace) -> int:
         report = await compare(
             client, cases, old=args.baseline, new=args.agent, evaluators=evaluators
         )
-    elif args.dataset and (args.unrecorded == "ask" or args.approvals == "policy"):
-        print(
-            "error: --dataset reruns from this process and cannot ask about calls: use "
-            "--unrecorded refuse or live and --approvals recorded",
-            file=sys.stderr,
-        )
-        return 2
-    elif args.dataset:
-        report = await rerun_many(
-            client,
-            load_dataset(args.dataset).snapshots,
-            agent=args.agent,
-            evaluators=evaluators,
-            unrecorded=args.unrecorded,
-            approvals=args.approvals,
-            free_running=args.free_running,
-            concurrency=args.concurrency,
-        )
     elif args.attach:
-        report = await _batch_report(client, get_batch(client, args.attach), args, evaluators)
+        batches = [get_batch(client, batch_id) for batch_id in args.attach]
+        report = await _batches_report(client, batches, args, evaluators)
     else:
-        sources = list(args.sources)
+        sources: list[Source] = list(args.sources)
+        if args.dataset:
+            sources += load_dataset(args.dataset).snapshots
         if args.query:
             sources += await find_sources(client, args.query, limit=args.limit)
         if not sources:
             print(
-                "error: no sources: give session ids or a --query that finds some", file=sys.stderr
+                "error: no sources: give session ids, a --query that finds some or a --dataset",
+                file=sys.stderr,
             )
             return 2
-        batch = await start_batch(
+        batches = await start_batches(
             client,
             sources,
             agent=args.agent,
@@ -165,12 +154,15 @@ async def _evaluate(args: argparse.Namespace) -> int:
             concurrency=args.concurrency,
             free_running=args.free_running,
         )
+        ids = [batch.id for batch in batches]
+        attach = " ".join(f"--attach {batch_id}" for batch_id in ids)
         print(
-            f"batch {batch.id}: {len(sources)} sources; if this command stops, the batch "
-            f"goes on: ratchet eval rerun --attach {batch.id} --agent {args.agent}",
+            f"{'batches' if len(ids) > 1 else 'batch'} {', '.join(ids)}: {len(sources)} "
+            f"sources; if this command stops, the batch goes on: ratchet eval rerun {attach} "
+            f"--agent {args.agent}",
             file=sys.stderr,
         )
-        report = await _batch_report(client, batch, args, evaluators)
+        report = await _batches_report(client, batches, args, evaluators)
     for case in report.cases:
         if case.case.metadata.get("unreadable"):
             print(f"warning: not rerun: {case.new.error}", file=sys.stderr)
@@ -205,21 +197,23 @@ async def export_command(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _batch_report(
-    client: AgentClient, batch: RerunBatch, args: argparse.Namespace, evaluators: list[Any]
+async def _batches_report(
+    client: AgentClient, batches: list[RerunBatch], args: argparse.Namespace, evaluators: list[Any]
 ) -> Report:
-    """Wait for the batch, deciding at this terminal what its cases' runs wait for
+    """Wait for the batches, deciding at this terminal what their cases' runs wait for
     (``--unrecorded ask``, ``--approvals policy``, the agent's own approval rules or
     questions), so a batch never waits unseen."""
-    decisions = asyncio.create_task(_decide_at_terminal(client, batch))
+    from ratchet.evals.batch import batches_report
+
+    decisions = asyncio.create_task(_decide_at_terminal(client, batches))
     try:
-        return await batch.report(evaluators)
+        return await batches_report(batches, evaluators)
     finally:
         decisions.cancel()
         await asyncio.gather(decisions, return_exceptions=True)
 
 
-async def _decide_at_terminal(client: AgentClient, batch: RerunBatch) -> None:
+async def _decide_at_terminal(client: AgentClient, batches: list[RerunBatch]) -> None:
     """Ask at the terminal about each call a case's run waits on; end of input
     refuses the rest (an unattended run never hangs on a question)."""
     from .sessions import decide, read_line
@@ -235,7 +229,7 @@ async def _decide_at_terminal(client: AgentClient, batch: RerunBatch) -> None:
 
     while True:
         try:
-            running = await batch.running()
+            running = [run_id for batch in batches for run_id in await batch.running()]
         except Exception as e:  # noqa: BLE001 - a worker restarting: look again
             print(f"warning: could not list the batch's runs ({e}); trying again", file=sys.stderr)
             running = []

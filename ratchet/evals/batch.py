@@ -9,6 +9,10 @@ back for the report with ``get_batch``.
 
     batch = await start_batch(client, sources, agent="support-v2")
     report = await batch.report([contains("refund")])   # waits for the batch
+
+A source is a session or run id, or a dataset's snapshot (``ratchet.evals.datasets``),
+which travels in the batch's input: ``start_batches`` splits a large dataset over
+several batches, each under the payload limit, and ``batches_report`` joins theirs.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from ratchet.wire.options import RunOptions
 from ratchet.wire.rerun import (
     CASES_PER_RUN,
     INLINE_BYTES,
+    MAX_RECORD_BYTES,
+    MAX_SNAPSHOT_BYTES,
     BatchInput,
     BatchOptions,
     BatchProgress,
@@ -36,6 +42,7 @@ from ratchet.wire.rerun import (
     CasePlan,
     CaseRecord,
     SourcePlan,
+    SourceSnapshot,
 )
 
 from .cases import Case, Outcome
@@ -107,9 +114,13 @@ class RerunBatch:
         return outcome_of(read.result.output, read.result.usage, record.latency_s, added, recording)
 
 
+Source = str | SourceSnapshot
+"""A session or run id, or a dataset's snapshot of one."""
+
+
 async def start_batch(
     client: AgentClient,
-    sources: Sequence[str],
+    sources: Sequence[Source],
     *,
     agent: str,
     unrecorded: Unrecorded = "refuse",
@@ -122,9 +133,21 @@ async def start_batch(
     batch_id: str | None = None,
 ) -> RerunBatch:
     """Start a durable rerun of every user message of each source on ``agent``,
-    teacher-forced or ``free_running`` (see ``ratchet.evals.rerun``); returns at once."""
+    teacher-forced or ``free_running`` (see ``ratchet.evals.rerun``); returns at once.
+    Snapshots may weigh ``MAX_SNAPSHOT_BYTES`` in all (``start_batches`` splits more)."""
     if not sources:
         raise InvalidInputError("A batch needs at least one source: session or run ids.")
+    names = list(dict.fromkeys(s if isinstance(s, str) else s.source for s in sources))
+    snapshots: dict[str, SourceSnapshot] = {}
+    for source in sources:
+        if not isinstance(source, str):
+            snapshots.setdefault(source.source, source)  # the first of a name
+    size = sum(_weight(s) for s in snapshots.values())
+    if len(snapshots) > 1 and size > MAX_SNAPSHOT_BYTES:
+        raise InvalidInputError(
+            f"These snapshots weigh {size // 1024} KiB; a batch's input carries at most "
+            f"{MAX_SNAPSHOT_BYTES // 1024} KiB of them: start_batches splits them over batches."
+        )
     batch = BatchOptions(
         concurrency=concurrency, cases_per_run=cases_per_run, inline_bytes=inline_bytes
     )
@@ -133,7 +156,8 @@ async def start_batch(
         RERUN_BATCH_WORKFLOW,
         BatchInput(
             agent=agent,
-            sources=list(dict.fromkeys(sources)),
+            sources=names,
+            snapshots=list(snapshots.values()),
             batch_id=batch_id,
             options=options or RunOptions(),
             policy=Recording(unrecorded=unrecorded, approvals=approvals),
@@ -143,9 +167,77 @@ async def start_batch(
         id=batch_id,
         task_queue=client.task_queue,
         result_type=BatchResult,
-        static_summary=f"rerun of {len(sources)} recorded sessions on {agent}",
+        static_summary=f"rerun of {len(names)} recorded sessions on {agent}",
     )
     return RerunBatch(client, handle)
+
+
+async def start_batches(
+    client: AgentClient,
+    sources: Sequence[Source],
+    *,
+    agent: str,
+    concurrency: int = CONCURRENCY,
+    batch_id: str | None = None,
+    **options: Any,
+) -> list[RerunBatch]:
+    """``start_batch`` for any number of snapshots: the sources are split, in order,
+    over as few batches as keep each input's snapshots under ``MAX_SNAPSHOT_BYTES``,
+    sharing ``concurrency`` (each batch runs at least one case at a time)."""
+    groups = _split(sources)
+    batch_id = batch_id or f"rerun-{agent}-{uuid.uuid4().hex[:8]}"
+    ids = (
+        [batch_id]
+        if len(groups) == 1
+        else [f"{batch_id}-{k}of{len(groups)}" for k in range(1, len(groups) + 1)]
+    )
+    share = max(1, concurrency // len(groups))
+    return [
+        await start_batch(client, group, agent=agent, concurrency=share, batch_id=id, **options)
+        for id, group in zip(ids, groups, strict=True)
+    ]
+
+
+async def batches_report(
+    batches: Sequence[RerunBatch], evaluators: Sequence[Evaluator] = ()
+) -> Report:
+    """One report of several batches' cases (``start_batches``), in batch order."""
+    reports = await asyncio.gather(*(b.report(evaluators) for b in batches))
+    cases = [case for report in reports for case in report.cases]
+    return Report(agent=reports[0].agent, cases=cases, notes=rerun_notes(cases))
+
+
+def _split(sources: Sequence[Source]) -> list[list[Source]]:
+    """Sources in groups whose snapshots weigh at most ``MAX_SNAPSHOT_BYTES`` (one
+    heavier snapshot alone in its group, up to what a batch can carry)."""
+    groups: list[list[Source]] = [[]]
+    weight = 0
+    seen: set[str] = set()
+    for source in sources:
+        if _name(source) in seen:
+            continue
+        seen.add(_name(source))
+        size = 0 if isinstance(source, str) else _weight(source)
+        if size > MAX_RECORD_BYTES:
+            raise InvalidInputError(
+                f"The snapshot of {_name(source)} weighs {size // 1024} KiB, more than a batch "
+                f"can carry ({MAX_RECORD_BYTES // 1024} KiB): rerun it with rerun_many, "
+                "which reads it in this process."
+            )
+        if groups[-1] and size and weight + size > MAX_SNAPSHOT_BYTES:
+            groups.append([])
+            weight = 0
+        groups[-1].append(source)
+        weight += size
+    return groups
+
+
+def _name(source: Source) -> str:
+    return source if isinstance(source, str) else source.source
+
+
+def _weight(snapshot: SourceSnapshot) -> int:
+    return len(snapshot.model_dump_json())
 
 
 def get_batch(client: AgentClient, batch_id: str) -> RerunBatch:

@@ -18,26 +18,19 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 
-from ratchet.agents.messages import Message
-from ratchet.agents.usage import Usage
 from ratchet.client import AgentClient
 from ratchet.errors import InvalidInputError
+from ratchet.wire.rerun import SourceSnapshot
 
 from .rerun import RecordedCase, read_recorded, read_source, split_cases
 
 READERS = 10
 
 
-class Snapshot(BaseModel):
+class Snapshot(SourceSnapshot):
     """One source's conversation, as it was when exported."""
-
-    source: str
-    messages: list[Message]
-    usage: list[Usage] = Field(default_factory=list[Usage])
-    """What the recorded turns of each user message cost, in order."""
-    latency_s: list[float] = Field(default_factory=list[float])
 
     def cases(self) -> list[RecordedCase]:
         cases = split_cases(self.source, self.messages)

@@ -26,6 +26,9 @@ ERROR_CHARS = 300
 INLINE_BYTES = 32 * 1024
 PLAN_BYTES = 1024 * 1024
 """About the most one page of a source's cases holds (a payload may hold 2 MB)."""
+MAX_SNAPSHOT_BYTES = 384 * 1024
+"""Most bytes of snapshots one batch's input carries (with its records, under the 2 MB
+a continue-as-new input may hold); a larger dataset is split over several batches."""
 
 
 class BatchOptions(CheckedOptions):
@@ -45,6 +48,22 @@ class BatchOptions(CheckedOptions):
                 "cases at once"
             )
         return problems + at_least("cases_per_run", self.cases_per_run, 1)
+
+
+class SourceSnapshot(BaseModel):
+    """A source's conversation as it was exported (``ratchet eval export``), with what
+    each of its user messages cost and took: rerun without reading Temporal."""
+
+    source: str
+    messages: list[Message]
+    usage: list[Usage] = Field(default_factory=list[Usage])
+    """What the recorded turns of each user message cost, in order."""
+    latency_s: list[float] = Field(default_factory=list[float])
+
+    def recorded(self, n: int) -> tuple[Usage, float]:
+        """The cost and time of user message ``n`` (0-based), as exported."""
+        usage = self.usage[n] if n < len(self.usage) else Usage()
+        return usage, self.latency_s[n] if n < len(self.latency_s) else 0.0
 
 
 class CaseRecord(CompactModel):
@@ -73,6 +92,9 @@ class BatchInput(BaseModel):
     free_running: bool = False
     """Each source's cases in order, each continuing the new agent's own thread so far
     (teacher-forced, the default: each on the recorded conversation)."""
+    snapshots: list[SourceSnapshot] = Field(default_factory=list[SourceSnapshot])
+    """Sources given as snapshots, named in ``sources`` by their ``source`` (the
+    others are read from Temporal); a continued run carries those not yet planned."""
     next_source: int = 0
     next_case: int = 0
     """Cases of ``sources[next_source]`` started by earlier workflow runs."""
@@ -89,6 +111,8 @@ class PlanRequest(CompactModel):
     start: int = 0
     """The first case wanted (a source's cases come in pages of about ``max_bytes``)."""
     max_bytes: int = PLAN_BYTES
+    snapshot: SourceSnapshot | None = None
+    """The source's conversation, when the batch was given a snapshot of it."""
 
 
 class RecordedSide(CompactModel):

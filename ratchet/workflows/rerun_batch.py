@@ -35,7 +35,14 @@ with workflow.unsafe.imports_passed_through():
     )
     from ratchet.wire.runs import RunResult
 
-    from .rerun_cases import answer_case, batch_full, cause_of, following, not_followed
+    from .rerun_cases import (
+        Snapshots,
+        answer_case,
+        batch_full,
+        cause_of,
+        following,
+        not_followed,
+    )
 
 PLAN_TIMEOUT = timedelta(minutes=5)
 PLAN_RETRIES = RetryPolicy(maximum_attempts=5)
@@ -55,9 +62,10 @@ class RerunBatchWorkflow:
         self._running: set[str] = set()
         """The child runs in flight."""
         self._positions = len(input.records)
+        """Cases (and unreadable sources) given a place in the batch so far."""
         self._carried = sum(len(r.model_dump_json()) for r in input.records)
         """About the bytes of ``_records``: what continue-as-new and the result carry."""
-        """Cases (and unreadable sources) given a place in the batch so far."""
+        self._snapshots = Snapshots(input.sources, input.snapshots)
 
     @workflow.run
     async def run(self, input: BatchInput) -> BatchResult:
@@ -136,6 +144,7 @@ class RerunBatchWorkflow:
             inline_bytes=self._input.batch.inline_bytes,
             start=start,
             free_running=self._input.free_running,
+            snapshot=self._snapshots.of(source),
         )
         try:
             return await workflow.execute_activity(
@@ -157,7 +166,8 @@ class RerunBatchWorkflow:
 
     async def _cases(self, source: str, first: SourcePlan) -> tuple[list[CasePlan], str | None]:
         """Every case of ``source`` from ``first`` on (the plan comes in pages)."""
-        if self._positions >= MAX_CASES or self._carried > MAX_RECORD_BYTES:
+        carried = self._carried + self._snapshots.bytes_from(self._source)
+        if self._positions >= MAX_CASES or carried > MAX_RECORD_BYTES:
             return [], batch_full(source)
         cases, plan = list(first.cases), first
         while plan.error is None and plan.start + len(plan.cases) < plan.total:
@@ -218,6 +228,7 @@ class RerunBatchWorkflow:
                     "next_source": self._source,
                     "next_case": next_case,
                     "records": sorted(self._records, key=lambda r: r.position),
+                    "snapshots": self._snapshots.left(self._input.sources, self._source),
                 }
             )
         )

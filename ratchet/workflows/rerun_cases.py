@@ -1,7 +1,10 @@
 """A rerun batch's cases as child runs (``RerunBatchWorkflow``'s helpers): starting
-one and recording what became of it, and the session a free-running case continues."""
+one and recording what became of it, the session a free-running case continues, and
+the sources given as snapshots."""
 
 from __future__ import annotations
+
+import itertools
 
 from temporalio import workflow
 from temporalio.exceptions import ChildWorkflowError, FailureError, WorkflowAlreadyStartedError
@@ -9,7 +12,14 @@ from temporalio.exceptions import ChildWorkflowError, FailureError, WorkflowAlre
 with workflow.unsafe.imports_passed_through():
     from ratchet.agents.state import AgentSession
     from ratchet.wire.names import RUN_WORKFLOW
-    from ratchet.wire.rerun import MAX_CASES, BatchInput, CasePlan, CaseRecord, short
+    from ratchet.wire.rerun import (
+        MAX_CASES,
+        BatchInput,
+        CasePlan,
+        CaseRecord,
+        SourceSnapshot,
+        short,
+    )
     from ratchet.wire.runs import RunInput, RunResult
 
 
@@ -78,3 +88,26 @@ def batch_full(source: str) -> str:
         f"Not rerun: a batch takes at most {MAX_CASES} cases (and 1.5 MB of their records); "
         f"start another batch for the sources from {source} on."
     )
+
+
+class Snapshots:
+    """The sources a batch was given as snapshots: each by name, and the bytes that
+    those from a place in the batch on add to a continue-as-new input."""
+
+    def __init__(self, sources: list[str], snapshots: list[SourceSnapshot]) -> None:
+        self._by_source = {s.source: s for s in snapshots}
+        sizes = [
+            len(s.model_dump_json()) if (s := self._by_source.get(name)) else 0 for name in sources
+        ]
+        self._bytes_from = list(reversed([0, *itertools.accumulate(reversed(sizes))]))
+
+    def of(self, source: str) -> SourceSnapshot | None:
+        return self._by_source.get(source)
+
+    def bytes_from(self, place: int) -> int:
+        """What the snapshots of ``sources[place:]`` weigh."""
+        return self._bytes_from[min(place, len(self._bytes_from) - 1)]
+
+    def left(self, sources: list[str], place: int) -> list[SourceSnapshot]:
+        """The snapshots of ``sources[place:]`` (what a continued run still needs)."""
+        return [s for name in sources[place:] if (s := self._by_source.get(name))]
