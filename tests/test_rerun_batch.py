@@ -19,7 +19,7 @@ from ratchet.devserver import DevServer
 from ratchet.errors import InvalidOptionsError
 from ratchet.evals import contains
 from ratchet.evals.batch import batches_report, get_batch, start_batch, start_batches
-from ratchet.evals.datasets import Dataset, export_dataset, load_dataset
+from ratchet.evals.datasets import Dataset, Snapshot, export_dataset, load_dataset
 from ratchet.evals.rerun import rerun, rerun_many
 from ratchet.wire.options import RunOptions, SessionOptions
 from ratchet.wire.rerun import MAX_SNAPSHOT_BYTES, BatchInput, child_id
@@ -142,21 +142,26 @@ async def workflow_runs(client: AgentClient, workflow_id: str, run_id: str | Non
     return runs
 
 
+@pytest.mark.parametrize("of", ["sessions", "snapshots"])
 async def test_a_batch_survives_a_killed_worker_without_rerunning_finished_cases(
-    agent_client: AgentClient, worker_processes, event_log: Path
+    agent_client: AgentClient, worker_processes, event_log: Path, of: str
 ):
     log = EventLog(event_log)
     first = worker_processes()
-    sources = []
+    sources: list[str | Snapshot] = []
     for n in range(6):
         session = await agent_client.start_session("noter")
         await session.send(f"item {n}")
         await session.close()
         sources.append(session.id)
+    if of == "snapshots":  # a dataset's, of sources past retention
+        dataset = await export_dataset(agent_client, [s for s in sources if isinstance(s, str)])
+        sources = [s.model_copy(update={"source": f"gone-{s.source}"}) for s in dataset.snapshots]
     batch = await start_batch(
         agent_client, sources, agent="noter-v2", concurrency=2, options=OPTIONS
     )
-    runs = [child_id(batch.id, f"{s}#1") for s in sources]
+    names = [s if isinstance(s, str) else s.source for s in sources]
+    runs = [child_id(batch.id, f"{name}#1") for name in names]
     # Cases 1 and 2 finish; cases 3 and 4 are answering when the worker is SIGKILLed.
     for run in runs[:2]:
         release(event_log, run.replace("/", "~"), "answer")
