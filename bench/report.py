@@ -225,13 +225,16 @@ def render_rerun(results: Path) -> str:
         f"- {count(data['cases'])} cases, {count(data['rounds'])} rounds (order: {orders})\n"
         f"- durable batch (`ratchet eval rerun`): {data['batch_cases_per_s']} cases/s "
         f"(rounds: {rounds('batch')})\n"
+        f"- a dataset's snapshots as durable batches (`--dataset`): "
+        f"{data['dataset_cases_per_s']} cases/s (rounds: {rounds('dataset')})\n"
         f"- `rerun_many` from the client: {data['rerun_cases_per_s']} cases/s "
         f"(rounds: {rounds('rerun')})\n"
         f"- the same cases as plain runs: {data['plain_cases_per_s']} cases/s "
         f"(rounds: {rounds('plain')})\n"
-        f"- batch / plain throughput: {data['batch_ratio']:.2f}, rerun_many / plain: "
-        f"{data['ratio']:.2f} (target >= {data['target_ratio']:.2f}: "
-        f"{met(min(data['batch_ratio'], data['ratio']))})",
+        f"- batch / plain throughput: {data['batch_ratio']:.2f}, dataset / plain: "
+        f"{data['dataset_ratio']:.2f}, rerun_many / plain: {data['ratio']:.2f} (target >= "
+        f"{data['target_ratio']:.2f}: "
+        f"{met(min(data['batch_ratio'], data['dataset_ratio'], data['ratio']))})",
         command(data) + f" Commit {data['machine']['commit']}, "
         f"{data['machine']['cpus']} CPUs.",
     )

@@ -3,10 +3,12 @@
     .venv/bin/python -m bench.rerun [--sessions 50] [--sends 4] [--rounds 4]
 
 Records ``--sessions`` sessions of ``--sends`` messages each (every reply calls one
-tool), so ``sessions x sends`` cases (200 by default). Then, on one worker and one dev
-server, three ways, the order reversed every other round (ABC CBA): a durable batch
-(``start_batch``: a RerunBatch workflow, each case a child run on a reference into the
-source's log, then its report), ``rerun_many`` of every session from this process
+tool), so ``sessions x sends`` cases (200 by default), and exports them as a dataset.
+Then, on one worker and one dev server, four ways, the order reversed every other
+round (ABCD DCBA): a durable batch (``start_batch``: a RerunBatch workflow, each case a
+child run on a reference into the source's log, then its report), the dataset's
+snapshots as durable batches (``start_batches``: conversations inline, no source
+read), ``rerun_many`` of every session from this process
 (teacher-forced, tool results from the recording), and the same cases as plain runs
 (the same conversation up to each message, the tool run for real), all
 ``--concurrency`` runs at once. Throughput is cases per second, report included; the
@@ -24,7 +26,8 @@ import time
 from ratchet.agents import ScriptedModel, ToolCallingAgent, tool
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
-from ratchet.evals.batch import start_batch
+from ratchet.evals.batch import batches_report, start_batch, start_batches
+from ratchet.evals.datasets import Snapshot, export_dataset
 from ratchet.evals.rerun import read_source, rerun_many, split_cases
 from ratchet.worker import build_worker
 
@@ -88,24 +91,34 @@ async def batch(client: AgentClient, sources: list[str], concurrency: int) -> fl
     return time.perf_counter() - started
 
 
+async def dataset(client: AgentClient, snapshots: list[Snapshot], concurrency: int) -> float:
+    started = time.perf_counter()
+    running = await start_batches(client, snapshots, agent="changed", concurrency=concurrency)
+    report = await batches_report(running)
+    assert all(c.new.error is None for c in report.cases)
+    return time.perf_counter() - started
+
+
 async def measure(sessions: int, sends: int, rounds: int, concurrency: int) -> dict:
     with DevServer.start(ui=False) as server:
         client = await AgentClient.connect(server.address, task_queue="bench-rerun")
         async with build_worker(client, AGENTS, max_concurrent_turns=concurrency):
             sources = await record(client, sessions, sends)
             cases = [c for s in sources for c in split_cases(s, await read_source(client, s))]
+            snapshots = (await export_dataset(client, sources)).snapshots
             await rerun(client, sources[:5], concurrency)  # warm-up
             await batch(client, sources[:5], concurrency)
+            await dataset(client, snapshots[:5], concurrency)
             await plain(client, cases[:20], concurrency)
-            engines = {"batch": batch, "rerun": rerun, "plain": plain}
+            engines = {"batch": batch, "dataset": dataset, "rerun": rerun, "plain": plain}
+            work = {"batch": sources, "dataset": snapshots, "rerun": sources, "plain": cases}
             times: dict[str, list[float]] = {name: [] for name in engines}
             orders = []
             for i in range(rounds):
                 order = list(engines) if i % 2 == 0 else list(reversed(engines))
                 orders.append(order)
                 for name in order:
-                    work = cases if name == "plain" else sources
-                    times[name].append(await engines[name](client, work, concurrency))
+                    times[name].append(await engines[name](client, work[name], concurrency))
     n = len(cases)
     rate = {name: n / statistics.median(t) for name, t in times.items()}
     return {
@@ -118,12 +131,15 @@ async def measure(sessions: int, sends: int, rounds: int, concurrency: int) -> d
         "rounds": rounds,
         "order_in_round": orders,
         "batch_s": [round(x, 2) for x in times["batch"]],
+        "dataset_s": [round(x, 2) for x in times["dataset"]],
         "rerun_s": [round(x, 2) for x in times["rerun"]],
         "plain_s": [round(x, 2) for x in times["plain"]],
         "batch_cases_per_s": round(rate["batch"], 1),
+        "dataset_cases_per_s": round(rate["dataset"], 1),
         "rerun_cases_per_s": round(rate["rerun"], 1),
         "plain_cases_per_s": round(rate["plain"], 1),
         "batch_ratio": round(rate["batch"] / rate["plain"], 2),
+        "dataset_ratio": round(rate["dataset"] / rate["plain"], 2),
         "ratio": round(rate["rerun"] / rate["plain"], 2),
         "target_ratio": 0.5,
     }

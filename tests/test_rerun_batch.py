@@ -16,7 +16,7 @@ from temporalio.service import RPCError
 from ratchet.agents import Message, ModelPrice, ScriptedModel, ToolCallingAgent, tool
 from ratchet.client import AgentClient, RunHandle
 from ratchet.devserver import DevServer
-from ratchet.errors import InvalidOptionsError
+from ratchet.errors import InvalidInputError, InvalidOptionsError
 from ratchet.evals import contains
 from ratchet.evals.batch import batches_report, get_batch, start_batch, start_batches
 from ratchet.evals.datasets import Dataset, Snapshot, export_dataset, load_dataset
@@ -380,6 +380,11 @@ async def test_a_large_dataset_splits_over_batches_that_continue_as_new_into_one
             )
             for k in range(1, 6)
         ]
+        with pytest.raises(InvalidInputError, match="start_batches splits them over batches"):
+            await start_batch(agent_client, copies[:3], agent="weather-v2")
+        huge = exported.model_copy(update={"messages": [notes] * 13 + exported.messages})
+        with pytest.raises(InvalidInputError, match=f"{source} weighs 1[0-9]{{3}} KiB, more than"):
+            await start_batches(agent_client, [*copies, huge], agent="weather-v2")
         batches = await start_batches(
             agent_client, copies, agent="weather-v2", concurrency=4, cases_per_run=1
         )

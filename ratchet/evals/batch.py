@@ -142,6 +142,8 @@ async def start_batch(
     for source in sources:
         if not isinstance(source, str):
             snapshots.setdefault(source.source, source)  # the first of a name
+    for snapshot in snapshots.values():
+        _carriable(snapshot)
     size = sum(_weight(s) for s in snapshots.values())
     if len(snapshots) > 1 and size > MAX_SNAPSHOT_BYTES:
         raise InvalidInputError(
@@ -217,13 +219,7 @@ def _split(sources: Sequence[Source]) -> list[list[Source]]:
         if _name(source) in seen:
             continue
         seen.add(_name(source))
-        size = 0 if isinstance(source, str) else _weight(source)
-        if size > MAX_RECORD_BYTES:
-            raise InvalidInputError(
-                f"The snapshot of {_name(source)} weighs {size // 1024} KiB, more than a batch "
-                f"can carry ({MAX_RECORD_BYTES // 1024} KiB): rerun it with rerun_many, "
-                "which reads it in this process."
-            )
+        size = 0 if isinstance(source, str) else _carriable(source)
         if groups[-1] and size and weight + size > MAX_SNAPSHOT_BYTES:
             groups.append([])
             weight = 0
@@ -238,6 +234,18 @@ def _name(source: Source) -> str:
 
 def _weight(snapshot: SourceSnapshot) -> int:
     return len(snapshot.model_dump_json())
+
+
+def _carriable(snapshot: SourceSnapshot) -> int:
+    """The snapshot's weight, if a batch can carry it alone."""
+    size = _weight(snapshot)
+    if size > MAX_RECORD_BYTES:
+        raise InvalidInputError(
+            f"The snapshot of {snapshot.source} weighs {size // 1024} KiB, more than a batch "
+            f"can carry ({MAX_RECORD_BYTES // 1024} KiB): rerun it with rerun_many from this "
+            "process (a conversation over 2 MB needs payload_storage on the client)."
+        )
+    return size
 
 
 def get_batch(client: AgentClient, batch_id: str) -> RerunBatch:
