@@ -5,6 +5,7 @@ free-running threads, and the report's side-by-side contents."""
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
 from ratchet.errors import InvalidInputError
 from ratchet.evals import contains
+from ratchet.evals.datasets import Dataset
 from ratchet.evals.rerun import find_sources, rerun, rerun_many
 from ratchet.worker import build_worker
 
@@ -182,6 +184,8 @@ async def test_the_eval_command_says_what_is_wrong_with_its_arguments_and_exits_
     rerun = ["eval", "rerun", "session-x", "--agent", "weather-v2"]
     cases = tmp_path / "cases.json"
     cases.write_text('[{"prompt": "x"}, {"expected": "y"}]')
+    dataset = tmp_path / "dataset.json"
+    Dataset(exported_at=datetime.now(UTC), snapshots=[]).write(dataset)
     mistakes = {
         "'0' is not a whole number of at least 1": [*rerun, "--concurrency", "0"],
         "'many' is not a whole number of at least 1": [*rerun, "--limit", "many"],
@@ -196,6 +200,15 @@ async def test_the_eval_command_says_what_is_wrong_with_its_arguments_and_exits_
         "is not a dataset written by `ratchet eval export`": [*rerun, "--dataset", str(cases)],
         "There is no dataset file": [*rerun, "--dataset", str(tmp_path / "gone.json")],
         "Case 2 in": ["eval", "run", str(cases), "--agent", "a", "--baseline", "b"],
+        "not a list of cases: rerun it with `ratchet eval rerun --dataset": [
+            "eval",
+            "run",
+            str(dataset),
+            "--agent",
+            "a",
+            "--baseline",
+            "b",
+        ],  # fmt: skip
     }
     for expected, args in mistakes.items():
         code, _, err = await ratchet(temporal_server, task_queue, *args)

@@ -166,6 +166,11 @@ def load_cases(path: str | Path) -> list[Case]:
         raise InvalidInputError(f"There is no cases file {path}.") from None
     except json.JSONDecodeError as e:
         raise InvalidInputError(f"{path} is not JSON: {e}.") from None
+    if isinstance(raw, dict) and "snapshots" in raw:
+        raise InvalidInputError(
+            f"{path} is a dataset of recorded sessions (`ratchet eval export`), not a list of "
+            f"cases: rerun it with `ratchet eval rerun --dataset {path} --agent NAME`."
+        )
     if not isinstance(raw, list):
         raise InvalidInputError(f"{path} must hold a JSON list of cases, each with a 'prompt'.")
     cases: list[Case] = []
