@@ -22,14 +22,16 @@ from ratchet.evals.batch import batches_report, get_batch, start_batch, start_ba
 from ratchet.evals.datasets import Dataset, Snapshot, export_dataset, load_dataset
 from ratchet.evals.rerun import rerun, rerun_many
 from ratchet.wire.options import RunOptions, SessionOptions
-from ratchet.wire.rerun import MAX_SNAPSHOT_BYTES, BatchInput, child_id
+from ratchet.wire.rerun import MAX_SNAPSHOT_BYTES, BatchInput, SourceSnapshot, child_id
 from ratchet.worker import build_worker
+from ratchet.workflows.rerun_batch import RerunBatchWorkflow
 
 from .agents import EventLog
 from .conftest import release
 from .history import until
 from .test_cli_sessions import ratchet
 from .test_durability import OPTIONS, wait_for_event
+from .test_replay import replayer
 from .test_rerun import AGENTS, RAN, book, lookup, recorded_session, v1, v2
 
 
@@ -426,6 +428,50 @@ async def test_a_large_dataset_splits_over_batches_that_continue_as_new_into_one
     assert "batches " in from_cli[2] and said[1].count("--attach") == 3
     written = [json.loads((tmp_path / d / "report.json").read_text()) for d in "ab"]
     assert written[0]["cases"] == written[1]["cases"]
+
+
+def long_snapshot(name: str, turns: int, chars: int) -> SourceSnapshot:
+    """A conversation of ``turns`` user messages of about ``chars`` characters each."""
+    messages: list[Message] = []
+    for n in range(1, turns + 1):
+        messages += [
+            Message(role="user", content=f"{name}.{n} " + "x" * chars),
+            Message(role="assistant", content=f"answer {n}"),
+        ]
+    return SourceSnapshot(source=name, messages=messages)
+
+
+COUNTING = {"counting": ToolCallingAgent(ScriptedModel(lambda m, _: f"{len(m)} messages"), [])}
+
+
+async def test_a_batch_whose_history_fills_continues_as_new_between_sources(
+    agent_client: AgentClient,
+):
+    """Cases planned inline copy their conversations into the batch's history: when
+    Temporal suggests it, the batch continues as new at the next source, long before
+    ``cases_per_run`` cases; a snapshot whose plan alone would be too much is refused."""
+    # Three sources of 16 messages of 7 KB: each case copies the conversation so far.
+    sources = [long_snapshot(f"long-{k}", 16, 7000) for k in range(3)]
+    async with build_worker(agent_client, COUNTING):
+        with pytest.raises(InvalidInputError, match="long-x is too long to rerun in a batch"):
+            await start_batch(agent_client, [long_snapshot("long-x", 60, 20_000)], agent="c")
+        batch = await start_batch(agent_client, sources, agent="counting")
+        report = await batch.report()
+        first = batch.handle.first_execution_run_id
+        runs = await workflow_runs(agent_client, batch.id, first)
+        history = await agent_client.temporal.get_workflow_handle(
+            batch.id, run_id=first
+        ).fetch_history()
+    assert runs >= 2  # well before 500 cases
+    assert [c.case.id for c in report.cases] == [
+        f"long-{k}#{n}" for k in range(3) for n in range(1, 17)
+    ]
+    assert [c.new.answer for c in report.cases] == [
+        f"{2 * n - 1} messages" for n in range(1, 17)
+    ] * 3
+    # The run that continued as new replays (the patch that lets it is in its history).
+    replayed = await replayer(RerunBatchWorkflow).replay_workflow(history)
+    assert replayed.replay_failure is None
 
 
 async def started_input(client: AgentClient, workflow_id: str) -> BatchInput:

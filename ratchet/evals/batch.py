@@ -18,6 +18,7 @@ several batches, each under the payload limit, and ``batches_report`` joins thei
 from __future__ import annotations
 
 import asyncio
+import itertools
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -35,6 +36,8 @@ from ratchet.wire.rerun import (
     INLINE_BYTES,
     MAX_RECORD_BYTES,
     MAX_SNAPSHOT_BYTES,
+    MAX_SOURCE_HISTORY_BYTES,
+    PLAN_BYTES,
     BatchInput,
     BatchOptions,
     BatchProgress,
@@ -237,13 +240,26 @@ def _weight(snapshot: SourceSnapshot) -> int:
 
 
 def _carriable(snapshot: SourceSnapshot) -> int:
-    """The snapshot's weight, if a batch can carry it alone."""
+    """The snapshot's weight, if a batch can carry it and plan its cases."""
     size = _weight(snapshot)
     if size > MAX_RECORD_BYTES:
         raise InvalidInputError(
             f"The snapshot of {snapshot.source} weighs {size // 1024} KiB, more than a batch "
             f"can carry ({MAX_RECORD_BYTES // 1024} KiB): rerun it with rerun_many from this "
             "process (a conversation over 2 MB needs payload_storage on the client)."
+        )
+    # Each case copies the conversation up to its message; each page of the plan
+    # carries the snapshot in its request.
+    before = itertools.accumulate(len(m.model_dump_json()) for m in snapshot.messages)
+    inline = sum(b for b, m in zip(before, snapshot.messages, strict=True) if m.role == "user")
+    cost = inline + (inline // PLAN_BYTES + 1) * size
+    if cost > MAX_SOURCE_HISTORY_BYTES:
+        raise InvalidInputError(
+            f"The snapshot of {snapshot.source} is too long to rerun in a batch: its cases "
+            f"would write about {cost // 2**20} MB to the batch's history (at most "
+            f"{MAX_SOURCE_HISTORY_BYTES // 2**20} MB). Rerun it with rerun_many from this "
+            "process, or, while its session is within retention, by id (its cases then "
+            "refer to the session's log instead of copying it)."
         )
     return size
 

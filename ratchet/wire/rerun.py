@@ -26,6 +26,10 @@ ERROR_CHARS = 300
 INLINE_BYTES = 32 * 1024
 PLAN_BYTES = 1024 * 1024
 """About the most one page of a source's cases holds (a payload may hold 2 MB)."""
+MAX_SOURCE_HISTORY_BYTES = 24 * 1024 * 1024
+"""Most bytes a snapshot's plan may write to a batch's history (each page's request
+carries the snapshot, each case its conversation inline): about half of Temporal's
+50 MB history limit, the rest for the cases the batch runs before it continues as new."""
 MAX_SNAPSHOT_BYTES = 384 * 1024
 """Most bytes of snapshots one batch's input carries (with its records, under the 2 MB
 a continue-as-new input may hold); a larger dataset is split over several batches."""

@@ -48,6 +48,9 @@ PLAN_TIMEOUT = timedelta(minutes=5)
 PLAN_RETRIES = RetryPolicy(maximum_attempts=5)
 PLANS_AHEAD = 8
 """Sources being planned at once, ahead of the cases being started."""
+HISTORY_PATCH = "ratchet.batch-history-size"
+"""Continue as new between sources when Temporal suggests it too, not only every
+``cases_per_run`` cases."""
 
 
 @workflow.defn(name=RERUN_BATCH_WORKFLOW, failure_exception_types=[UsageError])
@@ -76,6 +79,9 @@ class RerunBatchWorkflow:
         plans: dict[int, asyncio.Task[SourcePlan]] = {}
         started, next_case = 0, input.next_case
         while self._source < len(input.sources):
+            if started and self._history_full():  # between sources: no plan is redone
+                await asyncio.gather(*tasks)
+                self._continue_as_new(0)
             source = input.sources[self._source]
             self._plan_ahead(plans, next_case)
             first = await plans.pop(self._source)
@@ -220,6 +226,11 @@ class RerunBatchWorkflow:
 
     def _batch_id(self) -> str:
         return self._input.batch_id or workflow.info().workflow_id
+
+    def _history_full(self) -> bool:
+        """Temporal suggests continuing as new: cases planned inline (a dataset's)
+        can fill a history long before ``cases_per_run`` of them."""
+        return workflow.info().is_continue_as_new_suggested() and workflow.patched(HISTORY_PATCH)
 
     def _continue_as_new(self, next_case: int) -> None:
         workflow.continue_as_new(
