@@ -572,6 +572,12 @@ async def test_a_free_running_batch_carries_the_new_agents_answers_forward_by_re
             agent_client, source, agent="weather-v2", unrecorded="live", free_running=True
         )
         second = await (await case_run(agent_client, batch.id, f"{source}#2")).state()
+        (exported,) = (await export_dataset(agent_client, [source])).snapshots
+        gone = exported.model_copy(update={"source": f"{source}-gone"})
+        of_snapshot = await start_batch(
+            agent_client, [gone], agent="weather-v2", unrecorded="live", free_running=True
+        )
+        snapshot_report = await of_snapshot.report()
         broken = await start_batch(agent_client, [source], agent="weather-v9", free_running=True)
         failed = (await broken.result()).records
         broken_report = await broken.report()
@@ -581,6 +587,7 @@ async def test_a_free_running_batch_carries_the_new_agents_answers_forward_by_re
         "Lima: sun | booked Miraflores | after [\"Oslo: snow | snow | after ['-']\"]"
     )
     assert [c.new.answer for c in report.cases] == [c.new.answer for c in expected.cases]
+    assert [c.new.answer for c in snapshot_report.cases] == [c.new.answer for c in report.cases]
     assert lima.new.live_calls == ['book(hotel="Miraflores")']
     base = second.session.thread.base  # case 2's thread: case 1's run, by reference
     assert base is not None and base.workflow_id == child_id(batch.id, f"{source}#1")
