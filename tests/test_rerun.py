@@ -198,6 +198,7 @@ async def test_the_eval_command_says_what_is_wrong_with_its_arguments_and_exits_
             "tests.test_rerun:NOT_EVALUATORS",
         ],
         "is not a dataset written by `ratchet eval export`": [*rerun, "--dataset", str(cases)],
+        "--attach reports on batches already started": [*rerun, "--attach", "rerun-x"],
         "There is no dataset file": [*rerun, "--dataset", str(tmp_path / "gone.json")],
         "Case 2 in": ["eval", "run", str(cases), "--agent", "a", "--baseline", "b"],
         "not a list of cases: rerun it with `ratchet eval rerun --dataset": [

@@ -24,7 +24,7 @@ from ratchet.evals.rerun import rerun, rerun_many
 from ratchet.wire.options import RunOptions, SessionOptions
 from ratchet.wire.rerun import MAX_SNAPSHOT_BYTES, BatchInput, SourceSnapshot, child_id
 from ratchet.worker import build_worker
-from ratchet.workflows.rerun_batch import RerunBatchWorkflow
+from ratchet.workflows.rerun_batch import HISTORY_PATCH, RerunBatchWorkflow
 
 from .agents import EventLog
 from .conftest import release
@@ -463,6 +463,8 @@ async def test_a_batch_whose_history_fills_continues_as_new_between_sources(
             batch.id, run_id=first
         ).fetch_history()
     assert runs >= 2  # well before 500 cases
+    markers = [e for e in history.events if e.HasField("marker_recorded_event_attributes")]
+    assert any(HISTORY_PATCH.encode() in e.SerializeToString() for e in markers)  # suggested
     assert [c.case.id for c in report.cases] == [
         f"long-{k}#{n}" for k in range(3) for n in range(1, 17)
     ]
@@ -472,6 +474,17 @@ async def test_a_batch_whose_history_fills_continues_as_new_between_sources(
     # The run that continued as new replays (the patch that lets it is in its history).
     replayed = await replayer(RerunBatchWorkflow).replay_workflow(history)
     assert replayed.replay_failure is None
+
+
+async def test_large_inline_cases_start_a_few_at_a_time(agent_client: AgentClient):
+    """Cases of a long snapshot each copy about 1 MB of conversation into their run's
+    start: twenty started in one workflow task would pass Temporal's 4 MB limit on
+    what one task may send, and the batch would fail that task for ever."""
+    long = long_snapshot("wide", 8, 130_000)  # 1 MB; case 8 copies it all
+    async with build_worker(agent_client, COUNTING):
+        batch = await start_batch(agent_client, [long], agent="counting", concurrency=20)
+        report = await batch.report()
+    assert [c.new.answer for c in report.cases] == [f"{2 * n - 1} messages" for n in range(1, 9)]
 
 
 async def started_input(client: AgentClient, workflow_id: str) -> BatchInput:

@@ -231,6 +231,8 @@ async def test_a_session_opened_while_the_page_still_loads_keeps_the_reply_it_st
     reply = await send(page, "pay acme")
     await expect(reply.get_by_test_id("run-status")).to_have_text("AWAITING_APPROVAL")
     evals_held.set()
+    # Saving the token again while the reply waits reloads the lists, not the session.
+    await page.get_by_role("button", name="Save").click()
 
     card = page.get_by_test_id("pending").get_by_test_id("pending-card")
     await card.get_by_role("button", name="Approve").click()

@@ -130,6 +130,13 @@ async def _evaluate(args: argparse.Namespace) -> int:
         report = await compare(
             client, cases, old=args.baseline, new=args.agent, evaluators=evaluators
         )
+    elif args.attach and (args.sources or args.query or args.dataset):
+        print(
+            "error: --attach reports on batches already started: give no sources, --query "
+            "or --dataset with it",
+            file=sys.stderr,
+        )
+        return 2
     elif args.attach:
         batches = [get_batch(client, batch_id) for batch_id in args.attach]
         report = await _batches_report(client, batches, args, evaluators)
@@ -158,7 +165,8 @@ async def _evaluate(args: argparse.Namespace) -> int:
         attach = " ".join(f"--attach {batch_id}" for batch_id in ids)
         print(
             f"{'batches' if len(ids) > 1 else 'batch'} {', '.join(ids)}: {len(sources)} "
-            f"sources; if this command stops, the batch goes on: ratchet eval rerun {attach} "
+            f"sources; if this command stops, {'they go' if len(ids) > 1 else 'it goes'} on: "
+            f"ratchet eval rerun {attach} "
             f"--agent {args.agent}",
             file=sys.stderr,
         )

@@ -26,6 +26,7 @@ from typing import Any
 from temporalio.client import WorkflowHandle
 
 from ratchet.activities.histories import activity_results, read_history
+from ratchet.agents.messages import Message
 from ratchet.agents.recording import Approvals, Recording, Unrecorded
 from ratchet.client import AgentClient
 from ratchet.errors import InvalidInputError
@@ -140,14 +141,9 @@ async def start_batch(
     Snapshots may weigh ``MAX_SNAPSHOT_BYTES`` in all (``start_batches`` splits more)."""
     if not sources:
         raise InvalidInputError("A batch needs at least one source: session or run ids.")
-    names = list(dict.fromkeys(s if isinstance(s, str) else s.source for s in sources))
-    snapshots: dict[str, SourceSnapshot] = {}
-    for source in sources:
-        if not isinstance(source, str):
-            snapshots.setdefault(source.source, source)  # the first of a name
-    for snapshot in snapshots.values():
-        _carriable(snapshot)
-    size = sum(_weight(s) for s in snapshots.values())
+    unique = _unique(sources)
+    snapshots = [s for s in unique if not isinstance(s, str)]
+    size = sum(_carriable(s, free_running) for s in snapshots)
     if len(snapshots) > 1 and size > MAX_SNAPSHOT_BYTES:
         raise InvalidInputError(
             f"These snapshots weigh {size // 1024} KiB; a batch's input carries at most "
@@ -161,8 +157,8 @@ async def start_batch(
         RERUN_BATCH_WORKFLOW,
         BatchInput(
             agent=agent,
-            sources=names,
-            snapshots=list(snapshots.values()),
+            sources=[_name(s) for s in unique],
+            snapshots=snapshots,
             batch_id=batch_id,
             options=options or RunOptions(),
             policy=Recording(unrecorded=unrecorded, approvals=approvals),
@@ -172,7 +168,7 @@ async def start_batch(
         id=batch_id,
         task_queue=client.task_queue,
         result_type=BatchResult,
-        static_summary=f"rerun of {len(names)} recorded sessions on {agent}",
+        static_summary=f"rerun of {len(unique)} recorded sessions on {agent}",
     )
     return RerunBatch(client, handle)
 
@@ -183,13 +179,15 @@ async def start_batches(
     *,
     agent: str,
     concurrency: int = CONCURRENCY,
+    free_running: bool = False,
     batch_id: str | None = None,
     **options: Any,
 ) -> list[RerunBatch]:
     """``start_batch`` for any number of snapshots: the sources are split, in order,
     over as few batches as keep each input's snapshots under ``MAX_SNAPSHOT_BYTES``,
     sharing ``concurrency`` (each batch runs at least one case at a time)."""
-    groups = _split(sources)
+    BatchOptions(concurrency=concurrency).check()  # before it is shared out
+    groups = _split(sources, free_running)
     batch_id = batch_id or f"rerun-{agent}-{uuid.uuid4().hex[:8]}"
     ids = (
         [batch_id]
@@ -198,7 +196,15 @@ async def start_batches(
     )
     share = max(1, concurrency // len(groups))
     return [
-        await start_batch(client, group, agent=agent, concurrency=share, batch_id=id, **options)
+        await start_batch(
+            client,
+            group,
+            agent=agent,
+            concurrency=share,
+            free_running=free_running,
+            batch_id=id,
+            **options,
+        )
         for id, group in zip(ids, groups, strict=True)
     ]
 
@@ -212,17 +218,13 @@ async def batches_report(
     return Report(agent=reports[0].agent, cases=cases, notes=rerun_notes(cases))
 
 
-def _split(sources: Sequence[Source]) -> list[list[Source]]:
+def _split(sources: Sequence[Source], free_running: bool) -> list[list[Source]]:
     """Sources in groups whose snapshots weigh at most ``MAX_SNAPSHOT_BYTES`` (one
     heavier snapshot alone in its group, up to what a batch can carry)."""
     groups: list[list[Source]] = [[]]
     weight = 0
-    seen: set[str] = set()
-    for source in sources:
-        if _name(source) in seen:
-            continue
-        seen.add(_name(source))
-        size = 0 if isinstance(source, str) else _carriable(source)
+    for source in _unique(sources):
+        size = 0 if isinstance(source, str) else _carriable(source, free_running)
         if groups[-1] and size and weight + size > MAX_SNAPSHOT_BYTES:
             groups.append([])
             weight = 0
@@ -235,24 +237,35 @@ def _name(source: Source) -> str:
     return source if isinstance(source, str) else source.source
 
 
-def _weight(snapshot: SourceSnapshot) -> int:
-    return len(snapshot.model_dump_json())
+def _unique(sources: Sequence[Source]) -> list[Source]:
+    """The first source of each name (an id or a snapshot), in order."""
+    first: dict[str, Source] = {}
+    for source in sources:
+        first.setdefault(_name(source), source)
+    return list(first.values())
 
 
-def _carriable(snapshot: SourceSnapshot) -> int:
+def _carriable(snapshot: SourceSnapshot, free_running: bool) -> int:
     """The snapshot's weight, if a batch can carry it and plan its cases."""
-    size = _weight(snapshot)
+    size = len(snapshot.model_dump_json())
     if size > MAX_RECORD_BYTES:
         raise InvalidInputError(
             f"The snapshot of {snapshot.source} weighs {size // 1024} KiB, more than a batch "
             f"can carry ({MAX_RECORD_BYTES // 1024} KiB): rerun it with rerun_many from this "
             "process (a conversation over 2 MB needs payload_storage on the client)."
         )
-    # Each case copies the conversation up to its message; each page of the plan
-    # carries the snapshot in its request.
-    before = itertools.accumulate(len(m.model_dump_json()) for m in snapshot.messages)
-    inline = sum(b for b, m in zip(before, snapshot.messages, strict=True) if m.role == "user")
-    cost = inline + (inline // PLAN_BYTES + 1) * size
+    # A case's input is written twice (in its plan, and in its run's start): the
+    # conversation up to its message, or (free-running) its message and every recorded
+    # call. Each page of the plan carries the snapshot in its request.
+    sizes = [len(m.model_dump_json()) for m in snapshot.messages]
+    users = [n for n, m in enumerate(snapshot.messages) if m.role == "user"]
+    if free_running:
+        calls = sum(s for s, m in zip(sizes, snapshot.messages, strict=True) if _is_call(m))
+        inline = sum(sizes[n] + calls for n in users)
+    else:
+        before = list(itertools.accumulate(sizes))
+        inline = sum(before[n] for n in users)
+    cost = 2 * inline + (inline // PLAN_BYTES + 1) * size
     if cost > MAX_SOURCE_HISTORY_BYTES:
         raise InvalidInputError(
             f"The snapshot of {snapshot.source} is too long to rerun in a batch: its cases "
@@ -262,6 +275,10 @@ def _carriable(snapshot: SourceSnapshot) -> int:
             "refer to the session's log instead of copying it)."
         )
     return size
+
+
+def _is_call(message: Message) -> bool:
+    return message.role == "tool" or bool(message.tool_calls)
 
 
 def get_batch(client: AgentClient, batch_id: str) -> RerunBatch:

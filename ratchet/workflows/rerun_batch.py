@@ -11,6 +11,7 @@ continues as new, carrying only the records and where it was.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import timedelta
 
 from temporalio import workflow
@@ -48,6 +49,9 @@ PLAN_TIMEOUT = timedelta(minutes=5)
 PLAN_RETRIES = RetryPolicy(maximum_attempts=5)
 PLANS_AHEAD = 8
 """Sources being planned at once, ahead of the cases being started."""
+START_BYTES = 1024 * 1024
+"""Inline cases started before waiting for the server to take their starts: what one
+workflow task sends stays well under Temporal's 4 MB limit."""
 HISTORY_PATCH = "ratchet.batch-history-size"
 """Continue as new between sources when Temporal suggests it too, not only every
 ``cases_per_run`` cases."""
@@ -69,6 +73,8 @@ class RerunBatchWorkflow:
         self._carried = sum(len(r.model_dump_json()) for r in input.records)
         """About the bytes of ``_records``: what continue-as-new and the result carry."""
         self._snapshots = Snapshots(input.sources, input.snapshots)
+        self._unstarted = 0
+        """Cases whose run's start the server has not yet taken."""
 
     @workflow.run
     async def run(self, input: BatchInput) -> BatchResult:
@@ -77,9 +83,9 @@ class RerunBatchWorkflow:
         slots = asyncio.Semaphore(input.batch.concurrency)
         tasks: list[asyncio.Task[None]] = []
         plans: dict[int, asyncio.Task[SourcePlan]] = {}
-        started, next_case = 0, input.next_case
+        started, next_case, inline = 0, input.next_case, 0
         while self._source < len(input.sources):
-            if started and self._history_full():  # between sources: no plan is redone
+            if started and self._history_full():  # between sources (plans made ahead are redone)
                 await asyncio.gather(*tasks)
                 self._continue_as_new(0)
             source = input.sources[self._source]
@@ -103,8 +109,14 @@ class RerunBatchWorkflow:
                     self._continue_as_new(n)
                 await slots.acquire()
                 self._positions += 1
+                self._unstarted += 1
                 tasks.append(asyncio.create_task(self._one(case, source, self._positions, slots)))
                 started += 1
+                if self._snapshots.of(source) is not None:  # its conversation is inline
+                    inline += len(case.model_dump_json())
+                    if inline > START_BYTES:
+                        await workflow.wait_condition(lambda: self._unstarted == 0)
+                        inline = 0
             self._source, next_case = self._source + 1, 0
             self._show()
         await asyncio.gather(*tasks)
@@ -184,8 +196,11 @@ class RerunBatchWorkflow:
     async def _one(
         self, case: CasePlan, source: str, position: int, slots: asyncio.Semaphore
     ) -> None:
-        await self._run_case(case, source, position)
+        await self._run_case(case, source, position, self._started)
         slots.release()
+
+    def _started(self) -> None:
+        self._unstarted -= 1
 
     async def _in_order(
         self, cases: list[CasePlan], source: str, position: int, slots: asyncio.Semaphore
@@ -210,10 +225,18 @@ class RerunBatchWorkflow:
         slots.release()
         self._show()
 
-    async def _run_case(self, case: CasePlan, source: str, position: int) -> RunResult | None:
+    async def _run_case(
+        self,
+        case: CasePlan,
+        source: str,
+        position: int,
+        on_start: Callable[[], None] = lambda: None,
+    ) -> RunResult | None:
         workflow_id = child_id(self._batch_id(), case.id)
         self._running.add(workflow_id)
-        record, result = await answer_case(self._input, workflow_id, case, source, position)
+        record, result = await answer_case(
+            self._input, workflow_id, case, source, position, on_start
+        )
         # Not in a ``finally``: an evicted workflow's tasks are closed, not finished.
         self._record(record)
         self._running.discard(workflow_id)

@@ -5,6 +5,7 @@ the sources given as snapshots."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 
 from temporalio import workflow
 from temporalio.exceptions import ChildWorkflowError, FailureError, WorkflowAlreadyStartedError
@@ -24,17 +25,23 @@ with workflow.unsafe.imports_passed_through():
 
 
 async def answer_case(
-    input: BatchInput, workflow_id: str, case: CasePlan, source: str, position: int
+    input: BatchInput,
+    workflow_id: str,
+    case: CasePlan,
+    source: str,
+    position: int,
+    on_start: Callable[[], None] = lambda: None,
 ) -> tuple[CaseRecord, RunResult | None]:
     """Run ``case`` as child run ``workflow_id``; its record, and its result if it
-    completed."""
+    completed. ``on_start`` is called once the server has the child's start."""
     recording = input.policy.model_copy(update={"calls": case.recording.calls})
     options = input.options.model_copy(update={"recording": recording})
     record = CaseRecord(id=case.id, source=source, position=position, workflow_id=workflow_id)
     began = workflow.now()
     result: RunResult | None = None
-    try:
-        result = await workflow.execute_child_workflow(
+    announced = False
+    try:  # the same command as execute_child_workflow, with the start seen on its own
+        child = await workflow.start_child_workflow(
             RUN_WORKFLOW,
             RunInput(
                 agent=input.agent, messages=case.messages, session=case.session, options=options
@@ -43,10 +50,15 @@ async def answer_case(
             result_type=RunResult,
             static_summary=f"rerun of {case.id}",
         )
+        on_start()
+        announced = True
+        result = await child
     except ChildWorkflowError as e:
         record.error = short(cause_of(e))
     except WorkflowAlreadyStartedError:  # a batch reset to before a child started
         record.error = f"{workflow_id} was already started (the batch was reset?)"
+    if not announced:
+        on_start()
     record.latency_s = (workflow.now() - began).total_seconds()
     return record, result
 
@@ -85,7 +97,8 @@ def cause_of(error: FailureError) -> str:
 
 def batch_full(source: str) -> str:
     return (
-        f"Not rerun: a batch takes at most {MAX_CASES} cases (and 1.5 MB of their records); "
+        f"Not rerun: a batch takes at most {MAX_CASES} cases (and 1.5 MB of their records "
+        "with the snapshots still to plan); "
         f"start another batch for the sources from {source} on."
     )
 

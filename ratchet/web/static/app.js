@@ -76,12 +76,13 @@ const sessionInUrl = () => decodeURIComponent(location.hash.slice(1));
 
 // Loads everything with the token just saved, then reopens the session that was open
 // (or named in the URL) so it is read with that token too. A session opened while the
-// lists loaded is left alone: opening it again would cut off the reply it streams.
+// lists loaded, or one streaming a reply, is left alone: opening it again would cut
+// off the reply.
 async function loadAll() {
   notice.clear();
   const before = chat.sessionId;
   await Promise.all([sessions.loadAgents(), refreshLists(), evals.refresh()]).catch(showError);
-  if (chat.sessionId !== before) return;
+  if (chat.sessionId !== before || chat.streaming) return;
   const current = before ?? sessionInUrl();
   if (current) await open(current).catch(showError);
 }
