@@ -139,7 +139,7 @@ async def _evaluate(args: argparse.Namespace) -> int:
         return 2
     elif args.attach:
         batches = [get_batch(client, batch_id) for batch_id in args.attach]
-        report = await _batches_report(client, batches, args, evaluators)
+        report = await _batches_report(client, batches, evaluators)
     else:
         sources: list[Source] = list(args.sources)
         if args.dataset:
@@ -170,7 +170,7 @@ async def _evaluate(args: argparse.Namespace) -> int:
             f"--agent {args.agent}",
             file=sys.stderr,
         )
-        report = await _batches_report(client, batches, args, evaluators)
+        report = await _batches_report(client, batches, evaluators)
     for case in report.cases:
         if case.case.metadata.get("unreadable"):
             print(f"warning: not rerun: {case.new.error}", file=sys.stderr)
@@ -206,7 +206,7 @@ async def export_command(args: argparse.Namespace) -> int:
 
 
 async def _batches_report(
-    client: AgentClient, batches: list[RerunBatch], args: argparse.Namespace, evaluators: list[Any]
+    client: AgentClient, batches: list[RerunBatch], evaluators: list[Any]
 ) -> Report:
     """Wait for the batches, deciding at this terminal what their cases' runs wait for
     (``--unrecorded ask``, ``--approvals policy``, the agent's own approval rules or

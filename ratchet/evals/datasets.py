@@ -34,8 +34,8 @@ class Snapshot(SourceSnapshot):
 
     def cases(self) -> list[RecordedCase]:
         cases = split_cases(self.source, self.messages)
-        for case, usage, latency in zip(cases, self.usage, self.latency_s, strict=False):
-            case.usage, case.latency_s = usage, latency
+        for n, case in enumerate(cases):
+            case.usage, case.latency_s = self.recorded(n)
         return cases
 
 

@@ -262,7 +262,7 @@ class RerunBatchWorkflow:
                     "next_source": self._source,
                     "next_case": next_case,
                     "records": sorted(self._records, key=lambda r: r.position),
-                    "snapshots": self._snapshots.left(self._input.sources, self._source),
+                    "snapshots": self._snapshots.left(self._source),
                 }
             )
         )

@@ -108,6 +108,7 @@ class Snapshots:
     those from a place in the batch on add to a continue-as-new input."""
 
     def __init__(self, sources: list[str], snapshots: list[SourceSnapshot]) -> None:
+        self._sources = sources
         self._by_source = {s.source: s for s in snapshots}
         sizes = [
             len(s.model_dump_json()) if (s := self._by_source.get(name)) else 0 for name in sources
@@ -121,6 +122,6 @@ class Snapshots:
         """What the snapshots of ``sources[place:]`` weigh."""
         return self._bytes_from[min(place, len(self._bytes_from) - 1)]
 
-    def left(self, sources: list[str], place: int) -> list[SourceSnapshot]:
+    def left(self, place: int) -> list[SourceSnapshot]:
         """The snapshots of ``sources[place:]`` (what a continued run still needs)."""
-        return [s for name in sources[place:] if (s := self._by_source.get(name))]
+        return [s for name in self._sources[place:] if (s := self._by_source.get(name))]
