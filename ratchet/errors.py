@@ -20,6 +20,9 @@ configuration change fixes, and failures of a run, which happen at run time::
     │   │   ├── StateSchemaError         a stored type that cannot be loaded or upgraded
     │   │   └── ShareTokenError          a share token this run cannot use
     │   ├── DecisionError           an approval or answer for nothing the run waits for
+    │   ├── ConversationConflictError   messages that do not continue the thread, or a
+    │   │                               request id sent again with other messages
+    │   ├── RequestExpiredError     a request id older than what the session remembers
     │   ├── NotFoundError           no run or session with that id
     │   │   ├── RunNotFoundError
     │   │   └── SessionNotFoundError
@@ -31,6 +34,8 @@ configuration change fixes, and failures of a run, which happen at run time::
         ├── BudgetExceededError     a run used more tokens than its token_budget
         ├── SessionClosedError      the session takes no more messages
         ├── SessionBusyError        the session cannot take a message now; send again later
+        ├── AnswerUnavailableError  a send's outcome could not be read now; send it again
+        ├── ResultExpiredError      a send that ran, whose result the session no longer holds
         ├── StaleAttemptError       a turn attempt the server has replaced (in the worker)
         ├── ThreadResolutionError   a worker could not obtain the thread a turn names
         ├── ToolError               a tool's failure the model should read, never retried
@@ -219,7 +224,13 @@ class DecisionError(UsageError):
 
 class ConversationConflictError(UsageError):
     """The messages sent do not continue the session's thread: they leave out or
-    reorder messages it holds (an AG-UI client with a stale or edited history)."""
+    reorder messages it holds (an AG-UI client with a stale or edited history); or a
+    request id the session took already came again with other messages."""
+
+
+class RequestExpiredError(UsageError):
+    """A send whose request id is older than what the session remembers (24 hours,
+    its latest 500 ids): it may have run already, so it is not run again."""
 
 
 class NotFoundError(UsageError):
@@ -260,6 +271,36 @@ class SessionClosedError(RunError):
 class SessionBusyError(RunError):
     """The session cannot take a message now: its queue is full, or Temporal's limit
     of Updates in flight per workflow is reached. Send again shortly."""
+
+
+class AnswerUnavailableError(RunError):
+    """A send whose outcome could not be read (Temporal or every worker out of reach
+    for longer than the client waits). ``taken`` says whether the session took the
+    message (``None``: not known). Send again with the same ``request_id``: a taken
+    message is never run twice, and the retry returns its answer."""
+
+    def __init__(self, session_id: str, request_id: str, taken: bool | None, cause: str) -> None:
+        retry = f"send again with request_id={request_id!r}"
+        if taken:
+            text = (
+                f"Session {session_id} took the message (request id {request_id!r}) but its "
+                f"answer could not be read: {cause}. To get it, {retry}: it does not run twice."
+            )
+        else:
+            text = (
+                f"Session {session_id} may not have taken the message (request id "
+                f"{request_id!r}): {cause}. {retry[0].upper()}{retry[1:]}: if it was taken you "
+                "get its answer, else it is sent now; it never runs twice."
+            )
+        super().__init__(text)
+        self.session_id = session_id
+        self.request_id = request_id
+        self.taken = taken
+
+
+class ResultExpiredError(RunError):
+    """The session took and ran the message, but no longer holds its result (it keeps
+    its latest results only): read the answer from the thread."""
 
 
 _ALIASES = {"SessionClosed": SessionClosedError, "SessionBusy": SessionBusyError}

@@ -208,7 +208,37 @@ def noter(gated: bool) -> Agent:
     return ToolCallingAgent(Gated(), [note])
 
 
+def chaos_agent() -> Agent:
+    """For each user message: a model call (0-0.4 s) that asks for ``effect`` with
+    the message's text, the tool (0.3 s, logging ``effect`` with its idempotency
+    key), then an answer ``done: <text>``. A message run twice shows as two keys."""
+    log = EventLog(os.environ.get("RATCHET_TEST_LOG"))
+
+    def script(messages: Sequence[Message], context: RunContext) -> str | Message:
+        last = max(i for i, m in enumerate(messages) if m.role == "user")
+        if any(m.role == "tool" for m in messages[last:]):
+            return f"done: {messages[last].text}"
+        return ScriptedModel.call("effect", text=messages[last].text)
+
+    class Latent(ModelClient):
+        async def create(
+            self, messages: Sequence[Message], tools: Sequence[Tool], context: RunContext
+        ) -> ModelResponse:
+            await asyncio.sleep(len(messages) * 7 % 5 / 10)
+            return await ScriptedModel(script).create(messages, tools, context)
+
+    @tool
+    async def effect(text: str, context: RunContext) -> str:
+        """Do the message's side effect."""
+        await asyncio.sleep(0.3)
+        log.write("effect", text=text, key=context.idempotency_key(), run=context.run_id)
+        return f"did {text}"
+
+    return ToolCallingAgent(Latent(), [effect])
+
+
 AGENTS = {
+    "chaos": chaos_agent,
     "steps": steps_agent,
     "crash": crash_agent,
     "invoice": invoice_agent,

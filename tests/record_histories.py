@@ -335,6 +335,13 @@ async def _record_sessions(client: AgentClient) -> list[tuple[str, object]]:
     await current.send("and again")
     run = await client.start_run("echo", "hello")
     await run.result()
+    retried = await client.start_session(
+        "echo", options=SessionOptions(continue_as_new_after_runs=1)
+    )
+    await retried.send("pay once", request_id="order-17")
+    await retried.send("two")
+    await retried.send("pay once", request_id="order-17")  # answered by the third run
+    await retried.close()
     first = client.temporal.get_workflow_handle
     return [
         ("agent_session_current_patches", current.workflow),
@@ -352,6 +359,7 @@ async def _record_sessions(client: AgentClient) -> list[tuple[str, object]]:
             first(legacy.id, run_id=legacy.first_execution_run_id),
         ),
         ("agent_session_moved_from_legacy", moved.workflow),
+        ("agent_session_retried_request_id", retried.workflow),
     ]
 
 

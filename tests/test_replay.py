@@ -73,6 +73,7 @@ def test_histories_are_recorded():
         "rerun_case_on_a_session_log",
         "rerun_batch_free_running",
         "rerun_batch_of_snapshots",
+        "agent_session_retried_request_id",
     }
 
 

@@ -104,6 +104,9 @@ async def test_a_retried_post_with_the_same_idempotency_key_sends_once(alice: ht
     assert [m["content"] for m in thread["messages"]] == ["pay once", "echo 1: pay once"]
     other = await alice.post(url, json={"text": "pay twice"}, headers={"Idempotency-Key": "b"})
     assert other.json()["output"] == "echo 2: pay twice"
+    reused = await alice.post(url, json={"text": "pay 1000"}, headers=key)
+    body = problem_of(reused, 409, "ConversationConflictError")
+    assert key["Idempotency-Key"] in body["detail"]
     await alice.post(f"/v1/sessions/{session}/close")
 
 

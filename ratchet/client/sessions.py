@@ -12,6 +12,7 @@ Temporal's 10; past any limit the caller gets a ``RunFailedError``, never a raw
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -25,18 +26,28 @@ from ratchet.agents.pending import Decision, PendingView
 from ratchet.agents.state import AgentState, ThreadData
 from ratchet.agents.state_export import StateExport
 from ratchet.errors import (
+    AnswerUnavailableError,
     DecisionError,
     InvalidInputError,
+    ResultExpiredError,
     RunFailedError,
     SessionBusyError,
     run_failed,
 )
 from ratchet.wire.names import OFFSET_QUERY, PAGE_BYTES, SESSION_WORKFLOW, STATE_QUERY
 from ratchet.wire.runs import DecisionRequest, RunResult, Verdict, new_messages
-from ratchet.wire.sessions import LogInfo, SendOutcome, SendRequest, SessionStatus
+from ratchet.wire.sessions import (
+    LogInfo,
+    SendOutcome,
+    SendRequest,
+    SessionStatus,
+    new_request_id,
+    send_digest,
+)
 
 from .errors import GuardedHandle, check_prompt_size, translated
 from .events import session_events
+from .retries import deadline, passing, retrying
 from .turns import TurnRecord, read_turns
 
 if TYPE_CHECKING:
@@ -50,16 +61,18 @@ BUSY_RETRIES = 5
 
 class ResultPoller:
     """Waits for the results of one client's queued sends to one session with one
-    query at a time (a workflow answers a few queries at once, not hundreds)."""
+    query at a time (a workflow answers a few queries at once, not hundreds). A
+    query that fails for a moment (no worker answers) is asked again until each
+    send's deadline."""
 
     def __init__(self, handle: WorkflowHandle[Any, Any]) -> None:
         self._handle = handle
-        self._waiting: dict[int, asyncio.Future[SendOutcome]] = {}
+        self._waiting: dict[int, tuple[asyncio.Future[SendOutcome], float]] = {}
         self._task: asyncio.Task[None] | None = None
 
-    async def wait(self, ticket: int) -> SendOutcome:
+    async def wait(self, ticket: int, until: float) -> SendOutcome:
         future = asyncio.get_running_loop().create_future()
-        self._waiting[ticket] = future
+        self._waiting[ticket] = (future, until)
         if self._task is None or self._task.done():
             self._task = asyncio.ensure_future(self._poll())
         return await future
@@ -72,15 +85,18 @@ class ResultPoller:
                 outcomes = await self._handle.query(
                     "send_results", sorted(self._waiting), result_type=list[SendOutcome]
                 )
-            except Exception as e:  # every waiting send gets the error
-                for future in self._waiting.values():
-                    if not future.done():
-                        future.set_exception(e)
-                self._waiting.clear()
-                return
+            except Exception as e:
+                now = time.monotonic()
+                for ticket, (future, until) in list(self._waiting.items()):
+                    if not passing(e) or now > until:
+                        del self._waiting[ticket]
+                        if not future.done():
+                            future.set_exception(e)
+                delay = min(MAX_POLL, delay * 1.5)
+                continue
             settled = [o for o in outcomes if o.state not in ("queued", "running")]
             for outcome in settled:
-                future = self._waiting.pop(outcome.ticket, None)
+                future, _ = self._waiting.pop(outcome.ticket, (None, 0.0))
                 if future is not None and not future.done():
                     future.set_result(outcome)
             delay = MIN_POLL if settled else min(MAX_POLL, delay * 1.5)
@@ -147,51 +163,85 @@ class SessionHandle:
 
         Durable: the session records the message before it runs. Raises
         ``RunFailedError`` if the session refuses the message or the run fails.
-        ``request_id`` makes a retried send idempotent: a send with the id of one the
-        session's current workflow run already took returns that one's outcome
-        instead of sending again (it is the Update's id).
+
+        ``request_id`` (1-200 characters; ``new_request_id()`` makes one) makes a
+        retried send idempotent: the session remembers the ids of its sends for 24
+        hours (its latest 500), across continue-as-new, and a send with one of them
+        returns that message's outcome instead of running it again; the same id
+        with other messages raises ``ConversationConflictError``, and a UUIDv7 id
+        older than what the session remembers ``RequestExpiredError``. Without one,
+        the send makes its own, so its own retries never run the message twice.
+        Failures that pass (no worker answers, Temporal out of reach) are retried
+        for up to two minutes; past that ``AnswerUnavailableError`` says whether the
+        message was taken and carries the request id to send again with.
         """
+        request = self._send_request(prompt, request_id or new_request_id())
         if not await self.is_current():
-            request, update_id = self._send_request(prompt, request_id)
-            return await self._update("send", request, RunResult, update_id)
-        request, update_id = self._send_request(prompt, request_id)
-        outcome = await self._update("send", request, SendOutcome, update_id)
-        if outcome.state in ("queued", "running"):
-            outcome = await self._client.result_poller(self.id).wait(outcome.ticket)
-        return await self._result(outcome)
+            return await self._update("send", request, RunResult, _update_id(request))
+        until = deadline()
+        rid = request.request_id or ""
+        try:
+            outcome = await retrying(
+                lambda: self._update("send", request, SendOutcome, _update_id(request)),
+                until=until,
+            )
+        except Exception as e:
+            if not passing(e):
+                raise
+            raise AnswerUnavailableError(self.id, rid, None, str(e)) from e
+        try:
+            if outcome.state in ("queued", "running"):
+                outcome = await self._client.result_poller(self.id).wait(outcome.ticket, until)
+            return await self._result(outcome, until)
+        except Exception as e:
+            if not passing(e):
+                raise
+            raise AnswerUnavailableError(self.id, rid, True, str(e)) from e
 
     async def submit(
         self, prompt: str | Sequence[Message], *, request_id: str | None = None
-    ) -> None:
-        """``send`` without waiting for the run: returns once the session has accepted
-        the message (it is in history; bad input raises here, as with ``send``)."""
-        request, update_id = self._send_request(prompt, request_id)
-        await self._update("send", request, SendOutcome, update_id, accepted_only=True)
+    ) -> str:
+        """``send`` without waiting for the run: returns the request id once the
+        session has accepted the message (it is in history; bad input raises here, as
+        with ``send``). ``send`` with the same prompt and id waits for its answer."""
+        request = self._send_request(prompt, request_id or new_request_id())
+        stage = WorkflowUpdateStage.ACCEPTED
+        try:
+            await retrying(
+                lambda: self._update(
+                    "send", request, SendOutcome, _update_id(request), wait_for_stage=stage
+                ),
+                until=deadline(),
+            )
+        except Exception as e:
+            if not passing(e):
+                raise
+            raise AnswerUnavailableError(self.id, request.request_id or "", None, str(e)) from e
+        return request.request_id or ""
 
-    def _send_request(
-        self, prompt: str | Sequence[Message], request_id: str | None
-    ) -> tuple[SendRequest, str | None]:
-        request = SendRequest(messages=new_messages(prompt, new_id))
+    def _send_request(self, prompt: str | Sequence[Message], request_id: str) -> SendRequest:
+        request = SendRequest(messages=new_messages(prompt, new_id), request_id=request_id)
         check_prompt_size(self._client.temporal, request.messages, "session", self.id)
-        if request_id is not None and not 0 < len(request_id) <= 200:
+        if not 0 < len(request_id) <= 200:
             raise InvalidInputError("request_id must be 1 to 200 characters long.")
-        return request, (f"send-{request_id}" if request_id is not None else None)
+        return request
 
-    async def _result(self, outcome: SendOutcome) -> RunResult:
+    async def _result(self, outcome: SendOutcome, until: float) -> RunResult:
         if outcome.state == "failed":
             raise run_failed(self.id, outcome.error or "failed", outcome.error_type or "")
         if outcome.result is None:
-            raise RunFailedError(
-                self.id,
-                f"Session {self.id} no longer holds the result of message {outcome.ticket} "
-                "(it keeps the latest results only); read the thread instead.",
-                "ResultExpired",
+            raise ResultExpiredError(
+                f"Session {self.id} took and ran message {outcome.ticket} but no longer "
+                "holds its result (it keeps its latest results only); its answer is in the "
+                "thread: read it with thread()."
             )
         result = outcome.result
         if outcome.final_at is not None:
+            at = outcome.final_at
             if self._thread_id is None:  # a session's thread keeps its id for ever
-                self._thread_id = (await self._log_info()).thread_id
-            final = await self._messages(self._thread_id, outcome.final_at, outcome.final_at + 1)
+                self._thread_id = (await retrying(self._log_info, until=until)).thread_id
+            thread_id = self._thread_id
+            final = await retrying(lambda: self._messages(thread_id, at, at + 1), until=until)
             result = result.model_copy(update={"final_response": final[0]})
         return result
 
@@ -202,13 +252,13 @@ class SessionHandle:
         result_type: type,
         update_id: str | None = None,
         *,
-        accepted_only: bool = False,
+        wait_for_stage: WorkflowUpdateStage | None = None,
     ) -> Any:
         async with self._client.update_slot(self.id):
             for attempt in range(BUSY_RETRIES + 1):
                 try:
-                    if accepted_only:
-                        stage = WorkflowUpdateStage.ACCEPTED
+                    if wait_for_stage is not None:
+                        stage = wait_for_stage
                         return await self._handle.start_update(
                             name, arg, id=update_id, result_type=result_type, wait_for_stage=stage
                         )
@@ -362,3 +412,10 @@ class SessionHandle:
             return await self._update(name, request, Decision)
         except RunFailedError as e:
             raise DecisionError(e.cause) from e
+
+
+def _update_id(request: SendRequest) -> str:
+    """The send's Update id: its request id and what it carries, so a retry within
+    one workflow run is the same Update, and the same id with other messages is
+    not (the session refuses it, instead of Temporal answering with the first)."""
+    return f"send-{request.request_id}-{send_digest(request.messages)}"

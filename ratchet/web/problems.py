@@ -35,6 +35,8 @@ STATUS: list[tuple[type[Exception], int, str]] = [
     (errors.SessionClosedError, 409, "The session is closed"),
     (errors.DecisionError, 409, "Nothing waits for that decision"),
     (errors.ConversationConflictError, 409, "The history does not match the session's"),
+    (errors.RequestExpiredError, 409, "That request id is older than the session remembers"),
+    (errors.ResultExpiredError, 410, "The result is no longer held"),
     (errors.AlreadyStartedError, 409, "That id is in use"),
     (errors.EventsExpiredError, 410, "Those events are no longer retained"),
     (errors.AgentNotFoundError, 404, "No such agent"),
@@ -78,6 +80,17 @@ def for_exception(error: Exception) -> JSONResponse:
         )
     if isinstance(error, Forbidden):
         return problem(403, "Forbidden", "Not allowed", str(error))
+    if isinstance(error, errors.AnswerUnavailableError):
+        response = problem(
+            503,
+            "AnswerUnavailableError",
+            "The answer could not be read now",
+            str(error),
+            request_id=error.request_id,
+            taken=error.taken,
+        )
+        response.headers["Retry-After"] = "1"
+        return response
     if isinstance(error, RPCError) and error.status in BUSY:
         response = problem(
             503,

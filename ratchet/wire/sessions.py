@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import re
+import time
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -18,6 +23,47 @@ from .runs import RunResult
 
 class SendRequest(BaseModel):
     messages: list[Message]
+    request_id: str | None = None
+    """The send's idempotency key: a send with an id the session has taken answers
+    that message (see ``RecentRequests``)."""
+
+
+def new_request_id() -> str:
+    """A fresh request id: a UUIDv7 (RFC 9562), so it tells when it was made and a
+    session can refuse a retry older than what it remembers."""
+    ms = time.time_ns() // 1_000_000
+    rand = int.from_bytes(os.urandom(10), "big")
+    value = (ms & (2**48 - 1)) << 80 | 0x7 << 76 | (rand >> 68) << 64 | 0b10 << 62
+    value |= rand & (2**62 - 1)
+    text = f"{value:032x}"
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+
+
+_UUID7 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", re.I)
+
+
+def request_made_ms(request_id: str) -> int | None:
+    """When a UUIDv7 request id was made (ms since the epoch); ``None`` for other ids."""
+    if not _UUID7.fullmatch(request_id):
+        return None
+    return int(request_id[:8] + request_id[9:13], 16)
+
+
+def send_digest(messages: list[Message]) -> str:
+    """What a send carries, as a short hash (the ids the client gave its messages
+    aside): a request id sent again with another digest is another message."""
+    body = [m.model_dump(mode="json", exclude={"id"}) for m in messages]
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:8]
+
+
+class RecentRequests(CompactModel):
+    """The request ids a session remembers, carried across continue-as-new."""
+
+    entries: list[str] = Field(default_factory=list)
+    """``"<key> <digest> <ticket> <made_ms>"``, oldest first (see ``workflows.idempotency``)."""
+    horizon_ms: int = 0
+    """UUIDv7 ids made at or before this (ms since the epoch) may have been forgotten
+    to keep within the count."""
 
 
 class Queued(CompactModel):
@@ -29,7 +75,8 @@ class SendOutcome(CompactModel):
     """Where a sent message is: queued, running, or done (with its run's result)."""
 
     ticket: int
-    state: Literal["queued", "running", "done", "failed", "unknown"]
+    state: Literal["queued", "running", "done", "failed", "forgotten", "unknown"]
+    """``forgotten``: the message ran, but the session no longer holds its result."""
     result: RunResult | None = None
     """The run's result without its answer's text, which is in the thread once
     (``final_at``)."""
@@ -103,6 +150,9 @@ class SessionInput(BaseModel):
     """Messages sent to earlier workflow runs (tickets go on from here)."""
     queue: list[Queued] = Field(default_factory=list)
     results: list[SendOutcome] = Field(default_factory=list)
+    requests: RecentRequests = Field(default_factory=RecentRequests)
+    """The request ids of recent sends, so a retry after a continue-as-new answers
+    the message it first sent instead of sending it again."""
 
 
 class SessionStatus(CompactModel):

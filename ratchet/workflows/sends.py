@@ -3,7 +3,8 @@ whether the session still takes messages.
 
 Sends do not hold Updates open for long: the first ``MAX_HELD`` wait for their
 result, the others get a ticket at once and the client polls ``send_result`` (a
-query, nothing written to history).
+query, nothing written to history). A send with a request id the session took
+already gets that message's ticket (``idempotency``).
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.agents.messages import Message, approximate_size
+    from ratchet.agents.messages import approximate_size
     from ratchet.errors import BudgetExceededError, InvalidInputError
     from ratchet.wire.options import SessionOptions
     from ratchet.wire.runs import new_messages
-    from ratchet.wire.sessions import Queued, SendOutcome
+    from ratchet.wire.sessions import Queued, RecentRequests, SendOutcome, SendRequest, send_digest
+
+    from .idempotency import RequestIds
 
 MAX_HELD = 2
 """Sends that wait for their result in the Update; the rest return a ticket at once
@@ -46,9 +49,15 @@ class SendBook:
     """Queued sends, the one running, the results of finished ones."""
 
     def __init__(
-        self, *, tickets: int, queue: Sequence[Queued], results: Sequence[SendOutcome]
+        self,
+        *,
+        tickets: int,
+        queue: Sequence[Queued],
+        results: Sequence[SendOutcome],
+        requests: RecentRequests,
     ) -> None:
         self.tickets = tickets
+        self.requests = RequestIds(requests)
         self._queue: deque[Queued] = deque(queue)
         self.queued_bytes = sum(_size(q) for q in self._queue)
         self._results: dict[int, SendOutcome] = {r.ticket: r for r in results}
@@ -71,13 +80,21 @@ class SendBook:
     def start(self, item: Queued, label: str) -> None:
         self.running = Running(item, label)
 
-    def add(self, messages: list[Message]) -> int:
+    def add(self, request: SendRequest) -> tuple[int, bool]:
+        """The send's ticket, and whether it is new (else a retry of a send taken
+        already, by its request id)."""
+        if request.request_id is not None:
+            digest = send_digest(request.messages)
+            ticket = self.requests.known(request.request_id, digest)
+            if ticket is not None:
+                return ticket, False
+            self.requests.add(request.request_id, digest, self.tickets, _now_ms())
         ticket = self.tickets
         self.tickets += 1
-        item = Queued(ticket=ticket, messages=messages)
+        item = Queued(ticket=ticket, messages=request.messages)
         self._queue.append(item)
         self.queued_bytes += _size(item)
-        return ticket
+        return ticket, True
 
     def next(self) -> Queued | None:
         if not self._queue:
@@ -95,7 +112,7 @@ class SendBook:
             self._results.pop(next(iter(self._results)))
 
     def done(self, ticket: int) -> bool:
-        return ticket in self._results
+        return self.result(ticket).state not in ("queued", "running")
 
     def result(self, ticket: int) -> SendOutcome:
         """Where the message sent with ``ticket`` is (its result once its run ended)."""
@@ -105,15 +122,23 @@ class SendBook:
             return SendOutcome(ticket=ticket, state="running")
         if any(q.ticket == ticket for q in self._queue):
             return SendOutcome(ticket=ticket, state="queued")
+        if 0 <= ticket < self.tickets:
+            return SendOutcome(ticket=ticket, state="forgotten")
         return SendOutcome(ticket=ticket, state="unknown")
 
     def carried(self) -> list[SendOutcome]:
         """The latest results, for the next workflow run."""
         return sorted(self._results.values(), key=lambda r: r.ticket)[-RESULTS_CARRIED:]
 
-    def check(self, messages: list[Message], options: SessionOptions, used_tokens: int) -> None:
-        """Reject (the Update's validator) a send the session cannot take, saying why."""
+    def check(self, request: SendRequest, options: SessionOptions, used_tokens: int) -> None:
+        """Reject (the Update's validator) a send the session cannot take, saying why.
+        A retry of a send it took already passes: it answers with that send's outcome."""
         session = workflow.info().workflow_id
+        messages = request.messages
+        if request.request_id is not None:
+            digest = send_digest(messages)
+            if self.requests.find(session, request.request_id, digest, _now_ms()) is not None:
+                return
         if self.closed:
             raise ApplicationError(
                 f"Session {session} is closed; start a new one.", type="SessionClosedError"
@@ -141,6 +166,10 @@ class SendBook:
                 "again once some have run (status().waiting says how many).",
                 type="SessionBusyError",
             )
+
+
+def _now_ms() -> int:
+    return int(workflow.now().timestamp() * 1000)
 
 
 def _size(item: Queued) -> int:

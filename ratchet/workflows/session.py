@@ -68,7 +68,12 @@ class AgentSessionWorkflow(DecisionHandlers):
         )
         self._options = input.options
         self._totals = SessionTotals.carried(input)
-        self._sends = SendBook(tickets=input.tickets, queue=input.queue, results=input.results)
+        self._sends = SendBook(
+            tickets=input.tickets,
+            queue=input.queue,
+            results=input.results,
+            requests=input.requests,
+        )
         self._display = SessionDisplay()
         self._events = EventStream(WorkflowStream(input.stream))
         observer = RunObserver(
@@ -149,11 +154,12 @@ class AgentSessionWorkflow(DecisionHandlers):
     @workflow.update
     async def send(self, request: SendRequest) -> SendOutcome:
         """Queue ``request.messages``; wait for their run's result if few sends are
-        waiting already, else return the ticket to poll with ``send_result``."""
+        waiting already, else return the ticket to poll with ``send_result``. A
+        request id taken already answers for the message it brought."""
         sends = self._sends
         self._totals.updates_this_workflow_run += 1
-        ticket = sends.add(request.messages)
-        if self._options.steering == "interrupt" and sends.running is not None:
+        ticket, new = sends.add(request)
+        if new and self._options.steering == "interrupt" and sends.running is not None:
             self._runner.stop(StopRequest(status="INTERRUPTED", reason="a newer message"))
         self._show()
         if sends.held >= MAX_HELD or sends.ending:
@@ -172,7 +178,7 @@ class AgentSessionWorkflow(DecisionHandlers):
 
     @send.validator
     def _validate_send(self, request: SendRequest) -> None:
-        self._sends.check(request.messages, self._options, self._totals.used_tokens)
+        self._sends.check(request, self._options, self._totals.used_tokens)
 
     @workflow.query
     def send_result(self, ticket: int) -> SendOutcome:

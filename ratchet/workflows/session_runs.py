@@ -176,5 +176,6 @@ class SessionRuns:
                 tickets=self._sends.tickets,
                 queue=self._sends.queue(),
                 results=self._sends.carried(),
+                requests=self._sends.requests.carried(),
             )
         )

@@ -1,0 +1,69 @@
+"""Calls to a session that outlast a moment's outage (client side).
+
+A query needs a worker to answer it, and an Update a worker to take it: while
+workers restart, or Temporal is out of reach, such calls fail for a few seconds.
+A send's calls retry those failures, with the same request id, for up to
+``RETRY_FOR`` seconds; errors that say something about the request itself (a
+refusal, a failure, a missing session) are raised at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from temporalio.client import RPCTimeoutOrCancelledError
+from temporalio.service import RPCError, RPCStatusCode
+
+from ratchet.errors import ThreadResolutionError
+
+T = TypeVar("T")
+
+RETRY_FOR = 120.0
+"""Seconds a send keeps retrying calls that fail for a moment."""
+FIRST_DELAY = 0.1
+MAX_DELAY = 2.0
+
+PASSING = frozenset(
+    {
+        RPCStatusCode.UNAVAILABLE,
+        RPCStatusCode.DEADLINE_EXCEEDED,
+        RPCStatusCode.CANCELLED,
+        RPCStatusCode.RESOURCE_EXHAUSTED,
+        RPCStatusCode.ABORTED,
+        RPCStatusCode.INTERNAL,
+        RPCStatusCode.UNKNOWN,
+    }
+)
+
+
+def passing(error: BaseException) -> bool:
+    """Whether ``error`` may pass if the call is made again (no worker answered in
+    time, Temporal was out of reach): never a refusal or a failure of the request."""
+    if isinstance(error, RPCTimeoutOrCancelledError):
+        return True
+    if isinstance(error, RPCError):
+        return error.status in PASSING
+    if isinstance(error, ThreadResolutionError) and error.__cause__ is not None:
+        return passing(error.__cause__)
+    return False
+
+
+async def retrying(call: Callable[[], Awaitable[T]], *, until: float) -> T:
+    """``call()``, again after each failure that may pass, until ``until`` (a
+    ``time.monotonic()``); then the last failure is raised."""
+    delay = FIRST_DELAY
+    while True:
+        try:
+            return await call()
+        except Exception as e:
+            if not passing(e) or time.monotonic() + delay > until:
+                raise
+        await asyncio.sleep(delay)
+        delay = min(MAX_DELAY, delay * 2)
+
+
+def deadline() -> float:
+    return time.monotonic() + RETRY_FOR

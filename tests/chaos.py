@@ -1,0 +1,129 @@
+"""Sessions sending under fault: workers SIGKILLed every few seconds while sessions
+continue as new every few messages and clients retry (the CI test and
+``bench/send_chaos.py`` both run it).
+
+Each session sends its messages one after the other, each with its own request
+id; a send that fails for a moment (``AnswerUnavailableError``, or any error that
+may pass) is sent again with the same id. Then every message must be in its
+session's thread once, with one answer, and its tool's side effect must belong to
+one run only (one idempotency key: a message run twice has two).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ratchet.client import AgentClient, SessionHandle
+from ratchet.client.retries import passing
+from ratchet.devserver import DevServer
+from ratchet.errors import AnswerUnavailableError
+from ratchet.testing import WorkerProcess
+from ratchet.wire.options import SessionOptions
+from ratchet.wire.sessions import new_request_id
+
+from .agents import EventLog
+
+WORKERS = 2
+
+
+@dataclass
+class ChaosReport:
+    seed: int
+    sessions: int
+    sends: int
+    kills: int = 0
+    retries: int = 0
+    """Sends made again with the same request id after a failure that passes."""
+    seconds: float = 0.0
+    run_twice: list[str] = field(default_factory=list)
+    """Messages whose side effect ran under more than one key (or that are twice in
+    the thread)."""
+    lost: list[str] = field(default_factory=list)
+    """Messages sent that are not in the thread with their answer."""
+    errors: list[str] = field(default_factory=list)
+
+
+async def chaos_sends(
+    server: DevServer,
+    task_queue: str,
+    log_path: Path,
+    start_worker,
+    *,
+    seed: int,
+    sessions: int = 5,
+    sends: int = 20,
+    continue_as_new_after_runs: int = 5,
+    kill_every: tuple[float, float] = (3.0, 6.0),
+) -> ChaosReport:
+    """``start_worker()`` starts a worker process (not yet ready) on ``task_queue``."""
+    rng = random.Random(seed)
+    report = ChaosReport(seed=seed, sessions=sessions, sends=sessions * sends)
+    client = await AgentClient.connect(server.address, task_queue=task_queue)
+    workers: list[WorkerProcess] = [start_worker() for _ in range(WORKERS)]
+    for worker in workers:
+        await asyncio.to_thread(worker.wait_ready)
+    options = SessionOptions(continue_as_new_after_runs=continue_as_new_after_runs)
+    handles = [await client.start_session("chaos", options=options) for _ in range(sessions)]
+    texts = {h.id: [f"{h.id[-8:]}-m{j}" for j in range(sends)] for h in handles}
+    done = asyncio.Event()
+
+    async def killer() -> None:
+        while not done.is_set():
+            try:
+                await asyncio.wait_for(done.wait(), rng.uniform(*kill_every))
+                return
+            except TimeoutError:
+                pass
+            victim = workers.pop(rng.randrange(len(workers)))
+            victim.kill()
+            report.kills += 1
+            fresh = start_worker()
+            workers.append(fresh)
+            await asyncio.to_thread(fresh.wait_ready)
+
+    async def sender(session: SessionHandle) -> None:
+        for text in texts[session.id]:
+            request_id = new_request_id()
+            while True:
+                try:
+                    result = await session.send(text, request_id=request_id)
+                    break
+                except AnswerUnavailableError:
+                    report.retries += 1
+                except Exception as e:
+                    if not passing(e):
+                        raise
+                    report.retries += 1
+            if result.output != f"done: {text}":
+                report.errors.append(f"{text}: answered {result.output!r}")
+
+    started = time.monotonic()
+    killing = asyncio.ensure_future(killer())
+    try:
+        outcomes = await asyncio.gather(*(sender(h) for h in handles), return_exceptions=True)
+    finally:
+        done.set()
+        await killing
+    report.seconds = round(time.monotonic() - started, 1)
+    report.errors += [f"{type(o).__name__}: {o}" for o in outcomes if isinstance(o, BaseException)]
+    keys: dict[str, set[str]] = {}
+    for record in EventLog(log_path).read():
+        if record["kind"] == "effect":
+            keys.setdefault(record["text"], set()).add(record["key"])
+    for handle in handles:
+        thread = [m.text for m in (await handle.thread()).messages if m.role != "tool"]
+        counts = Counter(thread)
+        for text in texts[handle.id]:
+            if counts[text] > 1 or len(keys.get(text, ())) > 1:
+                report.run_twice.append(text)
+            elif counts[text] == 0 or counts[f"done: {text}"] == 0:
+                report.lost.append(text)
+        await handle.close()
+    for worker in workers:
+        worker.stop()
+    return report
