@@ -9,14 +9,14 @@ import uuid
 
 import pytest
 
-from ratchet.client import AgentClient
+from ratchet.client import AgentClient, new_request_id
 from ratchet.errors import (
     ConversationConflictError,
     RequestExpiredError,
     RunFailedError,
 )
 from ratchet.wire.options import SessionOptions
-from ratchet.wire.sessions import RecentRequests, new_request_id, request_made_ms
+from ratchet.wire.sessions import RecentRequests, request_made_ms
 from ratchet.worker import build_worker
 from ratchet.workflows.idempotency import KEPT, RequestIds
 

@@ -40,7 +40,7 @@ from ratchet.agents.state import (
 )
 from ratchet.agents.state_context import StateChanged, StateConflict, StateEntry
 from ratchet.agents.state_export import AgentStateExport, StateExport
-from ratchet.wire.sessions import SessionStatus
+from ratchet.wire.sessions import SessionStatus, new_request_id
 
 from .checkpoints import Checkpoint
 from .client import AgentClient, RunHandle
@@ -88,4 +88,5 @@ __all__ = [
     "TurnCompletedData",
     "TurnRecord",
     "TurnStarted",
+    "new_request_id",
 ]
