@@ -457,6 +457,31 @@ def render_resume(results: Path) -> str:
     )
 
 
+def render_send_chaos(results: Path) -> str:
+    data = load(results, "send_chaos")
+    grid = table(
+        ["seed", "sends", "kills", "retried sends", "run twice", "lost", "seconds"],
+        [
+            [
+                str(r["seed"]),
+                count(r["sends"]),
+                count(r["kills"]),
+                count(r["retries"]),
+                count(len(r["run_twice"])),
+                count(len(r["lost"])),
+                seconds(r["seconds"]),
+            ]
+            for r in data["rounds"]
+        ],
+    )
+    return paragraphs(
+        grid,
+        f"In all: {count(data['sends'])} sends, {count(data['kills'])} kills, "
+        f"{count(data['run_twice'])} messages run twice, {count(data['lost'])} lost.",
+        command(data),
+    )
+
+
 def render_checkpoints(results: Path) -> str:
     data = load(results, "checkpoints")
     grid = table(
@@ -726,6 +751,7 @@ RENDERERS: dict[str, Renderer] = {
     "events": render_events,
     "resume": render_resume,
     "checkpoints": render_checkpoints,
+    "send_chaos": render_send_chaos,
     "overload": render_overload,
     "web": render_web,
     "rerun": render_rerun,
