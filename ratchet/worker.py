@@ -80,7 +80,7 @@ def build_worker(
     if graceful_shutdown_timeout < timedelta(0):
         raise ConfigurationError(
             f"graceful_shutdown_timeout={graceful_shutdown_timeout!r} is negative; give "
-            "the grace period a stopping worker waits for its turns, e.g. timedelta(seconds=25)."
+            "the grace period a stopping worker waits for its turns, e.g. timedelta(seconds=20)."
         )
     if not isinstance(client, AgentClient):
         client = AgentClient(client)  # Ratchet's converter on a plain client

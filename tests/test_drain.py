@@ -44,6 +44,8 @@ async def test_a_tool_call_running_at_sigterm_finishes_and_does_not_run_again(
     assert Counter(r["turn"] for r in records if r["kind"] == "model") == {1: 1, 2: 1, 3: 1, 4: 1}
     assert await attempts(handle) == [1, 1, 1, 1]
     assert "worker stopped" in first.output
+    # The draining worker gave up its sticky queue: no workflow task waited for it.
+    assert not of_type(await events(handle), EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT)
 
 
 async def test_a_turn_outlasting_the_grace_period_resumes_elsewhere_from_its_checkpoint(
@@ -58,6 +60,7 @@ async def test_a_turn_outlasting_the_grace_period_resumes_elsewhere_from_its_che
     first.send_signal(signal.SIGINT)
     assert await asyncio.to_thread(first.wait_exit) == 0
     assert "turns in flight get 0.5 s to finish" in first.output
+    assert "Turn 2 (attempt 1) of agent 'steps' stopped: its worker's grace period" in first.output
 
     second = worker_processes()
     release(event_log, handle.id, 2)
