@@ -141,18 +141,19 @@ async def serve(
     namespace: str | None = None,
     task_queue: str = DEFAULT_TASK_QUEUE,
     max_concurrent_turns: int = 50,
-    grace_period: timedelta = GRACE_PERIOD,
+    graceful_shutdown_timeout: timedelta = GRACE_PERIOD,
     ready_line: bool = True,
     metrics_address: str | None = None,
 ) -> None:
     """Run a worker until SIGTERM or SIGINT, then drain it and return.
 
     Draining: the worker polls no more tasks (the server hands its runs to other
-    workers at once) and gives the turns it is running ``grace_period`` to finish;
-    then it cancels those still running, each of which is retried on another worker
-    from its checkpoint. A second signal while draining exits at once, with code
-    128 + the signal's number: the turns in flight are retried elsewhere once their
-    heartbeats time out, as after a crash.
+    workers at once) and gives the turns it is running ``graceful_shutdown_timeout``
+    (``ratchet worker --grace-period``) to finish; then it cancels those still
+    running, each of which is retried on another worker from its checkpoint. A
+    second signal while draining exits at once, with code 128 + the signal's number:
+    the turns in flight are retried elsewhere once their heartbeats time out, as
+    after a crash.
 
     Traces go to ``OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT`` when it is set; Prometheus
     metrics are served on ``metrics_address`` (or ``RATCHET_METRICS_ADDRESS``) when given.
@@ -188,7 +189,7 @@ async def serve(
         agents,
         task_queue=task_queue,
         max_concurrent_turns=max_concurrent_turns,
-        graceful_shutdown_timeout=grace_period,
+        graceful_shutdown_timeout=graceful_shutdown_timeout,
     )
     try:
         async with worker:
@@ -197,9 +198,10 @@ async def serve(
                 print(f"worker ready: task queue {task_queue!r}, agents: {names}", flush=True)
             await stop.wait()
             if ready_line:
+                grace = graceful_shutdown_timeout.total_seconds()
                 print(
-                    "worker draining: polling stopped; turns in flight get "
-                    f"{grace_period.total_seconds():g} s to finish (signal again to stop at once)",
+                    f"worker draining: no new tasks; turns in flight get {grace:g} s to finish "
+                    "(signal again to stop at once)",
                     flush=True,
                 )
         if ready_line:
@@ -230,7 +232,7 @@ def run_worker_command(args: argparse.Namespace) -> int:
                 namespace=args.namespace,
                 task_queue=args.task_queue,
                 max_concurrent_turns=args.max_concurrent_turns,
-                grace_period=timedelta(seconds=args.grace_period),
+                graceful_shutdown_timeout=timedelta(seconds=args.grace_period),
                 metrics_address=args.metrics_address,
             )
         )
