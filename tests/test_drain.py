@@ -27,9 +27,9 @@ async def test_a_tool_call_running_at_sigterm_finishes_and_does_not_run_again(
     handle = await agent_client.start_run("steps", "do three steps", options=OPTIONS)
     release(event_log, handle.id, 1)
     await wait_for_event(log, lambda r: r["kind"] == "tool_start" and r["n"] == 2)
+    second = worker_processes()  # idle until the first one drains: the run is in its turn
     first.send_signal(signal.SIGTERM)
     await asyncio.to_thread(first.wait_for, DRAINING)
-    second = worker_processes()
     release(event_log, handle.id, 2)  # the tool finishes after its worker got SIGTERM
     assert await asyncio.to_thread(first.wait_exit) == 0
     release(event_log, handle.id, 3)
