@@ -28,10 +28,14 @@ from ratchet.activities.resources import ResourceFactory
 from ratchet.activities.state_refs import StateCache
 from ratchet.activities.threads import ThreadCache
 from ratchet.activities.turn import AgentFactory
+from ratchet.cli.worker import DEFAULT_GRACE_PERIOD
 from ratchet.client.client import DEFAULT_TASK_QUEUE, AgentClient
 from ratchet.errors import ConfigurationError
 from ratchet.plugin import RatchetPlugin, passed_through
 from ratchet.wire.search_attributes import ensure_search_attributes
+
+GRACE_PERIOD = timedelta(seconds=DEFAULT_GRACE_PERIOD)
+"""How long a stopping worker lets its turns in flight finish before it cancels them."""
 
 
 def build_worker(
@@ -46,6 +50,7 @@ def build_worker(
     resources: Mapping[str, ResourceFactory] | None = None,
     state_cache: StateCache | None = None,
     live_events: timedelta | None = DEFAULT_BATCH_INTERVAL,
+    graceful_shutdown_timeout: timedelta = GRACE_PERIOD,
     **worker_options: Any,
 ) -> Worker:
     """A worker that hosts ``agents`` and runs ``AgentRunWorkflow`` (plus ``workflows``).
@@ -61,10 +66,21 @@ def build_worker(
 
     ``live_events`` is how often a turn sends what it emitted (``context.emit``,
     streamed text) to its run's watchers, one signal per batch; ``None`` sends none.
+
+    ``graceful_shutdown_timeout`` is the grace period of a stopping worker (leaving
+    ``async with``, ``shutdown()``): it polls no more tasks and gives the turns and
+    tools it is running this long to finish; then it cancels them, and each fails as
+    ``WorkerShutdown`` and is retried on another worker from its checkpoint (the
+    steps it finished are not done again).
     """
     if not agents:
         raise ConfigurationError(
             "build_worker() needs at least one agent: agents={'name': factory}."
+        )
+    if graceful_shutdown_timeout < timedelta(0):
+        raise ConfigurationError(
+            f"graceful_shutdown_timeout={graceful_shutdown_timeout!r} is negative; give "
+            "the grace period a stopping worker waits for its turns, e.g. timedelta(seconds=20)."
         )
     if not isinstance(client, AgentClient):
         client = AgentClient(client)  # Ratchet's converter on a plain client
@@ -85,6 +101,7 @@ def build_worker(
         workflows=list(workflows or []),
         activities=list(activities or []),
         plugins=plugins,
+        graceful_shutdown_timeout=graceful_shutdown_timeout,
         **worker_options,
     )
 
@@ -124,10 +141,19 @@ async def serve(
     namespace: str | None = None,
     task_queue: str = DEFAULT_TASK_QUEUE,
     max_concurrent_turns: int = 50,
+    graceful_shutdown_timeout: timedelta = GRACE_PERIOD,
     ready_line: bool = True,
     metrics_address: str | None = None,
 ) -> None:
-    """Run a worker until SIGINT/SIGTERM, then shut down gracefully.
+    """Run a worker until SIGTERM or SIGINT, then drain it and return.
+
+    Draining: the worker polls no more tasks (the server hands its runs to other
+    workers at once) and gives the turns it is running ``graceful_shutdown_timeout``
+    (``ratchet worker --grace-period``) to finish; then it cancels those still
+    running, each of which is retried on another worker from its checkpoint. A
+    second signal while draining exits at once, with code 128 + the signal's number:
+    the turns in flight are retried elsewhere once their heartbeats time out, as
+    after a crash.
 
     Traces go to ``OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT`` when it is set; Prometheus
     metrics are served on ``metrics_address`` (or ``RATCHET_METRICS_ADDRESS``) when given.
@@ -145,10 +171,25 @@ async def serve(
         print(f"registered search attributes: {', '.join(added)}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+
+    def on_signal(signum: int) -> None:
+        if stop.is_set():
+            print(
+                "worker stopping at once (second signal): turns in flight are retried on "
+                "another worker when their heartbeats time out",
+                flush=True,
+            )
+            hard_exit(128 + signum)
+        stop.set()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, on_signal, sig)
     worker = build_worker(
-        client, agents, task_queue=task_queue, max_concurrent_turns=max_concurrent_turns
+        client,
+        agents,
+        task_queue=task_queue,
+        max_concurrent_turns=max_concurrent_turns,
+        graceful_shutdown_timeout=graceful_shutdown_timeout,
     )
     try:
         async with worker:
@@ -156,6 +197,15 @@ async def serve(
                 names = ", ".join(sorted(agents))
                 print(f"worker ready: task queue {task_queue!r}, agents: {names}", flush=True)
             await stop.wait()
+            if ready_line:
+                grace = graceful_shutdown_timeout.total_seconds()
+                print(
+                    f"worker draining: no new tasks; turns in flight get {grace:g} s to finish "
+                    "(signal again to stop at once)",
+                    flush=True,
+                )
+        if ready_line:
+            print("worker stopped", flush=True)
     finally:
         await asyncio.to_thread(telemetry.flush_tracing)  # spans still in the batch
 
@@ -182,6 +232,7 @@ def run_worker_command(args: argparse.Namespace) -> int:
                 namespace=args.namespace,
                 task_queue=args.task_queue,
                 max_concurrent_turns=args.max_concurrent_turns,
+                graceful_shutdown_timeout=timedelta(seconds=args.grace_period),
                 metrics_address=args.metrics_address,
             )
         )

@@ -19,6 +19,7 @@ from ratchet.errors import (
     AgentNotFoundError,
     AlreadyStartedError,
     BudgetExceededError,
+    ConfigurationError,
     DecisionError,
     InvalidInputError,
     InvalidOptionsError,
@@ -489,6 +490,17 @@ def test_the_cli_worker_names_an_agents_module_it_cannot_import(temporal_server)
 def test_the_cli_worker_names_a_missing_agents_attribute(temporal_server):
     done = ratchet("worker", "--agents", "tests.agents:MISSING", address=temporal_server.address)
     assert_one_clear_line(done, "MISSING")
+
+
+def test_the_cli_worker_refuses_a_grace_period_that_is_not_seconds():
+    for value in ("-5", "soon", "inf"):
+        done = ratchet("worker", "--grace-period", value, address="127.0.0.1:1")
+        assert_one_clear_line(done, f"{value!r} is not a finite number of seconds >= 0")
+
+
+async def test_build_worker_refuses_a_negative_grace_period(agent_client: AgentClient):
+    with pytest.raises(ConfigurationError, match="graceful_shutdown_timeout=.* is negative"):
+        build_worker(agent_client, agents(), graceful_shutdown_timeout=timedelta(seconds=-1))
 
 
 def test_every_failure_of_a_type_is_catchable_as_that_type_not_only_the_first():

@@ -175,6 +175,26 @@ def test_compose_commands_exist_in_the_ratchet_cli(service: str):
         assert option in shown.stdout, f"`ratchet {subcommand}` has no {option}"
 
 
+def compose_seconds(duration: str) -> float:
+    """A compose duration (``30s``, ``1m30s``) in seconds."""
+    units = {"h": 3600, "m": 60, "s": 1, "ms": 0.001}
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|h|m|s)", duration)
+    assert "".join(n + u for n, u in parts) == duration, f"unreadable duration {duration!r}"
+    return sum(float(n) * units[u] for n, u in parts)
+
+
+def test_compose_lets_the_worker_drain_before_killing_it():
+    from ratchet.cli.worker import DEFAULT_GRACE_PERIOD
+
+    command = command_of("ratchet-worker")
+    grace = DEFAULT_GRACE_PERIOD
+    if "--grace-period" in command:
+        grace = float(command[command.index("--grace-period") + 1])
+    # The worker's grace period, then time to cancel what still runs, report it, close
+    # resources and flush traces (up to 5 s) before Docker's SIGKILL.
+    assert compose_seconds(services()["ratchet-worker"]["stop_grace_period"]) >= grace + 10
+
+
 def test_worker_command_loads_its_default_agents():
     from ratchet.worker import load_agents
 

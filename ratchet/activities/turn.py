@@ -120,6 +120,13 @@ class TurnActivities:
             if details is not None and (details.not_found or details.timed_out):
                 cause = "its worker's heartbeat was refused"
                 activity.logger.warning(stale_message(_describe_turn(input), "", cause))
+            elif details is not None and details.worker_shutdown:
+                # The SDK reports it as a retryable WorkerShutdown failure, with the
+                # last acknowledged heartbeat (the turn's checkpoint).
+                activity.logger.warning(
+                    f"{_describe_turn(input)} stopped: its worker's grace period ended; "
+                    "another worker resumes it from its checkpoint."
+                )
             raise
         except TurnCancelled:
             handle = activity.client().get_async_activity_handle(

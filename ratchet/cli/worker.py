@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 DEFAULT_AGENTS = "ratchet.examples:AGENTS"
+MAX_SECONDS = 10**9  # about 31 years: within timedelta's range
+DEFAULT_GRACE_PERIOD = 20.0
+"""Seconds a stopping worker gives its turns in flight (``build_worker``'s default too).
+Docker Compose (``stop_grace_period``) and Kubernetes (``terminationGracePeriodSeconds``)
+kill a container 30 s after SIGTERM by default; the last 10 s are for cancelling what
+is still running, reporting it, closing resources and flushing traces."""
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -18,11 +25,33 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
     add_connection_arguments(parser)
     parser.add_argument("--max-concurrent-turns", type=int, default=50)
     parser.add_argument(
+        "--grace-period",
+        type=seconds,
+        default=DEFAULT_GRACE_PERIOD,
+        metavar="SECONDS",
+        help="on SIGTERM or SIGINT, how long turns in flight get to finish before they are "
+        "cancelled and retried on another worker from their checkpoints "
+        f"(default: {DEFAULT_GRACE_PERIOD:g}); give the orchestrator's own grace period "
+        "(compose's stop_grace_period, Kubernetes' terminationGracePeriodSeconds) 10 s more",
+    )
+    parser.add_argument(
         "--metrics-address",
         help="serve Prometheus metrics on HOST:PORT at /metrics "
         "(default: RATCHET_METRICS_ADDRESS; none: off)",
     )
     parser.set_defaults(func=run_worker)
+
+
+def seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value <= MAX_SECONDS:  # NaN fails too
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a finite number of seconds >= 0 (e.g. 20; 0 cancels turns at once)"
+        )
+    return value
 
 
 def run_worker(args: argparse.Namespace) -> int:

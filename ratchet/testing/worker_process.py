@@ -4,6 +4,7 @@ to kill mid-stream."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -20,7 +21,8 @@ class ChildProcess:
 
     Its output is collected line by line (``lines``); ``on_line`` sees each line
     as it arrives, on a reader thread. ``kill()`` sends SIGKILL, as a crashed
-    machine would; ``stop()`` asks it to finish and exit.
+    machine would; ``send_signal()`` sends SIGTERM (or another signal) and returns, and
+    ``wait_exit()`` waits for the exit code; ``stop()`` asks it to finish and exit.
     """
 
     def __init__(
@@ -90,6 +92,21 @@ class ChildProcess:
         killed_at = time.time()
         self.process.wait()
         return killed_at
+
+    def send_signal(self, signum: int = signal.SIGTERM) -> None:
+        """Send ``signum`` (a worker drains on SIGTERM and SIGINT) without waiting."""
+        self.process.send_signal(signum)
+
+    def wait_exit(self, timeout: float = 60) -> int:
+        """The exit code; raises, with the output so far, if the process is still
+        running after ``timeout`` seconds."""
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(
+                f"process {self.pid} still running after {timeout:g} s:\n"
+                + "".join(self.lines[-40:])
+            ) from None
 
     def stop(self, grace: float = 20) -> None:
         """SIGTERM (the worker drains), then SIGKILL after ``grace`` seconds."""
