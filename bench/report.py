@@ -235,8 +235,7 @@ def render_rerun(results: Path) -> str:
         f"{data['dataset_ratio']:.2f}, rerun_many / plain: {data['ratio']:.2f} (target >= "
         f"{data['target_ratio']:.2f}: "
         f"{met(min(data['batch_ratio'], data['dataset_ratio'], data['ratio']))})",
-        command(data) + f" Commit {data['machine']['commit']}, "
-        f"{data['machine']['cpus']} CPUs.",
+        command(data) + f" Commit {data['machine']['commit']}, {data['machine']['cpus']} CPUs.",
     )
 
 

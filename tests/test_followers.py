@@ -12,7 +12,17 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from ratchet.agents import Agent, Message, ModelResponse, Result, RunContext, ToolCall, tool
+from ratchet.agents import (
+    Agent,
+    Message,
+    ModelResponse,
+    Result,
+    RunContext,
+    ScriptedModel,
+    ToolCall,
+    ToolCallingAgent,
+    tool,
+)
 from ratchet.agents.events import CustomEvent, RunEvent, TextDelta
 from ratchet.agents.thread import Thread
 from ratchet.client import AgentClient
@@ -206,3 +216,25 @@ async def test_events_raise_at_the_gap_by_default(agent_client: AgentClient):
                     break
         assert got[-1].kind == "run_finished"
         await session.close()
+
+
+async def test_a_continue_as_new_input_stays_under_64_kib_with_large_replies(
+    agent_client: AgentClient,
+):
+    """The new run's input carries the latest events within 24 KB, whatever the size of
+    the replies (``turn_completed`` holds a whole one), not every event a reader may
+    still want: those are read from the run before."""
+    big = ToolCallingAgent(ScriptedModel([f"{n}" + "y" * 40_000 for n in range(3)], stream=True))
+    async with build_worker(agent_client, {"big": big}):
+        session = await agent_client.start_session(
+            "big", options=SessionOptions(continue_as_new_after_runs=1)
+        )
+        for _ in range(3):
+            await session.send("go")
+        sizes = []
+        async for event in session.workflow.fetch_history_events():
+            if event.HasField("workflow_execution_started_event_attributes"):
+                attributes = event.workflow_execution_started_event_attributes
+                sizes.append(sum(p.ByteSize() for p in attributes.input.payloads))
+        await session.close()
+    assert 0 < sizes[0] <= 64 * 1024, sizes  # the latest run's, continued from the one before
