@@ -85,3 +85,36 @@ async def test_a_history_that_cannot_be_followed_is_polled_instead(agent_client:
     finally:
         watch.close()
     assert not watch.closed
+
+
+async def test_after_continue_as_new_a_watch_waits_for_the_new_run_or_names_the_closed_one(
+    agent_client: AgentClient,
+):
+    """A new run answers no query before its first workflow task, which the server
+    delays after a run shorter than a second: the watch is not ready until then, and
+    names the closed run meanwhile, for its last events."""
+    async with build_worker(agent_client, {"chat": chat()}):
+        session = await agent_client.start_session(
+            "chat", options=SessionOptions(continue_as_new_after_runs=1)
+        )
+        watch = HistoryWatch(agent_client.temporal, session.id)
+        try:
+            await changes(watch)
+            await session.send("one")  # the run then continues as new, at once
+            await session.close()  # in the new run: the watch sees all of it, in order
+            tails = []
+            while not watch.closed:
+                await changes(watch)
+                tails += [tail] if (tail := watch.take_tail()) else []
+            delayed = await _first_task_delay(session)
+        finally:
+            watch.close()
+    assert tails == ([session.first_temporal_run_id] if delayed else [])
+    assert watch.ready
+
+
+async def _first_task_delay(session) -> float:
+    async for event in session.workflow.fetch_history_events():
+        attributes = event.workflow_execution_started_event_attributes
+        return attributes.first_workflow_task_backoff.ToTimedelta().total_seconds()
+    return 0.0
