@@ -48,18 +48,18 @@ CLOSES = frozenset({
 })  # fmt: skip
 READY = CLOSES | {EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED}
 """Changes to the workflow's state; a run answers queries at once from its first
-completed workflow task on."""
+completed workflow task on (a closed one by replay)."""
 STARTED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED
 
 log = logging.getLogger(__name__)
 
 
 class HistoryWatch:
-    """Sets ``changed`` whenever the workflow's state may have changed: a workflow
-    task completed, the run continued as new, or the workflow closed (then
-    ``closed`` is true too). ``changed`` starts set. ``close()`` stops following.
-    ``ready``: the latest run can answer a query now; ``tail``: a run that closed
-    while the next one waits to start (``take_tail`` once)."""
+    """Sets ``changed`` whenever there may be something new to read: a workflow task
+    completed (after a continue-as-new, the new run's first), the workflow closed
+    (then ``closed`` is true too), or a new run's first task is delayed (then
+    ``take_tail()`` names the run it continued, once). ``ready``: the latest run
+    answers a query at once. ``changed`` starts set. ``close()`` stops following."""
 
     active = 0
     """Watches following a history in this process."""
