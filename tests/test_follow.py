@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from temporalio.client import WorkflowContinuedAsNewError
 
 from ratchet.agents import ScriptedModel, ToolCallingAgent
 from ratchet.client import AgentClient, follow
@@ -97,19 +98,27 @@ async def test_after_continue_as_new_a_watch_waits_for_the_new_run_or_names_the_
         session = await agent_client.start_session(
             "chat", options=SessionOptions(continue_as_new_after_runs=1)
         )
+        first = agent_client.temporal.get_workflow_handle(
+            session.id, run_id=session.first_temporal_run_id
+        )
         watch = HistoryWatch(agent_client.temporal, session.id)
-        try:
+        await changes(watch)
+        await session.submit("one")  # the run then continues as new, at once
+        with pytest.raises(WorkflowContinuedAsNewError):
+            await first.result(follow_runs=False)
+    # No worker: the new run's first task cannot complete, however late it is due.
+    try:
+        delayed = await _first_task_delay(session)
+        if delayed:  # the first run lived under a second (else nothing waits)
             await changes(watch)
-            await session.send("one")  # the run then continues as new, at once
-            await session.close()  # in the new run: the watch sees all of it, in order
-            tails = []
+            assert watch.take_tail() == session.first_temporal_run_id
+            assert not watch.ready and watch.take_tail() is None
+        async with build_worker(agent_client, {"chat": chat()}):
+            await session.close()
             while not watch.closed:
                 await changes(watch)
-                tails += [tail] if (tail := watch.take_tail()) else []
-            delayed = await _first_task_delay(session)
-        finally:
-            watch.close()
-    assert tails == ([session.first_temporal_run_id] if delayed else [])
+    finally:
+        watch.close()
     assert watch.ready
 
 
