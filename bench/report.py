@@ -426,6 +426,42 @@ def render_events(results: Path) -> str:
     )
 
 
+def render_followers(results: Path) -> str:
+    """followers.json against followers_before.json (the reader before issue 28)."""
+    runs = {"before": load(results, "followers_before"), "after": load(results, "followers")}
+
+    def row(name: str, data: Data) -> list[str]:
+        delay, behind = data["run_finished_delay_ms"], data["behind"]
+        return [
+            name,
+            f"{delay['received']}",
+            ms(delay["median"]),
+            ms(delay["p95"]),
+            ms(delay["max"]),
+            (data["follower_error"] or "none").split(",")[0],
+            f"{count(behind['got'])} of {count(behind['asked'])} ({behind['outcome']})",
+        ]
+
+    after = runs["after"]
+    grid = table(
+        [
+            "reader",
+            "run ends seen",
+            "delay, median",
+            "p95",
+            "worst",
+            "live follower failed",
+            f"{count(after['behind']['asked'])} behind: events got",
+        ],
+        [row(name, data) for name, data in runs.items()],
+    )
+    return paragraphs(
+        f"{count(after['messages'])} messages, each {count(after['emits_per_message'])} events, "
+        "a continue-as-new after each.",
+        grid,
+    )
+
+
 def render_resume(results: Path) -> str:
     data = load(results, "resume")
     scenarios = {
@@ -749,6 +785,7 @@ RENDERERS: dict[str, Renderer] = {
     "long_run": render_long_run,
     "state_cost": render_state_cost,
     "events": render_events,
+    "followers": render_followers,
     "resume": render_resume,
     "checkpoints": render_checkpoints,
     "send_chaos": render_send_chaos,
@@ -756,7 +793,10 @@ RENDERERS: dict[str, Renderer] = {
     "web": render_web,
     "rerun": render_rerun,
 }
-RENDERED_WITHIN = {"history_growth_ratchet": "history_growth"}  # files another section reads
+RENDERED_WITHIN = {
+    "history_growth_ratchet": "history_growth",
+    "followers_before": "followers",
+}  # files another section reads
 
 
 # The README

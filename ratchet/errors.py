@@ -251,8 +251,9 @@ class AlreadyStartedError(UsageError):
 
 
 class EventsExpiredError(UsageError):
-    """Events were asked for after an offset the stream no longer retains (a session
-    keeps its latest 500 events across continue-as-new): read a snapshot instead."""
+    """Events were asked for from an offset the stream can no longer give (a reader
+    gets every event up to 500 behind the end, across continue-as-new): read a
+    snapshot instead, then follow from ``oldest``."""
 
     def __init__(self, workflow_id: str, requested: int, oldest: int) -> None:
         super().__init__(

@@ -30,6 +30,16 @@ from ratchet.agents import (
 )
 
 
+def pair_agent() -> Agent:
+    """Calls ``step`` twice in one turn (in parallel), then answers."""
+    log = EventLog(os.environ.get("RATCHET_TEST_LOG"))
+    release = os.environ.get("RATCHET_TEST_RELEASE_DIR")
+    script = [ScriptedModel.calls(("step", {"n": 1}), ("step", {"n": 2})), "both steps done"]
+    return ToolCallingAgent(
+        LoggingModel(ScriptedModel(script), log), [stepper(log, Path(release) if release else None)]
+    )
+
+
 class EventLog:
     def __init__(self, path: str | Path | None) -> None:
         self.path = Path(path) if path else None
@@ -240,6 +250,7 @@ def chaos_agent() -> Agent:
 AGENTS = {
     "chaos": chaos_agent,
     "steps": steps_agent,
+    "pair": pair_agent,
     "crash": crash_agent,
     "invoice": invoice_agent,
     "noter": lambda: noter(gated=False),

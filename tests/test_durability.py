@@ -209,3 +209,36 @@ async def test_a_stale_attempt_starts_no_tool_after_another_attempt_finished_its
     assert [r["attempt"] for r in starts] == [2]
     assert all(r["pid"] != stalled.pid for r in starts)
     assert stalled.process.poll() is None  # the worker lives on
+
+
+async def test_a_tool_result_is_sent_when_recorded_and_once_after_its_worker_dies(
+    agent_client: AgentClient, worker_processes, event_log: Path
+):
+    """Step 1's result reaches watchers while step 2 still runs; the worker then dies,
+    and the retried turn gets step 1 back without telling it again."""
+    first = worker_processes()
+    handle = await agent_client.start_run("pair", "do both steps", options=OPTIONS)
+    release(event_log, handle.id, 1)
+    seen, one_out = [], asyncio.Event()
+
+    async def watch() -> None:
+        async for event in handle.events():
+            seen.append(event)
+            if event.kind == "tool_result":
+                one_out.set()
+
+    watching = asyncio.ensure_future(watch())
+    await asyncio.wait_for(one_out.wait(), 60)  # before the turn ends: step 2 waits
+    first.kill()
+    worker_processes()
+    release(event_log, handle.id, 2)
+    result = await handle.result()
+    await asyncio.wait_for(watching, 60)
+
+    assert result.output == "both steps done"
+    calls = [e.data.id for e in seen if e.kind == "tool_call"]
+    results = [(e.text, e.attempt) for e in seen if e.kind == "tool_result"]
+    assert sorted(calls) == ["call_0_0", "call_0_1"]  # each once
+    assert results == [("step 1 done", 1), ("step 2 done", 2)]
+    kinds = [e.kind for e in seen]
+    assert kinds.index("tool_result") < kinds.index("retry") < kinds.index("turn_completed")

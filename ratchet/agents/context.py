@@ -10,6 +10,8 @@ from typing import Any, TypeVar
 from pydantic import TypeAdapter
 
 from .compact import type_adapter
+from .events import EventBase, tool_answered, tool_called
+from .messages import Message
 from .pending import PendingAction
 from .recording import Recording
 from .state_context import StateContext
@@ -29,6 +31,34 @@ async def _nothing_to_wait_for(*args: Any) -> None:
     return None
 
 
+class _Announcements:
+    """Tool events waiting for the server to hold the step they tell of."""
+
+    def __init__(self) -> None:
+        self.events: list[EventBase] = []
+        self.sent = 0
+
+    async def send(self, ready: int, sink: Callable[[Any], Awaitable[None]]) -> None:
+        """Send the first ``ready`` events (those not sent yet)."""
+        while self.sent < ready:
+            event = self.events[self.sent]
+            self.sent += 1
+            await sink(event)
+
+
+def tool_events(value: Any) -> list[EventBase]:
+    """What watchers are told of a recorded step: the tool calls of a model's reply,
+    or a tool's result."""
+    from .models.base import ModelResponse  # it imports this module
+
+    message = value.message if isinstance(value, ModelResponse) else value
+    if not isinstance(message, Message):
+        return []
+    if message.role == "tool":
+        return [tool_answered(message)]
+    return [tool_called(call) for call in message.tool_calls]
+
+
 @dataclass
 class RunContext:
     """The context of one agent turn.
@@ -42,6 +72,11 @@ class RunContext:
 
     Fast mode (local activities) has no heartbeats: there steps are not recorded
     across attempts and the checks pass.
+
+    A step whose value is a model's reply with tool calls, or a tool's result (a
+    ``tool`` message), is told to watchers (``ToolCalled``, ``ToolResult``) as soon
+    as the server holds it, so they see each tool result before the text that
+    follows it; a retried attempt that gets the step back does not tell it again.
     """
 
     run_id: str = "local"
@@ -74,6 +109,8 @@ class RunContext:
     """In a rerun of a recorded conversation: the calls answered from the recording
     (``ratchet.agents.recording``); ``ToolCallingAgent`` consults it before any tool."""
     _recorded: dict[str, Any] = field(default_factory=dict[str, Any], init=False, repr=False)
+    _announced: _Announcements = field(default_factory=_Announcements, init=False, repr=False)
+    """Shared with the contexts ``for_call`` makes (a shallow copy)."""
 
     def __post_init__(self) -> None:
         self._recorded = dict(self.completed)
@@ -116,11 +153,14 @@ class RunContext:
         adapter: TypeAdapter[T] = type_adapter(result_type)
         if key in self._recorded:
             return adapter.validate_python(self._recorded[key])
-        await self.confirm_hook(f"step {key!r}")
+        await self._confirm(f"step {key!r}")
         value = await step()
         self.record({key: adapter.dump_python(value, mode="json")})
+        self._announced.events.extend(tool_events(value))
         if wait:
+            ready = len(self._announced.events)
             await self.acknowledge_hook()
+            await self._announced.send(ready, self.event_sink)
         return value
 
     async def check_current(self) -> None:
@@ -128,7 +168,13 @@ class RunContext:
         (the server timed it out and retried the turn elsewhere); call it before a
         side effect that does not go through :meth:`once`. Steps recorded so far are
         written first."""
-        await self.confirm_hook("a side effect")
+        await self._confirm("a side effect")
+
+    async def _confirm(self, before: str) -> None:
+        # The hook writes every step recorded so far: what they tell can go out.
+        ready = len(self._announced.events)
+        await self.confirm_hook(before)
+        await self._announced.send(ready, self.event_sink)
 
     def record(self, steps: Mapping[str, Any]) -> None:
         """Record finished steps (raw JSON values, by key) as ``once`` does; the

@@ -87,12 +87,14 @@ class RunHandle:
         """The Temporal handle, for anything this class does not wrap."""
         return self._handle.unguarded
 
-    def events(self, *, from_offset: int = 0) -> AsyncIterator[RunEvent]:
+    def events(self, *, from_offset: int = 0, strict: bool = True) -> AsyncIterator[RunEvent]:
         """The run's live events in order (status, turns, streamed text, tool calls,
         ``context.emit``), ending when the run ends. A retried turn's events come
-        after a ``retry`` event: drop what the failed attempt showed."""
+        after a ``retry`` event: drop the text and custom events the failed attempt
+        showed. Raises ``EventsExpiredError`` at an event the run no longer holds
+        (``strict=False``: skips ahead), never skipping silently."""
         client = self._handle._client  # the handle keeps the client it was made with
-        return run_events(client, self.id, from_offset=from_offset)
+        return run_events(client, self.id, from_offset=from_offset, strict=strict)
 
     @property
     def ui_url(self) -> str | None:

@@ -146,10 +146,16 @@ class SessionHandle:
 
         return RunHandle(handle, client.ui_url, client.temporal.namespace)
 
-    def events(self, *, from_offset: int = 0) -> AsyncIterator[RunEvent]:
+    def events(self, *, from_offset: int = 0, strict: bool = True) -> AsyncIterator[RunEvent]:
         """The session's live events: each run's start and finish and the run's own
-        events in between (see ``RunHandle.events``). Ends when the session closes."""
-        return session_events(self._client.temporal, self.id, from_offset=from_offset)
+        events in between (see ``RunHandle.events``). Ends when the session closes.
+
+        Every event from ``from_offset`` on, each once, across continue-as-new; a
+        reader more than 500 events behind the end that can no longer have the next
+        one gets ``EventsExpiredError`` there (``strict=False``: skips ahead to what
+        the session still holds)."""
+        temporal = self._client.temporal
+        return session_events(temporal, self.id, from_offset=from_offset, strict=strict)
 
     async def event_offset(self) -> int:
         """Where the session's event stream ends now: ``events(from_offset=...)``

@@ -14,6 +14,7 @@ started on code that has them (``INDEX_PATCH``).
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from pydantic import BaseModel
@@ -25,7 +26,6 @@ with workflow.unsafe.imports_passed_through():
     from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamState
 
     from ratchet.agents.events import (
-        ARGUMENTS_LIMIT,
         EventBase,
         RunStarted,
         RunStartedData,
@@ -33,13 +33,11 @@ with workflow.unsafe.imports_passed_through():
         StateChangedEvent,
         StatusChanged,
         StatusData,
-        ToolCallData,
-        ToolCalled,
-        ToolResult,
-        ToolResultData,
         TurnCompleted,
         TurnCompletedData,
         TurnStarted,
+        tool_answered,
+        tool_called,
     )
     from ratchet.agents.pending import PendingView
     from ratchet.agents.state import AgentStatus, ThreadData
@@ -66,6 +64,7 @@ FLUSH_TURNS = 10
 EVENTS_KEPT = 2000
 """Events a workflow keeps for late watchers; older ones are dropped at turn ends."""
 WAITING = (AgentStatus.AWAITING_APPROVAL, AgentStatus.AWAITING_INPUT)
+TOOL_KINDS = ("tool_call", "tool_result")
 INDEXED = {
     "agent": AGENT_NAME,
     "session_id": AGENT_SESSION_ID,
@@ -169,8 +168,27 @@ class EventStream:
             log=state.log[cut:], base_offset=state.base_offset + cut, publishers=state.publishers
         )
 
+    @property
+    def end(self) -> int:
+        """The offset the next event gets."""
+        return self.stream._on_offset()  # the stream's global offset (its offset query)
+
+    def sent_tools(self, since: int, turn: int) -> set[tuple[str, str | None]]:
+        """The tool events of turn ``turn`` in the stream from offset ``since`` on, as
+        (kind, call id): those its turn sent itself."""
+        found: set[tuple[str, str | None]] = set()
+        log = self.stream._log[max(0, since - self.stream._base_offset) :]
+        for item in log:
+            data = item.data.data
+            if b'"tool_' not in data:
+                continue  # most events are text: not parsed
+            event = json.loads(data)
+            if event.get("turn") == turn and event.get("kind") in TOOL_KINDS:
+                found.add((event["kind"], (event.get("data") or {}).get("id")))
+        return found
+
     def trim(self) -> None:
-        end = self.stream._on_offset()  # the stream's global offset (its offset query)
+        end = self.end
         if end > EVENTS_KEPT:
             self.stream.truncate(end - EVENTS_KEPT)
 
@@ -198,6 +216,8 @@ class RunObserver:
         """The run is a session's, in the session's workflow (its events are all here)."""
         self._reports: list[asyncio.Task[None]] = []
         """Signals in flight (the event loop keeps only weak references to tasks)."""
+        self._turn_from = 0
+        """Where the turn in progress started in the stream (its own events follow)."""
 
     def __call__(self, change: ExecutionChange) -> None:
         agent, old, new = change.agent, change.old, change.new
@@ -221,6 +241,7 @@ class RunObserver:
         if new.current_step_started_at and (
             old is None or old.current_step_started_at != new.current_step_started_at
         ):
+            self._turn_from = self.events.end
             self._publish(TurnStarted(turn=new.step_count + 1), agent)
         if old is not None and new.step_count > old.step_count:
             step = new.step_results[-1]
@@ -248,20 +269,20 @@ class RunObserver:
         )
 
     def _tool_events(self, agent: str, thread: ThreadData, turn: int, ids: set[str]) -> None:
-        """The turn's tool calls and results, from its result: in history already,
-        so they cost nothing more and are sent exactly once."""
+        """The turn's tool calls and results that the turn did not send as it recorded
+        them (fast mode, answers it did not record, results of pending work, a batch
+        lost with its worker), from its result: in history already, so they cost
+        nothing more, and each is sent exactly once."""
         added = thread.messages[-len(ids) :] if ids else []
+        sent = self.events.sent_tools(self._turn_from, turn)
         for message in added:
             if message.id not in ids:
                 continue
             for call in message.tool_calls:
-                arguments = call.arguments if len(call.arguments) <= ARGUMENTS_LIMIT else None
-                data = ToolCallData(id=call.id, name=call.name, arguments=arguments)
-                self._publish(ToolCalled(turn=turn, text=call.describe(), data=data), agent)
-            if message.role == "tool":
-                result = ToolResultData(id=message.tool_call_id, is_error=message.is_error)
-                text = excerpt(message.text or "")
-                self._publish(ToolResult(turn=turn, text=text, data=result), agent)
+                if ("tool_call", call.id) not in sent:
+                    self._publish(tool_called(call).model_copy(update={"turn": turn}), agent)
+            if message.role == "tool" and ("tool_result", message.tool_call_id) not in sent:
+                self._publish(tool_answered(message).model_copy(update={"turn": turn}), agent)
 
     def state_changed(self, event: StateChanged) -> None:
         """A committed state change (a runner state hook)."""
@@ -283,10 +304,6 @@ class RunObserver:
             return
         handle = workflow.get_external_workflow_handle(self.report_to)  # type: ignore[arg-type]
         self._reports.append(asyncio.ensure_future(_signal(handle, progress)))
-
-
-def excerpt(text: str, limit: int = 200) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 async def _signal(handle: workflow.ExternalWorkflowHandle[Any], progress: RunProgress) -> None:

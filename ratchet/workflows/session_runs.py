@@ -8,7 +8,7 @@ from collections.abc import Callable
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.agents.events import RunFinished, RunFinishedData
+    from ratchet.agents.events import RunFinished, RunFinishedData, excerpt
     from ratchet.agents.state import AgentStatus
     from ratchet.errors import BudgetExceededError
     from ratchet.wire.options import SessionOptions
@@ -16,7 +16,7 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.wire.sessions import Queued, SendOutcome, SessionInput
 
     from .failures import first_application_error
-    from .observe import EventStream, RunObserver, excerpt
+    from .observe import EventStream, RunObserver
     from .runner import AgentRunner
     from .sends import SendBook
     from .session_view import SessionDisplay, SessionTotals, position, rolled_back
