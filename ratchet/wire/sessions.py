@@ -53,14 +53,15 @@ def send_digest(messages: list[Message]) -> str:
     """What a send carries, as a short hash (the ids the client gave its messages
     aside): a request id sent again with another digest is another message."""
     body = [m.model_dump(mode="json", exclude={"id"}) for m in messages]
-    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:8]
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:6]
 
 
 class RecentRequests(CompactModel):
     """The request ids a session remembers, carried across continue-as-new."""
 
     entries: list[str] = Field(default_factory=list)
-    """``"<key> <digest> <ticket> <made_ms>"``, oldest first (see ``workflows.idempotency``)."""
+    """``"<key> <digest> <ticket> <made_ms>"`` (numbers in base 36), oldest first (see
+    ``workflows.idempotency``)."""
     horizon_ms: int = 0
     """UUIDv7 ids made at or before this (ms since the epoch) may have been forgotten
     to keep within the count."""

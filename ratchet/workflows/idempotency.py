@@ -45,7 +45,7 @@ class RequestIds:
         self._entries: dict[str, Entry] = {}
         for line in carried.entries:
             key, digest, ticket, made = line.split(" ")
-            self._entries[key] = Entry(digest, int(ticket), int(made))
+            self._entries[key] = Entry(digest, int(ticket, 36), int(made, 36))
         self._horizon_ms = carried.horizon_ms
 
     def find(self, session: str, request_id: str, digest: str, now_ms: int) -> int | None:
@@ -92,9 +92,21 @@ class RequestIds:
 
     def carried(self) -> RecentRequests:
         return RecentRequests(
-            entries=[f"{k} {e.digest} {e.ticket} {e.made_ms}" for k, e in self._entries.items()],
+            entries=[
+                f"{k} {e.digest} {_base36(e.ticket)} {_base36(e.made_ms)}"
+                for k, e in self._entries.items()
+            ],
             horizon_ms=self._horizon_ms,
         )
+
+
+def _base36(n: int) -> str:
+    digits = ""
+    while True:
+        n, d = divmod(n, 36)
+        digits = "0123456789abcdefghijklmnopqrstuvwxyz"[d] + digits
+        if not n:
+            return digits
 
 
 def _key(request_id: str) -> str:
