@@ -60,11 +60,11 @@ class RecentRequests(CompactModel):
     """The request ids a session remembers, carried across continue-as-new."""
 
     entries: list[str] = Field(default_factory=list)
-    """``"<key> <digest> <ticket> <made_ms>"`` (numbers in base 36), oldest first (see
-    ``workflows.idempotency``)."""
+    """``"<key> <digest> <ticket> <taken_ms> [<made_ms>]"`` (numbers in base 36), oldest
+    first (see ``workflows.idempotency``)."""
     horizon_ms: int = 0
-    """UUIDv7 ids made at or before this (ms since the epoch) may have been forgotten
-    to keep within the count."""
+    """When the newest UUIDv7 id the session forgot was made (ms since the epoch, its
+    client's clock): one made no later may have been sent already."""
 
 
 class Queued(CompactModel):
