@@ -86,20 +86,22 @@ class PromptFit:
     """How one turn keeps its prompt within the window."""
 
     policy: FitWindow | None
-    window: int | None
+    declared: int | None
+    """The window the agent's model declares."""
     measure: PromptSize | None
+    window: int | None = None
+    """The window in force: the declared one, or lower, as a service's refusal said."""
     refusals: int = 0
 
     @classmethod
     def of(cls, input: TurnInput, agent: Agent, context: RunContext) -> PromptFit:
         """The turn's fit: a retried attempt starts from the refusal an earlier one had."""
+        declared = agent.prompt_window
         earlier = context.completed.get(REFUSED)
-        if earlier is not None:
-            measure = PromptSize.model_validate(earlier)
-            return cls(input.fit_window, measure.window, measure, refusals=1)
-        measure = input.prompt
-        window = agent.prompt_window or (measure.window if measure else None)
-        return cls(input.fit_window, window, measure)
+        measure = PromptSize.model_validate(earlier) if earlier is not None else input.prompt
+        fit = cls(input.fit_window, declared, measure, refusals=int(earlier is not None))
+        fit.window = measure.window_for(declared) if measure is not None else declared
+        return fit
 
     async def run(
         self,
@@ -140,8 +142,9 @@ class PromptFit:
         if self.policy is None or self.refusals:
             return False
         self.refusals += 1
-        self.measure = refused(error, estimate_tokens(sent), self.window, self.measure)
-        self.window = self.measure.window
+        measure = refused(error, estimate_tokens(sent), self.window, self.measure)
+        self.measure = measure.model_copy(update={"declared": self.declared})
+        self.window = measure.window
         context.record({REFUSED: self.measure.model_dump(mode="json")})
         activity.logger.info(
             "Turn %d of agent %r: the model refused a prompt of %d messages as over its "
@@ -155,7 +158,7 @@ class PromptFit:
 
     def report(self, usage: Usage, sent: list[Message]) -> PromptSize | None:
         """This turn's prompt (``sent``) as its model counted it, for the next turn."""
-        return measured(usage.input_tokens, usage.requests, estimate_tokens(sent), self.window)
+        return measured(usage, estimate_tokens(sent), self.window, self.declared)
 
     def failure(
         self, error: ContextOverflowError, input: TurnInput, sent: int, *, service: bool

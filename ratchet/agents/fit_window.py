@@ -35,6 +35,7 @@ from .compact import CompactModel
 from .compaction import dropped, estimate_tokens, pinned_count, turn_groups
 from .messages import Message
 from .state import PromptSize
+from .usage import Usage
 
 Plan = list[tuple[int, bool]]
 """The messages a prompt keeps, by index, each with whether its tool result is dropped."""
@@ -114,20 +115,22 @@ def kept(messages: Sequence[Message], plan: Plan) -> list[Message]:
 
 
 def measured(
-    input_tokens: int, requests: int, estimate: int, window: int | None
+    usage: Usage, estimate: int, window: int | None, declared: int | None
 ) -> PromptSize | None:
     """What a turn reports of its prompt: its model calls' average prompt tokens
     (``None`` if it reported none)."""
-    if requests <= 0 or input_tokens <= 0:
+    if usage.requests <= 0 or usage.input_tokens <= 0:
         return None
-    return PromptSize(tokens=input_tokens // requests, estimate=estimate, window=window)
+    tokens = usage.input_tokens // usage.requests
+    return PromptSize(tokens=tokens, estimate=estimate, window=window, declared=declared)
 
 
 def refused(
     error: ContextOverflowError, estimate: int, window: int | None, measure: PromptSize | None
 ) -> PromptSize:
     """The prompt a service refused, counted as the service counted it (or, when it
-    did not say, as just over the window), with the window it said."""
+    did not say, as just over the window), with the window it said if lower."""
     guess = estimate + (measure.overhead if measure else 0)
-    limit = error.limit or window or max(1, guess)
+    limit = min(error.limit, window) if error.limit and window else error.limit or window
+    limit = limit or max(1, guess)
     return PromptSize(tokens=error.tokens or max(guess, limit + 1), estimate=estimate, window=limit)

@@ -139,7 +139,14 @@ class PromptSize(CompactModel):
     estimate: int
     """Ratchet's estimate of the thread messages that prompt carried."""
     window: int | None = None
-    """The prompt window then known (the model's, or learnt from an overflow error)."""
+    """The prompt window in force (the model's, or lower, as a service's refusal said)."""
+    declared: int | None = None
+    """The window the agent's model declared then: while it declares the same, the
+    window in force stands (a window learnt from a refusal is kept)."""
+
+    def window_for(self, declared: int | None) -> int | None:
+        """The window in force for a model that declares ``declared``."""
+        return self.window if declared == self.declared else declared
 
     @property
     def overhead(self) -> int:
