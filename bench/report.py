@@ -760,6 +760,33 @@ def web_history(hist: Data) -> str:
     )  # fmt: skip
 
 
+def render_context_window(results: Path) -> str:
+    data = load(results, "context_window")
+
+    def row(run: Data) -> list[str]:
+        first = run["first_failed_send"]
+        return [
+            "default: `FitWindow()`" if run["fit_window"] else "`fit_window=None`",
+            f"{count(run['answered'])} of {count(run['sends'])}",
+            count(first) if first else "–",
+            count(run["refused"]),
+            count(run["prompt_tokens_max"]),
+            count(run["prompt_tokens_mean"]),
+            count(run["prompts_cut"]),
+            f"{count(run['log_messages'])} / {count(run['visible_messages'])}",
+            ms(run["ms_per_send_median"]),
+        ]
+
+    header = ["session", "sends answered", "first failed send", "refused", "largest prompt",
+              "mean prompt", "prompts cut", "log / view messages", "send (median)"]  # fmt: skip
+    return paragraphs(
+        f"Window: {count(data['window'])} tokens; prompts in tokens as the server counted "
+        "them. The session without `fit_window` stops five sends after its first failure.",
+        table(header, [row(run) for run in data["sessions"]]),
+        command(data),
+    )
+
+
 def render_web(results: Path) -> str:
     data = load(results, "web")
     facts = data["machine"]
@@ -792,6 +819,7 @@ RENDERERS: dict[str, Renderer] = {
     "overload": render_overload,
     "web": render_web,
     "rerun": render_rerun,
+    "context_window": render_context_window,
 }
 RENDERED_WITHIN = {
     "history_growth_ratchet": "history_growth",

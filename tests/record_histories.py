@@ -53,6 +53,7 @@ async def record() -> None:
         client = await AgentClient.connect(server.address, task_queue="record")
         compacting = {
             "pager": lambda: paging_agent(6, []),
+            "pager_window": lambda: paging_agent(8, [], window=600),
             "summarizer": lambda: SummarizingAgent(ScriptedModel(lambda m, c: "summary")),
         }
         stateful = {"stateful": lambda: StepAgent(_fill_cart, _checkout), "echo": Echo}
@@ -95,6 +96,8 @@ async def record() -> None:
                 ),
             )
             await compacted.result()
+            fitted = await client.start_run("pager_window", "Read the pages.")
+            await fitted.result()
             fast = await client.start_run(
                 "researcher", "What is Temporal?", options=RunOptions(fast=True)
             )
@@ -119,6 +122,7 @@ async def record() -> None:
                 ("agent_run_thread_by_reference", by_reference.workflow),
                 ("agent_run_summarize_then_continue_as_new", first_run),
                 ("agent_run_continued", client.temporal.get_workflow_handle(compacted.id)),
+                ("agent_run_fit_window", fitted.workflow),
                 ("agent_run_fast_mode", fast.workflow),
                 ("agent_run_with_state", with_state.workflow),
                 ("shared_plan_with_conflict", shared),

@@ -66,7 +66,7 @@ def test_a_policy_needs_a_budget():
     assert KeepLastTurns(max_tokens=10_000).over_budget(conversation(1)) is False
 
 
-def paging_agent(steps: int, seen: list[int]) -> ToolCallingAgent:
+def paging_agent(steps: int, seen: list[int], window: int | None = None) -> ToolCallingAgent:
     """Scripted by turn number, so it does not depend on how much thread it sees."""
 
     @tool
@@ -80,7 +80,7 @@ def paging_agent(steps: int, seen: list[int]) -> ToolCallingAgent:
             return ScriptedModel.call("fetch", page=context.turn - 1)
         return "done"
 
-    return ToolCallingAgent(ScriptedModel(reply), [fetch])
+    return ToolCallingAgent(ScriptedModel(reply, context_window=window), [fetch])
 
 
 async def run(client: AgentClient, agents: dict, steps: int, **options):

@@ -74,6 +74,7 @@ def test_histories_are_recorded():
         "rerun_batch_free_running",
         "rerun_batch_of_snapshots",
         "agent_session_retried_request_id",
+        "agent_run_fit_window",
     }
 
 

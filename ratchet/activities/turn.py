@@ -47,6 +47,7 @@ from ratchet.wire.names import ATTEMPTS_KEY, THREAD_NOT_CACHED, TOOL_ACTIVITY, T
 from ratchet.wire.turns import AttemptRecord, ToolInput, TurnInput, TurnOutput
 
 from .heartbeats import Heartbeats, TurnCancelled, stale_message
+from .prompt_fit import Fitted, LogPrompt, PromptFit
 from .resources import WorkerResources
 from .state_refs import StateCache, new_write_id, resolve_state
 from .thread_log import Holder, LogNotCached, resolve_log
@@ -140,7 +141,7 @@ class TurnActivities:
         except ModelError as e:
             delay = timedelta(seconds=e.retry_after) if e.retry_after is not None else None
             raise ApplicationError(
-                str(e), type="ModelError", non_retryable=not e.retryable, next_retry_delay=delay
+                str(e), type=type(e).__name__, non_retryable=not e.retryable, next_retry_delay=delay
             ) from e
 
     async def _run_turn(self, input: TurnInput) -> TurnOutput:
@@ -190,18 +191,18 @@ class TurnActivities:
         if beats is not None:
             context.acknowledge_hook = beats.write
             context.confirm_hook = beats.confirm
-        thread: Thread = ChatMessageThread(id=self._thread_id(input))
-        before = 0
-        new_messages = list(input.new_messages)
-        compacted: tuple[list[Span], Message | None, Usage] | None = None
+        given: list[Message] = []  # a run's thread as its workflow holds it
+        fit = PromptFit.of(input, agent, context)
+        fitted = Fitted(ChatMessageThread(id=self._thread_id(input)), list(input.new_messages))
 
         async def turn() -> Any:
-            nonlocal thread, before, new_messages, compacted
+            nonlocal given, fitted
+            prompt: Thread | LogPrompt
             if input.view is not None:
-                thread, new_messages, compacted = await self._log_thread(input, agent, context)
+                prompt = await self._log_thread(input, agent, context)
             else:
-                thread = await self._thread(input, agent)
-            context.thread = thread
+                prompt = await self._thread(input, agent)
+                given = prompt.messages
             entries = input.state
             if input.state_refs:  # values named by reference: from the cache or the workflow
                 entries = await resolve_state(
@@ -218,8 +219,9 @@ class TurnActivities:
                 conflicts=input.conflicts,
                 agent=input.agent,
             )
-            before = len(thread.messages)
-            return await agent.run(list(new_messages), thread, context)
+            new = prompt.new if isinstance(prompt, LogPrompt) else fitted.new
+            fitted = await fit.run(agent, prompt, new, context, input)
+            return fitted.result
 
         async with contextlib.AsyncExitStack() as stack:
             if input.events and self.event_batch_interval is not None:
@@ -232,6 +234,7 @@ class TurnActivities:
                 )
                 context.event_sink = (await stack.enter_async_context(events)).emit
             result = await _alive_while(turn(), beats)
+        thread, before, new_messages = fitted.thread, fitted.before, fitted.new
 
         if not isinstance(result, Result):
             raise UsageError(
@@ -254,8 +257,8 @@ class TurnActivities:
         known = {m.id for m in new_messages}
         usage = result.usage
         view: list[Span] | None = None
-        if compacted is not None:
-            view, note, compaction_usage = compacted
+        if fitted.compacted is not None:
+            view, note, compaction_usage = fitted.compacted
             usage = usage + compaction_usage
             if note is not None:
                 added.insert(0, note)
@@ -264,6 +267,7 @@ class TurnActivities:
             final_id=final.id if final is not None else None,
             usage=usage,
             view=view,
+            prompt=fit.report(result.usage, fitted.sent) if thread.kind == MESSAGES else None,
             cursor=thread.cursor if thread.kind != MESSAGES else None,
             state=context.state.changes,
             shares=context.state.new_tokens,
@@ -283,7 +287,7 @@ class TurnActivities:
             delta = log.put(position, fresh, provisional=True)
             self.thread_cache.log_changed(input.thread_ref.id, delta)
         elif input.thread_ref is not None:
-            self.thread_cache.put(input.thread_ref.key, [*thread.messages[:before], *added])
+            self.thread_cache.put(input.thread_ref.key, [*given, *added])
         record_turn(input.agent, output.usage)
         return output
 
@@ -341,11 +345,9 @@ class TurnActivities:
             messages = await resolve_thread(self.thread_cache, input.thread_ref)
         return ChatMessageThread(messages, id=self._thread_id(input))
 
-    async def _log_thread(
-        self, input: TurnInput, agent: Agent, context: RunContext
-    ) -> tuple[Thread, list[Message], tuple[list[Span], Message | None, Usage] | None]:
-        """A session turn: the agent's view of the log, its new messages, and the
-        compaction applied first (new view, summary note, usage), if any."""
+    async def _log_thread(self, input: TurnInput, agent: Agent, context: RunContext) -> LogPrompt:
+        """A session turn: the agent's view of the log and its new messages, after
+        the session's compaction policy (a new view, a summary note), if any."""
         ref, view = input.thread_ref, input.view
         assert ref is not None and view is not None
         if MESSAGES not in agent.thread_kinds:
@@ -377,16 +379,17 @@ class TurnActivities:
             raise ApplicationError(str(e), type=THREAD_NOT_CACHED, non_retryable=True) from e
         messages, shown = views.render(view, start, message_at)
         new = [message_at(p) for p in range(start, length)]
-        compacted = None
+        prompt = LogPrompt(ref.id, messages, shown, new, start=start, length=length)
         policy = input.compaction
         found = views.compact(policy, messages, shown) if policy is not None else None
         if policy is not None and found is not None:
             pinned = views.materialize(found.pinned, message_at)
             note, usage = await self._summarise(policy, pinned, found.older, context)
             rest = views.materialize(found.rest, message_at)
-            messages = [*pinned, *([note] if note is not None else []), *rest]
-            compacted = (found.view(start, length if note is not None else None), note, usage)
-        return ChatMessageThread(messages, id=ref.id), new, compacted
+            prompt.messages = [*pinned, *([note] if note is not None else []), *rest]
+            prompt.shown = [*found.pinned, *([(length, False)] if note else []), *found.rest]
+            prompt.note, prompt.usage = note, usage
+        return prompt
 
     async def _summarise(
         self,

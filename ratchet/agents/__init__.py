@@ -16,6 +16,7 @@ from .compaction import (
 )
 from .context import RunContext
 from .events import CustomEvent, RunEvent, TextDelta
+from .fit_window import FitWindow
 from .messages import Message, ToolCall
 from .models import (
     ModelClient,
@@ -42,6 +43,7 @@ __all__ = [
     "CustomEvent",
     "DropToolResults",
     "FilePart",
+    "FitWindow",
     "ImagePart",
     "JSONSerializer",
     "KeepLastTurns",

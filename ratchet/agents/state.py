@@ -130,6 +130,30 @@ class Span(CompactModel):
     """Tool results in this span are shown as a one-line note (compaction)."""
 
 
+class PromptSize(CompactModel):
+    """The last prompt over a thread, as its model counted it: where the next turn's
+    count starts from."""
+
+    tokens: int
+    """The prompt tokens the model reported (per model call of the turn)."""
+    estimate: int
+    """Ratchet's estimate of the thread messages that prompt carried."""
+    window: int | None = None
+    """The prompt window in force (the model's, or lower, as a service's refusal said)."""
+    declared: int | None = None
+    """The window the agent's model declared then: while it declares the same, the
+    window in force stands (a window learnt from a refusal is kept)."""
+
+    def window_for(self, declared: int | None) -> int | None:
+        """The window in force for a model that declares ``declared``."""
+        return self.window if declared == self.declared else declared
+
+    @property
+    def overhead(self) -> int:
+        """Tokens the estimate of the messages leaves out (never below 0)."""
+        return max(0, self.tokens - self.estimate)
+
+
 class ThreadData(BaseModel):
     """A thread as stored in session data."""
 
@@ -148,6 +172,9 @@ class ThreadData(BaseModel):
     """Set for a session's thread (a log): every message the session ever had stays
     in the log, in order, and the agent sees this view of it (compaction and
     failed sends only change the view). ``None``: the agent sees ``messages``."""
+    prompt: PromptSize | None = None
+    """The last prompt a turn sent over this thread, as the model counted it: where
+    the next turn's count starts (``ratchet.agents.fit_window``)."""
 
     @property
     def offset(self) -> int:

@@ -458,6 +458,7 @@ class AgentClient:
                 messages=not_run(mark.open_calls),
                 base=base,
                 view=mark.view,
+                prompt=mark.prompt,
             )
             agent, turn, state = mark.agent, mark.turn, mark.state
         else:

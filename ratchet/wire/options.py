@@ -10,6 +10,7 @@ from pydantic import Field
 
 from ratchet.agents.compact import CompactModel, is_decoding
 from ratchet.agents.compaction import CompactionPolicy
+from ratchet.agents.fit_window import FitWindow
 from ratchet.agents.recording import Recording
 from ratchet.errors import InvalidOptionsError
 
@@ -84,6 +85,11 @@ class RunOptions(CheckedOptions):
     ``turn_timeout``. Use it for short turns."""
     compaction: CompactionPolicy | None = None
     """Shrink the working thread when it passes a budget (see ratchet.agents.compaction)."""
+    fit_window: FitWindow | None = FitWindow()
+    """Keep each prompt within the model's context window, after ``compaction``, and
+    meet a service's overflow error by compacting harder and asking once more (see
+    ``ratchet.agents.fit_window``). ``None``: send the prompt as it is, and let an
+    overflow fail the run."""
     continue_as_new_after_turns: int | None = None
     """AgentRunWorkflow continues-as-new when Temporal suggests it (history size or
     events) or, if set, after this many turns in one workflow run."""

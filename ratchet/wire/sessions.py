@@ -14,7 +14,7 @@ from temporalio.contrib.workflow_streams import WorkflowStreamState
 
 from ratchet.agents.compact import CompactModel
 from ratchet.agents.messages import Message, ToolCall
-from ratchet.agents.state import AgentSession, AgentStatus, Span, ThreadBase
+from ratchet.agents.state import AgentSession, AgentStatus, PromptSize, Span, ThreadBase
 from ratchet.agents.state_context import StateEntry
 
 from .options import SessionOptions
@@ -101,6 +101,8 @@ class TurnMark(CompactModel):
     state: dict[str, StateEntry] = Field(default_factory=dict)
     open_calls: list[ToolCall] = Field(default_factory=list)
     """Tool calls of the turn whose results were not in the log yet."""
+    prompt: PromptSize | None = None
+    """The turn's prompt as its model counted it (a fork's count starts from it)."""
 
 
 class LogInfo(CompactModel):

@@ -8,10 +8,11 @@ from pydantic import BaseModel, Field
 
 from ratchet.agents.compact import CompactModel
 from ratchet.agents.compaction import CompactionPolicy
+from ratchet.agents.fit_window import FitWindow
 from ratchet.agents.messages import Message, ToolCall
 from ratchet.agents.pending import PendingAction
 from ratchet.agents.recording import Recording
-from ratchet.agents.state import Span, ThreadBase, ThreadData
+from ratchet.agents.state import PromptSize, Span, ThreadBase, ThreadData
 from ratchet.agents.state_context import (
     SharedEntry,
     ShareToken,
@@ -119,6 +120,10 @@ class TurnInput(CompactModel):
     """Version 3: id of the last new message (checks a batch handed over in-process)."""
     recording: Recording | None = None
     """A rerun: tool calls are answered from this recording (``RunOptions.recording``)."""
+    fit_window: FitWindow | None = FitWindow()
+    """Keep the prompt within the model's window (``RunOptions.fit_window``)."""
+    prompt: PromptSize | None = None
+    """The last prompt over this thread as its model counted it (the count's start)."""
 
 
 class AttemptRecord(CompactModel):
@@ -160,6 +165,8 @@ class TurnOutput(CompactModel):
     attempts: list[AttemptRecord] = Field(default_factory=list)
     """The attempts before this one, as far as their heartbeats reached the server
     (empty on a first attempt: history names its worker)."""
+    prompt: PromptSize | None = None
+    """This turn's prompt as its model counted it, for the next turn's count."""
 
 
 class ToolInput(CompactModel):

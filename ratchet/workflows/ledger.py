@@ -19,6 +19,7 @@ with workflow.unsafe.imports_passed_through():
         AgentState,
         AgentStatus,
         ExecutionState,
+        PromptSize,
         StepResult,
         ThreadData,
     )
@@ -147,6 +148,7 @@ class RunLedger:
         *,
         cursor: str | None = None,
         view: list | None = None,
+        prompt: PromptSize | None = None,
     ) -> None:
         session = self.state.session
         update: dict = {"messages": [*session.thread.messages, *messages]}
@@ -154,6 +156,8 @@ class RunLedger:
             update["cursor"] = cursor
         if view is not None:
             update["view"] = view
+        if prompt is not None:
+            update["prompt"] = prompt
         thread = session.thread.model_copy(update=update)
         self._thread_bytes += sum(approximate_size(m) for m in messages)
         self.state.session = session.model_copy(

@@ -28,6 +28,7 @@ def turn_mark(turn: int, session: AgentSession, agent: str, added: Sequence[str]
         agent=agent,
         state=session.state,
         open_calls=[c for m in fresh for c in m.tool_calls if c.id not in answered],
+        prompt=thread.prompt,
     )
 
 

@@ -241,7 +241,7 @@ class AgentRunner:
         for turn in range(ledger.execution.step_count + 1, options.max_turns + 1):
             if stint.stop_request is not None:
                 return self._stopped(pending, inputs.logged)
-            await compactor.before_turn(turn)
+            await compactor.before_turn(turn, pending)
             ledger.set_execution(ledger.execution.mark_step_started(workflow.now()))
             output = await calls.take_stoppable(
                 inputs.build(turn, pending), turn_summary(turn, pending, previous)
@@ -292,9 +292,10 @@ class AgentRunner:
         added = [by_id[a] if isinstance(a, str) else a for a in output.added]
         if ledger.thread.view is not None:
             # A session's log holds the new messages already; a compaction changed the view.
-            ledger.append([a for a in output.added if not isinstance(a, str)], view=output.view)
+            fresh = [a for a in output.added if not isinstance(a, str)]
+            ledger.append(fresh, view=output.view, prompt=output.prompt)
         else:
-            ledger.append(added, cursor=output.cursor)
+            ledger.append(added, cursor=output.cursor, prompt=output.prompt)
         try:
             self._states.commit(turn, output.state, output.write_id)
         except ShareTokenError as e:

@@ -64,11 +64,13 @@ class TurnInputs:
             agent=agent or ledger.agent,
             turn=turn,
             new_messages=pending,
+            fit_window=options.fit_window,
         )
         if setup.live_events and not options.fast:
             # A local activity (fast mode) holds the workflow task its signals would need.
             common["events"] = True
         if agent is None:
+            common["prompt"] = thread.prompt  # a summariser's prompt is counted afresh
             # Another agent's turn over this thread (compaction) gets none of this one's state.
             inline = options.fast or options.thread_mode == "inline" or not setup.by_reference
             common.update(self._states.turn_input(inline=inline))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import email.utils
 import json
+import re
 import time
 from collections.abc import Generator, Sequence
 from typing import Any, cast
@@ -15,7 +16,7 @@ from openai.types.chat import (
     ChatCompletionMessageFunctionToolCall,
 )
 
-from ...errors import ConfigurationError, InvalidInputError, ModelError
+from ...errors import ConfigurationError, ContextOverflowError, InvalidInputError, ModelError
 from ..context import RunContext
 from ..events import TextDelta
 from ..messages import Message, ToolCall
@@ -24,8 +25,11 @@ from ..pricing import ModelPrice
 from ..tools import Tool
 from ..usage import Usage
 from .base import ModelClient, ModelResponse, empty_reply
+from .context_windows import known_window
 
 RETRYABLE_STATUS = {408, 409, 429}
+REPLY_LIMITS = ("max_completion_tokens", "max_tokens", "max_output_tokens")
+"""Request options whose tokens count against the context window with the prompt's."""
 
 
 class OpenAIChatModel(ModelClient):
@@ -34,6 +38,8 @@ class OpenAIChatModel(ModelClient):
     The base URL and key come from ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` unless
     given, so any OpenAI-compatible server works. The client is made with
     ``max_retries=0``: Temporal retries the turn, and every attempt is in history.
+    ``context_window`` (tokens) defaults to the model's in
+    ``ratchet.agents.models.context_windows``; give it for other models.
     """
 
     provider_name = "openai"
@@ -52,15 +58,25 @@ class OpenAIChatModel(ModelClient):
         timeout: float = 120.0,
         stream: bool = False,
         price: ModelPrice | None = None,
+        context_window: int | None = None,
         **request_options: Any,
     ) -> None:
         self.model = model
         self.price = price
+        self.context_window = context_window or known_window(model)
         self.stream = stream
         """Stream the reply and assemble it (text and tool calls) when it is complete."""
         self._client = client
         self._base_url, self._api_key, self._timeout = base_url, api_key, timeout
         self.request_options = request_options
+
+    @property
+    def prompt_window(self) -> int | None:
+        if self.context_window is None:
+            return None
+        options = self.request_options
+        reply = next((options[k] for k in REPLY_LIMITS if options.get(k)), 0)
+        return max(1, self.context_window - int(reply))
 
     @property
     def client(self) -> openai.AsyncOpenAI:
@@ -214,6 +230,14 @@ def classify_openai_error(error: openai.OpenAIError) -> ModelError:
     if isinstance(error, openai.APIStatusError):
         status = error.status_code
         detail = _error_detail(error)
+        if status == 400 and _is_overflow(error, detail):
+            limit, tokens = overflow_numbers(detail)
+            return ContextOverflowError(
+                f"The model service answered 400: {detail} (the prompt is over the model's "
+                "context window).",
+                limit=limit,
+                tokens=tokens,
+            )
         if status in RETRYABLE_STATUS or status >= 500:
             return ModelError(
                 f"The model service answered {status}: {detail}",
@@ -235,6 +259,33 @@ def classify_openai_error(error: openai.OpenAIError) -> ModelError:
     if isinstance(error, openai.APIResponseValidationError):
         return ModelError(f"The model service sent a malformed response: {error}", retryable=True)
     return ModelError(f"The model call failed: {type(error).__name__}: {error}", retryable=True)
+
+
+def _is_overflow(error: openai.APIStatusError, detail: str) -> bool:
+    """OpenAI says ``code: context_length_exceeded`` (Chat Completions and Responses);
+    compatible servers (vLLM, llama.cpp, ...) often say only the message."""
+    body = error.body
+    if isinstance(body, dict):
+        fields = cast(dict[str, object], body)
+        inner = fields.get("error", fields)
+        if isinstance(inner, dict):
+            if cast(dict[str, object], inner).get("code") == "context_length_exceeded":
+                return True
+    return bool(re.search(r"maximum context length|context window|context length", detail, re.I))
+
+
+def overflow_numbers(detail: str) -> tuple[int | None, int | None]:
+    """(the window, the prompt's tokens) from an overflow message, where it says them:
+    "maximum context length is 8192 tokens. However, your messages resulted in
+    8227 tokens", or "... you requested 4268 tokens (4012 in the messages, 256 in
+    the completion)" (the prompt may then hold the window less the completion)."""
+    limit = re.search(r"maximum context length is (\d+)", detail)
+    tokens = re.search(r"(?:resulted in|requested) (\d+) tokens", detail)
+    split = re.search(r"(\d+) in the messages, (\d+) in the completion", detail)
+    window = int(limit.group(1)) if limit else None
+    if split and window is not None:
+        return window - int(split.group(2)), int(split.group(1))
+    return window, int(tokens.group(1)) if tokens else None
 
 
 def _credential(error: openai.OpenAIError) -> str | None:
