@@ -508,6 +508,11 @@ async def _alive_while(work: Coroutine[Any, Any, Any], beats: Heartbeats | None)
         if alive.done():
             alive.result()  # StaleAttemptError or TurnCancelled
         return task.result()
+    except (StaleAttemptError, TurnCancelled):
+        raise  # the SDK reports nothing for this attempt
+    except BaseException:
+        beats.hand_over()  # the SDK reports this failure or cancellation
+        raise
     finally:
         for t in (task, alive):
             t.cancel()
