@@ -70,7 +70,7 @@ class TurnEvents:
             logger.warning("Could not deliver turn %s's events: %s", self._stamp["turn"], e)
 
     def publish(self, event: EventBase) -> None:
-        if event.kind in TOOL_KINDS:
+        if getattr(event, "kind", None) in TOOL_KINDS:
             self._send_text()  # text before the call or result that follows it
             self._tools.append(event)
             if self._tools_due is None:
