@@ -24,7 +24,7 @@ from ratchet.agents import views
 from ratchet.agents.agent import Agent, Result
 from ratchet.agents.compaction import Compaction, Summarize
 from ratchet.agents.context import RunContext
-from ratchet.agents.messages import Message, approximate_size, new_id
+from ratchet.agents.messages import Message, approximate_size, new_id, reply_id, result_id
 from ratchet.agents.state import Span
 from ratchet.agents.state_context import (
     StateContext,
@@ -252,8 +252,7 @@ class TurnActivities:
         final = result.final_response
         if final is not None and all(m is not final for m in added):
             added.append(final)
-        for message in added:
-            message.id = message.id or new_id()
+        _give_ids(added, input.execution_id, input.turn)
         known = {m.id for m in new_messages}
         usage = result.usage
         view: list[Span] | None = None
@@ -517,3 +516,18 @@ async def _alive_while(work: Coroutine[Any, Any, Any], beats: Heartbeats | None)
         for t in (task, alive):
             t.cancel()
         await asyncio.gather(task, alive, return_exceptions=True)
+
+
+def _give_ids(added: list[Message], execution_id: str, turn: int) -> None:
+    """Ids for the messages the turn made without one: its reply and its tool results
+    get ids a watcher can tell while they stream (``reply_id``, ``result_id``)."""
+    reply = next((m for m in added if m.role == "assistant" and not m.id), None)
+    for message in added:
+        if message.id:
+            continue
+        if message is reply:
+            message.id = reply_id(execution_id, turn)
+        elif message.role == "tool" and message.tool_call_id:
+            message.id = result_id(execution_id, message.tool_call_id)
+        else:
+            message.id = new_id()

@@ -12,7 +12,7 @@ from pydantic import TypeAdapter
 from .compact import type_adapter
 from .events import EventBase, tool_answered, tool_called
 from .messages import Message
-from .pending import PendingAction
+from .pending import PendingAction, question_id
 from .recording import Recording
 from .state_context import StateContext
 
@@ -188,7 +188,7 @@ class RunContext:
         next turn as a user message. Returns the question's id."""
         if not question.strip():
             raise ValueError("request_input needs a question; got an empty string.")
-        id = f"input_{self.execution_id}_{self.turn}_{len(self.pending) + 1}"
+        id = question_id(self.execution_id, self.turn, len(self.pending) + 1)
         self.pending.append(PendingAction(id=id, kind="input", question=question))
         return id
 

@@ -21,6 +21,20 @@ PendingKind = Literal["approval", "input", "tool", "agent"]
 activity. ``agent``: a sub-agent, run as a child workflow."""
 
 
+def question_id(execution_id: str, turn: int, n: int) -> str:
+    """The id of the ``n``-th question (from 1) a turn asks with ``request_input``."""
+    return f"input_{execution_id}_{turn}_{n}"
+
+
+def question_of(call: ToolCall) -> str:
+    """The question an ``ask_user`` call asks (its arguments, if they name none)."""
+    try:
+        question = str(call.parsed_arguments().get("question", "")).strip()
+    except ValueError:
+        question = ""
+    return question or call.arguments
+
+
 class PendingAction(CompactModel):
     """One thing a run waits for before its next turn."""
 

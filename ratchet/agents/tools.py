@@ -15,7 +15,7 @@ from ratchet.errors import ToolError
 
 from .context import RunContext
 from .messages import Message, ToolCall
-from .pending import PendingAction
+from .pending import PendingAction, question_of
 from .tracing import Span, mark_failed, tool_span
 
 ApprovalRule = bool | Callable[[dict[str, Any]], bool]
@@ -65,8 +65,7 @@ class Tool:
         except ValueError:
             return None
         if self.role == "ask_user":
-            question = str(args.get("question", "")).strip() or call.arguments
-            return PendingAction(id=call.id, kind="input", call=call, question=question)
+            return PendingAction(id=call.id, kind="input", call=call, question=question_of(call))
         if self.role == "agent":
             return PendingAction(id=call.id, kind="agent", call=call, agent=self.agent)
         rule = self.requires_approval

@@ -70,6 +70,8 @@ class RecentRequests(CompactModel):
 class Queued(CompactModel):
     ticket: int
     messages: list[Message]
+    request_id: str | None = None
+    """The request id the send came with (its run's ``run_started`` event names it)."""
 
 
 class SendOutcome(CompactModel):

@@ -214,6 +214,8 @@ class RunObserver:
         """The run the events belong to (a session names each of its runs)."""
         self.in_session = in_session
         """The run is a session's, in the session's workflow (its events are all here)."""
+        self.request_id: str | None = None
+        """The request id of the send the session's current run runs."""
         self._reports: list[asyncio.Task[None]] = []
         """Signals in flight (the event loop keeps only weak references to tasks)."""
         self._turn_from = 0
@@ -224,8 +226,12 @@ class RunObserver:
         if old is None:
             self.index.update(agent=agent, session_id=self.session_id)
             if new.step_count == 0:  # a new run, not one resumed after continue-as-new
-                inline = RunStartedData(in_session=True) if self.in_session else None
-                self._publish(RunStarted(text=agent, data=inline), agent)
+                data = RunStartedData(
+                    in_session=self.in_session,
+                    execution_id=new.execution_id,
+                    request_id=self.request_id,
+                )
+                self._publish(RunStarted(text=agent, data=data), agent)
         resumed = old is None and new.step_count > 0  # after continue-as-new: nothing new
         if not resumed and (old is None or old.status != new.status):
             waiting = change.waiting if new.status in WAITING else []

@@ -81,7 +81,7 @@ class SessionRuns:
         if budget is not None:
             options = options.model_copy(update={"token_budget": budget - totals.used_tokens})
         self._runner.reset(agent=totals.agent, options=options)
-        self._observer.run_id = label
+        self._observer.run_id, self._observer.request_id = label, item.request_id
         self._sends.start(item, label)
         self._display.run_progress = ""
         self._show()
