@@ -265,9 +265,14 @@ class SessionHandle:
                 try:
                     if wait_for_stage is not None:
                         stage = wait_for_stage
-                        return await self._handle.start_update(
+                        handle = await self._handle.start_update(
                             name, arg, id=update_id, result_type=result_type, wait_for_stage=stage
                         )
+                        # A validator's refusal comes back as the Update's outcome, which
+                        # start_update keeps without raising: raise it here.
+                        if handle._known_outcome is not None:  # noqa: SLF001 - no public view
+                            await handle.result()
+                        return handle
                     return await self._handle.execute_update(
                         name, arg, id=update_id, result_type=result_type
                     )
