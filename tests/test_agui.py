@@ -224,3 +224,35 @@ async def test_bad_requests_get_clear_errors_and_start_nothing(alice: httpx.Asyn
         409,
         "ConversationConflictError",  # the thread is a session of another agent
     )
+
+
+async def test_a_lost_stream_of_an_answered_interrupt_resumes_to_that_interrupt(
+    alice: httpx.AsyncClient,
+):
+    """Run 1 asks for an approval; the client lost its stream after the call, and run 2
+    answered it since. Run 1 again with its last event id: the rest of run 1 only, up
+    to the interrupt it ended with, not run 2's outcome."""
+    thread = await new_session(alice, "billing")
+    body = run_input(thread, [user("pay acme")])
+    seen: list[tuple[int | None, Any]] = []
+    async with alice.stream("POST", "/v1/agui/billing", json=body) as response:
+        async for event_id, event in frames(response):
+            seen.append((event_id, event))
+    (interrupt,) = seen[-1][1].outcome.interrupts
+    resume = [{"interruptId": interrupt.id, "status": "resolved", "payload": True}]
+    paid = await run(
+        alice, "billing", run_input(thread, snapshot_of([e for _, e in seen]), resume=resume)
+    )
+    assert paid[-1].result == "Paid 500 euros to acme."
+
+    first_id = seen[0][0]  # RUN_STARTED's: the client got nothing after it
+    headers = {"Last-Event-ID": str(first_id)}
+    async with alice.stream("POST", "/v1/agui/billing", json=body, headers=headers) as response:
+        again = [event async for _, event in frames(response)]
+    check_order(again)
+    assert [e.tool_call_name for e in again if e.type == EventType.TOOL_CALL_START] == ["pay"]
+    finished = again[-1]
+    assert isinstance(finished.outcome, RunFinishedInterruptOutcome)
+    assert [i.id for i in finished.outcome.interrupts] == [interrupt.id]
+    assert [m["role"] for m in snapshot_of(again)] == ["user", "assistant"]
+    assert not [e for e in again if e.type == EventType.TOOL_CALL_RESULT]
