@@ -175,6 +175,10 @@ class SessionStatus(CompactModel):
     waiting_for: list[str] = Field(default_factory=list)
     """What the run in progress waits for (approvals, questions), one line each."""
     turns: int = 0
+    """Turns of the runs that finished."""
+    run_turns: int = 0
+    """Turns the run in progress has finished (the session's turn numbers go on from
+    ``turns``: its next turn is ``turns + run_turns + 1``)."""
     cost_usd: float = 0.0
     approval_rules: list[str] = Field(default_factory=list)
     """The session's own approval rules, one line each (``allow pay``)."""

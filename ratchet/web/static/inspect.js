@@ -34,10 +34,12 @@ export class Inspector {
     ]);
     if (load !== this.loads) return; // a later load (or another session's) is under way
     this.agent = status.agent;
-    // Fork points count turns across the session's runs; the records are those of
-    // its current workflow run, whose completed turns are the session's last ones.
+    // Fork points count turns across the session's runs, from 1; the records are
+    // those of its current workflow run, whose completed turns are the session's
+    // last ones (the run in progress's included).
     const completed = records.filter((record) => record.status === "completed");
-    const first = (status.turns ?? completed.length) - completed.length + 1;
+    const done = (status.turns ?? 0) + (status.run_turns ?? 0);
+    const first = Math.max(1, done - completed.length + 1);
     let next = first;
     const items = records.map((record) =>
       this.item(record, record.status === "completed" ? next++ : null),
