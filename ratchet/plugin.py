@@ -50,7 +50,6 @@ from ratchet.payloads.storage import external_storage
 from ratchet.workflows.agent_run import AgentRunWorkflow
 from ratchet.workflows.rerun_batch import RerunBatchWorkflow
 from ratchet.workflows.session import AgentSessionWorkflow
-from ratchet.workflows.session_v1 import AgentSessionWorkflowV1
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -60,7 +59,6 @@ PASSED_THROUGH = ("ratchet", "pydantic", "openai", "opentelemetry")
 WORKFLOWS: tuple[type, ...] = (
     AgentRunWorkflow,
     AgentSessionWorkflow,
-    AgentSessionWorkflowV1,
     RerunBatchWorkflow,
 )
 STICKY_TIMEOUT = timedelta(seconds=3)

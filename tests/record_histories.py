@@ -27,11 +27,8 @@ from ratchet.examples.orchestration import (
     WriterCriticLoop,
 )
 from ratchet.wire.options import RunOptions, SessionOptions
-from ratchet.wire.sessions import SessionInput
 from ratchet.worker import build_worker
-from ratchet.workflows.session_v1 import AgentSessionWorkflowV1
 
-from .history import until
 from .hitl_agents import Blocker, Ledger, payment_agent
 from .state_agents import StepAgent
 from .test_agent_state import plan_agents
@@ -126,8 +123,6 @@ async def record() -> None:
                 ("agent_run_fast_mode", fast.workflow),
                 ("agent_run_with_state", with_state.workflow),
                 ("shared_plan_with_conflict", shared),
-                ("session_two_runs_then_closed", session.workflow),
-                ("session_run_with_thread_base", client.get_run(f"{session.id}-run-2").workflow),
             ]
         # Issue 5's workflows, on a queue of their own (their agents reuse names).
         client = await AgentClient.connect(server.address, task_queue="record-5")
@@ -171,8 +166,6 @@ async def record() -> None:
             await fan_out.result()
             recorded += [
                 ("agent_run_approve_reject_answer", approvals.workflow),
-                ("session_interrupt_then_closed", steered.workflow),
-                ("session_run_interrupted", client.get_run(f"{steered.id}-run-1").workflow),
                 ("agent_run_with_sub_agent", lead.workflow),
                 ("writer_critic_loop", loop),
                 ("fan_out", fan_out),
@@ -203,11 +196,6 @@ async def record() -> None:
             recorded += [
                 ("agent_run_indexed_with_events", first_indexed),
                 ("agent_run_indexed_continued", client.temporal.get_workflow_handle(indexed.id)),
-                ("session_indexed_waiting_for_approval", waiting.workflow),
-                (
-                    "session_run_reports_progress",
-                    client.get_run(f"{waiting.id}-run-1").workflow,
-                ),
             ]
         # Issue 13: sessions that run their messages in their own workflow.
         client = await AgentClient.connect(server.address, task_queue="record-13")
@@ -316,21 +304,6 @@ async def _record_sessions(client: AgentClient) -> list[tuple[str, object]]:
     pending = await waiting.wait_for_pending()
     await waiting.approve(pending[0].action.id, by="oncall")
     await sent
-    legacy_id = f"legacy-{uuid.uuid4().hex[:8]}"
-    legacy = await client.temporal.start_workflow(
-        AgentSessionWorkflowV1.run,
-        SessionInput(
-            agent="echo",
-            session_id=legacy_id,  # replay runs it under another workflow id
-            options=SessionOptions(continue_as_new_after_runs=1),
-        ),
-        id=legacy_id,
-        task_queue=client.task_queue,
-    )
-    moved = client.get_session(legacy.id)
-    await moved.send("old")
-    await until(moved.is_current, bool)
-    await moved.send("new")
     current = await client.start_session("pay")  # one patch marker: ratchet.v2
     sent = asyncio.ensure_future(current.send("pay acme 500"))
     pending = await current.wait_for_pending()
@@ -358,11 +331,6 @@ async def _record_sessions(client: AgentClient) -> list[tuple[str, object]]:
         ("agent_session_continued_by_reference", compacting.workflow),
         ("agent_session_fast_mode", fast.workflow),
         ("agent_session_waiting_for_approval", waiting.workflow),
-        (
-            "legacy_session_moves_to_agent_session",
-            first(legacy.id, run_id=legacy.first_execution_run_id),
-        ),
-        ("agent_session_moved_from_legacy", moved.workflow),
         ("agent_session_retried_request_id", retried.workflow),
     ]
 

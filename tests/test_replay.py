@@ -15,7 +15,6 @@ from ratchet.wire.runs import RunInput, RunResult
 from ratchet.worker import workflow_runner
 from ratchet.workflows import AgentRunWorkflow, AgentSessionWorkflow
 from ratchet.workflows.rerun_batch import RerunBatchWorkflow
-from ratchet.workflows.session_v1 import AgentSessionWorkflowV1
 
 from .user_workflows import ForeignToken, ResearchAndReview, SharedPlan
 
@@ -45,25 +44,17 @@ def test_histories_are_recorded():
         "agent_run_fast_mode",
         "agent_run_with_state",
         "shared_plan_with_conflict",
-        "session_two_runs_then_closed",
-        "session_run_with_thread_base",
         "agent_run_approve_reject_answer",
-        "session_interrupt_then_closed",
-        "session_run_interrupted",
         "agent_run_with_sub_agent",
         "writer_critic_loop",
         "fan_out",
         "agent_run_indexed_with_events",
         "agent_run_indexed_continued",
-        "session_indexed_waiting_for_approval",
-        "session_run_reports_progress",
         "agent_session_two_sends_then_closed",
         "agent_session_compaction_and_failure",
         "agent_session_continued_by_reference",
         "agent_session_fast_mode",
         "agent_session_waiting_for_approval",
-        "legacy_session_moves_to_agent_session",
-        "agent_session_moved_from_legacy",
         "agent_session_current_patches",
         "agent_run_current_patches",
         "agent_session_approval_rules",
@@ -83,7 +74,6 @@ async def test_recorded_history_replays_without_nondeterminism(path: Path):
     result = await replayer(
         AgentRunWorkflow,
         AgentSessionWorkflow,
-        AgentSessionWorkflowV1,
         RerunBatchWorkflow,
         ResearchAndReview,
         SharedPlan,

@@ -82,7 +82,7 @@ async def _read(client: Client, request: PlanRequest) -> Read | str:
     else:
         return (
             f"{source} is a {description.workflow_type} workflow, not an agent run or "
-            "session; a batch reruns those (a legacy session: use ratchet.evals.rerun)."
+            "session; a batch reruns those."
         )
     return Read(messages, log, usage_per_user_message(messages, await recorded_turns(handle)))
 

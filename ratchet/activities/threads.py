@@ -280,9 +280,9 @@ async def resolve_thread(cache: ThreadCache, ref: ThreadRef) -> list[Message]:
 async def _fetch_base(
     client: Client, ref: ThreadRef, base: ThreadRef, cache: ThreadCache
 ) -> list[Message]:
-    """The messages of ``ref``'s base: a session's run's own thread (legacy sessions),
-    or another thread's log (a run started from a session's log, as a rerun case is),
-    which may span that session's workflow runs."""
+    """The messages of ``ref``'s base: an earlier workflow run's, or another
+    thread's log (a run started from a session's log, as a rerun case is), which
+    may span that session's workflow runs."""
     from .thread_log import Holder, fetch_range  # it builds on this module
 
     if ref.base is None or ref.base.thread_id is None:

@@ -10,8 +10,7 @@ namespace's retention). Nothing is written to the source.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from itertools import count
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -26,7 +25,7 @@ from ratchet.errors import InvalidInputError
 from ratchet.wire.names import CHECKPOINT_QUERY, TURN_ACTIVITY
 from ratchet.wire.options import SessionOptions
 from ratchet.wire.runs import RunInput, RunResult
-from ratchet.wire.sessions import CheckpointAnswer, CheckpointRequest, SessionInput, TurnMark
+from ratchet.wire.sessions import CheckpointAnswer, CheckpointRequest, TurnMark
 from ratchet.wire.turns import TurnInput, TurnOutput
 
 STARTED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED
@@ -70,31 +69,8 @@ async def read_checkpoint(
     _check_point(at_turn, at_message)
     reader = _HistoryReader(client)
     first = await reader.first_input(source)
-    if isinstance(first, SessionInput):
-        session = first.session
-        point = Checkpoint(
-            source=source,
-            turn=0,
-            agent=first.agent,
-            messages=list(session.thread.messages) if session else [],
-            state=dict(session.state) if session else {},
-            options=first.options,
-        )
-        runs: Iterable[str] = (f"{first.session_id or source}-run-{n}" for n in count(1))
-    else:
-        point = Checkpoint(source=source, turn=0, agent=first.agent)
-        runs = [source]
-    found = at_turn == 0
-    for run_id in runs:
-        if found:
-            break
-        try:
-            chain = await reader.chain(run_id)
-        except _NoSuchWorkflow:
-            if run_id == source:
-                raise
-            break  # past the session's last run
-        found = _replay_run(point, chain, at_turn, at_message)
+    point = Checkpoint(source=source, turn=0, agent=first.agent)
+    found = at_turn == 0 or _replay_run(point, await reader.chain(source), at_turn, at_message)
     if not found:
         _close_open_calls(point, None)
     if at_turn is not None and not found:
@@ -145,18 +121,14 @@ def _replay_run(
             f"{point.source} compacts its thread, and a fork cannot rebuild a compacted "
             "thread from history yet; start a new session with its exported state instead."
         )
-    if run.input.options.fast and not (run.input.session and run.input.session.thread.base):
+    if run.input.options.fast:
         raise InvalidInputError(
             f"{point.source} ran in fast mode: its turns are local activities, which a fork "
             "cannot read back yet. Fork runs started without RunOptions(fast=True)."
         )
-    if run.input.session is not None and run.input.session.thread.base is not None:
-        # A session's run: the session handed it its state.
-        point.state = dict(run.input.session.state)
-    elif run.input.session is not None:
+    if run.input.session is not None:
         point.messages = list(run.input.session.thread.messages)
         point.state = dict(run.input.session.state)
-    start, state_before = len(point.messages), dict(point.state)
     for index, (turn_input, output) in enumerate(run.turns):
         point.turn += 1
         point.turns_in_source = point.turn
@@ -171,15 +143,6 @@ def _replay_run(
             following = run.turns[index + 1][0] if index + 1 < len(run.turns) else None
             _close_open_calls(point, following)
             return True
-    if run.result is not None and run.result.messages:
-        # A finished session run: its result is the exact record of what it added
-        # (including results settled after its last turn, when it was stopped).
-        point.messages = point.messages[:start] + list(run.result.messages)
-        point.state = dict(run.result.state)
-        point.agent = run.result.agent
-    elif run.closed and run.result is None and run.input.session and run.input.session.thread.base:
-        # A failed session run: its turns count, but the session kept none of its work.
-        point.messages, point.state = point.messages[:start], state_before
     return False
 
 
@@ -220,13 +183,11 @@ class _HistoryReader:
         self.client = client
         self._first_runs: dict[str, list[HistoryEvent]] = {}
 
-    async def first_input(self, workflow_id: str) -> SessionInput | RunInput:
+    async def first_input(self, workflow_id: str) -> RunInput:
         started = (await self._first_run(workflow_id))[
             0
         ].workflow_execution_started_event_attributes
         kind = started.workflow_type.name
-        if kind == "AgentSessionWorkflow":
-            return await self._decode(started.input.payloads, SessionInput)
         if kind == "AgentRunWorkflow":
             return await self._decode(started.input.payloads, RunInput)
         raise InvalidInputError(f"{workflow_id} is a {kind}; fork a session or an agent run.")

@@ -374,7 +374,7 @@ class AgentClient:
                 task_queue=self.task_queue,
                 static_summary=f"{agent} session",
             )
-        return SessionHandle(handle, self, current=True)
+        return SessionHandle(handle, self)
 
     async def checkpoint(
         self, source: str, *, at_turn: int | None = None, at_message: str | None = None
@@ -486,7 +486,7 @@ class AgentClient:
                 task_queue=self.task_queue,
                 static_summary=f"{agent} session, forked from {source} at turn {turn}",
             )
-        return SessionHandle(handle, self, current=True)
+        return SessionHandle(handle, self)
 
     def get_session(self, session_id: str) -> SessionHandle:
         return SessionHandle(self.temporal.get_workflow_handle(session_id), self)

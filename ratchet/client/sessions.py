@@ -34,7 +34,7 @@ from ratchet.errors import (
     SessionBusyError,
     run_failed,
 )
-from ratchet.wire.names import OFFSET_QUERY, PAGE_BYTES, SESSION_WORKFLOW, STATE_QUERY
+from ratchet.wire.names import OFFSET_QUERY, PAGE_BYTES, STATE_QUERY
 from ratchet.wire.runs import DecisionRequest, RunResult, Verdict, new_messages
 from ratchet.wire.sessions import (
     LogInfo,
@@ -51,7 +51,7 @@ from .retries import deadline, passing, retrying
 from .turns import TurnRecord, read_turns
 
 if TYPE_CHECKING:
-    from .client import AgentClient, RunHandle
+    from .client import AgentClient
 
 UPDATES_IN_FLIGHT = 3
 MIN_POLL = 0.02
@@ -105,9 +105,7 @@ class ResultPoller:
 class SessionHandle:
     """A started session: send messages, read its thread and state, close it."""
 
-    def __init__(
-        self, handle: WorkflowHandle[Any, Any], client: AgentClient, *, current: bool = False
-    ) -> None:
+    def __init__(self, handle: WorkflowHandle[Any, Any], client: AgentClient) -> None:
         # The latest run, always (a handle with a run id would stay on one run).
         self._handle = GuardedHandle(
             client.temporal.get_workflow_handle(handle.id, result_type=SessionStatus), "session"
@@ -115,9 +113,8 @@ class SessionHandle:
         self.first_temporal_run_id = handle.first_execution_run_id or handle.result_run_id
         """The session's first workflow run, when this handle started it."""
         self._client = client
-        self._current = current
         self._thread_id: str | None = None
-        """Known to run the current session workflow (not a legacy one)."""
+        """The session's thread id, once read (it keeps it for ever)."""
 
     @property
     def id(self) -> str:
@@ -127,24 +124,6 @@ class SessionHandle:
     def workflow(self) -> WorkflowHandle[Any, Any]:
         """The Temporal handle, for anything this class does not wrap."""
         return self._handle.unguarded
-
-    async def is_current(self) -> bool:
-        """Whether the session runs on the current workflow type (legacy sessions
-        move to it at their next continue-as-new)."""
-        if not self._current:
-            self._current = (await self._handle.describe()).workflow_type == SESSION_WORKFLOW
-        return self._current
-
-    def run(self, number: int) -> RunHandle:
-        """A legacy session's ``number``-th run (from 1): a child workflow. Runs of
-        the current session workflow are in the session's own history."""
-        client = self._client
-        handle = client.temporal.get_workflow_handle(
-            f"{self.id}-run-{number}", result_type=RunResult
-        )
-        from .client import RunHandle
-
-        return RunHandle(handle, client.ui_url, client.temporal.namespace)
 
     def events(self, *, from_offset: int = 0, strict: bool = True) -> AsyncIterator[RunEvent]:
         """The session's live events: each run's start and finish and the run's own
@@ -182,8 +161,6 @@ class SessionHandle:
         message was taken and carries the request id to send again with.
         """
         request = self._send_request(prompt, request_id or new_request_id())
-        if not await self.is_current():
-            return await self._update("send", request, RunResult, _update_id(request))
         until = deadline()
         rid = request.request_id or ""
         try:
@@ -299,8 +276,6 @@ class SessionHandle:
     async def thread(self) -> ThreadData:
         """The whole thread, paged in (any length): every message the session has
         had, in order; ``view`` says which of them the agent sees now."""
-        if not await self.is_current():
-            return await self._handle.query("thread", result_type=ThreadData)
         info = await self._log_info()
         messages = await self._messages(info.thread_id, 0, info.length)
         return ThreadData(
@@ -341,19 +316,9 @@ class SessionHandle:
         status CANCELLED and the turns it finished. The session stays usable."""
         return await self._update("cancel", None, SessionStatus)
 
-    async def current_run(self) -> RunHandle | None:
-        """A legacy session's run in progress (a child workflow), if any."""
-        if await self.is_current():
-            return None
-        run = (await self.status()).current_run
-        return self._client.get_run(run) if run else None
-
     async def pending(self) -> list[PendingView]:
         """What the run in progress waits for (approvals, questions)."""
-        if await self.is_current():
-            return await self._handle.query("pending", result_type=list[PendingView])
-        run = await self.current_run()
-        return await run.pending() if run else []
+        return await self._handle.query("pending", result_type=list[PendingView])
 
     async def wait_for_pending(self) -> list[PendingView]:
         """Wait for a run of this session to wait for someone; list what for.
@@ -406,13 +371,6 @@ class SessionHandle:
         return await self._decide("answer", DecisionRequest(id=question_id, answer=answer, by=by))
 
     async def _decide(self, verdict: Verdict, request: DecisionRequest) -> Decision:
-        if not await self.is_current():
-            run = await self.current_run()
-            if run is None:
-                raise DecisionError(
-                    f"Session {self.id} has no run in progress, so nothing waits for {request.id}."
-                )
-            return await run._decide(verdict, request)
         name = {"approve": "approve", "reject": "reject", "answer": "provide_input"}[verdict]
         try:
             return await self._update(name, request, Decision)

@@ -95,7 +95,7 @@ async def read_recorded(
     client: AgentClient, source: str, messages: list[Message] | None = None
 ) -> list[RecordedCase]:
     """The cases of ``source`` with what its recorded turns cost and took, read from its
-    history (a legacy session's turns are in other workflows: those read as zero)."""
+    history."""
     messages = messages if messages is not None else await read_source(client, source)
     cases = split_cases(source, messages)
     turns = await recorded_turns(client.temporal.get_workflow_handle(source))

@@ -17,7 +17,7 @@ from ratchet.agents.state import (
     ThreadBase,
     ThreadData,
 )
-from ratchet.agents.state_context import StateConflict, StateEntry
+from ratchet.agents.state_context import StateConflict
 from ratchet.agents.usage import Usage
 from ratchet.errors import InvalidInputError
 
@@ -38,8 +38,6 @@ class RunInput(BaseModel):
     parent_agent_id: str | None = None
     """Set for a sub-agent: the agent that called it."""
     parent_workflow_id: str | None = None
-    report_to: str | None = None
-    """The session workflow this run tells when it starts or stops waiting for someone."""
     stream: WorkflowStreamState | None = None
     """The live events carried over a continue-as-new."""
 
@@ -56,10 +54,6 @@ class RunResult(CompactModel):
     session_id: str | None = None
     state_conflicts: list[StateConflict] = Field(default_factory=list)
     """Turns whose state changes were not committed because a key had moved on."""
-    messages: list[Message] = Field(default_factory=list)
-    """For a run continuing a thread held by its session: the messages it added."""
-    state: dict[str, StateEntry] = Field(default_factory=dict)
-    """For a run of a session: the agent's committed state at the end, for the session."""
     thread: ThreadData | None = Field(default=None, exclude=True)
     """The whole thread, for workflow code that called ``run_agent``; never serialised."""
     thread_end: ThreadBase | None = None

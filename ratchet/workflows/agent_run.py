@@ -41,7 +41,6 @@ class AgentRunWorkflow(DecisionHandlers):
             self._events,
             Index(),
             session_id="",  # known once the runner holds the session
-            report_to=input.report_to,
         )
         self._runner = AgentRunner(
             input.agent,
@@ -103,7 +102,6 @@ class AgentRunWorkflow(DecisionHandlers):
                 session=runner.state.session,
                 options=runner.options,
                 execution=runner.state.execution,
-                report_to=self._input.report_to,
                 stream=self._events.state(),
             )
         )

@@ -13,7 +13,6 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from ratchet.agents import views
     from ratchet.agents.messages import Message, approximate_size
-    from ratchet.agents.pending import PendingView
     from ratchet.agents.state import (
         AgentSession,
         AgentState,
@@ -43,7 +42,6 @@ class ExecutionChange:
     """The thread after the change (a completed turn's messages are its last ones)."""
     waiting: list[str] = field(default_factory=list)
     """While the run waits for someone: what for, one line each."""
-    pending: list[PendingView] = field(default_factory=list)
 
 
 Observer = Callable[[ExecutionChange], None]
@@ -69,7 +67,7 @@ class RunLedger:
         self.state = state
         self._observers = list(observers)
         self._show = show or workflow.set_current_details
-        self._waiting: tuple[list[str], list[PendingView]] = ([], [])
+        self._waiting: list[str] = []
         self._thread_bytes = sum(approximate_size(m) for m in state.session.thread.messages)
 
     @property
@@ -89,13 +87,11 @@ class RunLedger:
     @property
     def waiting(self) -> list[str]:
         """What the run waits for, one line each (empty unless it is waiting)."""
-        return list(self._waiting[0])
+        return list(self._waiting)
 
     def set_execution(self, execution: ExecutionState) -> None:
         old, self.state.execution = self.state.execution, execution
-        change = ExecutionChange(
-            self.agent, old, execution, self.thread, self._waiting[0], self._waiting[1]
-        )
+        change = ExecutionChange(self.agent, old, execution, self.thread, self._waiting)
         for observe in self._observers:
             observe(change)
 
@@ -115,17 +111,11 @@ class RunLedger:
         )
         self.set_execution(self.execution.with_step_result(step))
 
-    def set_status(
-        self,
-        status: AgentStatus,
-        *,
-        waiting: Sequence[str] = (),
-        pending: Sequence[PendingView] = (),
-    ) -> None:
+    def set_status(self, status: AgentStatus, *, waiting: Sequence[str] = ()) -> None:
         """The run's status; while it waits for someone, what for."""
-        self._waiting = (list(waiting), list(pending))
+        self._waiting = list(waiting)
         self.set_execution(self.execution.with_status(status))
-        self.show(waiting=self._waiting[0])
+        self.show(waiting=self._waiting)
 
     def add_usage(self, usage: Usage) -> None:
         """Count usage spent outside the run's own turns (compaction, sub-agents)."""
@@ -171,7 +161,7 @@ class RunLedger:
 
     def reset(self) -> None:
         """Forget the last execution (a session runs one per message)."""
-        self._waiting = ([], [])
+        self._waiting = []
         self.state.execution = None
 
 

@@ -1,5 +1,5 @@
 """What a run tells the world while it works: its search attributes (for the
-Temporal UI's filters), its live event stream, and the session it belongs to.
+Temporal UI's filters) and its live event stream.
 
 The workflow keeps its events in memory; Ratchet's watchers read them with the
 stream's poll *query*, which writes nothing to history. What does cost history:
@@ -13,11 +13,9 @@ started on code that has them (``INDEX_PATCH``).
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
-from pydantic import BaseModel
 from pydantic_core import to_json
 from temporalio import workflow
 from temporalio.api.common.v1 import Payload
@@ -39,7 +37,6 @@ with workflow.unsafe.imports_passed_through():
         tool_answered,
         tool_called,
     )
-    from ratchet.agents.pending import PendingView
     from ratchet.agents.state import AgentStatus, ThreadData
     from ratchet.agents.state_context import StateChanged
     from ratchet.wire.names import EVENTS_TOPIC
@@ -73,15 +70,6 @@ INDEXED = {
     "tokens": AGENT_TOKENS,
     "cost_usd": AGENT_COST_USD,
 }
-
-
-class RunProgress(BaseModel):
-    """A session's run reporting that it started or stopped waiting for someone."""
-
-    run_id: str
-    status: AgentStatus
-    waiting: list[str] = []
-    pending: list[PendingView] = []
 
 
 class Index:
@@ -194,8 +182,8 @@ class EventStream:
 
 
 class RunObserver:
-    """Follows a run's execution (a ledger observer and state hook): its events,
-    its search attributes, and what it tells its session."""
+    """Follows a run's execution (a ledger observer and state hook): its events and
+    its search attributes."""
 
     def __init__(
         self,
@@ -203,19 +191,15 @@ class RunObserver:
         index: Index,
         *,
         session_id: str,
-        report_to: str | None,
         in_session: bool = False,
     ) -> None:
         self.events = events
         self.index = index
         self.session_id = session_id
-        self.report_to = report_to
         self.run_id = workflow.info().workflow_id
         """The run the events belong to (a session names each of its runs)."""
         self.in_session = in_session
         """The run is a session's, in the session's workflow (its events are all here)."""
-        self._reports: list[asyncio.Task[None]] = []
-        """Signals in flight (the event loop keeps only weak references to tasks)."""
         self._turn_from = 0
         """Where the turn in progress started in the stream (its own events follow)."""
 
@@ -231,13 +215,6 @@ class RunObserver:
             waiting = change.waiting if new.status in WAITING else []
             status = StatusData(waiting=waiting) if waiting else None
             self._publish(StatusChanged(text=new.status.value, data=status), agent)
-            if self.report_to and (new.status in WAITING or (old and old.status in WAITING)):
-                pending = change.pending if waiting else []
-                self._report(
-                    RunProgress(
-                        run_id=self.run_id, status=new.status, waiting=waiting, pending=pending
-                    )
-                )
         if new.current_step_started_at and (
             old is None or old.current_step_started_at != new.current_step_started_at
         ):
@@ -298,16 +275,3 @@ class RunObserver:
     def _publish(self, event: EventBase, agent: str) -> None:
         event.run_id, event.agent = self.run_id, agent
         self.events.publish(event)
-
-    def _report(self, progress: RunProgress) -> None:
-        if not self.index.enabled:
-            return
-        handle = workflow.get_external_workflow_handle(self.report_to)  # type: ignore[arg-type]
-        self._reports.append(asyncio.ensure_future(_signal(handle, progress)))
-
-
-async def _signal(handle: workflow.ExternalWorkflowHandle[Any], progress: RunProgress) -> None:
-    try:
-        await handle.signal("ratchet.run_progress", progress)
-    except Exception as e:  # the session closed: nobody to tell
-        workflow.logger.info("Could not report %s to its session: %s", progress.status, e)

@@ -47,7 +47,7 @@ class RunSide:
     stopped: Callable[[], bool]
     """Whether the run was asked to stop."""
     set_status: Callable[..., None]
-    """``set_status(status, waiting=[...], pending=[...])``: the run's status while it waits."""
+    """``set_status(status, waiting=[...])``: the run's status while it waits."""
     run_sub_agent: Callable[[int, PendingAction], Awaitable[Message]]
     audit: SessionAudit
 
@@ -269,7 +269,7 @@ class PendingWork:
             else AgentStatus.AWAITING_INPUT
         )
         undecided = [a.describe() for a in human if a.id not in self._decisions]
-        run.set_status(status, waiting=undecided, pending=self.view())
+        run.set_status(status, waiting=undecided)
         try:
             await workflow.wait_condition(
                 lambda: run.stopped() or all(a.id in self._decisions for a in human),

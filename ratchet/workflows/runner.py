@@ -311,8 +311,6 @@ class AgentRunner:
 
     def _result(self, final: Message | None) -> RunResult:
         execution, session = self._ledger.execution, self.state.session
-        # A run of a session's thread held by the session (legacy sessions) returns its part.
-        holds_part = session.thread.base is not None and not self._log
         return RunResult(
             workflow_id=workflow.info().workflow_id,
             agent=self.agent,
@@ -322,8 +320,6 @@ class AgentRunner:
             turns=execution.step_count,
             session_id=session.info.id,
             state_conflicts=self._states.conflicts,
-            messages=session.thread.messages if holds_part else [],
-            state=session.state if holds_part else {},
             thread=session.thread,
             thread_end=ThreadBase(
                 workflow_id=workflow.info().workflow_id,

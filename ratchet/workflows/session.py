@@ -80,7 +80,6 @@ class AgentSessionWorkflow(DecisionHandlers):
             self._events,
             Index(enabled=False),  # the session indexes its own totals
             session_id=session.info.id,
-            report_to=None,
             in_session=True,
         )
         self._runner = AgentRunner(

@@ -44,8 +44,8 @@ class ThreadRegistry:
         # A run continuing a session's thread holds only the messages after its base.
         offset = thread.offset
         if thread.base is not None and request.start < offset:
-            # The run named by the base holds the earlier messages (a session's earlier
-            # workflow run, a legacy session's session workflow, or a fork's source).
+            # The run named by the base holds the earlier messages (an earlier workflow
+            # run of this one, or a fork's source).
             return ThreadPage(next=request.start, base=thread.base)
         end = min(request.end, thread.length)
         messages, size = [], 0
