@@ -7,8 +7,7 @@ a turn's streamed events reach the workflow as signals (one per batch, only when
 the model streams or the agent emits), a watcher that polls with the stream's
 Update (``WorkflowStreamClient.subscribe``) writes each batch into the Update's
 completion, and a continue-as-new carries the last events in its input. Search
-attributes and session reports are commands, so they are only sent by runs
-started on code that has them (``INDEX_PATCH``).
+attributes are commands, so they are batched (see ``Index``).
 """
 
 from __future__ import annotations
@@ -50,13 +49,8 @@ with workflow.unsafe.imports_passed_through():
     )
 
     from .ledger import ExecutionChange
-    from .patches import patched
 
 JSON_PLAIN = {"encoding": b"json/plain"}
-INDEX_PATCH = "ratchet.index"
-"""Runs and sessions started before search attributes replay without upserts."""
-BATCH_PATCH = "ratchet.index-batched"
-"""Runs and sessions started before batching replay with an upsert per change."""
 FLUSH_TURNS = 10
 EVENTS_KEPT = 2000
 """Events a workflow keeps for late watchers; older ones are dropped at turn ends."""
@@ -75,25 +69,17 @@ INDEXED = {
 class Index:
     """Upserts search attributes whose values changed.
 
-    Runs started on code with ``BATCH_PATCH`` send names and counters (turns,
-    tokens, cost) only along with a change of status, or once the counters are
-    ``FLUSH_TURNS`` turns behind: a ten-turn run upserts about twice, not once a turn.
+    Names and counters (turns, tokens, cost) go only along with a change of status,
+    or once the counters are ``FLUSH_TURNS`` turns behind: a ten-turn run upserts
+    about twice, not once a turn.
     """
 
-    def __init__(self, enabled: bool | None = None) -> None:
-        self._enabled = enabled
-        self._batched: bool | None = None
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        """``False``: upsert nothing (a session's runs: the session indexes its totals)."""
         self._values: dict[str, Any] = {}
         self._dirty: dict[str, Any] = {}
         self._flushed_turns = 0
-
-    @property
-    def enabled(self) -> bool:
-        """Asked of the patch on first use (which may be in a handler that runs
-        before ``@workflow.run`` starts)."""
-        if self._enabled is None:
-            self._enabled = patched(INDEX_PATCH)
-        return self._enabled
 
     def update(self, *, flush: bool = False, **values: Any) -> None:
         """``flush``: send counters now (a session at rest, whose numbers an operator
@@ -107,12 +93,9 @@ class Index:
             self._dirty[name] = value
         if not self._dirty or not self.enabled:
             return
-        if self._batched is None:
-            self._batched = patched(BATCH_PATCH)
         turns = self._dirty.get("turns")
         if (
-            self._batched
-            and not flush
+            not flush
             and "status" not in self._dirty
             and (turns is None or turns - self._flushed_turns < FLUSH_TURNS)
         ):

@@ -27,7 +27,6 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.wire.turns import ToolInput
 
     from .failures import failure_text
-    from .patches import patched
     from .presets import tool_retry_policy
 
 if TYPE_CHECKING:
@@ -81,10 +80,6 @@ class SessionAudit:
             record=record,
             recorded=lambda: state().session.decisions,
         )
-
-
-RULES_PATCH = "session-approval-rules"
-"""Calls decided by a session's approval rules (histories before it had none)."""
 
 
 class PendingWork:
@@ -238,7 +233,7 @@ class PendingWork:
         ``actions``, each with a workflow-made id."""
         human = [a for a in actions if a.kind in ("approval", "input")]
         rules = self._run.audit.rules()
-        if human and (rules.allow or rules.deny) and patched(RULES_PATCH):
+        if human and (rules.allow or rules.deny):
             self._waiting = {a.id: a for a in human}
             self._apply(rules)
         if any(a.id not in self._decisions for a in human):

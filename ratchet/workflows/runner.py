@@ -41,7 +41,6 @@ with workflow.unsafe.imports_passed_through():
     from .compactor import Compactor
     from .failures import run_failure
     from .ledger import Observer, RunLedger, initial_session, workflow_message_id
-    from .patches import patched
     from .pending import PendingWork, RunSide, SessionAudit
     from .progress import ShowDetails, turn_summary
     from .state import AgentStateKeeper, StateHook
@@ -52,8 +51,6 @@ with workflow.unsafe.imports_passed_through():
 __all__ = ["AgentRunner", "RunHooks", "run_agent"]
 
 FAST_DETAILS_EVERY = 10
-THREAD_REF_PATCH = "ratchet.thread-ref"
-"""Runs started before threads by reference replay with the thread inline."""
 
 
 @dataclass(frozen=True)
@@ -220,14 +217,12 @@ class AgentRunner:
             pending = _first_messages(messages, resume)
         except InvalidInputError as e:
             raise run_failure("InvalidInputError", str(e)) from e
-        setup = TurnSetup(options, patched(THREAD_REF_PATCH), self._hooks.live_events)
+        setup = TurnSetup(options, self._hooks.live_events)
         if resume is not None:
             ledger.set_execution(resume)
         else:
             # Every turn's input carries the execution id; the shorter form is unique enough.
-            execution_id = (
-                workflow.uuid4().hex[:12] if setup.by_reference else str(workflow.uuid4())
-            )
+            execution_id = workflow.uuid4().hex[:12]
             ledger.set_execution(ExecutionState.start(execution_id, workflow.now()))
         if self._states.shared:
             try:

@@ -29,8 +29,6 @@ class TurnSetup:
     """How this run's turns are given their thread and state."""
 
     options: RunOptions
-    by_reference: bool
-    """Threads by reference (runs started before them replay with the thread inline)."""
     live_events: bool
     """Turns send their live events to the workflow's event stream."""
 
@@ -72,16 +70,13 @@ class TurnInputs:
         if agent is None:
             common["prompt"] = thread.prompt  # a summariser's prompt is counted afresh
             # Another agent's turn over this thread (compaction) gets none of this one's state.
-            inline = options.fast or options.thread_mode == "inline" or not setup.by_reference
+            inline = options.fast or options.thread_mode == "inline"
             common.update(self._states.turn_input(inline=inline))
             common["conflicts"] = self._states.undelivered
             if self._states.shared:
                 common["shared"] = self._states.shared_entries()
             if options.recording is not None:
                 common["recording"] = options.recording
-        if not setup.by_reference:
-            run_id = workflow.info().workflow_id
-            return TurnInput(version=1, run_id=run_id, thread=thread, **common)
         if thread.view is not None and agent is None:
             return self._log_input(thread, pending, common)
         if thread.kind != "messages":
