@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError, WorkflowUpdateStage
 
-from ratchet.activities.thread_log import Holder, fetch_range
 from ratchet.agents.approvals import ApprovalRules, rule_change
 from ratchet.agents.events import RunEvent
 from ratchet.agents.messages import Message, new_id
@@ -34,10 +33,9 @@ from ratchet.errors import (
     SessionBusyError,
     run_failed,
 )
-from ratchet.wire.names import OFFSET_QUERY, PAGE_BYTES, STATE_QUERY
+from ratchet.wire.names import OFFSET_QUERY, STATE_QUERY
 from ratchet.wire.runs import DecisionRequest, RunResult, Verdict, new_messages
 from ratchet.wire.sessions import (
-    LogInfo,
     SendOutcome,
     SendRequest,
     SessionStatus,
@@ -48,6 +46,7 @@ from ratchet.wire.sessions import (
 from .errors import GuardedHandle, check_prompt_size, translated
 from .events import session_events
 from .retries import deadline, passing, retrying
+from .threads import log_info, read_messages, read_thread
 from .turns import TurnRecord, read_turns
 
 if TYPE_CHECKING:
@@ -222,9 +221,12 @@ class SessionHandle:
         if outcome.final_at is not None:
             at = outcome.final_at
             if self._thread_id is None:  # a session's thread keeps its id for ever
-                self._thread_id = (await retrying(self._log_info, until=until)).thread_id
-            thread_id = self._thread_id
-            final = await retrying(lambda: self._messages(thread_id, at, at + 1), until=until)
+                info = await retrying(lambda: log_info(self._handle), until=until)
+                self._thread_id = info.thread_id
+            thread_id, temporal = self._thread_id, self._client.temporal
+            final = await retrying(
+                lambda: read_messages(temporal, self.id, thread_id, at, at + 1), until=until
+            )
             result = result.model_copy(update={"final_response": final[0]})
         return result
 
@@ -276,23 +278,7 @@ class SessionHandle:
     async def thread(self) -> ThreadData:
         """The whole thread, paged in (any length): every message the session has
         had, in order; ``view`` says which of them the agent sees now."""
-        info = await self._log_info()
-        messages = await self._messages(info.thread_id, 0, info.length)
-        return ThreadData(
-            id=info.thread_id, kind=info.kind, cursor=info.cursor, messages=messages, view=info.view
-        )
-
-    async def _messages(self, thread_id: str, start: int, end: int) -> list[Message]:
-        """Messages ``start`` to ``end`` of the session's log, paged in from the
-        workflow runs that hold them."""
-        holder = Holder(self.id, None, thread_id)
-        messages, _ = await fetch_range(
-            self._client.temporal, holder, start, end, page_bytes=PAGE_BYTES
-        )
-        return messages
-
-    async def _log_info(self) -> LogInfo:
-        return await self._handle.query("log_info", result_type=LogInfo)
+        return await read_thread(self._client.temporal, self._handle)
 
     async def read_state(self) -> StateExport:
         return await self._handle.query(STATE_QUERY, result_type=StateExport)

@@ -88,7 +88,7 @@ async def read_source(client: AgentClient, source: str) -> list[Message]:
     description = await client.temporal.get_workflow_handle(source).describe()
     if description.workflow_type == SESSION_WORKFLOW:
         return list((await client.get_session(source).thread()).messages)
-    return list((await client.get_run(source).state()).session.thread.messages)
+    return list((await client.get_run(source).thread()).messages)
 
 
 async def read_recorded(

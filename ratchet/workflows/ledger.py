@@ -11,14 +11,14 @@ from typing import NoReturn
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.agents import views
-    from ratchet.agents.messages import Message, approximate_size
+    from ratchet.agents.messages import Message
     from ratchet.agents.state import (
         AgentSession,
         AgentState,
         AgentStatus,
         ExecutionState,
         PromptSize,
+        Span,
         StepResult,
         ThreadData,
     )
@@ -68,7 +68,6 @@ class RunLedger:
         self._observers = list(observers)
         self._show = show or workflow.set_current_details
         self._waiting: list[str] = []
-        self._thread_bytes = sum(approximate_size(m) for m in state.session.thread.messages)
 
     @property
     def execution(self) -> ExecutionState:
@@ -78,11 +77,6 @@ class RunLedger:
     @property
     def thread(self) -> ThreadData:
         return self.state.session.thread
-
-    @property
-    def thread_bytes(self) -> int:
-        """About the JSON size of the working thread."""
-        return self._thread_bytes
 
     @property
     def waiting(self) -> list[str]:
@@ -137,9 +131,11 @@ class RunLedger:
         messages: Sequence[Message],
         *,
         cursor: str | None = None,
-        view: list | None = None,
+        view: list[Span] | None = None,
         prompt: PromptSize | None = None,
     ) -> None:
+        """Append ``messages`` to the thread's log; a turn's new cursor, view and
+        prompt size come with the messages it added."""
         session = self.state.session
         update: dict = {"messages": [*session.thread.messages, *messages]}
         if cursor is not None:
@@ -149,15 +145,9 @@ class RunLedger:
         if prompt is not None:
             update["prompt"] = prompt
         thread = session.thread.model_copy(update=update)
-        self._thread_bytes += sum(approximate_size(m) for m in messages)
         self.state.session = session.model_copy(
             update={"thread": thread, "info": session.info.touch(workflow.now())}
         )
-
-    def replace_thread(self, thread: ThreadData) -> None:
-        """A compacted thread in place of the working one."""
-        self.state.session = self.state.session.model_copy(update={"thread": thread})
-        self._thread_bytes = sum(approximate_size(m) for m in thread.messages)
 
     def reset(self) -> None:
         """Forget the last execution (a session runs one per message)."""
@@ -172,7 +162,6 @@ def initial_session(
     session: AgentSession | None,
     thread: ThreadData | Sequence[Message] | None,
     state: Mapping[str, StateEntry] | AgentStateExport | None,
-    log: bool,
 ) -> AgentSession:
     """The session a runner starts from: the given one (or a new one), with
     ``thread`` and ``state`` in place, every message holding an id."""
@@ -188,7 +177,7 @@ def initial_session(
             thread = ThreadData(id=session.thread.id, messages=list(thread))
         session = session.model_copy(update={"thread": thread})
     if any(not m.id for m in session.thread.messages):
-        # A reference names a version by its last message's id: every message needs one.
+        # A turn names the log by its last message's id: every message needs one.
         messages = [
             m if m.id else m.model_copy(update={"id": workflow_message_id()})
             for m in session.thread.messages
@@ -203,8 +192,4 @@ def initial_session(
             else {k: e.model_copy(update={"origin": None}) for k, e in state.items()}
         )
         session = session.model_copy(update={"state": entries})
-    if log and session.thread.kind == "messages" and session.thread.view is None:
-        session = session.model_copy(
-            update={"thread": session.thread.model_copy(update={"view": views.whole()})}
-        )
     return session

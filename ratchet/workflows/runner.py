@@ -4,9 +4,10 @@
 ``run_agent`` (or keep an ``AgentRunner``) to compose agents with other steps.
 The loop only sequences the run; its parts live beside it: the ledger of session
 and execution (``ledger``), the agent's state (``state``), building and taking
-turns (``turns``), compaction (``compactor``), pending work (``pending``),
-sub-agents (``sub_agents``), what the UI shows (``progress``) and failures
-(``failures``).
+turns (``turns``), pending work (``pending``), sub-agents (``sub_agents``), what
+the UI shows (``progress``) and failures (``failures``). The thread is a log
+(``ratchet.agents.views``): each turn names the positions it sends, and
+compaction happens in the turn activity, on the view.
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.wire.runs import RunResult, StopRequest, new_messages
     from ratchet.wire.turns import TurnOutput
 
-    from .compactor import Compactor
     from .failures import run_failure
     from .ledger import Observer, RunLedger, initial_session, workflow_message_id
     from .pending import PendingWork, RunSide, SessionAudit
@@ -96,19 +96,15 @@ class AgentRunner:
         options: RunOptions | None = None,
         state: Mapping[str, StateEntry] | AgentStateExport | None = None,
         shared: Sequence[ShareToken] = (),
-        log: bool = False,
         hooks: RunHooks | None = None,
     ) -> None:
         """``state`` seeds the agent's state (e.g. from a ``StateExport``); ``shared``
         are tokens for other agents' keys in this workflow that its turns may use.
-        ``log``: the thread is a session's log (see ``ratchet.agents.views``): runs
-        append to it, compaction and failures change only the agent's view of it."""
+        The thread is a log: runs append to it, compaction and failures change only
+        the view of it that turns send."""
         self.options = options or RunOptions()
-        start = initial_session(
-            agent, self.options, session=session, thread=thread, state=state, log=log
-        )
+        start = initial_session(agent, self.options, session=session, thread=thread, state=state)
         hooks = hooks or RunHooks()
-        self._log = log
         self._hooks = hooks
         self._ledger = RunLedger(
             agent, AgentState(session=start), observers=hooks.observers, show=hooks.details
@@ -143,10 +139,12 @@ class AgentRunner:
     def turns_this_run(self) -> int:
         return self._stint.turns
 
-    @property
-    def thread_bytes(self) -> int:
-        """About the JSON size of the working thread."""
-        return self._ledger.thread_bytes
+    def continued_session(self) -> AgentSession:
+        """The session as a new workflow run (continue-as-new) starts with it: its
+        thread's messages named by reference to this run, which holds them."""
+        info, session = workflow.info(), self.state.session
+        thread = session.thread.continued(info.workflow_id, info.run_id)
+        return session.model_copy(update={"thread": thread})
 
     @property
     def waiting(self) -> list[str]:
@@ -231,12 +229,10 @@ class AgentRunner:
                 ledger.fail("ShareTokenError", str(e))
         inputs = TurnInputs(setup, ledger, self._states)
         calls = TurnCalls(options, ledger, lambda: stint.stop_request is not None)
-        compactor = Compactor(options, ledger, inputs, calls)
         previous: list[Message] = []
         for turn in range(ledger.execution.step_count + 1, options.max_turns + 1):
             if stint.stop_request is not None:
                 return self._stopped(pending, inputs.logged)
-            await compactor.before_turn(turn, pending)
             ledger.set_execution(ledger.execution.mark_step_started(workflow.now()))
             output = await calls.take_stoppable(
                 inputs.build(turn, pending), turn_summary(turn, pending, previous)
@@ -269,7 +265,7 @@ class AgentRunner:
         """End a stopped run; messages already settled for the next turn are kept."""
         request = self._stint.stop_request
         assert request is not None
-        if pending and pending is not logged:  # a log holds them once a turn took them
+        if pending and pending is not logged:  # the log holds them once a turn took them
             self._ledger.append(pending)
         self._ledger.set_execution(self._ledger.execution.with_status(AgentStatus(request.status)))
         self._ledger.show()
@@ -285,12 +281,9 @@ class AgentRunner:
         ledger = self._ledger
         by_id = {m.id: m for m in pending}
         added = [by_id[a] if isinstance(a, str) else a for a in output.added]
-        if ledger.thread.view is not None:
-            # A session's log holds the new messages already; a compaction changed the view.
-            fresh = [a for a in output.added if not isinstance(a, str)]
-            ledger.append(fresh, view=output.view, prompt=output.prompt)
-        else:
-            ledger.append(added, cursor=output.cursor, prompt=output.prompt)
+        # The log holds the turn's new messages already; the turn may have changed the view.
+        fresh = [a for a in output.added if not isinstance(a, str)]
+        ledger.append(fresh, cursor=output.cursor, view=output.view, prompt=output.prompt)
         try:
             self._states.commit(turn, output.state, output.write_id)
         except ShareTokenError as e:
