@@ -23,12 +23,14 @@ from ratchet.activities.events import DEFAULT_BATCH_INTERVAL, TurnEvents
 from ratchet.activities.owner import workflow_of
 from ratchet.agents.agent import Agent
 from ratchet.agents.context import RunContext
+from ratchet.agents.interceptors import InterceptorFactory, ToolInterceptor, intercepted
 from ratchet.agents.messages import Message, new_id
 from ratchet.agents.state_context import StateContext
 from ratchet.agents.thread import MESSAGES
 from ratchet.errors import (
     PAYLOAD_LIMIT,
     AgentNotFoundError,
+    ConfigurationError,
     IncompatibleThreadError,
     ModelError,
     StaleAttemptError,
@@ -37,6 +39,7 @@ from ratchet.errors import (
 )
 from ratchet.telemetry import record_turn
 from ratchet.wire.names import TOOL_ACTIVITY, TURN_ACTIVITY
+from ratchet.wire.options import InterceptorRef
 from ratchet.wire.turns import ToolInput, TurnInput, TurnOutput
 
 from .attempt import Attempt
@@ -64,8 +67,11 @@ class TurnActivities:
         resources: WorkerResources | None = None,
         state_cache: StateCache | None = None,
         event_batch_interval: timedelta | None = DEFAULT_BATCH_INTERVAL,
+        tool_interceptors: Mapping[str, InterceptorFactory] | None = None,
     ) -> None:
         self._factories = dict(agents)
+        self.tool_interceptors = dict(tool_interceptors or {})
+        """The tool interceptors a run's options may name, by name."""
         self.event_batch_interval = event_batch_interval
         """How often a turn sends its live events; ``None`` sends none."""
         self._agents: dict[str, Agent] = {}
@@ -87,6 +93,20 @@ class TurnActivities:
             factory = self._factories[name]
             self._agents[name] = factory if isinstance(factory, Agent) else factory()
         return self._agents[name]
+
+    def interceptor(self, ref: InterceptorRef | None) -> ToolInterceptor | None:
+        """The run's tool interceptor, built from the factory registered under its name."""
+        if ref is None:
+            return None
+        factory = self.tool_interceptors.get(ref.name)
+        if factory is None:
+            known = ", ".join(sorted(self.tool_interceptors)) or "(none)"
+            raise ConfigurationError(
+                f"The run names tool interceptor {ref.name!r}, which is not registered on "
+                f"this worker (task queue {self._task_queue!r}); registered: {known}. Pass it "
+                "to build_worker(tool_interceptors={...}) or fix RunOptions.tool_interceptor."
+            )
+        return factory(ref.config)
 
     async def close_agents(self) -> None:
         """Close what the agents built here hold open (``aclose()``), at shutdown."""
@@ -164,6 +184,7 @@ class TurnActivities:
             completed=attempt.completed,
             checkpoint=attempt.checkpoint,
             resources=self.resources,
+            tool_interceptor=self.interceptor(input.tool_interceptor),
         )
         if attempt.beats is not None:
             context.acknowledge_hook = attempt.beats.write
@@ -225,6 +246,7 @@ class TurnActivities:
         info = activity.info()
         try:
             tool = await self.agent(input.agent).find_tool(input.call.name)
+            interceptor = self.interceptor(input.tool_interceptor)
         except UsageError as e:
             raise ApplicationError(str(e), type=type(e).__name__, non_retryable=True) from e
         if tool is None:
@@ -241,9 +263,10 @@ class TurnActivities:
             turn=input.turn,
             attempt=info.attempt,
             resources=self.resources,
+            tool_interceptor=interceptor,
         )
-        recorded = input.recording.answer(input.call) if input.recording else None
-        message = recorded or await tool.invoke(input.call, context, raise_errors=True)
+        answer = intercepted(input.call, tool, context).answer
+        message = answer or await tool.invoke(input.call, context, raise_errors=True)
         message.id = new_id()
         return message
 

@@ -37,7 +37,7 @@ from ratchet.client.listing import list_workflows, type_clause
 from ratchet.errors import InvalidInputError, RatchetError
 from ratchet.wire.names import SESSION_WORKFLOW
 from ratchet.wire.options import RunOptions, SessionOptions
-from ratchet.wire.rerun import RecordedSide
+from ratchet.wire.rerun import RecordedSide, replaying
 
 from .cases import Case, Outcome
 from .evaluators import Evaluator
@@ -188,7 +188,7 @@ async def _teacher_forced(
     policy: Recording,
 ) -> Outcome:
     recording = policy.model_copy(update={"calls": recorded_calls(case.after)})
-    run_options = options.model_copy(update={"recording": recording})
+    run_options = replaying(options, recording)
     prompt = [_fresh(m) for m in [*case.before, case.prompt]]
     return await run_once(client, agent, prompt, run_options, recording)
 
@@ -202,7 +202,7 @@ async def _free_running(
 ) -> list[Outcome]:
     every = [c for case in cases for c in recorded_calls(case.after)]
     recording = policy.model_copy(update={"calls": every})
-    run = options.model_copy(update={"recording": recording})
+    run = replaying(options, recording)
     session = await client.start_session(agent, options=SessionOptions(run=run))
     outcomes: list[Outcome] = []
     try:

@@ -11,7 +11,6 @@ from pydantic import Field
 from ratchet.agents.compact import CompactModel, is_decoding
 from ratchet.agents.compaction import CompactionPolicy
 from ratchet.agents.fit_window import FitWindow
-from ratchet.agents.recording import Recording
 from ratchet.errors import InvalidOptionsError
 
 
@@ -51,6 +50,17 @@ def positive(name: str, value: timedelta | None, example: str) -> list[str]:
     if value is None or value > timedelta(0):
         return []
     return [f"{name}={value!r}, but it must be greater than 0 (e.g. {example})"]
+
+
+class InterceptorRef(CompactModel):
+    """A tool interceptor registered on the workers, by name, and the config its
+    factory builds it from (see ``ratchet.agents.interceptors``)."""
+
+    name: str
+    """A key of ``build_worker(..., tool_interceptors={...})`` (or a default one)."""
+    config: Any = None
+    """JSON-able data for the factory (it travels in every turn's input: keep it to
+    what one run needs)."""
 
 
 class RunOptions(CheckedOptions):
@@ -96,9 +106,10 @@ class RunOptions(CheckedOptions):
     token_budget: int | None = None
     """Most tokens the run may use, its sub-agents included; past it the run fails
     with BudgetExceededError."""
-    recording: Recording | None = None
-    """A rerun of a recorded conversation: tool calls are answered from it (see
-    ``ratchet.evals.rerun``). Sent with every turn, so keep it to one run's calls."""
+    tool_interceptor: InterceptorRef | None = None
+    """Sees each tool call of the run before it runs, and may answer it without
+    running the tool (``ratchet.agents.interceptors``; an evaluation's rerun answers
+    calls from its recording this way)."""
 
     def problems(self) -> list[str]:
         found = [

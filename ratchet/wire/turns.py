@@ -11,7 +11,6 @@ from ratchet.agents.compaction import CompactionPolicy
 from ratchet.agents.fit_window import FitWindow
 from ratchet.agents.messages import Message, ToolCall
 from ratchet.agents.pending import PendingAction
-from ratchet.agents.recording import Recording
 from ratchet.agents.state import PromptSize, Span, ThreadBase, whole_log
 from ratchet.agents.state_context import (
     SharedEntry,
@@ -23,6 +22,7 @@ from ratchet.agents.state_context import (
 from ratchet.agents.usage import Usage
 
 from .names import PAGE_BYTES
+from .options import InterceptorRef
 
 
 class ThreadRef(CompactModel):
@@ -108,6 +108,8 @@ class TurnInput(CompactModel):
     """Keep the prompt within the model's window (``RunOptions.fit_window``)."""
     prompt: PromptSize | None = None
     """The last prompt over this thread as its model counted it (the count's start)."""
+    tool_interceptor: InterceptorRef | None = None
+    """The run's tool interceptor (``RunOptions.tool_interceptor``)."""
 
 
 class AttemptRecord(CompactModel):
@@ -163,5 +165,5 @@ class ToolInput(CompactModel):
     call: ToolCall
     execution_id: str = ""
     turn: int = 0
-    recording: Recording | None = None
-    """A rerun's: an approved call the recording holds gets its recorded result."""
+    tool_interceptor: InterceptorRef | None = None
+    """The run's tool interceptor: it may answer the call instead of the tool."""

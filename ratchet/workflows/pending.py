@@ -317,7 +317,7 @@ class PendingWork:
                     call=call,
                     execution_id=run.execution_id(),
                     turn=turn,
-                    recording=run.options.recording,
+                    tool_interceptor=run.options.tool_interceptor,
                 ),
                 result_type=Message,
                 task_queue=run.options.task_queue,

@@ -78,6 +78,7 @@ class TurnInputs:
             compaction=options.compaction,
             fit_window=options.fit_window,
             prompt=thread.prompt,
+            tool_interceptor=options.tool_interceptor,
             conflicts=self._states.undelivered,
             shared=self._states.shared_entries() if self._states.shared else [],
             **self._states.turn_input(inline=options.fast),
