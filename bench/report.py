@@ -524,21 +524,27 @@ def render_checkpoints(results: Path) -> str:
         [
             "model call",
             "kill after",
+            "watcher",
             "runs",
             "kills",
             "turns retried",
             "turn 1 model calls",
             "repeated model calls",
+            "text deltas watched",
+            "repeated text deltas",
         ],
         [
             [
-                seconds(case["model_latency_s"]),
+                seconds(case["model_latency_s"], 2),
                 seconds(case["kill_after_s"]),
+                "yes" if case["watched"] else "no",
                 count(case["runs"]),
                 count(case["kills"]),
                 count(case["turns_retried"]),
                 count(case["turn_1_model_calls"]),
                 count(case["repeated_model_calls"]),
+                count(case["text_deltas"]) if case["watched"] else "–",
+                count(case["repeated_text_deltas"]) if case["watched"] else "–",
             ]
             for case in data["cases"]
         ],
@@ -546,7 +552,7 @@ def render_checkpoints(results: Path) -> str:
     return paragraphs(
         grid,
         f"In all: {count(data['kills'])} kills, {count(data['repeated_model_calls'])} "
-        "repeated model calls.",
+        f"repeated model calls, {count(data['repeated_text_deltas'])} repeated text deltas.",
         command(data),
     )
 

@@ -10,10 +10,11 @@ from typing import Any
 
 from temporalio import activity
 
+from ratchet.errors import StaleAttemptError
 from ratchet.wire.names import ATTEMPTS_KEY
 from ratchet.wire.turns import AttemptRecord
 
-from .heartbeats import Heartbeats
+from .heartbeats import Heartbeats, TurnCancelled
 
 CHECKPOINT_BUDGET = 512 * 1024
 """Most bytes of finished steps a turn keeps in its heartbeat details."""
@@ -79,6 +80,11 @@ class Attempt:
             if alive.done():
                 alive.result()  # StaleAttemptError or TurnCancelled
             return task.result()
+        except (StaleAttemptError, TurnCancelled):
+            raise  # the SDK reports nothing for this attempt
+        except BaseException:
+            beats.hand_over()  # the SDK reports this failure or cancellation
+            raise
         finally:
             for t in (task, alive):
                 t.cancel()

@@ -71,8 +71,11 @@ class RunOptions(CheckedOptions):
     """Start-to-close timeout of one turn attempt (a model call and its tools)."""
     heartbeat_timeout: timedelta = timedelta(seconds=3)
     """A turn whose worker stops heartbeating for this long is retried elsewhere. A
-    turn heartbeats every 0.4 of it when nothing else has (one RPC per 1.2 s at the
-    default), and each step ``context.once`` records is acknowledged by the server."""
+    turn sends a heartbeat whenever the server has acknowledged none for 0.6 of it
+    (one per 1.8 s at the default), and each step ``context.once`` records is
+    acknowledged by the server; every other liveness heartbeat also goes through the
+    SDK, whose worker core times the turn out itself otherwise (about 50 heartbeat
+    requests a minute at the default)."""
     max_attempts: int = 10
     """Attempts per turn before the run fails (0 means unlimited)."""
     initial_retry_interval: timedelta = timedelta(seconds=1)
