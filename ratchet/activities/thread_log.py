@@ -121,34 +121,49 @@ async def resolve_log(
     worker's cache, else paged in (``client``; ``None``: a local activity, which
     raises ``LogNotCached``). Returns a lookup by position; the cache keeps what
     was found."""
-    known = dict(known or {})
+    found = dict(known or {})  # and what is paged in; the rest is the log entry's
     log = cache.log(holder.thread_id)
     if length and not log.confirm(length - 1, last_id):
         cache.drop_log(holder.thread_id)  # it held another message there: start over
         log = cache.log(holder.thread_id)
-    found = dict(known)  # and what is paged in; the rest is the log entry's
-    missing = _missing(log, ranges, known)
-    if any(p not in known for a, b in ranges for p in range(a, b)):  # the cache was asked
+    missing = _missing(log, ranges, found)
+    if any(p not in found for a, b in ranges for p in range(a, b)):  # the cache was asked
         cache.stats.misses += bool(missing)
         cache.stats.hits += not missing
-    if missing and client is None:
-        raise LogNotCached(f"Thread {holder.thread_id!r} is not cached on this worker.")
-    if missing and client is not None:
-        await unstick(client, holder.workflow_id, holder.run_id)
+    if missing:
+        if client is None:
+            raise LogNotCached(f"Thread {holder.thread_id!r} is not cached on this worker.")
+        paged = await _page_in(client, cache, holder, log, missing)
+        if paged is None:
+            cache.drop_log(holder.thread_id)  # it held another log's messages: start over
+            return await resolve_log(
+                cache, client, holder, length=length, last_id=None, ranges=ranges, known=known
+            )
+        found.update(paged)
+    for start, batch in _runs(found, ranges, log):
+        cache.log_changed(holder.thread_id, cache.log(holder.thread_id).put(start, batch))
+    return _lookup(holder.thread_id, found, log.messages)
+
+
+async def _page_in(
+    client: Client,
+    cache: ThreadCache,
+    holder: Holder,
+    log: LogEntry,
+    missing: Sequence[tuple[int, int]],
+) -> dict[int, Message] | None:
+    """The ``missing`` ranges, paged in; ``None`` when the cache turns out to hold
+    another log's messages next to them."""
+    await unstick(client, holder.workflow_id, holder.run_id)
+    found: dict[int, Message] = {}
     for start, end in missing:
-        assert client is not None
         messages, before_id = await fetch_range(
             client, holder, start, end, page_bytes=cache.page_bytes, stats=cache.stats
         )
         if start and not log.confirm(start - 1, before_id):
-            cache.drop_log(holder.thread_id)  # another log's messages: start over
-            return await resolve_log(
-                cache, client, holder, length=length, last_id=None, ranges=ranges, known=known
-            )
+            return None
         found.update(enumerate(messages, start))
-    for start, batch in _runs(found, ranges, log):
-        cache.log_changed(holder.thread_id, cache.log(holder.thread_id).put(start, batch))
-    return _lookup(holder.thread_id, found, log.messages)
+    return found
 
 
 def _missing(

@@ -10,6 +10,7 @@ from ratchet.agents.context import RunContext
 from ratchet.agents.messages import Message, approximate_size, new_id
 from ratchet.agents.state import Span
 from ratchet.agents.thread import MESSAGES
+from ratchet.agents.usage import Usage
 from ratchet.errors import PayloadTooLargeError, UsageError
 from ratchet.wire.turns import AttemptRecord, TurnInput, TurnOutput
 
@@ -25,20 +26,13 @@ def turn_output(
 ) -> TurnOutput:
     """The turn's output from what the agent appended and returned."""
     result = _checked(input, fitted.result, context)
-    thread = fitted.thread
-    added = thread.messages[fitted.before :]
-    final = result.final_response
-    if final is not None and all(m is not final for m in added):
-        added.append(final)
-    for message in added:
-        message.id = message.id or new_id()
+    thread, final = fitted.thread, result.final_response
+    added = _added(fitted, final)
     known = {m.id for m in fitted.new}
-    usage, view = result.usage, None
-    if fitted.compacted is not None:
-        view, note, compaction_usage = fitted.compacted
-        usage = usage + compaction_usage
-        if note is not None:
-            added.insert(0, note)
+    view, note, compaction_usage = fitted.compacted or (None, None, Usage())
+    if note is not None:
+        added.insert(0, note)
+    usage = result.usage + compaction_usage
     service = thread.kind != MESSAGES
     if service and thread.cursor != input.thread.cursor:
         view = _unsent(input, [m for m in added if m.id not in known])
@@ -55,6 +49,16 @@ def turn_output(
         handoff=result.handoff,
         attempts=attempts,
     )
+
+
+def _added(fitted: Fitted, final: Message | None) -> list[Message]:
+    """What the agent appended to its thread (its final response too), each with an id."""
+    added = fitted.thread.messages[fitted.before :]
+    if final is not None and all(m is not final for m in added):
+        added.append(final)
+    for message in added:
+        message.id = message.id or new_id()
+    return added
 
 
 def _checked(input: TurnInput, result: object, context: RunContext) -> Result:

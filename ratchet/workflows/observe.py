@@ -36,7 +36,7 @@ with workflow.unsafe.imports_passed_through():
         tool_answered,
         tool_called,
     )
-    from ratchet.agents.state import AgentStatus, ThreadData
+    from ratchet.agents.state import AgentStatus, ExecutionState, ThreadData
     from ratchet.agents.state_context import StateChanged
     from ratchet.wire.names import EVENTS_TOPIC
     from ratchet.wire.search_attributes import (
@@ -189,10 +189,7 @@ class RunObserver:
     def __call__(self, change: ExecutionChange) -> None:
         agent, old, new = change.agent, change.old, change.new
         if old is None:
-            self.index.update(agent=agent, session_id=self.session_id)
-            if new.step_count == 0:  # a new run, not one resumed after continue-as-new
-                inline = RunStartedData(in_session=True) if self.in_session else None
-                self._publish(RunStarted(text=agent, data=inline), agent)
+            self._started(agent, new)
         resumed = old is None and new.step_count > 0  # after continue-as-new: nothing new
         if not resumed and (old is None or old.status != new.status):
             waiting = change.waiting if new.status in WAITING else []
@@ -204,22 +201,7 @@ class RunObserver:
             self._turn_from = self.events.end
             self._publish(TurnStarted(turn=new.step_count + 1), agent)
         if old is not None and new.step_count > old.step_count:
-            step = new.step_results[-1]
-            final = change.thread.messages[-1] if step.final else None
-            self._tool_events(agent, change.thread, step.turn, set(step.message_ids))
-            self._publish(
-                TurnCompleted(
-                    turn=step.turn,
-                    text=final.text if final is not None else None,
-                    data=TurnCompletedData(
-                        tool_calls=step.tool_calls,
-                        tokens=step.usage.total_tokens,
-                        final=step.final,
-                    ),
-                ),
-                agent,
-            )
-            self.events.trim()
+            self._turn_completed(change)
         self.index.update(
             agent=agent,
             status=new.status.value,
@@ -227,6 +209,24 @@ class RunObserver:
             tokens=new.usage.total_tokens,
             cost_usd=round(new.usage.cost_usd, 6),
         )
+
+    def _started(self, agent: str, execution: ExecutionState) -> None:
+        """The execution's first change in this workflow run."""
+        self.index.update(agent=agent, session_id=self.session_id)
+        if execution.step_count == 0:  # a new run, not one resumed after continue-as-new
+            inline = RunStartedData(in_session=True) if self.in_session else None
+            self._publish(RunStarted(text=agent, data=inline), agent)
+
+    def _turn_completed(self, change: ExecutionChange) -> None:
+        step = change.new.step_results[-1]
+        final = change.thread.messages[-1] if step.final else None
+        self._tool_events(change.agent, change.thread, step.turn, set(step.message_ids))
+        data = TurnCompletedData(
+            tool_calls=step.tool_calls, tokens=step.usage.total_tokens, final=step.final
+        )
+        text = final.text if final is not None else None
+        self._publish(TurnCompleted(turn=step.turn, text=text, data=data), change.agent)
+        self.events.trim()
 
     def _tool_events(self, agent: str, thread: ThreadData, turn: int, ids: set[str]) -> None:
         """The turn's tool calls and results that the turn did not send as it recorded

@@ -114,14 +114,9 @@ class PendingWork:
         run = workflow.info().workflow_id
         earlier = self.decided.get(request.id) or self._decisions.get(request.id)
         if earlier is not None:
-            what = (
-                "answered"
-                if earlier.answer is not None
-                else ("approved" if earlier.approved else "rejected")
-            )
             raise ApplicationError(
-                f"{request.id} in run {run} was already {what}"
-                f"{f' by {earlier.by}' if earlier.by else ''}; a decision cannot be changed.",
+                f"{request.id} in run {run} was already {_decided(earlier)}; a decision "
+                "cannot be changed.",
                 type="DecisionError",
             )
         action = self._waiting.get(request.id)
@@ -132,26 +127,9 @@ class PendingWork:
                 f"{waiting}. List them with pending().",
                 type="DecisionError",
             )
-        if verdict == "answer" and action.kind != "input":
-            raise ApplicationError(
-                f"{request.id} is a tool call awaiting approval; approve or reject it.",
-                type="DecisionError",
-            )
-        if verdict != "answer" and action.kind == "input":
-            raise ApplicationError(
-                f"{request.id} is a question ({action.question!r}); answer it with provide_input.",
-                type="DecisionError",
-            )
-        if request.always and verdict != "approve":
-            raise ApplicationError(
-                "always=True goes with an approval (allow the tool for the rest of the "
-                "session); to stop it running, change the rules with set_approvals(deny=...).",
-                type="DecisionError",
-            )
-        if verdict == "answer" and not (request.answer or "").strip():
-            raise ApplicationError(
-                f"The answer to {request.id} is empty; send some text.", type="DecisionError"
-            )
+        problem = _mismatch(action, request, verdict)
+        if problem is not None:
+            raise ApplicationError(problem, type="DecisionError")
 
     def decide(self, request: DecisionRequest, verdict: Verdict) -> Decision:
         decision = Decision(
@@ -328,6 +306,31 @@ class PendingWork:
         except ActivityError as e:
             text = f"Error: {call.name} failed: {failure_text(e)}"
             return Message.tool(call, text, is_error=True)
+
+
+def _decided(decision: Decision) -> str:
+    """How a decision went, and by whom: ``approved by oncall``."""
+    if decision.answer is not None:
+        what = "answered"
+    else:
+        what = "approved" if decision.approved else "rejected"
+    return f"{what} by {decision.by}" if decision.by else what
+
+
+def _mismatch(action: PendingAction, request: DecisionRequest, verdict: Verdict) -> str | None:
+    """Why ``verdict`` cannot decide ``action`` as ``request`` asks (``None``: it can)."""
+    if verdict == "answer" and action.kind != "input":
+        return f"{request.id} is a tool call awaiting approval; approve or reject it."
+    if verdict != "answer" and action.kind == "input":
+        return f"{request.id} is a question ({action.question!r}); answer it with provide_input."
+    if request.always and verdict != "approve":
+        return (
+            "always=True goes with an approval (allow the tool for the rest of the "
+            "session); to stop it running, change the rules with set_approvals(deny=...)."
+        )
+    if verdict == "answer" and not (request.answer or "").strip():
+        return f"The answer to {request.id} is empty; send some text."
+    return None
 
 
 def _duration(value: timedelta | None) -> str:

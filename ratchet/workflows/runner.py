@@ -215,7 +215,32 @@ class AgentRunner:
             pending = _first_messages(messages, resume)
         except InvalidInputError as e:
             raise run_failure("InvalidInputError", str(e)) from e
-        setup = TurnSetup(options, self._hooks.live_events)
+        self._begin(resume)
+        inputs = TurnInputs(TurnSetup(options, self._hooks.live_events), ledger, self._states)
+        calls = TurnCalls(options, ledger, lambda: stint.stop_request is not None)
+        previous: list[Message] = []
+        for turn in range(ledger.execution.step_count + 1, options.max_turns + 1):
+            output = None
+            if stint.stop_request is None:
+                ledger.set_execution(ledger.execution.mark_step_started(workflow.now()))
+                output = await calls.take_stoppable(
+                    inputs.build(turn, pending), turn_summary(turn, pending, previous)
+                )
+            if output is None:  # stopped (while the turn ran: it is discarded)
+                return self._stopped(pending, inputs.logged)
+            added = self._apply(turn, pending, output)
+            self._check_budget()
+            if output.final_id is not None:
+                ledger.set_execution(ledger.execution.with_status(AgentStatus.COMPLETED))
+                ledger.show()
+                return self._result(next(m for m in added if m.id == output.final_id))
+            pending, previous = await self._between_turns(turn, output), added
+        ledger.fail("MaxTurnsExceededError", str(MaxTurnsExceededError(options.max_turns)))
+
+    def _begin(self, resume: ExecutionState | None) -> None:
+        """Start the execution (or take up the one carried over) and check the share
+        tokens the run was given."""
+        ledger = self._ledger
         if resume is not None:
             ledger.set_execution(resume)
         else:
@@ -227,39 +252,24 @@ class AgentRunner:
                 self._states.shared_entries()
             except ShareTokenError as e:
                 ledger.fail("ShareTokenError", str(e))
-        inputs = TurnInputs(setup, ledger, self._states)
-        calls = TurnCalls(options, ledger, lambda: stint.stop_request is not None)
-        previous: list[Message] = []
-        for turn in range(ledger.execution.step_count + 1, options.max_turns + 1):
-            if stint.stop_request is not None:
-                return self._stopped(pending, inputs.logged)
-            ledger.set_execution(ledger.execution.mark_step_started(workflow.now()))
-            output = await calls.take_stoppable(
-                inputs.build(turn, pending), turn_summary(turn, pending, previous)
-            )
-            if output is None:  # stopped while the turn ran: it is discarded
-                return self._stopped(pending, inputs.logged)
-            added = self._apply(turn, pending, output)
+
+    async def _between_turns(self, turn: int, output: TurnOutput) -> list[Message]:
+        """After a turn that did not end the run: settle the work it left (the results
+        are the next turn's new messages, written once, in its input), take a handoff,
+        and let the host act (AgentRunWorkflow continues as new there)."""
+        ledger, stint = self._ledger, self._stint
+        pending: list[Message] = []
+        if output.pending:
+            pending = await self.pending.settle(turn, output.pending)
             self._check_budget()
-            if output.final_id is not None:
-                ledger.set_execution(ledger.execution.with_status(AgentStatus.COMPLETED))
-                ledger.show()
-                return self._result(next(m for m in added if m.id == output.final_id))
-            pending, previous = [], added
-            if output.pending:
-                # The results are the next turn's new messages (written once, in its input).
-                pending = await self.pending.settle(turn, output.pending)
-                self._check_budget()
-            if output.handoff:
-                workflow.logger.info(
-                    "Agent %s hands the run over to %s", ledger.agent, output.handoff
-                )
-                ledger.agent = output.handoff
-            stint.turns += 1
-            stint.carry = pending
-            if self._hooks.between_turns is not None and stint.stop_request is None:
-                await self._hooks.between_turns()
-        ledger.fail("MaxTurnsExceededError", str(MaxTurnsExceededError(options.max_turns)))
+        if output.handoff:
+            workflow.logger.info("Agent %s hands the run over to %s", ledger.agent, output.handoff)
+            ledger.agent = output.handoff
+        stint.turns += 1
+        stint.carry = pending
+        if self._hooks.between_turns is not None and stint.stop_request is None:
+            await self._hooks.between_turns()
+        return pending
 
     def _stopped(self, pending: list[Message], logged: list[Message]) -> RunResult:
         """End a stopped run; messages already settled for the next turn are kept."""
