@@ -156,6 +156,22 @@ def test_cache_evicts_least_recently_used_first():
     assert cache.size_bytes == 2 * size and cache.stats.evictions == 1
 
 
+async def test_a_run_continues_as_new_with_its_thread_by_reference(agent_client: AgentClient):
+    async with build_worker(agent_client, {"pager": lambda: pager(6)}):
+        handle = await run_pager(agent_client, 6, continue_as_new_after_turns=2)
+        thread = await handle.thread()
+        latest = (await handle.state()).session.thread
+
+    assert [m.text[:8] for m in thread.messages if m.role == "tool"] == [
+        f"<page-{i}>" for i in range(6)
+    ]
+    assert len(thread.messages) == 14 and thread.messages[0].text == "go"
+    # The latest workflow run holds only what it added; the rest is named by reference.
+    assert latest.base is not None and len(latest.messages) < 14
+    started = (await events(handle))[0].workflow_execution_started_event_attributes
+    assert b"<page-" not in started.input.payloads[0].data  # no thread was carried
+
+
 async def test_an_oversized_tool_result_fails_the_run_once_with_a_clear_error(
     agent_client: AgentClient,
 ):
