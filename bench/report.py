@@ -254,8 +254,8 @@ def render_long_run(results: Path) -> str:
             f"{size(data['history_bytes_largest_run'])}, "
             f"{count(data['events_largest_run'])} events",
             f"- {ms(data['ms_per_turn'])} per turn ({seconds(data['seconds'])} in all)",
-            f"- working thread at the end: {count(data['thread_messages_at_end'])} messages, "
-            f"generation {count(data['thread_generation_at_end'])}",
+            f"- thread at the end: {count(data['thread_messages_at_end'])} messages in its "
+            f"log, {count(data['thread_view_at_end'])} of them in the view the model is sent",
         ]
     )
 
