@@ -204,6 +204,15 @@ async def test_bad_requests_get_clear_errors_and_start_nothing(alice: httpx.Asyn
         422,
         "InvalidInputError",
     )
+    tool = {"name": "confirm", "description": "", "parameters": {"type": "object"}}
+    for tools, why in [
+        ([{**tool, "name": "ask me"}], "1 to 64 letters"),
+        ([tool, tool], "offers 'confirm' twice"),
+    ]:
+        refused = await alice.post(
+            "/v1/agui/echo", json=run_input(thread, [user("hi")], tools=tools)
+        )
+        assert why in problem_of(refused, 422, "InvalidInputError")["detail"]
     assert (await alice.get(f"/v1/sessions/{thread}")).status_code == 404  # nothing started
 
     first = await run(alice, "echo", run_input(thread, [user("one")]))

@@ -2,9 +2,9 @@
 
 The flows are Node tests (``tests/agui_client/test/*.test.mjs``) on
 ``@ag-ui/client``'s ``HttpAgent``, pinned by ``tests/agui_client/package-lock.json``.
-Each file runs here against this module's ``ratchet web`` and worker (they need the
-dev server and the agents that the fixtures start), so they run in the README's
-``pytest`` command like every other test. ``.ci/run`` installs the client with
+Each file runs here against this module's ``ratchet web`` (and a replica of it) and
+worker (they need the dev server and the agents that the fixtures start), so they
+run in the README's ``pytest`` command like every other test. ``.ci/run`` installs the client with
 ``npm ci`` first; where it is missing, this module does the same. Needs Node 20+.
 """
 
@@ -71,8 +71,11 @@ async def _run(argv: list[str], env: dict[str, str]) -> tuple[int, str]:
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda path: path.name.split(".")[0])
-async def test_the_official_client(script: Path, installed: Path, web: Web, worker: None):
-    env = {"RATCHET_URL": web.url, "RATCHET_TOKEN": ALICE, "NO_COLOR": "1"}
+async def test_the_official_client(
+    script: Path, installed: Path, web: Web, web_replica: Web, worker: None
+):
+    env = {"RATCHET_URL": web.url, "RATCHET_REPLICA_URL": web_replica.url}
+    env |= {"RATCHET_TOKEN": ALICE, "NO_COLOR": "1"}
     # Forced exit: a test that timed out may leave a stream open.
     argv = [_node(), "--test", "--test-force-exit", "--test-reporter=spec"]
     argv.append(str(script.relative_to(installed)))

@@ -185,6 +185,7 @@ class TurnActivities:
             checkpoint=attempt.checkpoint,
             resources=self.resources,
             tool_interceptor=self.interceptor(input.tool_interceptor),
+            client_tools=input.client_tools,
         )
         if attempt.beats is not None:
             context.acknowledge_hook = attempt.beats.write

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import TypeAdapter
 
+from .client_tools import ClientTool
 from .compact import type_adapter
 from .events import EventBase, tool_answered, tool_called
 from .messages import Message
@@ -111,6 +112,9 @@ class RunContext:
     """The run's tool interceptor (``RunOptions.tool_interceptor``), built on the
     worker: ``ToolCallingAgent`` asks it about each tool call before the call runs
     (``ratchet.agents.interceptors``)."""
+    client_tools: list[ClientTool] = field(default_factory=list[ClientTool])
+    """Tools the run's caller runs (``ratchet.agents.client_tools``): ``ToolCallingAgent``
+    offers them to the model; a call to one is returned as pending work."""
     _recorded: dict[str, Any] = field(default_factory=dict[str, Any], init=False, repr=False)
     _announced: _Announcements = field(default_factory=_Announcements, init=False, repr=False)
     """Shared with the contexts ``for_call`` makes (a shallow copy)."""

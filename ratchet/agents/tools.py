@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from ratchet.errors import ToolError
 
+from .client_tools import ClientTool
 from .context import RunContext
 from .messages import Message, ToolCall
 from .pending import PendingAction, question_of
@@ -44,10 +45,11 @@ class Tool:
     max_attempts: int | None = None
     """Attempts of the tool's own activity before its error goes to the model
     (default: the run's ``max_attempts``)."""
-    role: Literal["function", "ask_user", "agent", "handoff"] = "function"
+    role: Literal["function", "ask_user", "agent", "handoff", "client"] = "function"
     """``ask_user``: the call is a question for the user; ``agent``: the call runs the
     registered agent named ``agent`` as a sub-agent; ``handoff``: the call hands the
-    run to ``agent`` from the next turn on."""
+    run to ``agent`` from the next turn on; ``client``: the run's caller runs it
+    (``client_tool``)."""
     agent: str | None = None
     schema: dict[str, Any] | None = None
     """The arguments' JSON schema when there is no ``arguments_model``."""
@@ -68,6 +70,8 @@ class Tool:
             return PendingAction(id=call.id, kind="input", call=call, question=question_of(call))
         if self.role == "agent":
             return PendingAction(id=call.id, kind="agent", call=call, agent=self.agent)
+        if self.role == "client":
+            return PendingAction(id=call.id, kind="client", call=call)
         rule = self.requires_approval
         needs = rule(args) if callable(rule) else rule
         if needs or (policy is not None and policy(self.name, args)):
@@ -255,6 +259,22 @@ def _ask_user(question: str) -> str:
 ask_user: Tool = replace(_build(_ask_user, "ask_user", None), role="ask_user")
 """A tool the model calls to ask the user something; the run waits for the answer
 (status AWAITING_INPUT) and the answer is the tool's result."""
+
+
+def _run_by_client(**arguments: Any) -> str:
+    raise RuntimeError("a client tool is run by the run's caller, through the engine")
+
+
+def client_tool(spec: ClientTool) -> Tool:
+    """The tool the model is offered for a client tool (see ``client_tools``)."""
+    return Tool(
+        name=spec.name,
+        description=spec.description,
+        fn=_run_by_client,
+        arguments_model=None,
+        schema=spec.parameters or {"type": "object", "properties": {}},
+        role="client",
+    )
 
 
 def _delegate(input: str) -> str:

@@ -26,6 +26,7 @@ STATUS_COLOUR = {
     "INTERRUPTED": "yellow",
     "AWAITING_APPROVAL": "yellow",
     "AWAITING_INPUT": "yellow",
+    "AWAITING_CLIENT": "yellow",
 }
 
 

@@ -38,7 +38,14 @@ from ratchet.payloads.converter import RatchetPayloadConverter
 from ratchet.plugin import RatchetClientPlugin, ratchet_converter
 from ratchet.wire.names import PAGE_BYTES, RUN_WORKFLOW, SESSION_WORKFLOW, STATE_QUERY
 from ratchet.wire.options import RunOptions, SessionOptions
-from ratchet.wire.runs import DecisionRequest, RunInput, RunResult, Verdict, new_messages
+from ratchet.wire.runs import (
+    DecisionRequest,
+    RunInput,
+    RunResult,
+    ToolResultRequest,
+    Verdict,
+    new_messages,
+)
 from ratchet.wire.sessions import CheckpointAnswer, SessionInput, TurnMark
 from ratchet.workflows.agent_run import AgentRunWorkflow
 from ratchet.workflows.progress import run_details
@@ -211,6 +218,27 @@ class RunHandle:
     ) -> Decision:
         """Answer a question the agent asked."""
         return await self._decide("answer", DecisionRequest(id=question_id, answer=answer, by=by))
+
+    async def provide_tool_result(
+        self,
+        call_id: str,
+        result: str,
+        *,
+        is_error: bool = False,
+        by: str | None = None,
+        message_id: str | None = None,
+    ) -> Decision:
+        """Send the result of a client tool call the run waits for (``pending()`` lists
+        it, kind ``client``; see ``RunOptions.client_tools``); ``is_error``: the tool
+        failed, and ``result`` says how; ``message_id``: the result's id in the thread.
+        A call nothing waits for, or one answered already, raises ``InvalidInputError``."""
+        request = ToolResultRequest(
+            call_id=call_id, content=result, is_error=is_error, by=by, message_id=message_id
+        )
+        try:
+            return await self._handle.execute_update(AgentRunWorkflow.provide_tool_result, request)
+        except WorkflowUpdateFailedError as e:
+            raise _run_failed(self.id, e) from e
 
     async def _decide(self, verdict: Verdict, request: DecisionRequest) -> Decision:
         update = {

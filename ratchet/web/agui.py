@@ -10,9 +10,13 @@ run it names: from ``Last-Event-ID`` on if given, else from now on, or with how
 that run ended if it has (see ``agui_runs``). A message sent while a run is in
 progress waits for it, as the session's ``steering`` says (``queue`` by default).
 
-A run that stops for an approval or a question finishes with an ``interrupt``
-outcome; the next run's ``resume`` entries answer it (``resolved`` with ``true``
-/ ``{"approved": true}`` or ``false`` / ``{"approved": false, "reason": ...}``
+The run's ``tools`` (frontend tools) are offered to the model for the run its POST
+sends; a call to one finishes the AG-UI run with the call in ``pendingToolCallIds``
+while the session's run waits for its result, which the next run's ``tool`` message
+brings (see ``ratchet.agents.client_tools``). A run that stops for an approval or a
+question finishes with an ``interrupt`` outcome; the next run's ``resume`` entries
+answer it (``resolved`` with ``true`` / ``{"approved": true}`` or ``false`` /
+``{"approved": false, "reason": ...}``
 for a tool call, the answer's text or ``{"answer": ...}`` for a question;
 ``cancelled`` rejects a call and cancels a run waiting for an answer). Each run
 ends with a ``MESSAGES_SNAPSHOT`` of the session's thread, which replaces what
@@ -26,9 +30,12 @@ from typing import Annotated
 from ag_ui.core import ResumeEntry, RunAgentInput
 from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import StreamingResponse
+from pydantic import ValidationError
 
+from ratchet.agents.client_tools import ClientTool, tool_problems
 from ratchet.agents.messages import Message
 from ratchet.agents.pending import PendingView
+from ratchet.agents.state import AgentStatus
 from ratchet.client import AgentClient, SessionHandle
 from ratchet.errors import (
     AgentNotFoundError,
@@ -70,14 +77,15 @@ async def run_agent(
     after = sse.event_id(last_event_id)
     session, status = await _session(client, body, name)
     held = (await session.thread()).messages if status is not None else []
-    sent = agui_history.read(body.messages, held, waiting=set())
+    sent = agui_history.read(body.messages, held, waiting=await _client_calls(session, status))
+    tools = _client_tools(body)
     if status is None:  # the input is sound: now the thread's session starts
         session = await client.start_session(name, session_id=body.thread_id)
     state = translate.state_of(await session.read_state(), name)  # before the run changes it
     if after is not None:
         follow = await _reattach(client, session, body, after, started=not sent.new)
     else:
-        follow = await _prepare(client, session, status, body, sent, who)
+        follow = await _prepare(client, session, status, body, (sent, tools), who)
     events = stream(request.app.state.hub, session, body, follow, (name, state))
     return StreamingResponse(events, media_type=SSE, headers={"Cache-Control": "no-cache"})
 
@@ -124,38 +132,88 @@ async def _session(
     return session, status
 
 
+async def _client_calls(session: SessionHandle, status: SessionStatus | None) -> set[str]:
+    """The frontend tool calls the thread's run waits for (their results may come)."""
+    if status is None or status.run_status != AgentStatus.AWAITING_CLIENT:
+        return set()
+    return {v.action.id for v in await session.pending() if v.action.kind == "client"}
+
+
 async def _prepare(
     client: AgentClient,
     session: SessionHandle,
     status: SessionStatus | None,
     body: RunAgentInput,
-    sent: agui_history.Sent,
+    given: tuple[agui_history.Sent, list[ClientTool]],
     who: str,
 ) -> Follow:
-    """Answer the interrupts in ``resume``, or send the new messages; what to stream."""
-    status = status or await session.status()
-    if body.resume:
+    """Answer the interrupts in ``resume`` or the frontend tool calls, or send the new
+    messages (with the run's frontend tools); what to stream."""
+    (sent, tools), status = given, status or await session.status()
+    if body.resume or sent.results:
+        if sent.new:
+            raise InvalidInputError(
+                "This run sends the results of frontend tool calls and new messages: "
+                "send the results alone (the run they answer goes on), then new messages."
+            )
         start = await session.event_offset()
-        await _resume(session, body.resume, who)
+        if body.resume:
+            await _resume(session, body.resume, who)
+        for result in sent.results:  # kept under the ids the client holds them under
+            assert result.tool_call_id is not None
+            await session.provide_tool_result(
+                result.tool_call_id,
+                result.text,
+                is_error=result.is_error,
+                by=who,
+                message_id=result.id,
+            )
         run = await agui_runs.current(session, status.current_run)
+        run.sent_results = {r.tool_call_id for r in sent.results if r.tool_call_id}
         return Follow(run, start, live=not await session.pending())
     if not sent.new:  # a retried POST: its message was sent; re-attach from now on
         after = await session.event_offset() - 1
         return await agui_runs.send_run(client, session, body.run_id, after, started=True)
     if status.current_run is not None and status.run_status in WAITING:
+        how = (
+            "send each call's result as a tool message"
+            if status.run_status == AgentStatus.AWAITING_CLIENT
+            else "answer it with resume entries"
+        )
         raise SessionBusyError(
             f"Session {session.id} has a run in progress that waits for "
-            f"{'; '.join(status.waiting_for)}: answer it with resume entries."
+            f"{'; '.join(status.waiting_for)}: {how}."
         )
     start = await session.event_offset()
-    await _send(session, sent.new, body.run_id)
+    await _send(session, sent.new, body.run_id, tools)
     run = translate.Translation(session.id, None, request_id=request_id(body.run_id))
     return Follow(run, start)
 
 
-async def _send(session: SessionHandle, new: list[Message], run_id: str) -> None:
+def _client_tools(body: RunAgentInput) -> list[ClientTool]:
+    """The run's frontend tools, which its send offers to the model."""
+    tools: list[ClientTool] = []
+    for given in body.tools or []:
+        if given.parameters is not None and not isinstance(given.parameters, dict):
+            raise InvalidInputError(
+                f"Tool {given.name!r}: parameters must be a JSON Schema object; "
+                f"got {type(given.parameters).__name__}."
+            )
+        fields = given.model_dump(include={"name", "description", "parameters"})
+        try:
+            tools.append(ClientTool(**fields))
+        except ValidationError as e:
+            raise InvalidInputError(f"tools: {e.errors()[0]['msg']}.") from e
+    if wrong := tool_problems(tools):
+        raise InvalidInputError(f"tools: {wrong[0]}.")
+    return tools
+
+
+async def _send(
+    session: SessionHandle, new: list[Message], run_id: str, tools: list[ClientTool]
+) -> None:
     try:
-        await session.submit(new, request_id=request_id(run_id))
+        await session.submit(new, request_id=request_id(run_id), client_tools=tools)
     except ConversationConflictError as e:
         raise ConversationConflictError(
             f"runId {run_id!r} was used already, for another message: every run that sends "

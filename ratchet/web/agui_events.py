@@ -86,6 +86,8 @@ class Translation:
         """The calls whose results were seen: their results' ids in the thread."""
         self.turns: list[TurnCompleted] = []
         """The turns seen completing."""
+        self.sent_results: set[str] = set()
+        """Calls whose results the client sent with this run: it holds them already."""
         self._session_id = session_id
         self._text: str | None = None  # the message being streamed
         self._started: set[str] = set()  # tool calls already started
@@ -139,7 +141,11 @@ class Translation:
             name, arguments = event.data.name, event.data.arguments
             call = ToolCall(id=event.data.id, name=name or "", arguments=arguments or "")
             yield from self.call(call, event.turn)
-        elif isinstance(event, ToolResult) and event.data.id is not None:
+        elif (
+            isinstance(event, ToolResult)
+            and event.data.id is not None
+            and event.data.id not in self.sent_results
+        ):
             yield ToolCallResultEvent(
                 message_id=self.answered[event.data.id],
                 tool_call_id=event.data.id,
@@ -203,6 +209,17 @@ def interrupts_then(waiting: list[str], run: Translation) -> list[Interrupt]:
         elif call := next((c for c in open_calls if line == f"{kind}: {c.describe()}"), None):
             found.append(_approval(call, None))
     return found
+
+
+def client_calls_then(waiting: list[str], run: Translation) -> list[str]:
+    """The client tool calls a run waited for when it sent a status event with the
+    lines ``waiting`` (as ``interrupts_then``)."""
+    open_calls = [c for c in run.calls.values() if c.id not in run.answered]
+    return [
+        call.id
+        for line in waiting
+        if (call := next((c for c in open_calls if line == f"client: {c.describe()}"), None))
+    ]
 
 
 def _question(id_: str, question: str | None, expires: str | None) -> Interrupt:

@@ -20,13 +20,14 @@ from ratchet.errors import InvalidInputError
 
 from .agui_events import Translation
 
-WAITING = (AgentStatus.AWAITING_APPROVAL, AgentStatus.AWAITING_INPUT)
+WAITING = (AgentStatus.AWAITING_APPROVAL, AgentStatus.AWAITING_INPUT, AgentStatus.AWAITING_CLIENT)
 
 Item = tuple[int, RunEvent]
 
 
 def ends(event: RunEvent) -> bool:
-    """Whether an AG-UI run ends with ``event``: its Ratchet run finished, or waits."""
+    """Whether an AG-UI run ends with ``event``: its Ratchet run finished, or waits
+    (for a person, or for the client's tool results)."""
     return isinstance(event, RunFinished) or (
         isinstance(event, StatusChanged) and event.status in WAITING
     )

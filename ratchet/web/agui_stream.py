@@ -15,17 +15,20 @@ from typing import Any
 from ag_ui.core import (
     PROTOCOL_VERSION,
     BaseEvent,
+    Interrupt,
     MessagesSnapshotEvent,
     RunAgentInput,
     RunErrorEvent,
     RunFinishedCancelledOutcome,
     RunFinishedEvent,
     RunFinishedInterruptOutcome,
+    RunFinishedSuccessOutcome,
     RunStartedEvent,
     StateSnapshotEvent,
 )
 
 from ratchet.agents.events import Retry, RunEvent, RunFinished, StateChangedEvent, StatusChanged
+from ratchet.agents.messages import ToolCall
 from ratchet.agents.state import AgentStatus
 from ratchet.client import SessionHandle
 
@@ -96,11 +99,11 @@ async def _ending(
     it is now): its open text closed, the thread as of then, then RUN_FINISHED with
     the outcome (an interrupt while something waited) or RUN_ERROR."""
     out: list[BaseEvent] = list(run.end_text())
-    interrupts = []
+    interrupts, client_calls = [], []
     if not isinstance(event, RunFinished):
-        interrupts, calls = await _interrupts(session, run, event)
+        interrupts, client_calls, calls = await _waits(session, run, event)
         for call, turn in calls:
-            out.extend(run.call(call, turn))  # streamed before the interrupt about it
+            out.extend(run.call(call, turn))  # streamed before the outcome that names it
     thread = await _thread(session, run, event)
     out.append(MessagesSnapshotEvent(messages=thread))
     thread_id, run_id = body.thread_id, body.run_id
@@ -122,28 +125,34 @@ async def _ending(
                 outcome=RunFinishedInterruptOutcome(interrupts=interrupts),
             )
         )
+    elif client_calls:  # a completed run, whose client tool calls wait for their results
+        outcome = RunFinishedSuccessOutcome(pending_tool_call_ids=client_calls)
+        out.append(RunFinishedEvent(thread_id=thread_id, run_id=run_id, outcome=outcome))
     else:
         result = _answer(run, event, thread)
         out.append(RunFinishedEvent(thread_id=thread_id, run_id=run_id, result=result))
     return out
 
 
-async def _interrupts(
+async def _waits(
     session: SessionHandle, run: translate.Translation, event: RunEvent | None
-) -> tuple[list[Any], list[tuple[Any, int]]]:
-    """The interrupts a run ended with, and the calls they concern. The session's
-    pending views while they still wait; once answered, from the run's events."""
+) -> tuple[list[Interrupt], list[str], list[tuple[ToolCall, int]]]:
+    """What a run ended waiting for: interrupts (approvals, questions), client tool
+    calls, and the calls they concern. The session's pending views while they still
+    wait; once answered, what the run's events say it waited for."""
     pending = await session.pending()
-    now = translate.interrupts(pending)
+    interrupts = translate.interrupts(pending)
+    clients = [v.action.id for v in pending if v.action.kind == "client"]
     calls = [(v.action.call, v.turn) for v in pending if v.action.call is not None]
     if not isinstance(event, StatusChanged):
-        return now, calls
+        return interrupts, clients, calls
     then = translate.interrupts_then(event.waiting, run)
-    if {i.id for i in then} <= {i.id for i in now}:
-        return now, calls
-    turn = run.turns[-1].turn if run.turns else None
-    concerned = [run.calls[i.tool_call_id] for i in then if i.tool_call_id in run.calls]
-    return then, [(call, turn or 0) for call in concerned]
+    then_clients = translate.client_calls_then(event.waiting, run)
+    if {i.id for i in then} | set(then_clients) <= {i.id for i in interrupts} | set(clients):
+        return interrupts, clients, calls
+    turn = run.turns[-1].turn if run.turns else 0
+    ids = [*(i.tool_call_id for i in then if i.tool_call_id), *then_clients]
+    return then, then_clients, [(run.calls[id_], turn) for id_ in ids if id_ in run.calls]
 
 
 async def _thread(

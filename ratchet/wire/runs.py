@@ -129,6 +129,21 @@ class DecisionRequest(CompactModel):
     """With an approval: allow this tool without asking for the rest of the session."""
 
 
+class ToolResultRequest(CompactModel):
+    """A ``provide_tool_result`` Update's argument: what a client tool call returned."""
+
+    call_id: str
+    """The pending call's id, as ``pending()`` lists it."""
+    content: str
+    is_error: bool = False
+    """The tool failed: ``content`` says how (the model reads it as an error)."""
+    by: str | None = None
+    """Who sent it, kept with the result in the audit trail."""
+    message_id: str | None = None
+    """The result's id in the thread (a client that holds it under an id of its own
+    sends it); by default the workflow makes one."""
+
+
 class StopRequest(CompactModel):
     """Stop a run at its next safe point, keeping every finished turn."""
 

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 from temporalio.contrib.workflow_streams import WorkflowStreamState
 
+from ratchet.agents.client_tools import ClientTool
 from ratchet.agents.compact import CompactModel
 from ratchet.agents.messages import Message, ToolCall
 from ratchet.agents.state import AgentSession, AgentStatus, PromptSize, Span, ThreadBase, whole_log
@@ -26,6 +27,8 @@ class SendRequest(BaseModel):
     request_id: str | None = None
     """The send's idempotency key: a send with an id the session has taken answers
     that message (see ``RecentRequests``)."""
+    client_tools: list[ClientTool] = Field(default_factory=list)
+    """Tools the caller runs, offered for this send's run (``RunOptions.client_tools``)."""
 
 
 def new_request_id() -> str:
@@ -72,6 +75,7 @@ class Queued(CompactModel):
     messages: list[Message]
     request_id: str | None = None
     """The request id the send came with (its run's ``run_started`` event names it)."""
+    client_tools: list[ClientTool] = Field(default_factory=list)
 
 
 class SendOutcome(CompactModel):

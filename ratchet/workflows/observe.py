@@ -54,7 +54,11 @@ JSON_PLAIN = {"encoding": b"json/plain"}
 FLUSH_TURNS = 10
 EVENTS_KEPT = 2000
 """Events a workflow keeps for late watchers; older ones are dropped at turn ends."""
-WAITING = (AgentStatus.AWAITING_APPROVAL, AgentStatus.AWAITING_INPUT)
+WAITING = (
+    AgentStatus.AWAITING_APPROVAL,
+    AgentStatus.AWAITING_INPUT,
+    AgentStatus.AWAITING_CLIENT,
+)
 TOOL_KINDS = ("tool_call", "tool_result")
 INDEXED = {
     "agent": AGENT_NAME,

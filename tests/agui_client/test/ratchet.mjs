@@ -6,6 +6,7 @@ import { randomUUID } from "node:crypto";
 import { HttpAgent } from "@ag-ui/client";
 
 const BASE = process.env.RATCHET_URL;
+const REPLICA = process.env.RATCHET_REPLICA_URL; // another ratchet web, same agents
 const TOKEN = process.env.RATCHET_TOKEN;
 if (!BASE || !TOKEN) {
   throw new Error("Run these through tests/test_agui_client.py: it sets RATCHET_URL and RATCHET_TOKEN.");
@@ -14,10 +15,14 @@ if (!BASE || !TOKEN) {
 export const newThread = () => `agui-js-${randomUUID().slice(0, 8)}`;
 export const newRunId = () => `run-${randomUUID()}`;
 
-// An HttpAgent for `name` on a thread (a new one unless given), holding `messages`.
-export function agent(name, { threadId = newThread(), messages = [], fetch, headers = {} } = {}) {
+// An HttpAgent for `name` on a thread (a new one unless given), holding `messages`;
+// `replica`: it talks to the other ratchet web.
+export function agent(
+  name,
+  { threadId = newThread(), messages = [], fetch, headers = {}, replica = false } = {},
+) {
   return new HttpAgent({
-    url: `${BASE}/v1/agui/${name}`,
+    url: `${replica ? REPLICA : BASE}/v1/agui/${name}`,
     headers: { Authorization: `Bearer ${TOKEN}`, ...headers },
     threadId,
     initialMessages: structuredClone(messages),
