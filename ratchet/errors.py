@@ -196,12 +196,17 @@ class ContextOverflowError(ModelError):
 class MaxTurnsExceededError(RunError):
     """The run used every turn it was allowed without a final answer."""
 
-    def __init__(self, max_turns: int) -> None:
-        super().__init__(
-            f"The run reached max_turns={max_turns} without a final answer. "
-            "Raise max_turns (RunOptions / --max-turns) if the task needs more turns."
+    def __init__(self, max_turns: int, missing: str | None = None) -> None:
+        why = (
+            f" The last answer was {missing} Check that the model can give one (its "
+            "instructions, the output type's fields), or raise max_turns."
+            if missing
+            else " Raise max_turns (RunOptions / --max-turns) if the task needs more turns."
         )
+        super().__init__(f"The run reached max_turns={max_turns} without a final answer.{why}")
         self.max_turns = max_turns
+        self.missing = missing
+        """What was wrong with the last typed answer, when the agent asked for one."""
 
 
 class ToolError(RunError):

@@ -19,6 +19,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from ratchet.agents.messages import Message
+    from ratchet.agents.output import missing_answer
     from ratchet.agents.state import (
         AgentSession,
         AgentState,
@@ -235,7 +236,8 @@ class AgentRunner:
                 ledger.show()
                 return self._result(next(m for m in added if m.id == output.final_id))
             pending, previous = await self._between_turns(turn, output), added
-        ledger.fail("MaxTurnsExceededError", str(MaxTurnsExceededError(options.max_turns)))
+        failure = MaxTurnsExceededError(options.max_turns, missing_answer(previous))
+        ledger.fail("MaxTurnsExceededError", str(failure))
 
     def _begin(self, resume: ExecutionState | None) -> None:
         """Start the execution (or take up the one carried over) and check the share
