@@ -8,6 +8,7 @@ configuration change fixes, and failures of a run, which happen at run time::
     │   ├── ConfigurationError      settings, registration, environment
     │   │   ├── InvalidOptionsError RunOptions / SessionOptions out of range (a ValueError)
     │   │   ├── PayloadDecryptionError  an encrypted payload whose key is missing or wrong
+    │   │   ├── ApprovalRuleError       a malformed approval rule, or one whose predicate raised
     │   │   └── ResourceNotFoundError   a worker resource no factory was given for
     │   ├── AgentNotFoundError      an agent name no worker has registered
     │   ├── InvalidInputError       a prompt, message or argument Ratchet cannot run
@@ -64,6 +65,11 @@ class UsageError(RatchetError):
 
 class ConfigurationError(UsageError):
     """A setting, registration or environment value is missing or wrong."""
+
+
+class ApprovalRuleError(ConfigurationError):
+    """An approval rule that is malformed (found when it is built), or whose predicate
+    raised on a call (the run fails: it is the rule author's bug, never retried)."""
 
 
 class AgentNotFoundError(UsageError):

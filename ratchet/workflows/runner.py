@@ -301,6 +301,7 @@ class AgentRunner:
         except ShareTokenError as e:
             ledger.fail("ShareTokenError", str(e))
         self._states.grant(output.shares)
+        self.pending.record_policy(output.decisions)
         ledger.record_turn(turn, added, output.usage, final=output.final_id is not None)
         fast = self.options.fast
         if not fast or output.final_id is not None or turn % FAST_DETAILS_EVERY == 0:
