@@ -135,14 +135,7 @@ class ToolCallingAgent(Agent):
         action = tool.pending_for(call, arguments, policy) if tool and not final else None
         if decision is not None and action is None:
             audit.append(decision)  # allowed, and nobody else asks about it
-        seen = intercepted(call, tool, context)
-        asks = action is not None and action.kind == "approval"
-        if seen.answer is not None and not (asks if seen.ask is None else seen.ask):
-            return seen.answer  # nothing runs, nobody is asked
-        runs_now = action is None or action.kind == "tool"  # durable tools too
-        if seen.ask and tool is not None and runs_now:
-            return tool.pending_for(call, arguments, _always)  # a person decides
-        return action
+        return _intercept(call, tool, arguments, action, context)
 
     def _policy(
         self, call: ToolCall, arguments: dict[str, Any]
@@ -235,6 +228,25 @@ class ToolCallingAgent(Agent):
                 is_error=True,
             )
         return await context.once(f"tool:{call.id}", lambda: tool.invoke(call, context), Message)
+
+
+def _intercept(
+    call: ToolCall,
+    tool: Tool | None,
+    arguments: dict[str, Any],
+    action: PendingAction | None,
+    context: RunContext,
+) -> Message | PendingAction | None:
+    """``action`` (what the call's route is so far) after the run's tool interceptor
+    has seen the call: it may answer it, or have a person decide first."""
+    seen = intercepted(call, tool, context)
+    asks = action is not None and action.kind == "approval"
+    if seen.answer is not None and not (asks if seen.ask is None else seen.ask):
+        return seen.answer  # nothing runs, nobody is asked
+    runs_now = action is None or action.kind == "tool"  # durable tools too
+    if seen.ask and tool is not None and runs_now:
+        return tool.pending_for(call, arguments, _always)  # a person decides
+    return action
 
 
 def _always(name: str, arguments: dict[str, Any]) -> bool:
