@@ -8,7 +8,9 @@ configuration change fixes, and failures of a run, which happen at run time::
     │   ├── ConfigurationError      settings, registration, environment
     │   │   ├── InvalidOptionsError RunOptions / SessionOptions out of range (a ValueError)
     │   │   ├── PayloadDecryptionError  an encrypted payload whose key is missing or wrong
-    │   │   └── ResourceNotFoundError   a worker resource no factory was given for
+    │   │   ├── ResourceNotFoundError   a worker resource no factory was given for
+    │   │   ├── ServerUnreachableError  no Temporal server answers at the address
+    │   │   └── AgentBuildError         an agent factory that fails or returns no Agent
     │   ├── AgentNotFoundError      an agent name no worker has registered
     │   ├── InvalidInputError       a prompt, message or argument Ratchet cannot run
     │   │   └── PayloadTooLargeError    over Temporal's 2 MB payload limit
@@ -66,6 +68,23 @@ class ConfigurationError(UsageError):
     """A setting, registration or environment value is missing or wrong."""
 
 
+class ServerUnreachableError(ConfigurationError):
+    """No Temporal server answers at the address a client connects to."""
+
+    def __init__(self, address: str, reason: str) -> None:
+        super().__init__(
+            f"No Temporal server answers at {address} ({reason}). Start one with "
+            "`ratchet server` (a local dev server), or point the client at yours: "
+            "AgentClient.connect(address), TEMPORAL_ADDRESS or a TEMPORAL_PROFILE."
+        )
+        self.address = address
+
+
+class AgentBuildError(ConfigurationError):
+    """A worker could not build a registered agent: its factory raised, or returned
+    something that is not an ``Agent``. Runs of that agent fail at once."""
+
+
 class AgentNotFoundError(UsageError):
     """No agent of that name is registered on the worker that took the turn."""
 
@@ -74,7 +93,8 @@ class AgentNotFoundError(UsageError):
         known = ", ".join(sorted(registered)) or "(none)"
         super().__init__(
             f'Agent "{name}" is not registered{where}; registered: {known}. '
-            "Pass it to build_worker(agents={...}) or fix the name."
+            "Add it to the agents its workers host (the dict `ratchet worker --agents "
+            "module:AGENTS` names, or build_worker(client, agents={...})), or fix the name."
         )
         self.name = name
         self.registered = registered

@@ -236,15 +236,15 @@ def run_worker_command(args: argparse.Namespace) -> int:
                 metrics_address=args.metrics_address,
             )
         )
-    except ConfigurationError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except RuntimeError as e:
+    except (ConfigurationError, RuntimeError) as e:
         from ratchet.cli.common import is_connection_failure, no_server
 
-        if not is_connection_failure(e):
+        if is_connection_failure(e):
+            return no_server(args)
+        if not isinstance(e, ConfigurationError):
             raise
-        return no_server(args)
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -52,11 +52,11 @@ def _report(error: Exception, args: argparse.Namespace) -> int:
 
     from .common import is_connection_failure, no_server
 
+    if is_connection_failure(error):
+        return no_server(args)
     if isinstance(error, RatchetError):
         print(f"error: {error}", file=sys.stderr)
         return 1
-    if is_connection_failure(error):
-        return no_server(args)
     if type(error).__module__.startswith("temporalio"):
         cause = getattr(error, "cause", None)
         print(f"error: {getattr(cause, 'message', None) or error}", file=sys.stderr)

@@ -44,10 +44,14 @@ async def connect(args: argparse.Namespace, **options: object) -> AgentClient:
 
 
 def is_connection_failure(error: BaseException) -> bool:
-    """Temporal's client says it could not reach the server (no server running there)."""
+    """No server running there: connecting failed (``ServerUnreachableError``), or
+    Temporal's client lost the server later."""
+    from ratchet.errors import ServerUnreachableError
+
     text = str(error)
-    return isinstance(error, RuntimeError) and (
-        "Failed client connect" in text or "transport error" in text.lower()
+    return isinstance(error, ServerUnreachableError) or (
+        isinstance(error, RuntimeError)
+        and ("Failed client connect" in text or "transport error" in text.lower())
     )
 
 

@@ -33,7 +33,13 @@ from ratchet.agents.pending import Decision, PendingView
 from ratchet.agents.state import AgentSession, AgentState, ThreadBase, ThreadData
 from ratchet.agents.state_context import StateChanged
 from ratchet.agents.state_export import StateExport
-from ratchet.errors import DecisionError, InvalidInputError, RunFailedError, run_failed
+from ratchet.errors import (
+    DecisionError,
+    InvalidInputError,
+    RunFailedError,
+    ServerUnreachableError,
+    run_failed,
+)
 from ratchet.payloads.converter import RatchetPayloadConverter
 from ratchet.plugin import RatchetClientPlugin, ratchet_converter
 from ratchet.wire.names import PAGE_BYTES, SESSION_WORKFLOW, STATE_QUERY
@@ -269,6 +275,7 @@ class AgentClient:
     ) -> AgentClient:
         """Connect using ``temporalio.envconfig`` (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
         TLS and API-key settings, config-file profiles); arguments override it.
+        Raises ``ServerUnreachableError`` naming the address when no server answers.
 
         ``payload_storage`` (a directory, a driver, or an ``ExternalStorage``) keeps
         payloads over 256 KiB out of history, so a turn may carry more than
@@ -293,7 +300,13 @@ class AgentClient:
         config.update(connect_options)
         plugin = RatchetClientPlugin(payload_storage=payload_storage, codec=codec, tracing=tracing)
         config["plugins"] = [plugin, *config.get("plugins", [])]
-        client = await Client.connect(**config)
+        try:
+            client = await Client.connect(**config)
+        except RuntimeError as e:
+            if "Failed client connect" not in str(e):
+                raise
+            # One error a user can act on, not the SDK's chain (its reason is kept).
+            raise ServerUnreachableError(config["target_host"], _connect_reason(e)) from None
         return cls(client, task_queue=task_queue, ui_url=ui_url)
 
     async def start_run(
@@ -494,6 +507,13 @@ class AgentClient:
     def get_run(self, workflow_id: str) -> RunHandle:
         handle = self.temporal.get_workflow_handle_for(AgentRunWorkflow.run, workflow_id)
         return RunHandle(handle, self.ui_url, self.temporal.namespace)
+
+
+def _connect_reason(error: RuntimeError) -> str:
+    """``Connection refused`` out of the SDK's ``Failed client connect: ...`` text."""
+    text = str(error)
+    found = re.search(r'message: "([^"]+)"', text)
+    return found.group(1) if found else text.removeprefix("Failed client connect: ")
 
 
 def _run_failed(
