@@ -31,7 +31,7 @@ from ratchet.activities.turn import AgentFactory
 from ratchet.cli.worker import DEFAULT_GRACE_PERIOD
 from ratchet.client.client import DEFAULT_TASK_QUEUE, AgentClient
 from ratchet.errors import ConfigurationError
-from ratchet.plugin import RatchetPlugin, passed_through
+from ratchet.plugin import RatchetPlugin, check_agents, passed_through
 from ratchet.wire.search_attributes import ensure_search_attributes
 
 GRACE_PERIOD = timedelta(seconds=DEFAULT_GRACE_PERIOD)
@@ -131,6 +131,7 @@ def load_agents(spec: str) -> Mapping[str, AgentFactory]:
     agents = value() if callable(value) else value
     if not isinstance(agents, Mapping) or not agents:
         raise ConfigurationError(f"{spec!r} must be a non-empty dict of name -> agent or factory.")
+    check_agents(agents)
     return agents
 
 
@@ -220,11 +221,23 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_worker_command(args: argparse.Namespace) -> int:
+    from ratchet.cli.worker import AGENTS_ENV, DEMO_AGENTS
+
     logging.basicConfig(
-        level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        level=getattr(args, "log_level", "WARNING"),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    spec = args.agents or os.environ.get(AGENTS_ENV)
+    if not spec:  # never the demo's agents unasked: a worker hosts what it is told
+        print(
+            f"error: name the agents to host: --agents module:ATTR (or ${AGENTS_ENV}), a dict "
+            f"of name -> Agent or factory, e.g. --agents myapp.agents:AGENTS; the demo's "
+            f"agents are {DEMO_AGENTS}.",
+            file=sys.stderr,
+        )
+        return 2
     try:
-        agents = load_agents(args.agents)
+        agents = load_agents(spec)
         asyncio.run(
             serve(
                 agents,

@@ -15,6 +15,7 @@ import pytest
 
 from ratchet import devserver
 from ratchet.devserver import DevServer, free_port, temporal_binary
+from ratchet.testing import ChildProcess
 
 from .conftest import ROOT, release
 
@@ -163,7 +164,7 @@ def no_answer_address() -> str:
         ["sessions", "show", "session-x"],
         ["watch", "session-x"],
         ["setup"],
-        ["worker"],
+        ["worker", "--agents", "ratchet.examples:AGENTS"],
     ],
 )
 def test_without_a_server_a_command_prints_one_line_naming_the_address(command: list[str]):
@@ -310,3 +311,43 @@ def test_a_port_taken_before_the_server_binds_it_is_chosen_again(tmp_path: Path,
                 pass
         finally:
             server.stop()
+
+
+FAULTY_AGENTS = """
+from ratchet.agents import ScriptedModel, ToolCallingAgent, tool
+
+
+@tool
+def explode() -> str:
+    '''Always fails.'''
+    raise RuntimeError("the disk is full")
+
+
+def faulty():
+    model = ScriptedModel([ScriptedModel.call("explode"), "sorry, it failed"])
+    return ToolCallingAgent(model, [explode])
+
+
+AGENTS = {"faulty": faulty}
+"""
+
+
+@pytest.mark.parametrize("level, logged", [("warning", True), ("error", False)])
+def test_a_tool_that_raises_is_logged_on_the_worker_at_its_log_level(
+    temporal_server: DevServer, task_queue: str, tmp_path: Path, level: str, logged: bool
+):
+    (tmp_path / "faulty.py").write_text(FAULTY_AGENTS)
+    argv = [*RATCHET, "worker", "--agents", "faulty:AGENTS", "--task-queue", task_queue]
+    worker = ChildProcess([*argv, "--log-level", level], temporal_server, cwd=tmp_path)
+    try:
+        worker.wait_for("worker ready")
+        done = ratchet("run", "faulty", "go", "--task-queue", task_queue, server=temporal_server)
+    finally:
+        worker.stop()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.rstrip().endswith("sorry, it failed")  # the model read the error
+    # Nothing reached the worker's log before, and there was no --log-level.
+    line = "WARNING ratchet.agents.tools: Tool 'explode' (call "
+    assert (line in worker.output) is logged, worker.output
+    assert ("raised RuntimeError: the disk is full" in worker.output) is logged
+    assert ('raise RuntimeError("the disk is full")' in worker.output) is logged  # its traceback
