@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import signal
@@ -9,11 +10,14 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from ratchet import devserver
+from ratchet.cli import build_parser
 from ratchet.devserver import DevServer, free_port, temporal_binary
 from ratchet.testing import ChildProcess
 
@@ -351,3 +355,36 @@ def test_a_tool_that_raises_is_logged_on_the_worker_at_its_log_level(
     assert (line in worker.output) is logged, worker.output
     assert ("raised RuntimeError: the disk is full" in worker.output) is logged
     assert ('raise RuntimeError("the disk is full")' in worker.output) is logged  # its traceback
+
+
+def every_option() -> Iterator[tuple[str, argparse.ArgumentParser, argparse.Action]]:
+    def walk(parser: argparse.ArgumentParser, path: str):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    yield from walk(sub, f"{path} {name}")
+            elif action.option_strings and not isinstance(action, argparse._HelpAction):
+                yield f"{path} {action.option_strings[-1]}", parser, action
+
+    return walk(build_parser(), "ratchet")
+
+
+def test_every_option_of_every_command_says_what_it_is_and_its_default():
+    for name, parser, action in every_option():
+        text = parser._get_formatter()._get_help_string(action)  # as --help prints it
+        assert text, f"{name} has no help"  # --port, --task-queue, --max-turns... before
+        if action.default not in (None, False, [], argparse.SUPPRESS):
+            assert "default" in text, f"{name}: its default {action.default!r} is not named"
+
+
+def test_web_logs_at_the_level_it_is_given(temporal_server: DevServer):
+    port = free_port()
+    argv = [*RATCHET, "web", "--no-auth", "--port", str(port), "--log-level", "info"]
+    web = ChildProcess(argv, temporal_server, cwd=ROOT)  # no --log-level before
+    try:
+        web.wait_for("ratchet web on")
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/agents", timeout=30) as answer:
+            assert answer.status == 200
+        web.wait_for('"GET /v1/agents HTTP/1.1" 200')  # uvicorn's access log, at INFO
+    finally:
+        web.stop()

@@ -28,7 +28,28 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
         importlib.import_module(f"ratchet.cli.{name}").register(commands)
+    for each in _parsers(parser):
+        each.formatter_class = DefaultsHelp
     return parser
+
+
+class DefaultsHelp(argparse.HelpFormatter):
+    """Adds ``(default: X)`` to an option's help when it has a default to name and
+    its help does not name it already."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if action.default in (None, False, [], argparse.SUPPRESS) or "default" in text:
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+def _parsers(parser: argparse.ArgumentParser):
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _parsers(sub)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -91,7 +91,9 @@ def register(commands: argparse._SubParsersAction) -> None:
             "--evaluators",
             help="module:NAME of a list of evaluators (or a function returning one)",
         )
-        parser.add_argument("--min-score", type=float)
+        parser.add_argument(
+            "--min-score", type=float, help="fail (exit 1) when the new agent scores less"
+        )
         parser.add_argument(
             "--max-cost-increase", type=_fraction, help="e.g. 10%% or 0.1 (of the old cost)"
         )

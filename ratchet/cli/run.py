@@ -22,7 +22,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     run.add_argument("agent")
     run.add_argument("prompt")
     add_connection_arguments(run)
-    run.add_argument("--max-turns", type=int, default=25)
+    run.add_argument("--max-turns", type=int, default=25, help="turns the run may take")
     run.add_argument(
         "--json",
         action="store_true",

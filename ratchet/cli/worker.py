@@ -29,8 +29,10 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
         help="the dict of agents to host, name -> Agent or factory, e.g. "
         f"myapp.agents:AGENTS (default: ${AGENTS_ENV}; the demo's: {DEMO_AGENTS})",
     )
-    add_connection_arguments(parser)
-    parser.add_argument("--max-concurrent-turns", type=int, default=50)
+    add_connection_arguments(parser, queue_help="the task queue this worker polls")
+    parser.add_argument(
+        "--max-concurrent-turns", type=int, default=50, help="turns and tools run at once"
+    )
     parser.add_argument(
         "--grace-period",
         type=seconds,
@@ -46,18 +48,21 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
         help="serve Prometheus metrics on HOST:PORT at /metrics "
         "(default: RATCHET_METRICS_ADDRESS; none: off)",
     )
-    add_log_level(parser)
+    add_log_level(
+        parser,
+        "WARNING shows tools that raised and failed turns; INFO adds "
+        "the errors tools report on purpose (ToolError)",
+    )
     parser.set_defaults(func=run_worker)
 
 
-def add_log_level(parser: argparse.ArgumentParser) -> None:
+def add_log_level(parser: argparse.ArgumentParser, shows: str = "") -> None:
     parser.add_argument(
         "--log-level",
         type=str.upper,
         choices=LOG_LEVELS,
         default="WARNING",
-        help="least severe log records printed (default: WARNING: failed tools, retried "
-        "turns; INFO adds each tool error the model reads)",
+        help=f"least severe log records printed (default: WARNING){'; ' if shows else ''}{shows}",
     )
 
 
