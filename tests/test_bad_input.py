@@ -526,6 +526,11 @@ def test_the_cli_names_a_bad_status_filter(temporal_server):
     assert "awaiting_approval" in done.stderr
 
 
+def test_the_cli_refuses_an_agent_filter_that_would_end_its_quotes(temporal_server):
+    done = ratchet("sessions", "list", "--agent", "pay' OR 'x", address=temporal_server.address)
+    assert_one_clear_line(done, "quotes and backslashes are not allowed here")
+
+
 def test_the_cli_names_a_session_that_does_not_exist(temporal_server):
     done = ratchet("sessions", "show", "session-nobody", address=temporal_server.address)
     assert_one_clear_line(done, "session-nobody")

@@ -10,9 +10,13 @@ import os
 import sys
 from datetime import timedelta
 
+import pytest
+
 from ratchet.agents import ScriptedModel, ToolCallingAgent, tool
 from ratchet.client import AgentClient, AgentStatus
+from ratchet.client.listing import WorkflowSummary, list_workflows, type_clause
 from ratchet.devserver import DevServer
+from ratchet.errors import RunFailedError
 from ratchet.wire.options import RunOptions, SessionOptions
 from ratchet.worker import build_worker
 
@@ -214,3 +218,108 @@ async def test_chat_prints_the_reply_as_the_model_writes_it(
     assert "finder> Looking it up.\n  · look_up()\nfinder> Found it: 42.\n" in out
     assert out.count("Found it: 42.") == 1  # streamed, not printed again at the end
     assert b"Traceback" not in err and b"never retrieved" not in err
+
+
+async def test_show_export_fork_and_cancel_take_a_run_id(
+    temporal_server: DevServer, agent_client: AgentClient, task_queue: str
+):
+    ledger = Ledger()
+    agent = payment_agent(ledger, [ScriptedModel.call("pay", to="acme", amount=300)])
+    async with build_worker(agent_client, {"pay": agent, "two": TwoStep}):
+        two = await agent_client.start_run("two", "alpha")  # a run, not a session
+        await two.result()
+        pay = await agent_client.start_run("pay", "pay acme")
+        (pending,) = await pay.wait_for_pending()
+
+        # "Query handler 'status' not found" (show, export) or "Update handler 'cancel'
+        # not found" (cancel) before: the verbs took only session ids.
+        code, out, err = await ratchet(temporal_server, task_queue, "sessions", "show", pay.id)
+        assert code == 0, err
+        assert f"run: {pay.id}" in out and "agent: pay · AWAITING_APPROVAL" in out
+        assert f"waiting for approval: {pending.action.id} · " in out
+        assert 'pay(to="acme", amount=300)' in out
+        assert "user: pay acme" in out
+
+        code, out, err = await ratchet(temporal_server, task_queue, "sessions", "export", two.id)
+        assert code == 0, err
+        exported = json.loads(out)
+        assert exported["run"] == two.id
+        assert [m["role"] for m in exported["thread"]["messages"]] == ["user", *["assistant"] * 2]
+        assert exported["state"]["agents"][0]["entries"]["count"]["data"] == 2
+
+        code, out, err = await ratchet(
+            temporal_server, task_queue, "sessions", "fork", two.id, "--at-turn", "1"
+        )
+        assert code == 0, err
+        fork = agent_client.get_session(out.strip())
+        assert len((await fork.thread()).messages) == 2
+
+        code, out, err = await ratchet(temporal_server, task_queue, "sessions", "cancel", pay.id)
+        assert (code, out.strip()) == (0, "ok"), err
+        code, out, err = await ratchet(temporal_server, task_queue, "sessions", "cancel", two.id)
+        assert out.strip() == f"run {two.id} has ended (COMPLETED); nothing to cancel", err
+        with pytest.raises(RunFailedError, match="cancelled"):
+            await pay.result()
+        await fork.close()
+    assert ledger.payments == []
+
+
+async def test_sessions_list_is_newest_first_and_names_a_run_no_worker_took(
+    temporal_server: DevServer, agent_client: AgentClient, task_queue: str
+):
+    agent = f"nobody-{task_queue}"  # no worker hosts it: its runs never start
+    older = await agent_client.start_run(agent, "hi")
+    newer = await agent_client.start_run(agent, "hi")
+    await newer.workflow.terminate("ended while the older one waits")
+    rows: list[list[str]] = []
+    try:
+        for _ in range(100):  # the visibility store is eventually consistent; poll it
+            code, out, err = await ratchet(
+                temporal_server, task_queue, "sessions", "list", "--agent", agent
+            )
+            assert code == 0, err
+            rows = [line.split() for line in out.splitlines()[2:]]
+            if [row[3] for row in rows] == ["TERMINATED", "PENDING"]:
+                break
+            await asyncio.sleep(0.1)
+        code, out, err = await ratchet(
+            temporal_server, task_queue, "sessions", "list", "--agent", agent, "--status", "pending"
+        )
+    finally:
+        await older.workflow.terminate("test over")
+    # The open one first, before; its agent "?" and its status RUNNING.
+    assert [row[:4] for row in rows] == [
+        [newer.id, "run", agent, "TERMINATED"],
+        [older.id, "run", agent, "PENDING"],
+    ]
+    assert code == 0 and older.id in out, err
+
+
+async def test_sessions_list_takes_every_agent_status(temporal_server: DevServer, task_queue: str):
+    for status in AgentStatus:  # INTERRUPTED was refused: the CLI had a list of its own
+        code, out, err = await ratchet(
+            temporal_server, task_queue, "sessions", "list", "--status", status.value.lower()
+        )
+        assert code == 0, err
+
+
+async def test_the_listing_is_newest_first_and_indexes_a_run_from_its_start(
+    agent_client: AgentClient, task_queue: str
+):
+    agent = f"nobody-{task_queue}"
+    older = await agent_client.start_run(agent, "hi")
+    newer = await agent_client.start_run(agent, "hi")
+    await newer.workflow.terminate("ended while the older one waits")
+    query = f"{type_clause(runs=True)} AND AgentName = '{agent}'"
+    rows: list[WorkflowSummary] = []
+    try:
+        for _ in range(100):  # the visibility store is eventually consistent; poll it
+            rows = await list_workflows(agent_client.temporal, query)
+            if [row.status for row in rows] == ["TERMINATED", "PENDING"]:
+                break
+            await asyncio.sleep(0.1)
+    finally:
+        await older.workflow.terminate("test over")
+    # Not found before (a run names its agent only once a worker takes it), and the
+    # server's own order put the open run first.
+    assert [(row.id, row.agent) for row in rows] == [(newer.id, agent), (older.id, agent)]

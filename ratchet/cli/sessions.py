@@ -19,16 +19,16 @@ if TYPE_CHECKING:
     from ratchet.agents.state import ExecutionState
     from ratchet.client import RunHandle, SessionHandle
 
-STATUSES = (
-    "running",
-    "awaiting_approval",
-    "awaiting_input",
-    "completed",
-    "failed",
-    "cancelled",
-    "pending",
-)
-"""What ``sessions list --status`` accepts (AgentStatus values, any case)."""
+
+def agent_status(text: str) -> str:
+    """What ``sessions list --status`` accepts: an AgentStatus value, in any case."""
+    from ratchet.agents.state import AgentStatus  # here: `ratchet --help` loads no pydantic
+
+    names = [status.value for status in AgentStatus]
+    if text.upper() not in names:
+        choices = ", ".join(name.lower() for name in names)
+        raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from {choices})")
+    return text.upper()
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -46,10 +46,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     listing = verbs.add_parser("list", help="sessions and runs, newest first")
     listing.add_argument(
         "--status",
-        type=str.lower,
-        choices=STATUSES,
-        help="only those with this AgentStatus (e.g. awaiting_approval)",
+        type=agent_status,
+        help="only those with this AgentStatus, e.g. awaiting_approval or interrupted",
     )
+    listing.add_argument("--agent", help="only those of this agent")
     listing.add_argument("--sessions-only", action="store_true", help="leave standalone runs out")
     add_connection_arguments(listing)
     show = verbs.add_parser("show", help="a session's status, pending work, turns and thread")
@@ -234,12 +234,14 @@ async def decide(
 async def sessions_command(args: argparse.Namespace) -> int:
     client = await connect(args)
     if args.verb == "list":
-        from ratchet.client.listing import list_workflows, type_clause
+        from ratchet.client.listing import agent_clause, list_workflows, type_clause
 
         # Newest first; a session's runs are its own, standalone runs are listed too.
         query = type_clause(runs=not args.sessions_only)
         if args.status:
-            query += f" AND AgentStatus = '{args.status.upper()}'"
+            query += f" AND AgentStatus = '{args.status}'"
+        if args.agent:
+            query += f" AND {agent_clause(args.agent)}"
         rows = [["id", "kind", "agent", "status", "turns", "tokens", "started"]]
         for row in await list_workflows(client.temporal, query):
             counts = ["" if n is None else str(n) for n in (row.turns, row.tokens)]
@@ -247,23 +249,31 @@ async def sessions_command(args: argparse.Namespace) -> int:
             rows.append([row.id, row.kind, row.agent or "?", row.status, *counts, started])
         print(table(rows))
         return 0
-    if args.verb == "fork":
+    if args.verb == "fork":  # from a session or a single run
         fork = await client.fork(
             args.session, at_turn=args.at_turn, at_message=args.at_message, session_id=args.id
         )
         print(fork.id)
         return 0
+    from ratchet.client import RunHandle
+
+    from .targets import cancel_run, export_run, show_run, target
+
+    found = await target(client, args.session)
     if args.verb in ("approve", "reject", "answer"):
-        target = await _decider(client, args.session)
         if args.verb == "approve":
-            await target.approve(args.call_id, by=args.by, always=args.always)
+            await found.approve(args.call_id, by=args.by, always=args.always)
         elif args.verb == "reject":
-            await target.reject(args.call_id, args.reason, by=args.by)
+            await found.reject(args.call_id, args.reason, by=args.by)
         else:
-            await target.provide_input(args.question_id, args.text, by=args.by)
+            await found.provide_input(args.question_id, args.text, by=args.by)
         print("ok")
         return 0
-    session = client.get_session(args.session)
+    if isinstance(found, RunHandle):
+        if args.verb == "show":
+            return await show_run(found, args.messages)
+        return await (export_run(found) if args.verb == "export" else cancel_run(found))
+    session = found
     if args.verb == "show":
         return await show(session, args.messages, run=args.run)
     if args.verb == "export":
@@ -282,17 +292,6 @@ async def sessions_command(args: argparse.Namespace) -> int:
             return 0
     print("ok")
     return 0
-
-
-async def _decider(client: object, workflow_id: str) -> SessionHandle | RunHandle:
-    """The session or the standalone run with that id (decisions work on both)."""
-    from ratchet.client import AgentClient
-
-    assert isinstance(client, AgentClient)
-    description = await client.get_session(workflow_id).workflow.describe()
-    if description.workflow_type == "AgentRunWorkflow":
-        return client.get_run(workflow_id)
-    return client.get_session(workflow_id)
 
 
 async def show(session: SessionHandle, last: int, *, run: int | None = None) -> int:

@@ -16,6 +16,7 @@ from temporalio.client import (
     WorkflowHandle,
     WorkflowUpdateFailedError,
 )
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.converter import (
     ExternalStorage,
     PayloadCodec,
@@ -45,6 +46,7 @@ from ratchet.plugin import RatchetClientPlugin, ratchet_converter
 from ratchet.wire.names import PAGE_BYTES, SESSION_WORKFLOW, STATE_QUERY
 from ratchet.wire.options import RunOptions, SessionOptions
 from ratchet.wire.runs import DecisionRequest, RunInput, RunResult, Verdict, new_messages
+from ratchet.wire.search_attributes import AGENT_NAME, AGENT_STATUS
 from ratchet.wire.sessions import CheckpointAnswer, SessionInput, TurnMark
 from ratchet.workflows.agent_run import AgentRunWorkflow
 from ratchet.workflows.progress import run_details
@@ -126,6 +128,19 @@ class RunHandle:
     async def state(self) -> AgentState:
         """Session and execution as the run holds them now."""
         return await self._handle.query(AgentRunWorkflow.state)
+
+    async def thread(self) -> ThreadData:
+        """The run's whole thread: every message, in order (a run that continued as
+        new holds the earlier ones by reference; they are paged in)."""
+        thread = (await self.state()).session.thread
+        if thread.base is None:
+            return thread
+        client = self._handle._client
+        holder = Holder.of_base(thread.base, thread.id)
+        earlier, _ = await fetch_range(
+            client, holder, 0, thread.base.version, page_bytes=PAGE_BYTES
+        )
+        return thread.model_copy(update={"messages": [*earlier, *thread.messages], "base": None})
 
     async def read_state(self) -> StateExport:
         """The committed state of every agent of the run (works after it ended, too).
@@ -332,17 +347,37 @@ class AgentClient:
         if state is not None:
             session = _with_state(agent, session, StateExport.load(state), options)
         with translated("run", workflow_id):
-            handle = await self.temporal.start_workflow(
+            handle = await self._start(
                 AgentRunWorkflow.run,
                 RunInput(agent=agent, messages=messages, session=session, options=options),
                 id=workflow_id,
-                task_queue=self.task_queue,
+                agent=agent,
                 static_summary=f"{agent}: {_excerpt(messages)}",
                 static_details=run_details(
                     agent, messages, session=session.info.id if session else None, parent=None
                 ),
             )
         return RunHandle(handle, self.ui_url, self.temporal.namespace)
+
+    async def _start(
+        self, run: Any, arg: Any, *, id: str, agent: str, **options: Any
+    ) -> WorkflowHandle[Any, Any]:
+        """Start a run or session indexed from the start (its agent, status PENDING),
+        so a list shows what it is before a worker has taken it. A namespace without
+        Ratchet's search attributes gets them from its first worker; until then the
+        workflow starts unindexed."""
+        indexed = TypedSearchAttributes(
+            [SearchAttributePair(AGENT_NAME, agent), SearchAttributePair(AGENT_STATUS, "PENDING")]
+        )
+        start = self.temporal.start_workflow
+        try:
+            return await start(
+                run, arg, id=id, task_queue=self.task_queue, search_attributes=indexed, **options
+            )
+        except RPCError as e:
+            if e.status != RPCStatusCode.INVALID_ARGUMENT or "search attribute" not in e.message:
+                raise
+            return await start(run, arg, id=id, task_queue=self.task_queue, **options)
 
     async def run(
         self,
@@ -380,11 +415,11 @@ class AgentClient:
                 update={"info": session.info.model_copy(update={"id": workflow_id})}
             )
         with translated("session", workflow_id):
-            handle = await self.temporal.start_workflow(
+            handle = await self._start(
                 AgentSessionWorkflow.run,
                 SessionInput(agent=agent, session=session, options=options, session_id=workflow_id),
                 id=workflow_id,
-                task_queue=self.task_queue,
+                agent=agent,
                 static_summary=f"{agent} session",
             )
         return SessionHandle(handle, self, current=True)
@@ -492,11 +527,11 @@ class AgentClient:
             }
         )
         with translated("session", session_id):
-            handle = await self.temporal.start_workflow(
+            handle = await self._start(
                 AgentSessionWorkflow.run,
                 SessionInput(agent=agent, session=session, options=options, session_id=session_id),
                 id=session_id,
-                task_queue=self.task_queue,
+                agent=agent,
                 static_summary=f"{agent} session, forked from {source} at turn {turn}",
             )
         return SessionHandle(handle, self, current=True)

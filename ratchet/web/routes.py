@@ -10,8 +10,9 @@ from fastapi import APIRouter, Depends, Header, Query, Request, status
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from ratchet.agents.pending import Decision, PendingView
+from ratchet.agents.state import AgentStatus
 from ratchet.client import AgentClient, RunHandle, SessionHandle
-from ratchet.client.listing import WorkflowSummary, list_workflows, type_clause
+from ratchet.client.listing import WorkflowSummary, agent_clause, list_workflows, type_clause
 from ratchet.client.turns import TurnRecord
 from ratchet.errors import AgentNotFoundError, EventsExpiredError, InvalidInputError
 from ratchet.wire.sessions import SessionStatus
@@ -21,16 +22,7 @@ from .bodies import Created, NewDecision, NewFork, NewMessage, NewSession, full,
 from .problems import Gone
 
 SSE = "text/event-stream"
-STATUSES = (
-    "RUNNING",
-    "AWAITING_APPROVAL",
-    "AWAITING_INPUT",
-    "PENDING",
-    "COMPLETED",
-    "FAILED",
-    "CANCELLED",
-    "INTERRUPTED",
-)
+STATUSES = tuple(status.value for status in AgentStatus)
 
 
 async def identity(
@@ -98,7 +90,7 @@ async def list_sessions(
             raise InvalidInputError(f"status must be one of {', '.join(STATUSES)}.")
         clauses.append(f"AgentStatus = '{status_.upper()}'")
     if agent is not None:
-        clauses.append(f"AgentName = {_quoted(agent)}")
+        clauses.append(agent_clause(agent))
     if min_tokens is not None:
         clauses.append(f"AgentTokens >= {min_tokens}")
     if min_cost_usd is not None:
@@ -275,12 +267,6 @@ async def _snapshot(target: SessionHandle | RunHandle) -> dict[str, Any]:
             "thread": full(thread_),
         }
     return {"state": full(await target.state())}
-
-
-def _quoted(value: str) -> str:
-    if "'" in value or "\\" in value:
-        raise InvalidInputError(f"{value!r}: quotes and backslashes are not allowed here.")
-    return f"'{value}'"
 
 
 def _no_buffering() -> dict[str, str]:
