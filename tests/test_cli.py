@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import signal
@@ -12,12 +13,16 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor, TimeoutError
 from pathlib import Path
+from typing import IO
 
 import pytest
 
 from ratchet import devserver
 from ratchet.cli import build_parser
+from ratchet.cli.waiting import poller_note
+from ratchet.client import AgentClient
 from ratchet.devserver import DevServer, free_port, temporal_binary
 from ratchet.testing import ChildProcess
 
@@ -122,37 +127,93 @@ def test_worker_with_a_bad_agents_spec_exits_with_a_clear_error():
     assert "Cannot load agents from 'no_such_module:AGENTS'" in done.stderr
 
 
-def test_run_says_when_no_worker_polls_its_task_queue(temporal_server: DevServer, task_queue: str):
+def start_run(server: DevServer, task_queue: str) -> tuple[subprocess.Popen[str], str]:
+    """``ratchet run steps`` in a child process, and its workflow id."""
     run = subprocess.Popen(
         [*RATCHET, "run", "steps", "do it", "--task-queue", task_queue],
         cwd=ROOT,
-        env={**os.environ, "TEMPORAL_ADDRESS": temporal_server.address},
+        env={**os.environ, "TEMPORAL_ADDRESS": server.address},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    assert run.stdout is not None and run.stderr is not None
-    workflow_id = run.stdout.readline().split()[1]
-    note = run.stderr.readline()  # it waited silently for ever before
+    assert run.stdout is not None
+    return run, run.stdout.readline().split()[1]
+
+
+def next_line(stream: IO[str], timeout: float = 60) -> str:
+    """The stream's next line; "" if none comes within ``timeout`` seconds."""
+    pool = ThreadPoolExecutor(1)
+    try:
+        return pool.submit(stream.readline).result(timeout)
+    except TimeoutError:
+        return ""
+    finally:
+        pool.shutdown(wait=False)  # a reader still waiting ends when its process does
+
+
+def stop_run(run: subprocess.Popen[str], workflow_id: str, server: DevServer) -> None:
     run.kill()
     run.communicate()
     subprocess.run(
-        [
-            temporal_binary(),
-            "workflow",
-            "terminate",
-            "--workflow-id",
-            workflow_id,
-            "--address",
-            temporal_server.address,
-            "--reason",
-            "test over",
-        ],
+        [temporal_binary(), "workflow", "terminate", "--workflow-id", workflow_id]
+        + ["--address", server.address, "--reason", "test over"],
         capture_output=True,
         check=True,
     )
-    assert note.startswith(f"note: no worker polls task queue '{task_queue}'")
+
+
+def test_run_says_when_no_worker_takes_its_task(temporal_server: DevServer, task_queue: str):
+    run, workflow_id = start_run(temporal_server, task_queue)
+    assert run.stderr is not None
+    note = next_line(run.stderr)  # it waited silently for ever before
+    stop_run(run, workflow_id, temporal_server)
+    assert note.startswith(
+        f"note: no worker has taken run {workflow_id}'s task in 5 s (task queue "
+        f"'{task_queue}': no worker has polled it lately). It waits until a worker does"
+    ), note
     assert f"ratchet worker --agents myapp.agents:AGENTS --task-queue {task_queue}" in note
+
+
+async def test_run_says_when_the_worker_of_its_task_queue_stopped_a_moment_ago(
+    temporal_server: DevServer, client: AgentClient, worker_processes, task_queue: str
+):
+    worker = worker_processes()
+    listed = f"last polled by {worker.pid}@"
+    for _ in range(600):  # until the queue lists it (a poll may reach another partition first)
+        if listed in await poller_note(client.temporal, task_queue):
+            break
+        await asyncio.sleep(0.2)
+    worker.kill()  # the queue goes on listing it for minutes: the run was silent before
+    run, workflow_id = start_run(temporal_server, task_queue)
+    assert run.stderr is not None
+    note = await asyncio.to_thread(next_line, run.stderr)
+    stop_run(run, workflow_id, temporal_server)
+    assert note.startswith(
+        f"note: no worker has taken run {workflow_id}'s task in 5 s (task queue "
+        f"'{task_queue}': {listed}"
+    ), note
+
+
+def test_ctrl_c_leaves_the_run_going_and_says_how_to_follow_it(
+    temporal_server: DevServer, worker_processes, task_queue: str, event_log: Path
+):
+    worker_processes()
+    run, workflow_id = start_run(temporal_server, task_queue)
+    run.send_signal(signal.SIGINT)
+    try:
+        _, err = run.communicate(timeout=60)
+    finally:
+        run.kill()
+    for n in (1, 2, 3):
+        release(event_log, workflow_id, n)
+    follow = f"ratchet watch {workflow_id}"
+    watched = ratchet(*follow.split()[1:], "--task-queue", task_queue, server=temporal_server)
+    assert run.returncode == 130
+    assert "Traceback" not in err
+    assert f"interrupted: run {workflow_id} goes on without this command." in err  # silent before
+    assert f"follow it: {follow}" in err
+    assert "status COMPLETED" in watched.stdout, watched.stdout + watched.stderr
 
 
 def no_answer_address() -> str:

@@ -226,7 +226,7 @@ async def _batches_report(
 async def _decide_at_terminal(client: AgentClient, batches: list[RerunBatch]) -> None:
     """Ask at the terminal about each call a case's run waits on; end of input
     refuses the rest (an unattended run never hangs on a question)."""
-    from .sessions import decide, read_line
+    from .terminal import decide, read_line
 
     asked: set[str] = set()
     closed = False

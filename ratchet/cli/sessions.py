@@ -4,20 +4,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import getpass
 import json
 import sys
-import threading
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, cast
 
 from .common import add_connection_arguments, connect
+from .terminal import Prompt, decide, read_line
 
 if TYPE_CHECKING:
     from ratchet.agents.pending import PendingView
     from ratchet.agents.state import ExecutionState
-    from ratchet.client import RunHandle, SessionHandle
+    from ratchet.client import AgentClient, SessionHandle
 
 
 def agent_status(text: str) -> str:
@@ -95,48 +93,58 @@ def _user() -> str:
         return "cli"
 
 
-Prompt = Callable[[str], Awaitable[str]]
-
-
-async def read_line(prompt: str) -> str:
-    """A line from stdin without blocking the event loop; EOF reads as ``/quit``. Read
-    on a daemon thread, so a prompt left open does not hold the process at exit."""
-    print(prompt, end="", flush=True)
-    loop = asyncio.get_running_loop()
-    answer: asyncio.Future[str] = loop.create_future()
-
-    def read() -> None:
-        line = sys.stdin.readline()
-        with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
-            loop.call_soon_threadsafe(lambda: answer.done() or answer.set_result(line))
-
-    threading.Thread(target=read, daemon=True).start()
-    line = await answer
-    return line.rstrip("\n") if line else "/quit"
-
-
 async def chat_command(args: argparse.Namespace) -> int:
     return await chat(args)
 
 
 async def chat(args: argparse.Namespace, ask: Prompt = read_line) -> int:
-    from ratchet.errors import RunFailedError
+    from .waiting import connection_flags, interrupted
 
     client = await connect(args)
     session = (
         client.get_session(args.session) if args.session else await client.start_session(args.agent)
     )
     print(f"session: {session.id} (continue it with --session {session.id}; /quit leaves)")
+    try:
+        await converse(client, session, args, ask)
+    except asyncio.CancelledError:  # Ctrl-C: the session is a workflow; it does not stop
+        flags = connection_flags(args)
+        interrupted(
+            f"session {session.id}",
+            [
+                f"continue it: ratchet chat {args.agent} --session {session.id}{flags}",
+                f"what it waits for: ratchet sessions show {session.id}{flags}",
+            ],
+        )
+        raise
+    if args.close:
+        await session.close()
+        print(f"session {session.id} closed")
+    return 0
+
+
+async def converse(
+    client: AgentClient, session: SessionHandle, args: argparse.Namespace, ask: Prompt
+) -> None:
+    """Message after message until ``/quit``; says so when no worker takes them."""
+    from ratchet.errors import RunFailedError
+
+    from .waiting import answered, warn_without_worker, watching
+
+    what = f"session {session.id}"
     while True:
         text = (await ask("you> ")).strip()
         if text in ("/quit", "/exit"):
-            break
+            return
         if not text:
             continue
         reply = Reply(args.agent)
-        follow = asyncio.create_task(reply.follow(session, await session.event_offset()))
+        offset = await answered(session.event_offset, client.temporal, session.id, what)
+        follow = asyncio.create_task(reply.follow(session, offset))
+        stalls = warn_without_worker(client.temporal, session.id, what)
         try:
-            result = await send_and_decide(session, text, ask, by=getattr(args, "by", _user()))
+            async with watching(asyncio.create_task(stalls)):
+                result = await send_and_decide(session, text, ask, by=getattr(args, "by", _user()))
         except RunFailedError as e:
             await reply.finish(follow)
             print(f"error: {e.cause}", file=sys.stderr)
@@ -144,10 +152,6 @@ async def chat(args: argparse.Namespace, ask: Prompt = read_line) -> int:
         await reply.finish(follow)
         if not reply.streamed:  # the model did not stream: the answer comes whole
             print(f"{result.agent}> {result.output or f'({result.status.value})'}")
-    if args.close:
-        await session.close()
-        print(f"session {session.id} closed")
-    return 0
 
 
 class Reply:
@@ -196,7 +200,7 @@ async def send_and_decide(session: SessionHandle, text: str, ask: Prompt, *, by:
     """Send ``text`` and, while the run waits for someone, ask at the terminal."""
     sent = asyncio.create_task(session.send(text))
     while True:
-        waiting = asyncio.create_task(session.wait_for_pending())
+        waiting = asyncio.create_task(_waits_for(session))
         done, _ = await asyncio.wait({sent, waiting}, return_when=asyncio.FIRST_COMPLETED)
         if sent in done:
             # The cancelled wait ends with an error of its own: collect it, or asyncio
@@ -208,27 +212,14 @@ async def send_and_decide(session: SessionHandle, text: str, ask: Prompt, *, by:
             await decide(session, item, ask, by=by)
 
 
-async def decide(
-    session: SessionHandle | RunHandle, item: PendingView, ask: Prompt, *, by: str = "cli"
-) -> None:
-    from ratchet.errors import DecisionError
-
-    action = item.action
-    try:
-        if action.kind == "input":
-            answer = await ask(f"{action.question}\nanswer> ")
-            if answer == "/quit":  # end of input: no answer, rather than "/quit" as one
-                await session.reject(action.id, "no answer at the terminal", by=by)
-            else:
-                await session.provide_input(action.id, answer, by=by)
-            return
-        reply = await ask(f"approve {action.call.describe() if action.call else action.id}? [y/n] ")
-        if reply.strip().lower() in ("y", "yes"):
-            await session.approve(action.id, by=by)
-        else:
-            await session.reject(action.id, "declined at the terminal", by=by)
-    except DecisionError as e:  # decided elsewhere in the meantime
-        print(f"note: {e}", file=sys.stderr)
+async def _waits_for(session: SessionHandle) -> list[PendingView]:
+    """What the session's run waits for, once it waits; asked again while no worker
+    answers (the send says what became of the message)."""
+    while True:
+        try:
+            return await session.wait_for_pending()
+        except Exception:  # noqa: BLE001 - a worker restarting, say: look again
+            await asyncio.sleep(1.0)
 
 
 async def sessions_command(args: argparse.Namespace) -> int:
@@ -261,12 +252,18 @@ async def sessions_command(args: argparse.Namespace) -> int:
 
     found = await target(client, args.session)
     if args.verb in ("approve", "reject", "answer"):
-        if args.verb == "approve":
-            await found.approve(args.call_id, by=args.by, always=args.always)
-        elif args.verb == "reject":
-            await found.reject(args.call_id, args.reason, by=args.by)
-        else:
-            await found.provide_input(args.question_id, args.text, by=args.by)
+        from .waiting import warn_without_worker, watching
+
+        # The decision is an Update: it waits for a worker to take it; say so if none does.
+        noun = "run" if isinstance(found, RunHandle) else "session"
+        stalls = warn_without_worker(client.temporal, found.id, f"{noun} {found.id}")
+        async with watching(asyncio.create_task(stalls)):
+            if args.verb == "approve":
+                await found.approve(args.call_id, by=args.by, always=args.always)
+            elif args.verb == "reject":
+                await found.reject(args.call_id, args.reason, by=args.by)
+            else:
+                await found.provide_input(args.question_id, args.text, by=args.by)
         print("ok")
         return 0
     if isinstance(found, RunHandle):
