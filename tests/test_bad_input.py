@@ -27,6 +27,7 @@ from ratchet.errors import (
     InvalidOptionsError,
     MaxTurnsExceededError,
     ModelError,
+    NotFoundError,
     PayloadTooLargeError,
     RunFailedError,
     RunNotFoundError,
@@ -35,6 +36,7 @@ from ratchet.errors import (
     StateError,
     run_failed,
 )
+from ratchet.evals.rerun import rerun
 from ratchet.wire.options import RunOptions, SessionOptions
 from ratchet.wire.runs import RunInput
 from ratchet.worker import build_worker
@@ -585,6 +587,28 @@ def test_the_cli_worker_refuses_a_grace_period_that_is_not_seconds():
     for value in ("-5", "soon", "inf"):
         done = ratchet("worker", "--grace-period", value, address="127.0.0.1:1")
         assert_one_clear_line(done, f"{value!r} is not a finite number of seconds >= 0")
+
+
+@pytest.mark.parametrize("verb", ["run", "rerun"])
+def test_the_cli_eval_names_a_directory_given_for_a_file(temporal_server, tmp_path, verb):
+    given = (
+        ["run", str(tmp_path), "--baseline", "a"]
+        if verb == "run"
+        else ["rerun", "--dataset", str(tmp_path)]
+    )
+    done = ratchet("eval", *given, "--agent", "b", address=temporal_server.address)
+    assert done.returncode == 2, done.stderr  # exit 1 and an IsADirectoryError traceback before
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert_one_clear_line(done, f"{tmp_path} is a directory: give the")
+
+
+async def test_rerunning_a_source_that_is_not_there_says_to_export_it_first(
+    agent_client: AgentClient,
+):
+    with pytest.raises(NotFoundError) as e:  # a raw temporalio RPCError before
+        await rerun(agent_client, "session-gone", agent="echo")
+    assert "There is no session or run 'session-gone'" in str(e.value)
+    assert "`ratchet eval export`" in str(e.value)
 
 
 async def test_build_worker_refuses_a_negative_grace_period(agent_client: AgentClient):

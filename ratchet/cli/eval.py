@@ -126,9 +126,11 @@ async def _evaluate(args: argparse.Namespace) -> int:
     if args.min_score is not None and not evaluators:
         print("error: --min-score needs --evaluators to score with", file=sys.stderr)
         return 2
+    # Files first: a wrong path is named before anything connects or starts.
+    cases = load_cases(args.cases) if args.verb == "run" else []
+    dataset = load_dataset(args.dataset) if getattr(args, "dataset", None) else None
     client = await connect(args)
     if args.verb == "run":
-        cases = load_cases(args.cases)
         report = await compare(
             client, cases, old=args.baseline, new=args.agent, evaluators=evaluators
         )
@@ -144,8 +146,8 @@ async def _evaluate(args: argparse.Namespace) -> int:
         report = await _batches_report(client, batches, evaluators)
     else:
         sources: list[Source] = list(args.sources)
-        if args.dataset:
-            sources += load_dataset(args.dataset).snapshots
+        if dataset is not None:
+            sources += dataset.snapshots
         if args.query:
             sources += await find_sources(client, args.query, limit=args.limit)
         if not sources:
