@@ -335,6 +335,21 @@ async def test_the_origin_check_lets_the_page_post_to_its_own_server_only():
     assert await origin_check("http://app.example", "127.0.0.1:8000", allowed) == 200
 
 
+async def test_a_server_without_reports_hides_the_evaluations_and_asks_for_none(stack, page):
+    failed: list[str] = []
+    page.on("console", lambda m: failed.append(m.text) if m.type == "error" else None)
+    await page.add_init_script(f"localStorage.setItem('ratchet.token', '{ALICE}')")
+    asked = page.expect_response(lambda r: re.search(r"/v1/(evals|server)$", r.url) is not None)
+    async with asked as first:
+        await page.goto(stack.url)
+    response = await first.value
+    # Before, the page asked GET /v1/evals at every load: a 404 in the console.
+    assert (response.url, response.status) == (f"{stack.url}/v1/server", 200)
+    await expect(page.get_by_test_id("agent-select")).to_contain_text("echo")  # loaded
+    await expect(page.locator("#evals-panel")).to_be_hidden()
+    assert not failed, failed
+
+
 @pytest.fixture
 def report_stack(temporal_server: DevServer, tmp_path: Path) -> Iterator[Stack]:
     from .test_web_evals import report
@@ -363,6 +378,7 @@ async def test_a_report_reader_opens_an_evaluation_case_by_case(report_stack, ne
     await expect(dialog).to_be_hidden()
     # Bob may not read reports: the panel stays hidden and nothing errs.
     await sign_in(bob, report_stack.url, token=BOB)
-    await expect(bob.get_by_test_id("sessions")).to_be_visible()
-    await expect(bob.get_by_test_id("evals")).to_be_hidden()
+    # (An empty list is not "visible": the agents show the page has loaded.)
+    await expect(bob.get_by_test_id("agent-select")).to_contain_text("echo")
+    await expect(bob.locator("#evals-panel")).to_be_hidden()  # shown (empty) before
     await expect(bob.get_by_test_id("notice")).to_be_hidden()

@@ -54,12 +54,20 @@ async def list_agents(request: Request) -> dict[str, list[str] | None]:
     return {"agents": request.app.state.agents}
 
 
+def may_read_reports(request: Request, who: str) -> bool:
+    """Whether ``who`` may read evaluation reports here (anyone, without tokens)."""
+    state = request.app.state
+    return state.auth is None or who in state.report_readers
+
+
 @api.get("/server")
-async def server(request: Request) -> dict[str, int]:
+async def server(request: Request, who: Who) -> dict[str, int | bool]:
     """This process's live streams: ``subscriptions`` to Temporal (one per watched
-    session or run) shared by its ``watchers``."""
+    session or run) shared by its ``watchers``; and whether ``GET /v1/evals`` serves
+    the caller ``reports`` (so a page asks for none where it would get a 404 or 403)."""
     hub = request.app.state.hub
-    return {"subscriptions": hub.subscriptions, "watchers": hub.watchers}
+    reports = request.app.state.reports is not None and may_read_reports(request, who)
+    return {"subscriptions": hub.subscriptions, "watchers": hub.watchers, "reports": reports}
 
 
 @api.post("/sessions", status_code=status.HTTP_201_CREATED, response_model=Created)
