@@ -87,16 +87,13 @@ async def run_once(args: argparse.Namespace) -> int:
 
 def as_json(result: RunResult) -> dict[str, Any]:
     """A run's result for ``--json``: ``output`` is the answer's JSON value when the
-    answer is JSON (what an agent with an ``output_type`` gives), else its text."""
-    try:
-        output: Any = json.loads(result.output)
-    except ValueError:
-        output = result.output
+    answer is JSON (what an agent with an ``output_type`` gives), else its text, as
+    the HTTP API returns it (``RunResult.output_value``)."""
     return {
         "workflow_id": result.workflow_id,
         "agent": result.agent,
         "status": result.status.value,
         "turns": result.turns,
         "usage": result.usage.model_dump(mode="json"),
-        "output": output,
+        "output": result.output_value,
     }
