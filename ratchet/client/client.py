@@ -259,7 +259,7 @@ class AgentClient:
         self._slots: dict[str, asyncio.Semaphore] = {}
         self._pollers: dict[str, ResultPoller] = {}
 
-    def result_poller(self, session_id: str) -> ResultPoller:
+    def _result_poller(self, session_id: str) -> ResultPoller:
         """Polls for this client's queued sends to one session, all in one query."""
         poller = self._pollers.get(session_id)
         if poller is None:
@@ -267,7 +267,7 @@ class AgentClient:
             poller = self._pollers[session_id] = ResultPoller(handle)
         return poller
 
-    def update_slot(self, session_id: str) -> asyncio.Semaphore:
+    def _update_slot(self, session_id: str) -> asyncio.Semaphore:
         """Bounds the Updates this client has in flight to one session."""
         slot = self._slots.get(session_id)
         if slot is None:

@@ -127,7 +127,8 @@ async def find_sources(client: AgentClient, query: str, *, limit: int = 100) -> 
 
 async def rerun(client: AgentClient, source: str, *, agent: str, **options: Any) -> Report:
     """Rerun every user message of session (or run) ``source`` on ``agent`` (see
-    ``rerun_many`` for the options)."""
+    ``rerun_many`` for the options). Raises ``NotFoundError`` when Temporal no longer
+    holds ``source``: rerun a dataset snapshot of it instead (``export_dataset``)."""
     return await rerun_many(client, [source], agent=agent, **options)
 
 
