@@ -90,12 +90,14 @@ def load(results: Path, name: str) -> Any:
 
 
 def render_history_growth(results: Path) -> str:
-    """history_growth_ratchet.json (the later run) where it has the engine, else the
-    full run in history_growth.json (the integrations)."""
+    """history_growth_ratchet.json (the later run: Ratchet's engines and the naive
+    loop), and the integrations from the full run in history_growth.json (Ratchet's
+    rows there are of an earlier Ratchet, some with options it no longer has)."""
     later = load(results, "history_growth_ratchet")
     earlier = load(results, "history_growth")
     later_engines = {row["engine"] for row in later}
-    rows = later + [row for row in earlier if row["engine"] not in later_engines]
+    ours = ("ratchet", "bare temporalio")
+    rows = later + [row for row in earlier if not row["engine"].startswith(ours)]
     steps = sorted({row["steps"] for row in rows})
     engines = list(dict.fromkeys(row["engine"] for row in rows))
     by_key = {(row["engine"], row["steps"]): row for row in rows}
@@ -252,8 +254,8 @@ def render_long_run(results: Path) -> str:
             f"{size(data['history_bytes_largest_run'])}, "
             f"{count(data['events_largest_run'])} events",
             f"- {ms(data['ms_per_turn'])} per turn ({seconds(data['seconds'])} in all)",
-            f"- working thread at the end: {count(data['thread_messages_at_end'])} messages, "
-            f"generation {count(data['thread_generation_at_end'])}",
+            f"- thread at the end: {count(data['thread_messages_at_end'])} messages in its "
+            f"log, {count(data['thread_view_at_end'])} of them in the view the model is sent",
         ]
     )
 

@@ -23,8 +23,6 @@ HEARTBEAT = timedelta(seconds=3)
 OPTIONS = RunOptions(
     heartbeat_timeout=HEARTBEAT,
     initial_retry_interval=timedelta(milliseconds=100),
-    # By reference even while small: the second worker must page the thread in.
-    thread_mode="reference",
 )
 
 

@@ -1,13 +1,12 @@
 """A turn's prompt fitted into the model's context window (``RunOptions.fit_window``).
 
-The prompt is the agent's thread (a session's view of its log, or a run's own
-thread) and the turn's new messages. Before the agent runs, ``PromptFit`` cuts the
-thread down when it is counted over the window (``ratchet.agents.fit_window``);
-when the model refuses the prompt anyway, the turn counts it as the service did,
-cuts it down again and runs the agent once more, within the same attempt (a
-Temporal retry would send the same prompt). A session's cut is a new view of its
-log; a run's thread is only cut for the call (its workflow compacts its own copy
-before the next turn, with what this turn reports).
+The prompt is the view of the thread's log and the turn's new messages
+(``prompt.LogPrompt``). Before the agent runs, ``PromptFit`` cuts the view down
+when it is counted over the window (``ratchet.agents.fit_window``); when the
+model refuses the prompt anyway, the turn counts it as the service did, cuts it
+down again and runs the agent once more, within the same attempt (a Temporal
+retry would send the same prompt). A cut is a new view of the log, kept for the
+thread's next turns; the log keeps every message.
 """
 
 from __future__ import annotations
@@ -17,61 +16,27 @@ from typing import Any
 
 from temporalio import activity
 
-from ratchet.agents import views
 from ratchet.agents.agent import Agent
 from ratchet.agents.compaction import estimate_tokens
 from ratchet.agents.context import RunContext
-from ratchet.agents.fit_window import FitWindow, Plan, kept, measured, refused
+from ratchet.agents.fit_window import FitWindow, Plan, measured, refused
 from ratchet.agents.messages import Message
-from ratchet.agents.state import PromptSize, Span
-from ratchet.agents.thread import MESSAGES, ChatMessageThread, Thread
+from ratchet.agents.state import PromptSize
+from ratchet.agents.thread import Thread
 from ratchet.agents.usage import Usage
 from ratchet.errors import ContextOverflowError
 from ratchet.wire.turns import TurnInput
 
+from .prompt import Compacted, LogPrompt
+
 REFUSED = "fit_window/refused"
 """The step a refusal is recorded as, so a retried attempt cuts as much."""
-Compacted = tuple[list[Span], Message | None, Usage]
-"""A session turn's new view, its summary note (if any) and what summarising cost."""
-
-
-@dataclass
-class LogPrompt:
-    """A session turn's prompt before it is fitted: the view's messages (after the
-    session's compaction policy) at their log positions, and the new messages."""
-
-    thread_id: str
-    messages: list[Message]
-    shown: list[tuple[int, bool]]
-    """Log positions of ``messages`` (a summary note's is ``length``), drop flags."""
-    new: list[Message]
-    start: int
-    """Log position of the first new message."""
-    length: int
-    note: Message | None = None
-    usage: Usage | None = None
-    """Set when the compaction policy changed the view (with what summarising cost)."""
-
-    def fitted(
-        self, plan: Plan | None
-    ) -> tuple[ChatMessageThread, list[Message], Compacted | None]:
-        """The agent's thread and new messages, and the view from now on if it changed."""
-        messages, shown = self.messages, self.shown
-        if plan is not None:
-            messages = kept(messages, plan)
-            shown = [(shown[i][0], drop or shown[i][1]) for i, drop in plan]
-        thread = ChatMessageThread(messages, id=self.thread_id)
-        if plan is None and self.usage is None:
-            return thread, self.new, None
-        note = self.length if self.note is not None else None
-        view = views.view_of(shown, self.start, note)
-        return thread, self.new, (view, self.note, self.usage or Usage())
 
 
 @dataclass
 class Fitted:
     """What the agent was given (and answered): the thread it appended to, from
-    message ``before`` on, its new messages, and a session's new view, if any."""
+    message ``before`` on, its new messages, and the new view, if any."""
 
     thread: Thread
     new: list[Message]
@@ -104,20 +69,14 @@ class PromptFit:
         return fit
 
     async def run(
-        self,
-        agent: Agent,
-        given: Thread | LogPrompt,
-        new: list[Message],
-        context: RunContext,
-        input: TurnInput,
+        self, agent: Agent, prompt: LogPrompt, context: RunContext, input: TurnInput
     ) -> Fitted:
         """Run the agent on the prompt fitted to the window; once more, cut down
         harder, if the model refuses it as too long."""
-        fits = isinstance(given, LogPrompt) or given.kind == MESSAGES
-        source = given.messages
+        fits, source, new = prompt.fits, prompt.messages, prompt.new
         plan = self.plan(source, new) if fits else None
         while True:
-            fitted = _fitted(given, new, plan)
+            fitted = _fitted(prompt, plan)
             context.thread = fitted.thread
             try:
                 fitted.result = await agent.run(list(fitted.new), fitted.thread, context)
@@ -193,14 +152,7 @@ class PromptFit:
         )
 
 
-def _fitted(given: Thread | LogPrompt, new: list[Message], plan: Plan | None) -> Fitted:
-    if isinstance(given, LogPrompt):
-        thread, new, compacted = given.fitted(plan)
-    else:
-        compacted = None
-        if given.kind == MESSAGES:  # a service-held conversation cannot be cut
-            messages = kept(given.messages, plan) if plan else given.messages
-            given = ChatMessageThread(messages, id=given.id)
-        thread = given
+def _fitted(prompt: LogPrompt, plan: Plan | None) -> Fitted:
+    thread, compacted = prompt.fitted(plan)
     before = len(thread.messages)
-    return Fitted(thread, new, compacted, before, [*thread.messages, *new])
+    return Fitted(thread, prompt.new, compacted, before, [*thread.messages, *prompt.new])

@@ -17,6 +17,7 @@ from .compaction import (
 from .context import RunContext
 from .events import CustomEvent, RunEvent, TextDelta
 from .fit_window import FitWindow
+from .interceptors import Intercepted, ToolInterceptor
 from .messages import Message, ToolCall
 from .models import (
     ModelClient,
@@ -45,6 +46,7 @@ __all__ = [
     "FilePart",
     "FitWindow",
     "ImagePart",
+    "Intercepted",
     "JSONSerializer",
     "KeepLastTurns",
     "Message",
@@ -69,6 +71,7 @@ __all__ = [
     "Tool",
     "ToolCall",
     "ToolCallingAgent",
+    "ToolInterceptor",
     "Usage",
     "agent_tool",
     "ask_user",

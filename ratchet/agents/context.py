@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import TypeAdapter
 
@@ -13,8 +13,10 @@ from .compact import type_adapter
 from .events import EventBase, tool_answered, tool_called
 from .messages import Message
 from .pending import PendingAction
-from .recording import Recording
 from .state_context import StateContext
+
+if TYPE_CHECKING:
+    from .interceptors import ToolInterceptor
 
 T = TypeVar("T")
 
@@ -105,9 +107,10 @@ class RunContext:
     """The worker's resources (``build_worker(resources=...)``), by name."""
     pending: list[PendingAction] = field(default_factory=list[PendingAction])
     """Questions this turn asked with :meth:`request_input`."""
-    recording: Recording | None = None
-    """In a rerun of a recorded conversation: the calls answered from the recording
-    (``ratchet.agents.recording``); ``ToolCallingAgent`` consults it before any tool."""
+    tool_interceptor: ToolInterceptor | None = None
+    """The run's tool interceptor (``RunOptions.tool_interceptor``), built on the
+    worker: ``ToolCallingAgent`` asks it about each tool call before the call runs
+    (``ratchet.agents.interceptors``)."""
     _recorded: dict[str, Any] = field(default_factory=dict[str, Any], init=False, repr=False)
     _announced: _Announcements = field(default_factory=_Announcements, init=False, repr=False)
     """Shared with the contexts ``for_call`` makes (a shallow copy)."""

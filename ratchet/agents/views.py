@@ -20,11 +20,6 @@ from .messages import Message
 from .state import Span
 
 
-def whole() -> list[Span]:
-    """The view of a whole log."""
-    return [Span(start=0)]
-
-
 def normalize(spans: Iterable[Span]) -> list[Span]:
     """Drop empty spans and merge neighbours that continue each other."""
     out: list[Span] = []

@@ -43,7 +43,7 @@ from ratchet.errors import (
 )
 from ratchet.payloads.converter import RatchetPayloadConverter
 from ratchet.plugin import RatchetClientPlugin, ratchet_converter
-from ratchet.wire.names import PAGE_BYTES, SESSION_WORKFLOW, STATE_QUERY
+from ratchet.wire.names import PAGE_BYTES, RUN_WORKFLOW, SESSION_WORKFLOW, STATE_QUERY
 from ratchet.wire.options import RunOptions, SessionOptions
 from ratchet.wire.runs import DecisionRequest, RunInput, RunResult, Verdict, new_messages
 from ratchet.wire.search_attributes import AGENT_NAME, AGENT_STATUS
@@ -52,10 +52,11 @@ from ratchet.workflows.agent_run import AgentRunWorkflow
 from ratchet.workflows.progress import run_details
 from ratchet.workflows.session import AgentSessionWorkflow
 
-from .checkpoints import Checkpoint, not_run, read_checkpoint, read_mark
+from .checkpoints import Checkpoint, not_run, read_mark
 from .errors import GuardedHandle, check_prompt_size, translated
 from .events import run_events
 from .sessions import UPDATES_IN_FLIGHT, ResultPoller, SessionHandle
+from .threads import read_thread
 from .turns import TurnRecord, read_turns
 
 if TYPE_CHECKING:
@@ -130,17 +131,10 @@ class RunHandle:
         return await self._handle.query(AgentRunWorkflow.state)
 
     async def thread(self) -> ThreadData:
-        """The run's whole thread: every message, in order (a run that continued as
-        new holds the earlier ones by reference; they are paged in)."""
-        thread = (await self.state()).session.thread
-        if thread.base is None:
-            return thread
-        client = self._handle._client
-        holder = Holder.of_base(thread.base, thread.id)
-        earlier, _ = await fetch_range(
-            client, holder, 0, thread.base.version, page_bytes=PAGE_BYTES
-        )
-        return thread.model_copy(update={"messages": [*earlier, *thread.messages], "base": None})
+        """The whole thread, paged in (any length, across continue-as-new): every
+        message the run has had, in order; ``view`` says which of them its turns send
+        now (``state()`` holds only the latest workflow run's messages)."""
+        return await read_thread(self._handle._client, self._handle)
 
     async def read_state(self) -> StateExport:
         """The committed state of every agent of the run (works after it ended, too).
@@ -422,22 +416,16 @@ class AgentClient:
                 agent=agent,
                 static_summary=f"{agent} session",
             )
-        return SessionHandle(handle, self, current=True)
+        return SessionHandle(handle, self)
 
     async def checkpoint(
         self, source: str, *, at_turn: int | None = None, at_message: str | None = None
     ) -> Checkpoint:
         """The thread and state of session (or run) ``source`` after turn ``at_turn``
         (counted across all its runs, from 1), or after the turn that added message
-        ``at_message``; neither: after its last turn. A session answers by query
-        (its workflow runs keep a mark per turn, and a closed run still answers); a
-        single run or a legacy session is read from its Temporal history."""
-        found = await self._mark(source, at_turn, at_message)
-        if found is None:
-            return await read_checkpoint(
-                self.temporal, source, at_turn=at_turn, at_message=at_message
-            )
-        answer, mark = found
+        ``at_message``; neither: after its last turn. The source answers by query (its
+        workflow runs keep a mark per turn, and a closed run still answers)."""
+        answer, mark = await self._mark(source, at_turn, at_message)
         log, _ = await fetch_range(
             self.temporal,
             Holder(source, answer.run_id, answer.thread_id),
@@ -458,9 +446,8 @@ class AgentClient:
 
     async def _mark(
         self, source: str, at_turn: int | None, at_message: str | None
-    ) -> tuple[CheckpointAnswer, TurnMark] | None:
-        """A current session's mark (see ``checkpoint``); ``None`` for a single run or
-        a legacy session, whose checkpoints are read from history."""
+    ) -> tuple[CheckpointAnswer, TurnMark]:
+        """The mark of a session or run (see ``checkpoint``)."""
         try:
             kind = (await self.temporal.get_workflow_handle(source).describe()).workflow_type
         except RPCError as e:
@@ -470,8 +457,8 @@ class AgentClient:
                 f"There is no workflow {source} (or it is past the namespace's "
                 "retention); fork a session or run by its id."
             ) from e
-        if kind != SESSION_WORKFLOW:
-            return None
+        if kind not in (SESSION_WORKFLOW, RUN_WORKFLOW):
+            raise InvalidInputError(f"{source} is a {kind}; fork a session or an agent run.")
         return await read_mark(self.temporal, source, at_turn=at_turn, at_message=at_message)
 
     async def fork(
@@ -485,37 +472,28 @@ class AgentClient:
     ) -> SessionHandle:
         """A new session that starts from ``source``'s checkpoint (see ``checkpoint``).
         The source is only read, and may be closed. ``options`` default to the
-        source session's. A current session's fork copies no messages: its thread
-        names the source's log up to the fork point."""
+        source session's. A fork copies no messages: its thread names the source's
+        log up to the fork point."""
         session_id = session_id or f"{source}-fork-{uuid.uuid4().hex[:6]}"
-        found = await self._mark(source, at_turn, at_message)
-        if found is not None:
-            answer, mark = found
-            options = options or answer.options or SessionOptions()
-            base = ThreadBase(
-                workflow_id=source,
-                run_id=answer.run_id,
-                version=mark.length,
-                last_id=mark.last_id,
-                thread_id=answer.thread_id,
-            )
-            thread = ThreadData(
-                id=f"thread-{uuid.uuid4().hex[:12]}",
-                kind=answer.kind,
-                cursor=mark.cursor,
-                messages=not_run(mark.open_calls),
-                base=base,
-                view=mark.view,
-                prompt=mark.prompt,
-            )
-            agent, turn, state = mark.agent, mark.turn, mark.state
-        else:
-            point = await read_checkpoint(
-                self.temporal, source, at_turn=at_turn, at_message=at_message
-            )
-            options = options or point.options or SessionOptions()
-            thread = ThreadData(kind=options.run.thread_kind, messages=point.messages)
-            agent, turn, state = point.agent, point.turn, point.state
+        answer, mark = await self._mark(source, at_turn, at_message)
+        options = options or answer.options or SessionOptions()
+        base = ThreadBase(
+            workflow_id=source,
+            run_id=answer.run_id,
+            version=mark.length,
+            last_id=mark.last_id,
+            thread_id=answer.thread_id,
+        )
+        thread = ThreadData(
+            id=f"thread-{uuid.uuid4().hex[:12]}",
+            kind=answer.kind,
+            cursor=mark.cursor,
+            messages=not_run(mark.open_calls),
+            base=base,
+            view=mark.view,
+            prompt=mark.prompt,
+        )
+        agent, turn, state = mark.agent, mark.turn, mark.state
         session = AgentSession.new(
             agent, datetime.now(UTC), session_id=session_id, thread_kind=options.run.thread_kind
         )
@@ -534,7 +512,7 @@ class AgentClient:
                 agent=agent,
                 static_summary=f"{agent} session, forked from {source} at turn {turn}",
             )
-        return SessionHandle(handle, self, current=True)
+        return SessionHandle(handle, self)
 
     def get_session(self, session_id: str) -> SessionHandle:
         return SessionHandle(self.temporal.get_workflow_handle(session_id), self)

@@ -20,9 +20,8 @@ new run: a reader whose offset is older than the current run holds, and at most
 (``ratchet.client.earlier_runs``); further behind it gets the error. A reader
 from offset 0 starts at the oldest event held, the last 500 at least.
 
-A session's plain messages run in the session workflow, so its stream holds
-everything; a legacy session's runs were child workflows, and
-:func:`session_events` follows each such run's own stream in between.
+A session's messages run in the session workflow, so its stream holds
+everything its runs do.
 """
 
 from __future__ import annotations
@@ -33,7 +32,7 @@ from collections.abc import AsyncIterator, Iterator
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.contrib.workflow_streams._types import PollResult, _decode_payload
 
-from ratchet.agents.events import RunEvent, RunStarted
+from ratchet.agents.events import RunEvent
 from ratchet.errors import EventsExpiredError
 from ratchet.wire.names import OFFSET_QUERY
 
@@ -220,15 +219,7 @@ class Resent:
 async def session_events(
     client: Client, session_id: str, *, from_offset: int = 0, strict: bool = True
 ) -> AsyncIterator[RunEvent]:
-    """The session's events. A legacy session's runs were child workflows: their
-    events are followed between that run's ``run_started`` and ``run_finished``."""
+    """The session's events: its runs run in its own workflow, so their events are
+    in the session's stream."""
     async for event in run_events(client, session_id, from_offset=from_offset, strict=strict):
         yield event
-        if (
-            isinstance(event, RunStarted)
-            and event.run_id
-            and not (event.data is not None and event.data.in_session)
-        ):
-            async for inner in run_events(client, event.run_id):
-                if inner.kind != "run_started":  # the session already said so
-                    yield inner

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError, WorkflowUpdateStage
 
-from ratchet.activities.thread_log import Holder, fetch_range
 from ratchet.agents.approvals import ApprovalRules, rule_change
 from ratchet.agents.events import RunEvent
 from ratchet.agents.messages import Message, new_id
@@ -34,10 +33,9 @@ from ratchet.errors import (
     SessionBusyError,
     run_failed,
 )
-from ratchet.wire.names import OFFSET_QUERY, PAGE_BYTES, SESSION_WORKFLOW, STATE_QUERY
+from ratchet.wire.names import OFFSET_QUERY, STATE_QUERY
 from ratchet.wire.runs import DecisionRequest, RunResult, Verdict, new_messages
 from ratchet.wire.sessions import (
-    LogInfo,
     SendOutcome,
     SendRequest,
     SessionStatus,
@@ -48,10 +46,11 @@ from ratchet.wire.sessions import (
 from .errors import GuardedHandle, check_prompt_size, translated
 from .events import session_events
 from .retries import deadline, passing, retrying
+from .threads import log_info, read_messages, read_thread
 from .turns import TurnRecord, read_turns
 
 if TYPE_CHECKING:
-    from .client import AgentClient, RunHandle
+    from .client import AgentClient
 
 UPDATES_IN_FLIGHT = 3
 MIN_POLL = 0.02
@@ -105,9 +104,7 @@ class ResultPoller:
 class SessionHandle:
     """A started session: send messages, read its thread and state, close it."""
 
-    def __init__(
-        self, handle: WorkflowHandle[Any, Any], client: AgentClient, *, current: bool = False
-    ) -> None:
+    def __init__(self, handle: WorkflowHandle[Any, Any], client: AgentClient) -> None:
         # The latest run, always (a handle with a run id would stay on one run).
         self._handle = GuardedHandle(
             client.temporal.get_workflow_handle(handle.id, result_type=SessionStatus), "session"
@@ -115,9 +112,8 @@ class SessionHandle:
         self.first_temporal_run_id = handle.first_execution_run_id or handle.result_run_id
         """The session's first workflow run, when this handle started it."""
         self._client = client
-        self._current = current
         self._thread_id: str | None = None
-        """Known to run the current session workflow (not a legacy one)."""
+        """The session's thread id, once read (it keeps it for ever)."""
 
     @property
     def id(self) -> str:
@@ -127,24 +123,6 @@ class SessionHandle:
     def workflow(self) -> WorkflowHandle[Any, Any]:
         """The Temporal handle, for anything this class does not wrap."""
         return self._handle.unguarded
-
-    async def is_current(self) -> bool:
-        """Whether the session runs on the current workflow type (legacy sessions
-        move to it at their next continue-as-new)."""
-        if not self._current:
-            self._current = (await self._handle.describe()).workflow_type == SESSION_WORKFLOW
-        return self._current
-
-    def run(self, number: int) -> RunHandle:
-        """A legacy session's ``number``-th run (from 1): a child workflow. Runs of
-        the current session workflow are in the session's own history."""
-        client = self._client
-        handle = client.temporal.get_workflow_handle(
-            f"{self.id}-run-{number}", result_type=RunResult
-        )
-        from .client import RunHandle
-
-        return RunHandle(handle, client.ui_url, client.temporal.namespace)
 
     def events(self, *, from_offset: int = 0, strict: bool = True) -> AsyncIterator[RunEvent]:
         """The session's live events: each run's start and finish and the run's own
@@ -182,8 +160,6 @@ class SessionHandle:
         message was taken and carries the request id to send again with.
         """
         request = self._send_request(prompt, request_id or new_request_id())
-        if not await self.is_current():
-            return await self._update("send", request, RunResult, _update_id(request))
         until = deadline()
         rid = request.request_id or ""
         try:
@@ -245,9 +221,12 @@ class SessionHandle:
         if outcome.final_at is not None:
             at = outcome.final_at
             if self._thread_id is None:  # a session's thread keeps its id for ever
-                self._thread_id = (await retrying(self._log_info, until=until)).thread_id
-            thread_id = self._thread_id
-            final = await retrying(lambda: self._messages(thread_id, at, at + 1), until=until)
+                info = await retrying(lambda: log_info(self._handle), until=until)
+                self._thread_id = info.thread_id
+            thread_id, temporal = self._thread_id, self._client.temporal
+            final = await retrying(
+                lambda: read_messages(temporal, self.id, thread_id, at, at + 1), until=until
+            )
             result = result.model_copy(update={"final_response": final[0]})
         return result
 
@@ -299,25 +278,7 @@ class SessionHandle:
     async def thread(self) -> ThreadData:
         """The whole thread, paged in (any length): every message the session has
         had, in order; ``view`` says which of them the agent sees now."""
-        if not await self.is_current():
-            return await self._handle.query("thread", result_type=ThreadData)
-        info = await self._log_info()
-        messages = await self._messages(info.thread_id, 0, info.length)
-        return ThreadData(
-            id=info.thread_id, kind=info.kind, cursor=info.cursor, messages=messages, view=info.view
-        )
-
-    async def _messages(self, thread_id: str, start: int, end: int) -> list[Message]:
-        """Messages ``start`` to ``end`` of the session's log, paged in from the
-        workflow runs that hold them."""
-        holder = Holder(self.id, None, thread_id)
-        messages, _ = await fetch_range(
-            self._client.temporal, holder, start, end, page_bytes=PAGE_BYTES
-        )
-        return messages
-
-    async def _log_info(self) -> LogInfo:
-        return await self._handle.query("log_info", result_type=LogInfo)
+        return await read_thread(self._client.temporal, self._handle)
 
     async def read_state(self) -> StateExport:
         return await self._handle.query(STATE_QUERY, result_type=StateExport)
@@ -341,19 +302,9 @@ class SessionHandle:
         status CANCELLED and the turns it finished. The session stays usable."""
         return await self._update("cancel", None, SessionStatus)
 
-    async def current_run(self) -> RunHandle | None:
-        """A legacy session's run in progress (a child workflow), if any."""
-        if await self.is_current():
-            return None
-        run = (await self.status()).current_run
-        return self._client.get_run(run) if run else None
-
     async def pending(self) -> list[PendingView]:
         """What the run in progress waits for (approvals, questions)."""
-        if await self.is_current():
-            return await self._handle.query("pending", result_type=list[PendingView])
-        run = await self.current_run()
-        return await run.pending() if run else []
+        return await self._handle.query("pending", result_type=list[PendingView])
 
     async def wait_for_pending(self) -> list[PendingView]:
         """Wait for a run of this session to wait for someone; list what for.
@@ -406,13 +357,6 @@ class SessionHandle:
         return await self._decide("answer", DecisionRequest(id=question_id, answer=answer, by=by))
 
     async def _decide(self, verdict: Verdict, request: DecisionRequest) -> Decision:
-        if not await self.is_current():
-            run = await self.current_run()
-            if run is None:
-                raise DecisionError(
-                    f"Session {self.id} has no run in progress, so nothing waits for {request.id}."
-                )
-            return await run._decide(verdict, request)
         name = {"approve": "approve", "reject": "reject", "answer": "provide_input"}[verdict]
         try:
             return await self._update(name, request, Decision)

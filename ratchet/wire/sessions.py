@@ -14,7 +14,7 @@ from temporalio.contrib.workflow_streams import WorkflowStreamState
 
 from ratchet.agents.compact import CompactModel
 from ratchet.agents.messages import Message, ToolCall
-from ratchet.agents.state import AgentSession, AgentStatus, PromptSize, Span, ThreadBase
+from ratchet.agents.state import AgentSession, AgentStatus, PromptSize, Span, ThreadBase, whole_log
 from ratchet.agents.state_context import StateEntry
 
 from .options import SessionOptions
@@ -88,14 +88,14 @@ class SendOutcome(CompactModel):
 
 
 class TurnMark(CompactModel):
-    """The session after one of its turns: what a fork or checkpoint starts from."""
+    """A run or session after one of its turns: what a fork or checkpoint starts from."""
 
     turn: int
-    """Counted across the whole session, from 1 (0: before its first)."""
+    """Counted across the whole session (or run), from 1 (0: before its first)."""
     length: int
     """Messages in the log after the turn."""
     last_id: str | None = None
-    view: list[Span] | None = None
+    view: list[Span] = Field(default_factory=whole_log)
     cursor: str | None = None
     agent: str
     state: dict[str, StateEntry] = Field(default_factory=dict)
@@ -106,13 +106,13 @@ class TurnMark(CompactModel):
 
 
 class LogInfo(CompactModel):
-    """Where a session's thread is: its id, length, and the agent's view of it."""
+    """Where a run's or session's thread is: its id, length, and its view."""
 
     thread_id: str
     length: int
     kind: str = "messages"
     cursor: str | None = None
-    view: list[Span] | None = None
+    view: list[Span] = Field(default_factory=whole_log)
 
 
 class CheckpointRequest(CompactModel):
@@ -131,8 +131,9 @@ class CheckpointAnswer(CompactModel):
     thread_id: str
     kind: str = "messages"
     turns: int = 0
-    """Turns the session has had (for error messages)."""
+    """Turns the session (or run) has had (for error messages)."""
     options: SessionOptions | None = None
+    """A session's options (a fork's default); ``None`` for a run."""
 
 
 class SessionInput(BaseModel):

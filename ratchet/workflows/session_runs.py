@@ -117,7 +117,7 @@ class SessionRuns:
         totals.agent = result.agent  # a handoff moves the session to another agent
         final_at = position(self._runner.state.session.thread, result.final_response)
         self._finished(label, result.status, result.output)
-        short = {"final_response": None, "messages": [], "state": {}, "thread": None}
+        short = {"final_response": None, "thread": None}
         self._settle(
             SendOutcome(
                 ticket=item.ticket,

@@ -13,6 +13,7 @@ from typing import Any, cast
 import openai
 from openai.types.chat import (
     ChatCompletion,
+    ChatCompletionChunk,
     ChatCompletionMessageFunctionToolCall,
 )
 
@@ -131,33 +132,51 @@ class OpenAIChatModel(ModelClient):
         stream = await self.client.chat.completions.create(
             **request, stream=True, stream_options={"include_usage": True}
         )
-        text: list[str] = []
-        calls: dict[int, dict[str, str]] = {}
-        usage = one_request()
-        model = None
+        collected = _Collected()
         async for chunk in stream:
-            model = chunk.model or model
-            if chunk.usage is not None:
-                usage = one_request(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
-            for choice in chunk.choices[:1]:
-                delta = choice.delta
-                if delta.content:
-                    text.append(delta.content)
-                    await context.emit(TextDelta(text=delta.content))
-                for part in delta.tool_calls or []:
-                    call = calls.setdefault(part.index, {"id": "", "name": "", "arguments": ""})
-                    call["id"] = part.id or call["id"]
-                    if part.function is not None:
-                        call["name"] += part.function.name or ""
-                        call["arguments"] += part.function.arguments or ""
-        if not text and not calls:
-            raise empty_reply(model)
+            text = collected.add(chunk)
+            if text:
+                await context.emit(TextDelta(text=text))
+        return collected.response()
+
+
+class _Collected:
+    """A streamed chat completion, collected chunk by chunk: its text, its tool calls
+    (their names and arguments arrive in pieces), its usage and model."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.calls: dict[int, dict[str, str]] = {}
+        self.usage = one_request()
+        self.model: str | None = None
+
+    def add(self, chunk: ChatCompletionChunk) -> str | None:
+        """Take one chunk; returns the text it adds, if any."""
+        self.model = chunk.model or self.model
+        if chunk.usage is not None:
+            self.usage = one_request(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
+        for choice in chunk.choices[:1]:
+            delta = choice.delta
+            for part in delta.tool_calls or []:
+                call = self.calls.setdefault(part.index, {"id": "", "name": "", "arguments": ""})
+                call["id"] = part.id or call["id"]
+                if part.function is not None:
+                    call["name"] += part.function.name or ""
+                    call["arguments"] += part.function.arguments or ""
+            if delta.content:
+                self.text.append(delta.content)
+                return delta.content
+        return None
+
+    def response(self) -> ModelResponse:
+        if not self.text and not self.calls:
+            raise empty_reply(self.model)
         tool_calls = [
             ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"] or "{}")
-            for _, c in sorted(calls.items())
+            for _, c in sorted(self.calls.items())
         ]
-        message = Message.assistant("".join(text) or None, tool_calls)
-        return ModelResponse(message=message, usage=usage, model=model)
+        message = Message.assistant("".join(self.text) or None, tool_calls)
+        return ModelResponse(message=message, usage=self.usage, model=self.model)
 
 
 def one_request(input_tokens: int | None = 0, output_tokens: int | None = 0) -> Usage:
