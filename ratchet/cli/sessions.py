@@ -14,7 +14,7 @@ from .terminal import Prompt, decide, read_line
 
 if TYPE_CHECKING:
     from ratchet.agents.pending import PendingView
-    from ratchet.agents.state import ExecutionState
+    from ratchet.agents.state import ExecutionState, ThreadData
     from ratchet.client import AgentClient, SessionHandle
 
 
@@ -301,8 +301,7 @@ async def show(session: SessionHandle, last: int, *, run: int | None = None) -> 
         print(f"cost: ${status.cost_usd:.4f}")
     if status.current_run:
         print(f"run in progress: {status.current_run}")
-    for item in await session.pending():
-        print(f"waiting for {item.action.kind}: {item.action.id} · {item.action.describe()}")
+    print_pending(await session.pending())
     number = run or status.runs
     if number:
         if run is not None and run != status.runs:
@@ -314,13 +313,23 @@ async def show(session: SessionHandle, last: int, *, run: int | None = None) -> 
         if execution is not None and execution.step_results:
             print(f"\nturns of {session.id}-run-{status.runs} ({execution.status.value}):")
             print(turns_table(execution))
-    messages = (await session.thread()).messages
+    print_last(await session.thread(), last)
+    return 0
+
+
+def print_pending(pending: list[PendingView]) -> None:
+    for item in pending:
+        print(f"waiting for {item.action.kind}: {item.action.id} · {item.action.describe()}")
+
+
+def print_last(thread: ThreadData, last: int) -> None:
+    """The thread's ``last`` messages, after how many came before them."""
+    messages = thread.messages
     if len(messages) > last:
         print(f"… {len(messages) - last} earlier messages")
     for message in messages[-last:]:
         text = message.text or ", ".join(c.describe() for c in message.tool_calls)
         print(f"{message.role}: {text}")
-    return 0
 
 
 def turns_table(execution: ExecutionState) -> str:

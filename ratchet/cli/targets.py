@@ -24,7 +24,7 @@ async def target(client: AgentClient, workflow_id: str) -> SessionHandle | RunHa
 
 async def show_run(run: RunHandle, last: int) -> int:
     """A run's agent, status, pending work, turns and last messages."""
-    from .sessions import turns_table
+    from .sessions import print_last, print_pending, turns_table
 
     state = await run.state()
     execution = state.execution
@@ -34,17 +34,11 @@ async def show_run(run: RunHandle, last: int) -> int:
         print(f"tokens: {execution.usage.total_tokens} · turns: {execution.step_count}")
         if execution.usage.cost_usd:
             print(f"cost: ${execution.usage.cost_usd:.4f}")
-    for item in await run.pending():
-        print(f"waiting for {item.action.kind}: {item.action.id} · {item.action.describe()}")
+    print_pending(await run.pending())
     if execution is not None and execution.step_results:
         print(f"\nturns of {run.id} ({execution.status.value}):")
         print(turns_table(execution))
-    messages = (await run.thread()).messages
-    if len(messages) > last:
-        print(f"… {len(messages) - last} earlier messages")
-    for message in messages[-last:]:
-        text = message.text or ", ".join(c.describe() for c in message.tool_calls)
-        print(f"{message.role}: {text}")
+    print_last(await run.thread(), last)
     return 0
 
 
