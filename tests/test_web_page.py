@@ -325,7 +325,8 @@ async def test_the_state_view_shows_the_count_and_a_fork_at_turn_1_opens_the_new
         reply = await send(page, text)
         await expect(reply.get_by_test_id("reply-text")).to_have_text(f"echo {n}: {text}")
     state = page.get_by_test_id("state-json")
-    await expect(state).to_contain_text(re.compile(r'"count": \{\s*"data": 2'))
+    # The agent's state, by agent and key (the export's envelope and "data" before).
+    await expect(state).to_have_text(re.compile(r'^\{\s*"echo": \{\s*"count": 2\s*\}\s*\}$'))
     await expect(page.get_by_test_id("turn")).to_have_count(2)
     await screenshot(page, "echo-state-and-turns", capsys)
 
@@ -335,7 +336,7 @@ async def test_the_state_view_shows_the_count_and_a_fork_at_turn_1_opens_the_new
     messages = page.get_by_test_id("thread").get_by_test_id("message")
     await expect(messages).to_contain_text(["hello", "echo 1: hello"])
     await expect(messages).to_have_count(2)
-    await expect(state).to_contain_text(re.compile(r'"count": \{\s*"data": 1'))
+    await expect(state).to_contain_text(re.compile(r'"count": 1\b'))
     forked = await title.inner_text()
     await expect(page.get_by_test_id("session-item").filter(has_text=forked)).to_be_visible()
     await screenshot(page, "echo-forked", capsys)
@@ -377,6 +378,21 @@ async def origin_check(origin: str | None, host: str, allowed: tuple[str, ...] =
     scope = {"type": "http", "method": "POST", "headers": headers}
     await OriginCheck(app, allowed)(scope, None, send)  # type: ignore[arg-type]
     return sent[0]["status"]
+
+
+async def test_a_server_without_reports_hides_the_evaluations_and_asks_for_none(stack, page):
+    failed: list[str] = []
+    page.on("console", lambda m: failed.append(m.text) if m.type == "error" else None)
+    await page.add_init_script(f"localStorage.setItem('ratchet.token', '{ALICE}')")
+    asked = page.expect_response(lambda r: re.search(r"/v1/(evals|server)$", r.url) is not None)
+    async with asked as first:
+        await page.goto(stack.url)
+    response = await first.value
+    # Before, the page asked GET /v1/evals at every load: a 404 in the console.
+    assert (response.url, response.status) == (f"{stack.url}/v1/server", 200)
+    await expect(page.get_by_test_id("agent-select")).to_contain_text("echo")  # loaded
+    await expect(page.locator("#evals-panel")).to_be_hidden()
+    assert not failed, failed
 
 
 async def test_the_origin_check_lets_the_page_post_to_its_own_server_only():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol, get_args, get_type_hints, overload
@@ -19,6 +20,8 @@ from .context import RunContext
 from .messages import Message, ToolCall
 from .pending import PendingAction, question_of
 from .tracing import Span, mark_failed, tool_span
+
+logger = logging.getLogger(__name__)
 
 ApprovalRule = bool | Callable[[dict[str, Any]], bool]
 """``True``: every call needs approval; a function: the calls (by arguments) that do."""
@@ -175,11 +178,20 @@ class Tool:
                 value = await asyncio.to_thread(self.fn, **kwargs)
         except ToolError as e:  # the tool's own account of what failed: never retried
             mark_failed(span, type(e).__qualname__)
+            logger.info("%s: %s (the model reads it)", _where(self.name, call, context), e)
             return Message.tool(call, f"Error: {e}", is_error=True)
         except Exception as e:  # noqa: BLE001 - the model decides what to do with a failed tool
             if raise_errors:
                 raise
             mark_failed(span, type(e).__qualname__)
+            # The model reads it, but a raising tool is often a bug: its developer sees it.
+            logger.warning(
+                "%s raised %s: %s (the model reads it as the call's result)",
+                _where(self.name, call, context),
+                type(e).__name__,
+                e,
+                exc_info=e,
+            )
             return Message.tool(
                 call, f"Error: {self.name} failed: {type(e).__name__}: {e}", is_error=True
             )
@@ -189,6 +201,13 @@ class Tool:
         assert self.arguments_model is not None
         args = self.arguments_model.model_validate(raw)
         return {name: getattr(args, name) for name in type(args).model_fields}
+
+
+def _where(name: str, call: ToolCall, context: RunContext) -> str:
+    return (
+        f"Tool {name!r} (call {call.id}, turn {context.turn} of agent {context.agent!r} "
+        f"in run {context.run_id})"
+    )
 
 
 def _policy_asks(

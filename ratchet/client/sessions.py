@@ -188,7 +188,7 @@ class SessionHandle:
             raise AnswerUnavailableError(self.id, rid, None, str(e)) from e
         try:
             if outcome.state in ("queued", "running"):
-                outcome = await self._client.result_poller(self.id).wait(outcome.ticket, until)
+                outcome = await self._client._result_poller(self.id).wait(outcome.ticket, until)
             return await self._result(outcome, until)
         except Exception as e:
             if not passing(e):
@@ -264,7 +264,7 @@ class SessionHandle:
         *,
         wait_for_stage: WorkflowUpdateStage | None = None,
     ) -> Any:
-        async with self._client.update_slot(self.id):
+        async with self._client._update_slot(self.id):
             for attempt in range(BUSY_RETRIES + 1):
                 try:
                     if wait_for_stage is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeVar, overload
 
@@ -63,6 +64,16 @@ class RunResult(CompactModel):
     @property
     def output(self) -> str:
         return self.final_response.text if self.final_response else ""
+
+    @property
+    def output_value(self) -> Any:
+        """``output`` as its JSON value when it is JSON (a typed answer, of an agent
+        with an ``output_type``, always is), else its text: the ``output`` of the HTTP
+        API's results and of ``ratchet run --json``."""
+        try:
+            return json.loads(self.output)
+        except ValueError:
+            return self.output
 
     @overload
     def output_as(self, output_type: type[T]) -> T: ...

@@ -22,7 +22,7 @@ export class Inspector {
   async loadState(load) {
     if (!this.sessionId) return;
     const state = await get(sessionPath(this.sessionId, "state"));
-    if (load === this.loads) this.ui.state.textContent = JSON.stringify(state, null, 2);
+    if (load === this.loads) this.ui.state.textContent = JSON.stringify(values(state), null, 2);
   }
 
   async loadTurns(load) {
@@ -75,4 +75,20 @@ export class Inspector {
     const { id } = await post(sessionPath(this.sessionId, "fork"), { at_turn: turn });
     this.onFork(id, this.agent);
   }
+}
+
+// The agents' state as their code sees it, each key's value by agent, out of the
+// export's envelope (format, versions, serializers: GET .../state has them all). A
+// value another serializer than JSON stored is named, not shown.
+function values(state) {
+  const value = (entry) =>
+    entry.serializer === undefined || entry.serializer === "json"
+      ? entry.data
+      : `(stored by the ${entry.serializer} serializer)`;
+  return Object.fromEntries(
+    (state.agents ?? []).map((agent) => [
+      agent.agent,
+      Object.fromEntries(Object.entries(agent.entries ?? {}).map(([key, e]) => [key, value(e)])),
+    ]),
+  );
 }

@@ -92,7 +92,9 @@ export class Reply {
   }
 
   result(result) {
-    this.showAnswer(result.output ?? "", "final");
+    // A typed answer's output is its JSON value (an object, a number...): shown as JSON.
+    const output = result.output ?? "";
+    this.showAnswer(typeof output === "string" ? output : JSON.stringify(output, null, 2), "final");
     this.end("done", result.status ?? "COMPLETED");
   }
 
