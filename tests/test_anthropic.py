@@ -11,7 +11,7 @@ import pytest
 from ratchet.agents import Message, ModelPrice, RunContext, ToolCall, ToolCallingAgent, Usage, tool
 from ratchet.agents.models.anthropic_messages import AnthropicModel
 from ratchet.client import AgentClient
-from ratchet.errors import ModelError, RunFailedError
+from ratchet.errors import ConfigurationError, ModelError, RunFailedError
 from ratchet.testing import AnthropicServer
 from ratchet.wire.options import RunOptions, SessionOptions
 from ratchet.worker import build_worker
@@ -225,3 +225,12 @@ async def test_the_test_server_refuses_tool_blocks_without_tools(server: Anthrop
         )
     await model.client.close()
     assert server.refused == 1
+
+
+async def test_a_model_without_an_api_key_is_a_configuration_error_not_a_retry(monkeypatch):
+    """The SDK raised TypeError at the first request, which turns retried for minutes."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    model = AnthropicModel("claude-test", base_url="http://127.0.0.1:9")
+    with pytest.raises(ConfigurationError, match="set ANTHROPIC_API_KEY"):
+        await model.create([Message.user("hi")], [], RunContext())

@@ -82,6 +82,14 @@ def test_malformed_rules_are_refused_when_built_saying_how_to_write_them():
         tool(requires_approval="yes")(lambda: None)  # type: ignore[arg-type]
     with pytest.raises(ApprovalRuleError, match="approval_policy takes"):
         ToolCallingAgent(ScriptedModel([]), approval_policy="pay")  # type: ignore[arg-type]
+    with pytest.raises(ApprovalRuleError, match="function of one argument"):
+        ask("pay", when=lambda: True)  # type: ignore[arg-type]
+    with pytest.raises(ApprovalRuleError, match="function of one argument"):
+        ask("pay", when=lambda name, args: True)  # type: ignore[arg-type]
+    with pytest.raises(ApprovalRuleError, match=r"not a list: ApprovalPolicy\(\*rules\)"):
+        ApprovalPolicy([allow("a")])  # type: ignore[arg-type]
+    with pytest.raises(ApprovalRuleError, match=r"Pass the names themselves: 'a', 'b'"):
+        allow(["a", "b"])  # type: ignore[arg-type]
 
 
 def test_a_later_session_rule_for_a_name_replaces_an_earlier_one():

@@ -4,6 +4,7 @@ sent back to the model when invalid, returned parsed by runs and sessions."""
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 
 import pytest
@@ -13,7 +14,7 @@ from typing_extensions import TypedDict
 from ratchet.agents import Message, ScriptedModel, ToolCallingAgent, tool
 from ratchet.agents.output import FINAL_RESULT, OutputSpec
 from ratchet.client import AgentClient
-from ratchet.errors import MaxTurnsExceededError
+from ratchet.errors import ConfigurationError, MaxTurnsExceededError
 from ratchet.wire.options import RunOptions, SessionOptions
 from ratchet.worker import build_worker
 
@@ -181,3 +182,15 @@ def test_a_tool_named_like_the_answer_tool_is_refused():
 
     with pytest.raises(ValueError, match="rename it"):
         ToolCallingAgent(ScriptedModel([]), tools=[clash], output_type=Invoice)
+
+
+def test_an_output_type_pydantic_cannot_validate_is_refused_when_the_agent_is_built():
+    import typing
+
+    class Plain(typing.TypedDict):  # pydantic wants typing_extensions' before 3.12
+        customer: str
+
+    if sys.version_info >= (3, 12):
+        pytest.skip("typing.TypedDict is validated from Python 3.12 on")  # CI runs 3.11
+    with pytest.raises(ConfigurationError, match="cannot be validated: Please use"):
+        ToolCallingAgent(ScriptedModel([]), output_type=Plain)

@@ -25,6 +25,7 @@ session's data, and are read before the agent's policy (see ``ApprovalRules``).
 from __future__ import annotations
 
 import fnmatch
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -83,11 +84,7 @@ class ApprovalPolicy:
     def __init__(self, *rules: Rule, default: Literal["allow", "ask"] = "ask") -> None:
         for rule in rules:
             if not isinstance(rule, Rule):  # pyright: ignore[reportUnnecessaryIsInstance]
-                raise ApprovalRuleError(
-                    f"ApprovalPolicy takes rules made with allow(...), ask(...) or deny(...), "
-                    f"not {rule!r} ({type(rule).__name__}): write "
-                    f"ApprovalPolicy(ask({rule!r})), for example."
-                )
+                raise ApprovalRuleError(_not_a_rule(rule))
         if default not in ("allow", "ask"):
             raise ApprovalRuleError(
                 f"ApprovalPolicy(default={default!r}): the default is 'ask' or 'allow' "
@@ -197,12 +194,27 @@ def predicate(
         ) from e
 
 
+def _not_a_rule(given: object) -> str:
+    """What to write instead of ``given`` in ``ApprovalPolicy(...)``."""
+    what = f"not {given!r} ({type(given).__name__})"
+    if isinstance(given, (list, tuple)):
+        fix = "pass the rules themselves, not a list: ApprovalPolicy(*rules)"
+    elif isinstance(given, str):
+        fix = f"write ApprovalPolicy(ask({given!r})), for example"
+    else:
+        fix = "write ApprovalPolicy(allow('search'), ask('pay')), for example"
+    return f"ApprovalPolicy takes rules made with allow(...), ask(...) or deny(...), {what}: {fix}."
+
+
 def _names(names: tuple[str, ...]) -> tuple[str, ...]:
     # Callers without types pass anything.
     valid = all(isinstance(n, str) and n for n in names)  # pyright: ignore[reportUnnecessaryIsInstance]
     if not names or not valid:
+        listed = len(names) == 1 and isinstance(names[0], (list, tuple))
+        fix = f" Pass the names themselves: {', '.join(map(repr, names[0]))}." if listed else ""
         raise ApprovalRuleError(
-            f"A rule needs at least one tool name (or glob, such as 'read_*'); got {names!r}."
+            "A rule needs at least one tool name (or glob, such as 'read_*'), each a "
+            f"non-empty string; got {names!r}.{fix}"
         )
     return names
 
@@ -210,12 +222,22 @@ def _names(names: tuple[str, ...]) -> tuple[str, ...]:
 def _when(
     when: Callable[[dict[str, Any]], bool] | None,
 ) -> Callable[[dict[str, Any]], bool] | None:
-    if when is not None and not callable(when):
+    if when is not None and (not callable(when) or not _takes_one_argument(when)):
         raise ApprovalRuleError(
-            f"when= takes a function of the call's arguments, such as "
+            f"when= takes a function of one argument, the call's arguments, such as "
             f"when=lambda args: args['amount'] > 100; got {when!r}."
         )
     return when
+
+
+def _takes_one_argument(fn: Callable[..., Any]) -> bool:
+    try:
+        inspect.signature(fn).bind({})
+    except TypeError:
+        return False
+    except ValueError:  # a builtin without a signature: it will tell at run time
+        return True
+    return True
 
 
 def _where(fn: Callable[..., Any]) -> str:

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from typing import Any, Generic, TypeVar
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import PydanticUserError, TypeAdapter, ValidationError
 
-from ratchet.errors import ToolError
+from ratchet.errors import ConfigurationError, ToolError
 
 from .messages import Message, ToolCall
 from .tools import Tool
@@ -35,7 +35,12 @@ class OutputSpec(Generic[T]):
     """What a typed final answer must look like, and how it is checked."""
 
     def __init__(self, output_type: Any) -> None:
-        self.adapter: TypeAdapter[T] = TypeAdapter(output_type)
+        try:
+            self.adapter: TypeAdapter[T] = TypeAdapter(output_type)
+        except PydanticUserError as e:  # typing.TypedDict before Python 3.12, ...
+            raise ConfigurationError(
+                f"output_type={output_type!r} cannot be validated: {e.message}"
+            ) from None
         self.name: str = getattr(output_type, "__name__", None) or str(output_type)
         schema = self.adapter.json_schema()
         schema.pop("title", None)

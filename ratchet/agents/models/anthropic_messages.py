@@ -92,6 +92,14 @@ class AnthropicModel(ModelClient):
                 raise ConfigurationError(
                     f"Cannot create the Anthropic client: {e} Set ANTHROPIC_API_KEY."
                 ) from e
+            if self._client.api_key is None and self._client.auth_token is None:
+                # The SDK would raise a TypeError at the first request, which a turn
+                # would retry as if it could pass.
+                self._client = None
+                raise ConfigurationError(
+                    "No Anthropic API key: set ANTHROPIC_API_KEY on the worker, or pass "
+                    "AnthropicModel(..., api_key=...)."
+                )
         return self._client
 
     async def create(
