@@ -6,7 +6,15 @@ import asyncio
 
 import pytest
 
-from ratchet.agents import Agent, Message, Result, RunContext, ScriptedModel, Thread
+from ratchet.agents import (
+    Agent,
+    Message,
+    Result,
+    RunContext,
+    ScriptedModel,
+    Thread,
+    ToolCallingAgent,
+)
 from ratchet.agents.compaction import KeepLastTurns
 from ratchet.client import AgentClient
 from ratchet.errors import InvalidInputError
@@ -118,3 +126,21 @@ async def test_a_fork_gives_every_tool_call_a_result(agent_client: AgentClient):
     # After the approval the result is in the next turn's input: the fork takes it.
     assert [m.role for m in settled.messages] == ["user", "assistant", "tool"]
     assert settled.messages[-1].text == "paid 250 to acme"
+
+
+async def test_a_fork_runs_on_its_sources_task_queue_whatever_the_clients(
+    agent_client: AgentClient,
+):
+    """`ratchet sessions fork` connects with the default task queue: the fork started
+    there, where no worker hosts the agent, and never ran."""
+    model = ScriptedModel(["first", "second"])  # reply k: k assistant messages before
+    async with build_worker(agent_client, {"echo": ToolCallingAgent(model)}):
+        session = await agent_client.start_session("echo")
+        await session.send("one")
+        await session.send("two")
+        elsewhere = AgentClient(agent_client.temporal, task_queue="some-other-queue")
+        fork = await elsewhere.fork(session.id, at_turn=1)
+        assert (await fork.workflow.describe()).task_queue == agent_client.task_queue
+        assert (await fork.send("two again")).output == "second"
+        await fork.close()
+        await session.close()

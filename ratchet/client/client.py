@@ -382,7 +382,14 @@ class AgentClient:
         return RunHandle(handle, self.ui_url, self.temporal.namespace)
 
     async def _start(
-        self, run: Any, arg: Any, *, id: str, agent: str, **options: Any
+        self,
+        run: Any,
+        arg: Any,
+        *,
+        id: str,
+        agent: str,
+        task_queue: str | None = None,
+        **options: Any,
     ) -> WorkflowHandle[Any, Any]:
         """Start a run or session indexed from the start (its agent, status PENDING),
         so a list shows what it is before a worker has taken it. A namespace without
@@ -392,14 +399,15 @@ class AgentClient:
             [SearchAttributePair(AGENT_NAME, agent), SearchAttributePair(AGENT_STATUS, "PENDING")]
         )
         start = self.temporal.start_workflow
+        queue = task_queue or self.task_queue
         try:
             return await start(
-                run, arg, id=id, task_queue=self.task_queue, search_attributes=indexed, **options
+                run, arg, id=id, task_queue=queue, search_attributes=indexed, **options
             )
         except RPCError as e:
             if e.status != RPCStatusCode.INVALID_ARGUMENT or "search attribute" not in e.message:
                 raise
-            return await start(run, arg, id=id, task_queue=self.task_queue, **options)
+            return await start(run, arg, id=id, task_queue=queue, **options)
 
     async def run(
         self,
@@ -500,10 +508,13 @@ class AgentClient:
     ) -> SessionHandle:
         """A new session that starts from ``source``'s checkpoint (see ``checkpoint``).
         The source is only read, and may be closed. ``options`` default to the
-        source session's. A fork copies no messages: its thread names the source's
-        log up to the fork point."""
+        source session's, and the fork runs on the source's task queue (the workers
+        that host its agent). A fork copies no messages: its thread names the
+        source's log up to the fork point."""
         session_id = session_id or f"{source}-fork-{uuid.uuid4().hex[:6]}"
         answer, mark = await self._mark(source, at_turn, at_message)
+        with translated("session", source):
+            queue = (await self.temporal.get_workflow_handle(source).describe()).task_queue
         options = options or answer.options or SessionOptions()
         base = ThreadBase(
             workflow_id=source,
@@ -538,6 +549,7 @@ class AgentClient:
                 SessionInput(agent=agent, session=session, options=options, session_id=session_id),
                 id=session_id,
                 agent=agent,
+                task_queue=queue,
                 static_summary=f"{agent} session, forked from {source} at turn {turn}",
             )
         return SessionHandle(handle, self)
