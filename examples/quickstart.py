@@ -9,11 +9,14 @@ gives the replies a model would, so the example runs offline.
 """
 
 import os
+from collections.abc import Sequence
 
 import ratchet
 from ratchet import (
     AgentClient,
+    Message,
     OpenAIChatModel,
+    RunContext,
     ScriptedModel,
     ToolCallingAgent,
     build_worker,
@@ -29,17 +32,21 @@ async def weather(city: str) -> str:
     return FORECASTS.get(city.lower(), "no forecast")
 
 
+def offline(messages: Sequence[Message], context: RunContext) -> str | Message:
+    """Without an API key, a scripted model: for each question, the two forecasts,
+    then the comparison (so a chat goes on for as many messages as you send)."""
+    asked = max(i for i, m in enumerate(messages) if m.role == "user")
+    looked_up = sum(m.role == "tool" for m in messages[asked:])
+    if looked_up < 2:
+        return ScriptedModel.call("weather", city=("Oslo", "Lisbon")[looked_up])
+    return "Lisbon: sunny and 19 °C, against light snow in Oslo."
+
+
 def travel_agent() -> ToolCallingAgent:
     if os.environ.get("OPENAI_API_KEY"):
         model = OpenAIChatModel("gpt-4o-mini")
     else:
-        model = ScriptedModel(
-            [
-                ScriptedModel.call("weather", city="Oslo"),
-                ScriptedModel.call("weather", city="Lisbon"),
-                "Lisbon: sunny and 19 °C, against light snow in Oslo.",
-            ]
-        )
+        model = ScriptedModel(offline)
     return ToolCallingAgent(model, [weather], instructions="Compare destinations. Be brief.")
 
 

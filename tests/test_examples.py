@@ -89,3 +89,22 @@ def test_the_quickstart_agent_runs_from_the_cli(temporal_server: DevServer):
         worker.stop()
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Lisbon: sunny" in done.stdout
+
+
+async def test_the_quickstart_agent_answers_every_message_of_a_chat(
+    agent_client, monkeypatch: pytest.MonkeyPatch
+):
+    """The README sends users to `ratchet chat` and the web page with this agent; its
+    scripted model held three replies, and a chat's second message failed."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    spec = importlib.util.spec_from_file_location("quickstart", EXAMPLES / "quickstart.py")
+    assert spec is not None and spec.loader is not None
+    quickstart = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(quickstart)
+    from ratchet.worker import build_worker
+
+    async with build_worker(agent_client, quickstart.AGENTS):
+        session = await agent_client.start_session("travel")
+        answers = [(await session.send(q)).output for q in ("Oslo or Lisbon?", "And now?", "3rd")]
+        await session.close()
+    assert answers == ["Lisbon: sunny and 19 °C, against light snow in Oslo."] * 3
