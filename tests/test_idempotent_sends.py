@@ -12,8 +12,9 @@ from datetime import timedelta
 import pytest
 
 from ratchet.agents import ScriptedModel, ToolCallingAgent, ask_user
-from ratchet.client import AgentClient, new_request_id
+from ratchet.client import AgentClient, new_request_id, retries
 from ratchet.errors import (
+    AnswerUnavailableError,
     ConversationConflictError,
     RequestExpiredError,
     RunFailedError,
@@ -158,3 +159,18 @@ async def test_sends_under_worker_kills_and_continue_as_new_run_each_message_onc
     )
     assert report.kills >= 5, report
     assert (report.run_twice, report.lost, report.errors) == ([], [], []), report
+
+
+async def test_a_send_no_worker_takes_gives_up_saying_so_instead_of_waiting_for_ever(
+    agent_client: AgentClient, monkeypatch: pytest.MonkeyPatch
+):
+    """The server holds an Update no worker takes: a send with its worker stopped
+    waited past 195 s, while the docs promise AnswerUnavailableError after the
+    retry window (two minutes; a few seconds here)."""
+    async with build_worker(agent_client, {"echo": ToolCallingAgent(ScriptedModel(["one"]))}):
+        session = await agent_client.start_session("echo")
+        assert (await session.send("hi")).output == "one"
+    monkeypatch.setattr(retries, "RETRY_FOR", 3.0)
+    with pytest.raises(AnswerUnavailableError) as unavailable:
+        await session.send("anyone?", request_id="no-worker-1")
+    assert unavailable.value.taken is None and unavailable.value.request_id == "no-worker-1"

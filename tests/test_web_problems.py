@@ -27,6 +27,15 @@ def test_temporal_busy_or_away_is_a_503_to_retry(status: RPCStatusCode):
     assert "namespace concurrent poller limit exceeded" in problem["detail"]
 
 
+def test_a_query_no_worker_answers_is_a_503_naming_the_missing_worker():
+    """GET /v1/sessions/{id} while no worker polls the session's queue was a 500."""
+    message = "no poller seen for task queue recently, worker may be down"
+    response = for_exception(RPCError(message, RPCStatusCode.FAILED_PRECONDITION, b""))
+    assert response.status_code == 503 and response.headers["Retry-After"] == "5"
+    problem = body(response)
+    assert problem["type"] == "NoWorker" and "ratchet worker" in problem["detail"]
+
+
 def test_other_temporal_errors_stay_internal_and_say_nothing_of_it():
     response = for_exception(RPCError("secret detail", RPCStatusCode.INTERNAL, b""))
     assert response.status_code == 500 and "secret" not in json.dumps(body(response))

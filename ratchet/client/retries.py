@@ -45,17 +45,22 @@ def passing(error: BaseException) -> bool:
     nor the caller being cancelled (see ``cancelled``)."""
     if cancelled():
         return False
-    if isinstance(error, RPCTimeoutOrCancelledError):
+    if isinstance(error, (RPCTimeoutOrCancelledError, TimeoutError)):
         return True
     if isinstance(error, RPCError):
-        # A continued run's first workflow task may be held back for a moment.
-        not_ready = error.status == RPCStatusCode.FAILED_PRECONDITION and "not scheduled yet" in (
-            error.message or ""
-        )
-        return error.status in PASSING or not_ready
+        return error.status in PASSING or no_worker_yet(error)
     if isinstance(error, ThreadResolutionError) and error.__cause__ is not None:
         return passing(error.__cause__)
     return False
+
+
+def no_worker_yet(error: RPCError) -> bool:
+    """A query no worker could answer (none polls the task queue), or a continued
+    run's first workflow task held back for a moment: both may pass."""
+    message = error.message or ""
+    return error.status == RPCStatusCode.FAILED_PRECONDITION and (
+        "not scheduled yet" in message or "no poller seen" in message
+    )
 
 
 def cancelled() -> bool:
@@ -68,12 +73,15 @@ def cancelled() -> bool:
 
 async def retrying(call: Callable[[], Awaitable[T]], *, until: float) -> T:
     """``call()``, again after each failure that may pass, until ``until`` (a
-    ``time.monotonic()``); then the last failure is raised. A cancelled caller
-    stops at once, cancelled."""
+    ``time.monotonic()``); then the last failure is raised (``TimeoutError`` for a
+    call still waiting then: an Update no worker takes). A cancelled caller stops at
+    once, cancelled."""
     delay = FIRST_DELAY
     while True:
         try:
-            return await call()
+            # An Update no worker takes is held by the server for ever: bound it too.
+            async with asyncio.timeout(max(0.0, until - time.monotonic())):
+                return await call()
         except Exception as e:
             if cancelled():
                 raise asyncio.CancelledError() from e

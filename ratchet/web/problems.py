@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse
 from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet import errors
+from ratchet.client.retries import no_worker_yet
 
 from .auth import AuthError
 
@@ -90,6 +91,16 @@ def for_exception(error: Exception) -> JSONResponse:
             taken=error.taken,
         )
         response.headers["Retry-After"] = "1"
+        return response
+    if isinstance(error, RPCError) and no_worker_yet(error):
+        response = problem(
+            503,
+            "NoWorker",
+            "No worker answers",
+            f"{error.message}: no worker polls this session's task queue. Start one "
+            "(ratchet worker --agents ...); nothing was lost, try again once it runs.",
+        )
+        response.headers["Retry-After"] = "5"
         return response
     if isinstance(error, RPCError) and error.status in BUSY:
         response = problem(
