@@ -194,6 +194,12 @@ async def test_bad_requests_get_clear_errors_and_start_nothing(alice: httpx.Asyn
     problem_of(
         await alice.post("/v1/agui/writer", json={"threadId": thread}), 422, "InvalidInputError"
     )
+    bad_id = problem_of(
+        await alice.post("/v1/agui/writer", json=run_input("a/b", [user("hi")])),
+        422,
+        "InvalidInputError",
+    )
+    assert "without a slash" in bad_id["detail"]
     problem_of(
         await alice.post("/v1/agui/nobody", json=run_input(thread, [user("hi")])),
         404,

@@ -208,6 +208,9 @@ async def test_bad_bodies_get_a_clear_4xx_and_start_nothing(alice: httpx.AsyncCl
     assert "nobody" in body["detail"]
     huge = {"agent": "echo", "state": {"blob": "x" * (1 << 20)}}
     problem_of(await alice.post("/v1/sessions", json=huge), 413, "PayloadTooLargeError")
+    for unreachable in ("has space", "a/b", "what?", "100%"):  # ids that go in URLs
+        body = {"agent": "echo", "session_id": unreachable}
+        problem_of(await alice.post("/v1/sessions", json=body), 422, "InvalidInputError")
     bad_options = {"agent": "echo", "options": {"token_budget": 0}}
     refused = problem_of(
         await alice.post("/v1/sessions", json=bad_options), 422, "InvalidInputError"

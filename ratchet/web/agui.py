@@ -25,6 +25,7 @@ was streamed (a retried turn's text included).
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 from ag_ui.core import ResumeEntry, RunAgentInput
@@ -51,6 +52,7 @@ from . import agui_events as translate
 from . import agui_history, agui_runs, sse
 from .agui_runs import WAITING, Follow, request_id
 from .agui_stream import stream
+from .bodies import SESSION_ID
 from .routes import Who, client_of, identity
 
 SSE = "text/event-stream"
@@ -91,10 +93,11 @@ async def run_agent(
 
 
 def _check_ids(body: RunAgentInput) -> None:
-    if not 0 < len(body.thread_id) <= MAX_ID:
+    if not 0 < len(body.thread_id) <= MAX_ID or not re.match(SESSION_ID, body.thread_id):
         raise InvalidInputError(
-            f"threadId must be 1 to {MAX_ID} characters long (it is the session's id); "
-            f"got {len(body.thread_id)}."
+            f"threadId must be 1 to {MAX_ID} characters long, without a slash, ?, #, % or "
+            f"white space (it is the session's id, in URLs); got {body.thread_id[:60]!r} "
+            f"({len(body.thread_id)} characters)."
         )
     if not 0 < len(request_id(body.run_id)) <= MAX_ID:
         raise InvalidInputError(

@@ -10,6 +10,9 @@ from pydantic_core import to_jsonable_python
 
 from ratchet.wire.options import SessionOptions
 
+SESSION_ID = r"^[^/?#%\s]+$"
+"""A session id goes in URLs (``/v1/sessions/{id}``): no slash, ``?``, ``#``, ``%``
+or white space."""
 MAX_TEXT = 200_000  # characters in one message; the body limit (1 MiB) bounds it too
 
 
@@ -19,7 +22,7 @@ class _Body(BaseModel):
 
 class NewSession(_Body):
     agent: str = Field(min_length=1, max_length=200)
-    session_id: str | None = Field(default=None, min_length=1, max_length=200)
+    session_id: str | None = Field(default=None, min_length=1, max_length=200, pattern=SESSION_ID)
     options: SessionOptions | None = None
     state: dict[str, Any] | None = None
     """An export (``GET /v1/sessions/{id}/state``) to start from."""
@@ -76,7 +79,7 @@ class NewDecision(_Body):
 class NewFork(_Body):
     at_turn: int | None = Field(default=None, ge=0)
     at_message: str | None = None
-    session_id: str | None = Field(default=None, min_length=1, max_length=200)
+    session_id: str | None = Field(default=None, min_length=1, max_length=200, pattern=SESSION_ID)
 
 
 class Created(BaseModel):
