@@ -473,6 +473,16 @@ async def test_a_session_or_run_that_does_not_exist_is_named(agent_client: Agent
         await agent_client.get_run("run-nobody").result()
 
 
+async def test_a_single_runs_id_read_as_a_session_says_what_it_is(agent_client: AgentClient):
+    """GET /v1/sessions/run-... was a 500 with a traceback (a raw "Query handler for
+    'status' expected but not found")."""
+    async with build_worker(agent_client, {"echo": ToolCallingAgent(ScriptedModel(["hi"]))}):
+        run = await agent_client.start_run("echo", "hello")
+        await run.result()
+        with pytest.raises(SessionNotFoundError, match=r"is not a session .* get_run\(\)"):
+            await agent_client.get_session(run.id).status()
+
+
 async def test_an_id_in_use_is_refused_for_runs_sessions_and_forks(agent_client: AgentClient):
     async with build_worker(agent_client, agents()):
         session = await agent_client.start_session("echo")

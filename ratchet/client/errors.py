@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowHandle, WorkflowQueryFailedError
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -69,6 +69,15 @@ def translated(noun: Noun, workflow_id: str) -> Iterator[None]:
         ) from e
     except RPCError as e:
         raise _from_rpc(e, noun, workflow_id) from e
+    except WorkflowQueryFailedError as e:
+        if "expected but not found" not in str(e):
+            raise
+        other = "run" if noun == "session" else "session"
+        cls = SessionNotFoundError if noun == "session" else RunNotFoundError
+        raise cls(
+            f"{workflow_id!r} is not a {noun} (it answers none of a {noun}'s queries): a "
+            f"{other}? Open it with get_{other}() (over HTTP, /v1/{other}s/{workflow_id})."
+        ) from e
     except KeyError as e:
         if "payload encoding" not in str(e):
             raise

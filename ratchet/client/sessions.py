@@ -297,7 +297,8 @@ class SessionHandle:
             return await read_turns(self._handle.unguarded)
 
     async def status(self) -> SessionStatus:
-        return await self._handle.query("status", result_type=SessionStatus)
+        with translated("session", self.id):
+            return await self._handle.query("status", result_type=SessionStatus)
 
     async def state(self) -> AgentState:
         """Session data; between runs the execution is ``None`` (status PENDING).
