@@ -188,6 +188,13 @@ async def test_a_retried_turn_says_so_and_nothing_is_delivered_twice(agent_clien
     ]
     keys = [(e.turn, e.attempt, e.seq) for e in seen if e.attempt]
     assert len(keys) == len(set(keys))
+    # It says why the earlier attempt failed, while the turn still retries (before:
+    # only that one did, and a setup error retried for minutes without a cause).
+    (retry,) = [e for e in seen if e.kind == "retry"]
+    assert retry.text == (
+        "an earlier attempt of this turn failed: "
+        "RuntimeError: the first attempt fails after it has emitted"
+    )
 
 
 async def test_a_session_streams_each_runs_events_between_its_start_and_finish(

@@ -16,6 +16,8 @@ from ratchet.wire.turns import AttemptRecord
 
 from .heartbeats import Heartbeats, TurnCancelled
 
+FAILURE_CHARS = 300
+"""Characters of an attempt's failure kept for the next attempt to tell."""
 CHECKPOINT_BUDGET = 512 * 1024
 """Most bytes of finished steps a turn keeps in its heartbeat details."""
 
@@ -48,6 +50,10 @@ class Attempt:
     @property
     def records(self) -> list[AttemptRecord]:
         return [AttemptRecord.model_validate(a) for a in self.earlier]
+
+    def failure_before(self) -> str | None:
+        """Why the attempt before this one failed, as far as it could tell."""
+        return self.earlier[-1].get("failure") if self.earlier else None
 
     def checkpoint(self, recorded: dict[str, Any]) -> None:
         """Keep every recorded step in the heartbeat details, in order, while they fit
@@ -82,13 +88,21 @@ class Attempt:
             return task.result()
         except (StaleAttemptError, TurnCancelled):
             raise  # the SDK reports nothing for this attempt
-        except BaseException:
+        except BaseException as e:
+            if not isinstance(e, asyncio.CancelledError):  # the next attempt tells why
+                self._attempts[-1]["failure"] = _failure(e)
             beats.hand_over()  # the SDK reports this failure or cancellation
             raise
         finally:
             for t in (task, alive):
                 t.cancel()
             await asyncio.gather(task, alive, return_exceptions=True)
+
+
+def _failure(error: BaseException) -> str:
+    """``TypeError: ...``, short: it rides in the heartbeat details."""
+    text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    return text if len(text) <= FAILURE_CHARS else text[: FAILURE_CHARS - 1] + "…"
 
 
 def _this_attempt(info: activity.Info) -> dict[str, Any]:

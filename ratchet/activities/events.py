@@ -41,12 +41,20 @@ class TurnEvents:
     """The event sink of one turn attempt (``async with`` it around the turn)."""
 
     def __init__(
-        self, *, run_id: str, agent: str, turn: int, attempt: int, batch_interval: timedelta
+        self,
+        *,
+        run_id: str,
+        agent: str,
+        turn: int,
+        attempt: int,
+        batch_interval: timedelta,
+        failed_before: str | None = None,
     ) -> None:
         self._client = WorkflowStreamClient.from_within_activity(batch_interval=batch_interval)
         self._topic = self._client.topic(EVENTS_TOPIC, type=EventBase)
         self._stamp = {"run_id": run_id, "agent": agent, "turn": turn, "attempt": attempt}
         self._seq = 0
+        self._failed_before = failed_before
         self._interval = batch_interval.total_seconds()
         self._text: TextDelta | None = None  # deltas not sent yet, joined
         self._due: asyncio.TimerHandle | None = None
@@ -56,7 +64,8 @@ class TurnEvents:
     async def __aenter__(self) -> TurnEvents:
         await self._client.__aenter__()
         if self._stamp["attempt"] > 1:
-            self.publish(Retry(text="an earlier attempt of this turn failed"))
+            cause = f": {self._failed_before}" if self._failed_before else ""
+            self.publish(Retry(text=f"an earlier attempt of this turn failed{cause}"))
         return self
 
     async def __aexit__(self, *exc: object) -> None:

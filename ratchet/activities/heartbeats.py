@@ -137,10 +137,10 @@ class Heartbeats:
                 await asyncio.sleep(self.interval)
 
     def hand_over(self) -> None:
-        """Hand the SDK every step recorded so far: its report of this attempt's
-        failure or cancellation carries the details it was handed last."""
-        if self._sdk_handed:
-            activity.heartbeat(copy.copy(self._details()))
+        """Hand the SDK every step recorded so far (and why this attempt failed): its
+        report of this attempt's failure or cancellation carries the details it was
+        handed last, and the next attempt reads them."""
+        activity.heartbeat(copy.copy(self._details()))
 
     def _due(self) -> float:
         """When the next liveness heartbeat is due (monotonic seconds). The task's

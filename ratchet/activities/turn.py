@@ -163,7 +163,7 @@ class TurnActivities:
         attempt = Attempt(activity.info(), _describe_turn(input))
         context = self._context(input, attempt)
         fit = PromptFit.of(input, agent, context)
-        async with self._events(input, context):
+        async with self._events(input, context, attempt.failure_before()):
             fitted = await attempt.alive_while(self._answer(input, agent, context, fit))
         output = turn_output(input, fitted, context, fit, attempt.records)
         if output.state:
@@ -194,7 +194,9 @@ class TurnActivities:
         return context
 
     @contextlib.asynccontextmanager
-    async def _events(self, input: TurnInput, context: RunContext) -> AsyncIterator[None]:
+    async def _events(
+        self, input: TurnInput, context: RunContext, failed_before: str | None = None
+    ) -> AsyncIterator[None]:
         """Send the turn's live events to its workflow, in batches, while it runs."""
         if not input.events or self.event_batch_interval is None:
             yield
@@ -205,6 +207,7 @@ class TurnActivities:
             turn=input.turn,
             attempt=context.attempt,
             batch_interval=self.event_batch_interval,
+            failed_before=failed_before,
         )
         async with events:
             context.event_sink = events.emit

@@ -108,7 +108,7 @@ class Printer:
                 self.line(
                     self.paint(
                         f"  ↻ turn {event.turn}, attempt {event.attempt}: "
-                        "an earlier attempt failed; its text above is void",
+                        f"{event.text or 'an earlier attempt failed'}; its text above is void",
                         "yellow",
                     )
                 )
