@@ -5,8 +5,9 @@ run holds the messages appended while it ran and names the run before it
 (``ThreadBase``) for the earlier ones. A turn's input carries a ``ThreadRef``
 (log id, length, id of the last message) and the view of the log the agent
 sees; the worker takes those positions from its cache or pages them in with the
-``ratchet.thread`` query, following the chain of runs back as far as needed
-(a closed run still answers: Temporal replays it to answer a query).
+``ratchet.thread`` query, following the chain of runs back as far as needed.
+A closed run answers a query only by a worker replaying it, so a closed run's
+part is read from its history instead (``log_history``) when the run indexed it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ratchet.errors import ThreadResolutionError
 from ratchet.wire.names import THREAD_QUERY
 from ratchet.wire.turns import ThreadPage, ThreadPageRequest
 
+from .log_history import Segment, SegmentCache, closed_segment
 from .threads import CacheStats, ThreadCache, unstick
 
 
@@ -54,29 +56,30 @@ async def fetch_range(
     *,
     page_bytes: int,
     stats: CacheStats | None = None,
+    segments: SegmentCache | None = None,
     depth: int = 0,
 ) -> tuple[list[Message], str | None]:
     """Messages ``start`` to ``end`` of the log ``holder`` holds (following its
-    bases), and the id of message ``start - 1`` when the holder knows it."""
+    bases), and the id of message ``start - 1`` when the holder knows it. A run
+    named by its id that has closed is read from its history (``segments`` keeps
+    what was read)."""
     if depth > MAX_CHAIN:
         raise ThreadResolutionError(f"Thread {holder.thread_id!r}: its chain of runs loops.")
-    handle = client.get_workflow_handle(holder.workflow_id, run_id=holder.run_id)
+    segment = None
+    if holder.run_id is not None:
+        segment = await closed_segment(client, holder.workflow_id, holder.run_id, segments)
+        if segment is not None:
+            _check_thread(holder, segment)
+            if stats is not None:
+                stats.histories += 1
     messages: list[Message] = []
     before_id: str | None = None
     position = start
     while position < end:
-        request = ThreadPageRequest(
-            key=f"{holder.thread_id}#0", start=position, end=end, max_bytes=page_bytes
-        )
-        try:
-            page = await handle.query(THREAD_QUERY, request, result_type=ThreadPage)
-        except (WorkflowQueryFailedError, RPCError) as e:
-            raise ThreadResolutionError(
-                f"Workflow {holder.workflow_id!r} (run {holder.run_id}) could not give messages "
-                f"{position}-{end} of thread {holder.thread_id!r}: {e}"
-            ) from e
-        if stats is not None:
-            stats.pages += 1
+        if segment is not None:
+            page = segment.page(position, end)
+        else:
+            page = await _query(client, holder, position, end, page_bytes, stats)
         if position == start:
             before_id = page.before_id
         if page.base is not None and position < page.base.version:
@@ -88,6 +91,7 @@ async def fetch_range(
                 upto,
                 page_bytes=page_bytes,
                 stats=stats,
+                segments=segments,
                 depth=depth + 1,
             )
             if position == start:
@@ -103,6 +107,39 @@ async def fetch_range(
         messages += page.messages
         position = page.next
     return messages, before_id
+
+
+async def _query(
+    client: Client,
+    holder: Holder,
+    start: int,
+    end: int,
+    page_bytes: int,
+    stats: CacheStats | None,
+) -> ThreadPage:
+    """The holder's answer to the ``ratchet.thread`` query for ``start`` to ``end``."""
+    handle = client.get_workflow_handle(holder.workflow_id, run_id=holder.run_id)
+    request = ThreadPageRequest(
+        key=f"{holder.thread_id}#0", start=start, end=end, max_bytes=page_bytes
+    )
+    try:
+        page = await handle.query(THREAD_QUERY, request, result_type=ThreadPage)
+    except (WorkflowQueryFailedError, RPCError) as e:
+        raise ThreadResolutionError(
+            f"Workflow {holder.workflow_id!r} (run {holder.run_id}) could not give messages "
+            f"{start}-{end} of thread {holder.thread_id!r}: {e}"
+        ) from e
+    if stats is not None:
+        stats.pages += 1
+    return page
+
+
+def _check_thread(holder: Holder, segment: Segment) -> None:
+    if segment.info.thread_id != holder.thread_id:
+        raise ThreadResolutionError(
+            f"Workflow {holder.workflow_id!r} (run {holder.run_id}) holds thread "
+            f"{segment.info.thread_id!r}, not {holder.thread_id!r}."
+        )
 
 
 async def resolve_log(

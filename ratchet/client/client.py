@@ -25,6 +25,7 @@ from temporalio.envconfig import ClientConfig
 from temporalio.exceptions import ApplicationError, FailureError
 from temporalio.service import RPCError, RPCStatusCode
 
+from ratchet.activities.log_history import SegmentCache
 from ratchet.activities.thread_log import Holder, fetch_range
 from ratchet.agents.approvals import ApprovalRules, rule_change
 from ratchet.agents.events import RunEvent
@@ -235,6 +236,9 @@ class AgentClient:
         self.ui_url = ui_url
         self._slots: dict[str, asyncio.Semaphore] = {}
         self._pollers: dict[str, ResultPoller] = {}
+        self.segments = SegmentCache()
+        """Closed workflow runs' parts of session logs this client has read from their
+        histories (a closed run never changes), the most recently used 64 MiB."""
 
     def result_poller(self, session_id: str) -> ResultPoller:
         """Polls for this client's queued sends to one session, all in one query."""
@@ -394,6 +398,7 @@ class AgentClient:
             0,
             mark.length,
             page_bytes=PAGE_BYTES,
+            segments=self.segments,
         )
         seen = ThreadData(messages=log, view=mark.view).visible()
         return Checkpoint(

@@ -16,14 +16,20 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError, WorkflowUpdateStage
+from temporalio.client import (
+    WorkflowExecutionStatus,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateStage,
+)
 
+from ratchet.activities.log_history import closed_segment
 from ratchet.activities.thread_log import Holder, fetch_range
 from ratchet.agents.approvals import ApprovalRules, rule_change
 from ratchet.agents.events import RunEvent
 from ratchet.agents.messages import Message, new_id
 from ratchet.agents.pending import Decision, PendingView
-from ratchet.agents.state import AgentState, ThreadData
+from ratchet.agents.state import AgentState, ThreadBase, ThreadData
 from ratchet.agents.state_export import StateExport
 from ratchet.errors import (
     AnswerUnavailableError,
@@ -290,25 +296,85 @@ class SessionHandle:
         messages; ``thread()`` reads them all."""
         return await self._handle.query("session", result_type=AgentState)
 
-    async def thread(self) -> ThreadData:
-        """The whole thread, paged in (any length): every message the session has
-        had, in order; ``view`` says which of them the agent sees now."""
-        if not await self.is_current():
-            return await self._handle.query("thread", result_type=ThreadData)
-        info = await self._log_info()
-        messages = await self._messages(info.thread_id, 0, info.length)
-        return ThreadData(
+    async def thread(
+        self, *, after: int | None = None, last: int | None = None, limit: int | None = None
+    ) -> ThreadData:
+        """The thread: every message the session has had, in order; ``view`` says
+        which of them the agent sees now (log positions, from 0).
+
+        Or a part of it, read alone: ``after=n`` the messages after the first ``n``,
+        ``last=n`` the latest ``n``; ``limit`` at most that many. A part that starts
+        later than the first message names the ones before it in ``base``: its
+        ``offset`` is the position of its first message (``thread(last=0).offset``
+        is the thread's length). ``messages()`` reads it page by page.
+        """
+        log = await self._log()
+        if log is None:  # a legacy session answers with its whole thread
+            thread = await self._handle.query("thread", result_type=ThreadData)
+            start, end = thread_part(len(thread.messages), after, last, limit)
+            return _part_of(thread, self.id, start, thread.messages[start:end])
+        info, run_id = log
+        start, end = thread_part(info.length, after, last, limit)
+        messages, before_id = await self._read(info.thread_id, start, end, run_id)
+        thread = ThreadData(
             id=info.thread_id, kind=info.kind, cursor=info.cursor, messages=messages, view=info.view
         )
+        return _part_of(thread, self.id, start, messages, before_id)
+
+    async def messages(self, *, after: int = 0, page: int = 500) -> AsyncIterator[Message]:
+        """The thread's messages from position ``after`` on, as far as the thread
+        reached when the iteration began, read ``page`` messages at a time."""
+        if page < 1:
+            raise InvalidInputError(f"page must be 1 or more; got {page}.")
+        log = await self._log()
+        if log is None:
+            for message in (await self.thread(after=after)).messages:
+                yield message
+            return
+        info, run_id = log
+        position, _ = thread_part(info.length, after, None, None)
+        while position < info.length:
+            end = min(info.length, position + page)
+            messages, _ = await self._read(info.thread_id, position, end, run_id)
+            for message in messages:
+                yield message
+            position = end
+
+    async def _log(self) -> tuple[LogInfo, str | None] | None:
+        """Where the log is, and the workflow run to read it from: ``None`` while the
+        session runs (its latest run answers queries, and names the runs before
+        it); a closed session's last run otherwise, which is read from its history
+        instead of being replayed to answer queries. ``None`` for a legacy session."""
+        described = await self._handle.describe()
+        self._current = described.workflow_type == SESSION_WORKFLOW
+        if not self._current:
+            return None
+        if described.status == WorkflowExecutionStatus.RUNNING or not described.run_id:
+            return await self._log_info(), None
+        client = self._client
+        segment = await closed_segment(client.temporal, self.id, described.run_id, client.segments)
+        if segment is None:  # closed without an index (terminated, or from before it)
+            return await self._log_info(), None
+        return segment.info, described.run_id
 
     async def _messages(self, thread_id: str, start: int, end: int) -> list[Message]:
+        """Messages ``start`` to ``end`` of the session's log."""
+        return (await self._read(thread_id, start, end, None))[0]
+
+    async def _read(
+        self, thread_id: str, start: int, end: int, run_id: str | None
+    ) -> tuple[list[Message], str | None]:
         """Messages ``start`` to ``end`` of the session's log, paged in from the
-        workflow runs that hold them."""
-        holder = Holder(self.id, None, thread_id)
-        messages, _ = await fetch_range(
-            self._client.temporal, holder, start, end, page_bytes=PAGE_BYTES
+        workflow runs that hold them (from ``run_id`` back; ``None``: the latest
+        run), and the id of message ``start - 1``."""
+        return await fetch_range(
+            self._client.temporal,
+            Holder(self.id, run_id, thread_id),
+            start,
+            end,
+            page_bytes=PAGE_BYTES,
+            segments=self._client.segments,
         )
-        return messages
 
     async def _log_info(self) -> LogInfo:
         return await self._handle.query("log_info", result_type=LogInfo)
@@ -412,6 +478,35 @@ class SessionHandle:
             return await self._update(name, request, Decision)
         except RunFailedError as e:
             raise DecisionError(e.cause) from e
+
+
+def thread_part(
+    length: int, after: int | None, last: int | None, limit: int | None
+) -> tuple[int, int]:
+    """Positions ``start`` to ``end`` of a thread of ``length`` messages that
+    ``thread(after=..., last=..., limit=...)`` names."""
+    for name, value in (("after", after), ("last", last), ("limit", limit)):
+        if value is not None and value < 0:
+            raise InvalidInputError(f"{name} must be 0 or more; got {value}.")
+    if after is not None and last is not None:
+        raise InvalidInputError(
+            "Pass after (the messages after the first n) or last (the latest n), not both."
+        )
+    start = max(0, length - last) if last is not None else min(after or 0, length)
+    end = length if limit is None else min(length, start + limit)
+    return start, end
+
+
+def _part_of(
+    thread: ThreadData,
+    session_id: str,
+    start: int,
+    messages: list[Message],
+    before_id: str | None = None,
+) -> ThreadData:
+    """``thread`` with only ``messages``, which start at position ``start``."""
+    base = ThreadBase(workflow_id=session_id, version=start, last_id=before_id) if start else None
+    return thread.model_copy(update={"messages": messages, "base": base})
 
 
 def _update_id(request: SendRequest) -> str:

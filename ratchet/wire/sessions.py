@@ -112,6 +112,26 @@ class LogInfo(CompactModel):
     view: list[Span] | None = None
 
 
+class LogIndex(CompactModel):
+    """Where a closed workflow run's part of a session's log is in that run's own
+    history, so a reader takes it from there: a query to a closed run costs a
+    worker a replay of the whole run. The run writes it as it ends, in its
+    continue-as-new input (``SessionInput.previous_log``) or its result
+    (``SessionStatus.log``)."""
+
+    info: LogInfo
+    """The log as the run left it (its length, view and cursor)."""
+    start: int
+    """Position of the run's first message (its base's length)."""
+    last_id: str | None = None
+    """Id of the log's last message when the run ended (checks what was read)."""
+    entries: list[Message | str] = Field(default_factory=list)
+    """The run's messages in log order, as pieces of its history: the id of the
+    last message of a batch the history holds as it is (a send's messages, a
+    turn's output, a tool activity's result, the thread the run started with), or
+    a message the workflow made itself (a rejection, an answer, a note), whole."""
+
+
 class CheckpointRequest(CompactModel):
     turn: int | None = None
     message: str | None = None
@@ -153,6 +173,9 @@ class SessionInput(BaseModel):
     requests: RecentRequests = Field(default_factory=RecentRequests)
     """The request ids of recent sends, so a retry after a continue-as-new answers
     the message it first sent instead of sending it again."""
+    previous_log: LogIndex | None = None
+    """Where the workflow run before this one (which continued as new) holds its
+    part of the log in its history; for readers only (see ``LogIndex``)."""
 
 
 class SessionStatus(CompactModel):
@@ -173,3 +196,6 @@ class SessionStatus(CompactModel):
     cost_usd: float = 0.0
     approval_rules: list[str] = Field(default_factory=list)
     """The session's own approval rules, one line each (``allow pay``)."""
+    log: LogIndex | None = None
+    """Only in the result of the session's last workflow run: where that run holds
+    its part of the log in its history (see ``LogIndex``)."""

@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.wire.options import RunOptions
 
     from .failures import run_failure
+    from .log_index import LogIndexer
     from .progress import ShowDetails, progress_markdown
 
 
@@ -68,6 +69,8 @@ class RunLedger:
         self.state = state
         self._observers = list(observers)
         self._show = show or workflow.set_current_details
+        self.index: LogIndexer | None = None
+        """Records where each message appended to a session's log is in history."""
         self._waiting: tuple[list[str], list[PendingView]] = ([], [])
         self._thread_bytes = sum(approximate_size(m) for m in state.session.thread.messages)
 
@@ -141,13 +144,26 @@ class RunLedger:
         self.show(error=message)
         raise run_failure(kind, message)
 
+    def held(self, messages: Sequence[Message]) -> None:
+        """``messages`` reached the workflow as one batch of its history (a tool
+        activity's result), so a session's log index can point to them there."""
+        if self.index is not None:
+            self.index.held(messages)
+
     def append(
         self,
         messages: Sequence[Message],
         *,
         cursor: str | None = None,
         view: list | None = None,
+        held: bool = False,
     ) -> None:
+        """Add ``messages`` to the thread; ``held``: they are, as they are, one batch
+        of this workflow run's history (a turn's output)."""
+        if held:
+            self.held(messages)
+        if self.index is not None:
+            self.index.appended(messages)
         session = self.state.session
         update: dict = {"messages": [*session.thread.messages, *messages]}
         if cursor is not None:

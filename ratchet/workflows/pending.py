@@ -10,7 +10,7 @@ so they are written to history once, in that turn's input.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -50,6 +50,9 @@ class RunSide:
     """``set_status(status, waiting=[...], pending=[...])``: the run's status while it waits."""
     run_sub_agent: Callable[[int, PendingAction], Awaitable[Message]]
     audit: SessionAudit
+    held: Callable[[Sequence[Message]], None] | None = None
+    """Set for a session's log: told of each tool activity's result, which keeps its
+    id so that the log's index can point to it in history."""
 
 
 @dataclass(frozen=True)
@@ -235,7 +238,8 @@ class PendingWork:
 
     async def settle(self, turn: int, actions: list[PendingAction]) -> list[Message]:
         """Wait for decisions, run what they allow; the results, in the order of
-        ``actions``, each with a workflow-made id."""
+        ``actions``, each with a workflow-made id (in a session's log, a tool
+        activity's result keeps its own)."""
         human = [a for a in actions if a.kind in ("approval", "input")]
         rules = self._run.audit.rules()
         if human and (rules.allow or rules.deny) and patched(RULES_PATCH):
@@ -253,7 +257,10 @@ class PendingWork:
             *(self._resolve(turn, a, decisions.get(a.id), stopped) for a in actions)
         )
         for message in results:
-            message.id = f"msg_{workflow.uuid4().hex[:16]}"
+            if self._run.held is not None and message.id:  # a tool activity's, as history has it
+                self._run.held([message])
+            else:
+                message.id = f"msg_{workflow.uuid4().hex[:16]}"
         return list(results)
 
     async def _wait_for_people(self, turn: int, human: list[PendingAction]) -> None:

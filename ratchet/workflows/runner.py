@@ -41,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
     from .compactor import Compactor
     from .failures import run_failure
     from .ledger import Observer, RunLedger, initial_session, workflow_message_id
+    from .log_index import LogIndexer
     from .patches import patched
     from .pending import PendingWork, RunSide, SessionAudit
     from .progress import ShowDetails, turn_summary
@@ -70,6 +71,9 @@ class RunHooks:
     """Awaited after each non-final turn (AgentRunWorkflow continues-as-new there)."""
     live_events: bool = False
     """Turns send their live events to this workflow's event stream."""
+    log_index: LogIndexer | None = None
+    """Records where each message appended to a session's log is in this workflow
+    run's history."""
 
 
 @dataclass
@@ -116,6 +120,7 @@ class AgentRunner:
         self._ledger = RunLedger(
             agent, AgentState(session=start), observers=hooks.observers, show=hooks.details
         )
+        self._ledger.index = self.log_index = hooks.log_index
         self._states = AgentStateKeeper(self._ledger, shared=shared, hooks=hooks.state_hooks)
         ledger = self._ledger
         thread_registry().register(lambda: ledger.state.session.thread)
@@ -207,6 +212,7 @@ class AgentRunner:
                 set_status=ledger.set_status,
                 run_sub_agent=SubAgents(self.options, ledger, lambda: stint.stop_request).run,
                 audit=SessionAudit.of(lambda: ledger.state),
+                held=ledger.held if ledger.index is not None else None,
             )
         )
 
@@ -292,7 +298,8 @@ class AgentRunner:
         added = [by_id[a] if isinstance(a, str) else a for a in output.added]
         if ledger.thread.view is not None:
             # A session's log holds the new messages already; a compaction changed the view.
-            ledger.append([a for a in output.added if not isinstance(a, str)], view=output.view)
+            new = [a for a in output.added if not isinstance(a, str)]
+            ledger.append(new, view=output.view, held=True)
         else:
             ledger.append(added, cursor=output.cursor)
         try:
