@@ -20,6 +20,11 @@ from ag_ui.core import (
 )
 from pydantic import TypeAdapter
 
+from ratchet.agents import Message
+from ratchet.client import AgentClient
+from ratchet.web import agui_events as translate
+from ratchet.web.agui import SNAPSHOT_MESSAGES
+
 from .web_agents import WRITER_WORDS
 from .web_http import new_session, problem_of
 
@@ -224,3 +229,43 @@ async def test_bad_requests_get_clear_errors_and_start_nothing(alice: httpx.Asyn
         409,
         "ConversationConflictError",  # the thread is a session of another agent
     )
+
+
+async def test_a_long_thread_ends_each_run_with_its_latest_messages_and_takes_back_only_those(
+    alice: httpx.AsyncClient, client: AgentClient, web_queue: str
+):
+    thread = f"agui-{uuid.uuid4().hex[:8]}"
+    session = await AgentClient(client.temporal, task_queue=web_queue).start_session(
+        "echo", session_id=thread
+    )
+    for n in range(60):
+        await session.send(f"m{n}")
+    latest = agui_messages((await session.thread(last=4)).messages)  # a client's snapshot
+
+    events = await run(alice, "echo", run_input(thread, [*latest, user("m60")]))
+    snapshot = snapshot_of(events)
+    assert len(snapshot) == SNAPSHOT_MESSAGES  # of 122
+    assert [m["content"] for m in snapshot[-2:]] == ["m60", "echo 61: m60"]
+    assert (await session.thread(last=0)).offset == 122  # nothing held was sent again
+
+    gap = [*latest[:1], *latest[2:], user("m61")]
+    problem_of(
+        await alice.post("/v1/agui/echo", json=run_input(thread, gap)),
+        409,
+        "ConversationConflictError",
+    )
+    behind = [*latest, user("m61")]  # without the messages the last run added
+    problem_of(
+        await alice.post("/v1/agui/echo", json=run_input(thread, behind)),
+        409,
+        "ConversationConflictError",
+    )
+    again = await run(alice, "echo", run_input(thread, [*snapshot[-3:], user("m61")]))
+    assert [m["content"] for m in snapshot_of(again)[-2:]] == ["m61", "echo 62: m61"]
+
+
+def agui_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    return [
+        m.model_dump(mode="json", by_alias=True, exclude_none=True)
+        for m in translate.messages(messages)
+    ]

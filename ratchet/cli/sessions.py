@@ -324,10 +324,10 @@ async def show(session: SessionHandle, last: int, *, run: int | None = None) -> 
         if execution is not None and execution.step_results:
             print(f"\nturns of {handle.id} ({execution.status.value}):")
             print(turns_table(execution))
-    messages = (await session.thread()).messages
-    if len(messages) > last:
-        print(f"… {len(messages) - last} earlier messages")
-    for message in messages[-last:]:
+    latest = await session.thread(last=last)  # read alone: a long thread is not paged in
+    if latest.offset:
+        print(f"… {latest.offset} earlier messages")
+    for message in latest.messages:
         text = message.text or ", ".join(c.describe() for c in message.tool_calls)
         print(f"{message.role}: {text}")
     return 0

@@ -2,19 +2,23 @@
 
 An AG-UI thread is a Ratchet session (``threadId`` is its id; the first run
 starts it with the agent named in the URL or in ``forwardedProps.agent``), and
-one POST is one run. AG-UI clients send the whole conversation every time:
-messages whose ids the session holds are skipped, the rest are sent; a history
-that leaves out or reorders held messages is refused (409). ``runId`` is the
-send's Update id, so a retried POST sends nothing twice, and a POST with
-``Last-Event-ID`` re-attaches to the run and continues after that event.
+one POST is one run. AG-UI clients send the conversation as they hold it every
+time: messages whose ids the session holds are skipped, the rest are sent. The
+held ones must be consecutive messages of the thread and new ones must follow its
+last message, so a history that skips or reorders held messages, or adds new ones
+before the thread's end, is refused (409); one that leaves out the earliest
+messages is not (a long thread is read only as far back as the POST reaches).
+``runId`` is the send's Update id, so a retried POST sends nothing twice, and a
+POST with ``Last-Event-ID`` re-attaches to the run and continues after that event.
 
 A run that stops for an approval or a question finishes with an ``interrupt``
 outcome; the next run's ``resume`` entries answer it (``resolved`` with ``true``
 / ``{"approved": true}`` or ``false`` / ``{"approved": false, "reason": ...}``
 for a tool call, the answer's text or ``{"answer": ...}`` for a question;
 ``cancelled`` rejects a call and cancels a run waiting for an answer). Each run
-ends with a ``MESSAGES_SNAPSHOT`` of the session's thread, which replaces what
-was streamed (a retried turn's text included).
+ends with a ``MESSAGES_SNAPSHOT`` of the thread's latest messages (at most
+``SNAPSHOT_MESSAGES``; ``GET /v1/sessions/{id}/thread`` pages back through the
+rest), which replaces what was streamed (a retried turn's text included).
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from fastapi.responses import StreamingResponse
 from ratchet.agents.events import RunFinished, StateChangedEvent, StatusChanged
 from ratchet.agents.messages import Message
 from ratchet.agents.pending import PendingView
-from ratchet.agents.state import AgentStatus
+from ratchet.agents.state import AgentStatus, ThreadData
 from ratchet.client import AgentClient, SessionHandle
 from ratchet.client.events import read_events
 from ratchet.errors import (
@@ -60,6 +64,11 @@ from .hub import Hub
 from .routes import Who, client_of, identity
 
 SSE = "text/event-stream"
+SNAPSHOT_MESSAGES = 100
+"""A ``MESSAGES_SNAPSHOT`` holds the thread's latest messages, this many at most."""
+BEHIND_MAX = 1000
+"""How many messages past those it sent a POST's first message may be (a retried
+POST's run may have added some) before it no longer counts as held."""
 WAITING = (AgentStatus.AWAITING_APPROVAL, AgentStatus.AWAITING_INPUT)
 _STOPPED = "\0stopped"  # a run label no run has: nothing to follow
 
@@ -132,7 +141,7 @@ async def _prepare(
     if body.resume:
         await _resume(session, body.resume, who)
         return status.current_run, not await session.pending()
-    new = _new_messages(body.messages, [m.id for m in (await session.thread()).messages])
+    new = _new_messages(body.messages, await _latest(session, body.messages))
     if not new:  # a retried POST: its message was sent, follow its run (if still going)
         going = status.current_run is not None and status.run_status not in WAITING
         return status.current_run, going
@@ -159,24 +168,42 @@ async def _run_of(client: AgentClient, session: SessionHandle, offset: int) -> s
     return named or (await session.status()).current_run or session.id
 
 
-def _new_messages(sent: list[AguiMessage], held: list[str]) -> list[Message]:
+async def _latest(session: SessionHandle, sent: list[AguiMessage]) -> ThreadData:
+    """The thread's latest messages, as many as it takes to find the first message
+    sent (a client holds the latest ones a snapshot gave it, and a retried POST may
+    lack the reply it never got), up to ``BEHIND_MAX`` more than were sent."""
+    first = sent[0].id if sent else None
+    count = len(sent) + 1
+    while True:
+        latest = await session.thread(last=count)
+        if latest.offset == 0 or count >= len(sent) + BEHIND_MAX:
+            return latest
+        if any(m.id == first for m in latest.messages):
+            return latest
+        count = min(2 * count, len(sent) + BEHIND_MAX)
+
+
+def _new_messages(sent: list[AguiMessage], latest: ThreadData) -> list[Message]:
     """The messages to send: those the session does not hold. The held ones sent
-    must be the thread's first ones, in order (a retried POST may lack the reply it
-    never got), and new ones may only follow the whole thread."""
-    known = set(held)
-    seen = [m.id for m in sent if m.id in known]
-    fresh = [m for m in sent if m.id not in known]
-    if seen != held[: len(seen)]:
-        at = next(n for n, (a, b) in enumerate(zip(seen, held, strict=False)) if a != b)
+    must be consecutive messages of the thread, in order (``latest`` holds the
+    thread's latest ones), and new ones may only follow its last message."""
+    held = [m.id for m in latest.messages]
+    where = {id_: n for n, id_ in enumerate(held)}
+    seen = [m.id for m in sent if m.id in where]
+    fresh = [m for m in sent if m.id not in where]
+    if seen and seen != held[where[seen[0]] : where[seen[0]] + len(seen)]:
+        start = where[seen[0]]
+        at = next(n for n, (a, b) in enumerate(zip(seen, held[start:], strict=False)) if a != b)
         raise ConversationConflictError(
-            f"The messages sent do not match this thread's from message {at + 1} on. Send "
-            "the thread as the last MESSAGES_SNAPSHOT gave it, with new messages after it."
+            f"The messages sent do not match this thread's from message "
+            f"{latest.offset + start + at + 1} on. Send the thread as the last "
+            "MESSAGES_SNAPSHOT gave it, with new messages after it."
         )
-    if fresh and (len(seen) < len(held) or sent.index(fresh[0]) < len(seen)):
+    up_to_date = not held or (bool(seen) and where[seen[-1]] == len(held) - 1)
+    if fresh and (not up_to_date or sent.index(fresh[0]) < len(seen)):
         raise ConversationConflictError(
-            f"The thread holds {len(held)} messages and the new ones must follow all of "
-            f"them; {len(held) - len(seen)} are missing from the history sent (read them "
-            "from the last MESSAGES_SNAPSHOT)."
+            f"The thread holds {latest.length} messages and the new ones must follow all of "
+            "them: send its latest messages first, as the last MESSAGES_SNAPSHOT gave them."
         )
     for m in fresh:
         if m.role != "user" or not isinstance(m.content, str):
@@ -293,7 +320,7 @@ async def _ending(
     for view in pending:
         if view.action.call is not None:
             out.extend(run.call(view.action.call))  # streamed before the interrupt about it
-    thread = (await session.thread()).messages
+    thread = (await session.thread(last=SNAPSHOT_MESSAGES)).messages
     out.append(MessagesSnapshotEvent(messages=translate.messages(thread)))
     thread_id, run_id = body.thread_id, body.run_id
     status = event.status if isinstance(event, RunFinished) else None
