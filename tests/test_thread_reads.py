@@ -32,7 +32,7 @@ from ratchet.errors import InvalidInputError, RunFailedError, UsageError
 from ratchet.payloads.codec import EncryptionCodec
 from ratchet.wire.names import THREAD_QUERY
 from ratchet.wire.options import RunOptions, SessionOptions
-from ratchet.wire.sessions import LogInfo
+from ratchet.wire.sessions import LogInfo, batch_key, ids_digest
 from ratchet.wire.turns import ThreadPage, ThreadPageRequest
 from ratchet.worker import build_worker
 from ratchet.workflows.log_index import INLINE_MAX_BYTES, LogIndexer
@@ -351,11 +351,12 @@ def test_an_index_names_the_batches_history_holds_and_holds_the_rest_whole():
     indexer.appended(send)
     indexer.appended([*output, made])
     indexer.appended(send[:1])  # part of a batch is not that batch
-    thread = ThreadData(id="t", messages=[*send, *output, made, send[0]])
-    index = indexer.index(thread, LogInfo(thread_id="t", length=15))
+    indexer.appended(output)
+    thread = ThreadData(id="t", messages=[*send, *output, made, send[0], *output])
+    index = indexer.index(thread, LogInfo(thread_id="t", length=16))
     assert index is not None
-    assert (index.start, index.last_id) == (10, "u1")
-    assert index.entries == ["u2", "a1", made, send[0]]
+    assert index.start == 10 and index.digest == ids_digest(thread.messages)
+    assert index.entries == [batch_key("u2") + batch_key("a1"), made, send[0], batch_key("a1")]
 
     indexer.appended([Message(role="user", content="x" * INLINE_MAX_BYTES, id="big")])
-    assert indexer.index(thread, LogInfo(thread_id="t", length=16)) is None  # read by query
+    assert indexer.index(thread, LogInfo(thread_id="t", length=17)) is None  # read by query

@@ -23,7 +23,8 @@ from ratchet.errors import ThreadResolutionError
 from ratchet.wire.names import THREAD_QUERY
 from ratchet.wire.turns import ThreadPage, ThreadPageRequest
 
-from .log_history import Segment, SegmentCache, closed_segment
+from .log_history import Segment
+from .log_segments import SegmentCache, closed_segment, read_ahead
 from .threads import CacheStats, ThreadCache, unstick
 
 
@@ -84,6 +85,8 @@ async def fetch_range(
             before_id = page.before_id
         if page.base is not None and position < page.base.version:
             upto = min(end, page.base.version)
+            if segments is not None and depth == 0:
+                await read_ahead(client, page.base, position, upto, segments)
             earlier, earlier_before = await fetch_range(
                 client,
                 Holder.of_base(page.base, holder.thread_id),
@@ -159,6 +162,7 @@ async def resolve_log(
         log = cache.log(holder.thread_id)
     missing = [(a, b) for a, b in ranges if not log.has(a, b)]
     unstuck = False
+    segments = SegmentCache()  # closed runs of this log, read ahead for its ranges
     if missing:
         cache.stats.misses += 1
     else:
@@ -175,7 +179,13 @@ async def resolve_log(
             await unstick(client, holder.workflow_id, holder.run_id)
             unstuck = True
         messages, before_id = await fetch_range(
-            client, holder, start, end, page_bytes=cache.page_bytes, stats=cache.stats
+            client,
+            holder,
+            start,
+            end,
+            page_bytes=cache.page_bytes,
+            stats=cache.stats,
+            segments=segments,
         )
         if start and not log.confirm(start - 1, before_id):
             cache.drop_log(holder.thread_id)

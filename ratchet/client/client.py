@@ -25,7 +25,7 @@ from temporalio.envconfig import ClientConfig
 from temporalio.exceptions import ApplicationError, FailureError
 from temporalio.service import RPCError, RPCStatusCode
 
-from ratchet.activities.log_history import SegmentCache
+from ratchet.activities.log_segments import SegmentCache
 from ratchet.activities.thread_log import Holder, fetch_range
 from ratchet.agents.approvals import ApprovalRules, rule_change
 from ratchet.agents.events import RunEvent

@@ -23,7 +23,7 @@ from temporalio.client import (
     WorkflowUpdateStage,
 )
 
-from ratchet.activities.log_history import closed_segment
+from ratchet.activities.log_segments import closed_segment
 from ratchet.activities.thread_log import Holder, fetch_range
 from ratchet.agents.approvals import ApprovalRules, rule_change
 from ratchet.agents.events import RunEvent

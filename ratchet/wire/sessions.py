@@ -123,13 +123,31 @@ class LogIndex(CompactModel):
     """The log as the run left it (its length, view and cursor)."""
     start: int
     """Position of the run's first message (its base's length)."""
-    last_id: str | None = None
-    """Id of the log's last message when the run ended (checks what was read)."""
     entries: list[Message | str] = Field(default_factory=list)
-    """The run's messages in log order, as pieces of its history: the id of the
-    last message of a batch the history holds as it is (a send's messages, a
-    turn's output, a tool activity's result, the thread the run started with), or
-    a message the workflow made itself (a rejection, an answer, a note), whole."""
+    """The run's messages in log order, as pieces of its history: batches the
+    history holds as they are (a send's messages, a turn's output, a tool
+    activity's result, the thread the run started with), each by the ``batch_key``
+    of its last message's id, several keys to a string; and, whole, the messages
+    the workflow made itself (a rejection, an answer, a note)."""
+    digest: str
+    """``ids_digest`` of the run's messages: what a reader assembles must match it."""
+
+
+KEY_CHARS = 8
+
+
+def batch_key(message_id: str) -> str:
+    """A batch's key in a ``LogIndex``: a short hash of its last message's id (a
+    reader that finds two batches with one key asks the run instead)."""
+    return hashlib.sha256(message_id.encode()).hexdigest()[:KEY_CHARS]
+
+
+def ids_digest(messages: list[Message]) -> str:
+    """A hash of the ids of ``messages``, in order."""
+    digest = hashlib.sha256()
+    for message in messages:
+        digest.update(message.id.encode() + b"\n")
+    return digest.hexdigest()[:16]
 
 
 class CheckpointRequest(CompactModel):

@@ -19,7 +19,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from ratchet.agents.messages import Message, approximate_size
     from ratchet.agents.state import ThreadData
-    from ratchet.wire.sessions import LogIndex, LogInfo
+    from ratchet.wire.sessions import KEY_CHARS, LogIndex, LogInfo, batch_key, ids_digest
 
 INDEX_BYTES_CARRIED = 64 * 1024
 """A session continues as new once its index is this big (it goes into the next
@@ -53,8 +53,11 @@ class LogIndexer:
         while entries is not None and at < len(messages):
             ids = self._held.get(messages[at].id, [])
             if ids and [m.id for m in messages[at : at + len(ids)]] == ids:
-                entries.append(ids[-1])
-                self.bytes += len(ids[-1]) + 3
+                if entries and isinstance(entries[-1], str):
+                    entries[-1] += batch_key(ids[-1])
+                else:
+                    entries.append(batch_key(ids[-1]))
+                self.bytes += KEY_CHARS
                 at += len(ids)
                 continue
             size = approximate_size(messages[at])
@@ -66,9 +69,13 @@ class LogIndexer:
             at += 1
 
     def index(self, thread: ThreadData, info: LogInfo) -> LogIndex | None:
-        """The index of the run's part of ``thread`` (``None``: given up)."""
+        """The index of the run's part of ``thread``, whose messages are this run's
+        (``None``: given up)."""
         if self._entries is None:
             return None
         return LogIndex(
-            info=info, start=self._start, last_id=thread.last_id, entries=list(self._entries)
+            info=info,
+            start=self._start,
+            entries=list(self._entries),
+            digest=ids_digest(thread.messages),
         )
