@@ -308,13 +308,14 @@ class SessionHandle:
         ``offset`` is the position of its first message (``thread(last=0).offset``
         is the thread's length). ``messages()`` reads it page by page.
         """
+        _check_part(after, last, limit)
         log = await self._log()
         if log is None:  # a legacy session answers with its whole thread
             thread = await self._handle.query("thread", result_type=ThreadData)
-            start, end = thread_part(len(thread.messages), after, last, limit)
+            start, end = _part(len(thread.messages), after, last, limit)
             return _part_of(thread, self.id, start, thread.messages[start:end])
         info, run_id = log
-        start, end = thread_part(info.length, after, last, limit)
+        start, end = _part(info.length, after, last, limit)
         messages, before_id = await self._read(info.thread_id, start, end, run_id)
         thread = ThreadData(
             id=info.thread_id, kind=info.kind, cursor=info.cursor, messages=messages, view=info.view
@@ -324,6 +325,7 @@ class SessionHandle:
     async def messages(self, *, after: int = 0, page: int = 500) -> AsyncIterator[Message]:
         """The thread's messages from position ``after`` on, as far as the thread
         reached when the iteration began, read ``page`` messages at a time."""
+        _check_part(after, None, None)
         if page < 1:
             raise InvalidInputError(f"page must be 1 or more; got {page}.")
         log = await self._log()
@@ -332,7 +334,7 @@ class SessionHandle:
                 yield message
             return
         info, run_id = log
-        position, _ = thread_part(info.length, after, None, None)
+        position, _ = _part(info.length, after, None, None)
         while position < info.length:
             end = min(info.length, position + page)
             messages, _ = await self._read(info.thread_id, position, end, run_id)
@@ -480,11 +482,7 @@ class SessionHandle:
             raise DecisionError(e.cause) from e
 
 
-def thread_part(
-    length: int, after: int | None, last: int | None, limit: int | None
-) -> tuple[int, int]:
-    """Positions ``start`` to ``end`` of a thread of ``length`` messages that
-    ``thread(after=..., last=..., limit=...)`` names."""
+def _check_part(after: int | None, last: int | None, limit: int | None) -> None:
     for name, value in (("after", after), ("last", last), ("limit", limit)):
         if value is not None and value < 0:
             raise InvalidInputError(f"{name} must be 0 or more; got {value}.")
@@ -492,6 +490,11 @@ def thread_part(
         raise InvalidInputError(
             "Pass after (the messages after the first n) or last (the latest n), not both."
         )
+
+
+def _part(length: int, after: int | None, last: int | None, limit: int | None) -> tuple[int, int]:
+    """Positions ``start`` to ``end`` of a thread of ``length`` messages that
+    ``thread(after=..., last=..., limit=...)`` names."""
     start = max(0, length - last) if last is not None else min(after or 0, length)
     end = length if limit is None else min(length, start + limit)
     return start, end
