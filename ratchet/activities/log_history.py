@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.common.v1 import Payload, WorkflowExecution
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryRequest
@@ -149,6 +149,7 @@ async def _assemble(
     batches = _Batches()
     base: ThreadBase | None = None
     scheduled: dict[int, str] = {}
+    payloads: dict[type, list[Payload]] = {TurnOutput: [], Message: [], SendRequest: []}
     for event in events:
         kind = event.event_type
         if kind == SCHEDULED:
@@ -158,17 +159,13 @@ async def _assemble(
         elif kind == ACTIVITY_COMPLETED:
             completed = event.activity_task_completed_event_attributes
             name = scheduled.get(completed.scheduled_event_id)
-            if name == TURN_ACTIVITY:
-                (output,) = await converter.decode(completed.result.payloads, [TurnOutput])
-                batches.add_output(output)
-            elif name == TOOL_ACTIVITY:
-                (message,) = await converter.decode(completed.result.payloads, [Message])
-                batches.add([message])
+            if name is not None:
+                result = TurnOutput if name == TURN_ACTIVITY else Message
+                payloads[result] += completed.result.payloads
         elif kind == UPDATE_ACCEPTED:
             request = event.workflow_execution_update_accepted_event_attributes.accepted_request
             if request.input.name == SEND_UPDATE:
-                (send,) = await converter.decode(request.input.args.payloads, [SendRequest])
-                batches.add(send.messages)
+                payloads[SendRequest] += request.input.args.payloads
         elif kind == MARKER:
             marker = event.marker_recorded_event_attributes
             output = await local_turn_output(marker, converter)  # fast mode's turns
@@ -180,6 +177,15 @@ async def _assemble(
                 batches.add(started.session.thread.messages)
             for queued in started.queue:
                 batches.add(queued.messages)
+    # One decode per kind (and one codec call): decoding payload by payload costs more.
+    for kind, found in payloads.items():
+        for value in await converter.decode(found, [kind] * len(found)):
+            if isinstance(value, TurnOutput):
+                batches.add_output(value)
+            elif isinstance(value, Message):
+                batches.add([value])
+            else:
+                batches.add(value.messages)
     messages = batches.resolve(index.entries)
     if messages is None or index.start + len(messages) != index.info.length:
         return None
