@@ -8,8 +8,8 @@ calls it N times and then answers. The model is a local OpenAI-compatible HTTP
 server (``ratchet.testing.OpenAIServer.tool_loop``) for every engine that calls a
 model, so all of them pay for the same HTTP round trips. Engines, on one dev server in one run:
 
-- ratchet, threads by reference (the default once a thread passes 2 KiB)
-- ratchet, threads inline (``thread_mode="inline"``: the whole thread in every turn)
+- ratchet, threads by reference (each turn names log positions; every message is
+  written to history once)
 - ratchet, fast mode (local activities)
 - a bare temporalio loop that passes the whole thread to each activity (naive)
 - temporalio-openai-agents (OpenAIAgentsPlugin) and pydantic-ai (TemporalDurability),
@@ -51,8 +51,7 @@ RESULTS = Path(__file__).parent / "results"
 HISTORY_LIMIT = 50 * 1024 * 1024
 
 RATCHET_ENGINES = {
-    "ratchet, threads by reference": RunOptions(thread_mode="reference"),
-    "ratchet, threads inline": RunOptions(thread_mode="inline"),
+    "ratchet, threads by reference": RunOptions(),
     "ratchet, fast mode (local activities)": RunOptions(fast=True),
 }
 

@@ -4,9 +4,10 @@
 
 The workload of bench.history_growth (a tool returning 2,000 characters, a scripted
 model that calls it N times, then answers), run as ONE execution. The working
-thread is kept small by compaction (``KeepLastTurns``); AgentRunWorkflow continues
-as new whenever Temporal suggests it, carrying session and execution (model B),
-so the run goes on with its turn count, usage and thread. Reports the number of
+view of the thread is kept small by compaction (``KeepLastTurns``);
+AgentRunWorkflow continues as new whenever Temporal suggests it, carrying session
+and execution (model B), its thread by reference, so the run goes on with its turn
+count, usage and thread. Reports the number of
 workflow runs in the chain, history per run and in total, and time per turn.
 """
 
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from temporalio.client import WorkflowExecutionStatus
 
-from ratchet.agents import ScriptedModel, ToolCallingAgent, tool
+from ratchet.agents import ScriptedModel, ToolCallingAgent, tool, views
 from ratchet.agents.compaction import KeepLastTurns
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
@@ -85,8 +86,10 @@ async def measure(steps: int) -> dict:
         "history_bytes_largest_run": max(r["history_bytes"] for r in runs),
         "events_largest_run": max(r["events"] for r in runs),
         "execution_id_kept": state.execution.execution_id,
-        "thread_messages_at_end": len(state.session.thread.messages),
-        "thread_generation_at_end": state.session.thread.generation,
+        "thread_messages_at_end": state.session.thread.length,
+        "thread_view_at_end": len(
+            views.positions(state.session.thread.view, state.session.thread.length)
+        ),
         "usage_requests": result.usage.requests,
         "seconds": round(elapsed, 1),
         "ms_per_turn": round(elapsed * 1000 / result.turns, 1),

@@ -90,12 +90,14 @@ def load(results: Path, name: str) -> Any:
 
 
 def render_history_growth(results: Path) -> str:
-    """history_growth_ratchet.json (the later run) where it has the engine, else the
-    full run in history_growth.json (the integrations)."""
+    """history_growth_ratchet.json (the later run: Ratchet's engines and the naive
+    loop), and the integrations from the full run in history_growth.json (Ratchet's
+    rows there are of an earlier Ratchet, some with options it no longer has)."""
     later = load(results, "history_growth_ratchet")
     earlier = load(results, "history_growth")
     later_engines = {row["engine"] for row in later}
-    rows = later + [row for row in earlier if row["engine"] not in later_engines]
+    ours = ("ratchet", "bare temporalio")
+    rows = later + [row for row in earlier if not row["engine"].startswith(ours)]
     steps = sorted({row["steps"] for row in rows})
     engines = list(dict.fromkeys(row["engine"] for row in rows))
     by_key = {(row["engine"], row["steps"]): row for row in rows}
@@ -252,8 +254,8 @@ def render_long_run(results: Path) -> str:
             f"{size(data['history_bytes_largest_run'])}, "
             f"{count(data['events_largest_run'])} events",
             f"- {ms(data['ms_per_turn'])} per turn ({seconds(data['seconds'])} in all)",
-            f"- working thread at the end: {count(data['thread_messages_at_end'])} messages, "
-            f"generation {count(data['thread_generation_at_end'])}",
+            f"- thread at the end: {count(data['thread_messages_at_end'])} messages in its "
+            f"log, {count(data['thread_view_at_end'])} of them in the view the model is sent",
         ]
     )
 
@@ -442,6 +444,42 @@ def render_events(results: Path) -> str:
     )
 
 
+def render_followers(results: Path) -> str:
+    """followers.json against followers_before.json (the reader before issue 28)."""
+    runs = {"before": load(results, "followers_before"), "after": load(results, "followers")}
+
+    def row(name: str, data: Data) -> list[str]:
+        delay, behind = data["run_finished_delay_ms"], data["behind"]
+        return [
+            name,
+            f"{delay['received']}",
+            ms(delay["median"]),
+            ms(delay["p95"]),
+            ms(delay["max"]),
+            (data["follower_error"] or "none").split(",")[0],
+            f"{count(behind['got'])} of {count(behind['asked'])} ({behind['outcome']})",
+        ]
+
+    after = runs["after"]
+    grid = table(
+        [
+            "reader",
+            "run ends seen",
+            "delay, median",
+            "p95",
+            "worst",
+            "live follower failed",
+            f"{count(after['behind']['asked'])} behind: events got",
+        ],
+        [row(name, data) for name, data in runs.items()],
+    )
+    return paragraphs(
+        f"{count(after['messages'])} messages, each {count(after['emits_per_message'])} events, "
+        "a continue-as-new after each.",
+        grid,
+    )
+
+
 def render_resume(results: Path) -> str:
     data = load(results, "resume")
     scenarios = {
@@ -504,21 +542,27 @@ def render_checkpoints(results: Path) -> str:
         [
             "model call",
             "kill after",
+            "watcher",
             "runs",
             "kills",
             "turns retried",
             "turn 1 model calls",
             "repeated model calls",
+            "text deltas watched",
+            "repeated text deltas",
         ],
         [
             [
-                seconds(case["model_latency_s"]),
+                seconds(case["model_latency_s"], 2),
                 seconds(case["kill_after_s"]),
+                "yes" if case["watched"] else "no",
                 count(case["runs"]),
                 count(case["kills"]),
                 count(case["turns_retried"]),
                 count(case["turn_1_model_calls"]),
                 count(case["repeated_model_calls"]),
+                count(case["text_deltas"]) if case["watched"] else "–",
+                count(case["repeated_text_deltas"]) if case["watched"] else "–",
             ]
             for case in data["cases"]
         ],
@@ -526,7 +570,7 @@ def render_checkpoints(results: Path) -> str:
     return paragraphs(
         grid,
         f"In all: {count(data['kills'])} kills, {count(data['repeated_model_calls'])} "
-        "repeated model calls.",
+        f"repeated model calls, {count(data['repeated_text_deltas'])} repeated text deltas.",
         command(data),
     )
 
@@ -740,6 +784,33 @@ def web_history(hist: Data) -> str:
     )  # fmt: skip
 
 
+def render_context_window(results: Path) -> str:
+    data = load(results, "context_window")
+
+    def row(run: Data) -> list[str]:
+        first = run["first_failed_send"]
+        return [
+            "default: `FitWindow()`" if run["fit_window"] else "`fit_window=None`",
+            f"{count(run['answered'])} of {count(run['sends'])}",
+            count(first) if first else "–",
+            count(run["refused"]),
+            count(run["prompt_tokens_max"]),
+            count(run["prompt_tokens_mean"]),
+            count(run["prompts_cut"]),
+            f"{count(run['log_messages'])} / {count(run['visible_messages'])}",
+            ms(run["ms_per_send_median"]),
+        ]
+
+    header = ["session", "sends answered", "first failed send", "refused", "largest prompt",
+              "mean prompt", "prompts cut", "log / view messages", "send (median)"]  # fmt: skip
+    return paragraphs(
+        f"Window: {count(data['window'])} tokens; prompts in tokens as the server counted "
+        "them. The session without `fit_window` stops five sends after its first failure.",
+        table(header, [row(run) for run in data["sessions"]]),
+        command(data),
+    )
+
+
 def render_web(results: Path) -> str:
     data = load(results, "web")
     facts = data["machine"]
@@ -765,14 +836,19 @@ RENDERERS: dict[str, Renderer] = {
     "long_run": render_long_run,
     "state_cost": render_state_cost,
     "events": render_events,
+    "followers": render_followers,
     "resume": render_resume,
     "checkpoints": render_checkpoints,
     "send_chaos": render_send_chaos,
     "overload": render_overload,
     "web": render_web,
     "rerun": render_rerun,
+    "context_window": render_context_window,
 }
-RENDERED_WITHIN = {"history_growth_ratchet": "history_growth"}  # files another section reads
+RENDERED_WITHIN = {
+    "history_growth_ratchet": "history_growth",
+    "followers_before": "followers",
+}  # files another section reads
 
 
 # The README

@@ -30,6 +30,7 @@ configuration change fixes, and failures of a run, which happen at run time::
     │   └── EventsExpiredError      an event id older than what the stream retains
     └── RunError                    a run could not finish
         ├── ModelError              the model service failed (``retryable`` says if it may pass)
+        │   └── ContextOverflowError    the prompt was over the model's context window
         ├── MaxTurnsExceededError
         ├── BudgetExceededError     a run used more tokens than its token_budget
         ├── SessionClosedError      the session takes no more messages
@@ -170,6 +171,28 @@ class ModelError(RunError):
         self.retry_after = retry_after
 
 
+class ContextOverflowError(ModelError):
+    """The model refused the prompt: it was over the model's context window.
+
+    ``limit`` and ``tokens`` are the window and the prompt's size in tokens when the
+    service said them. A turn meets it by compacting the prompt harder and asking
+    once more (``RunOptions.fit_window``); it fails the run only when even the
+    smallest prompt Ratchet can make is too large.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = 400,
+        limit: int | None = None,
+        tokens: int | None = None,
+    ) -> None:
+        super().__init__(message, retryable=False, status=status)
+        self.limit = limit
+        self.tokens = tokens
+
+
 class MaxTurnsExceededError(RunError):
     """The run used every turn it was allowed without a final answer."""
 
@@ -251,8 +274,9 @@ class AlreadyStartedError(UsageError):
 
 
 class EventsExpiredError(UsageError):
-    """Events were asked for after an offset the stream no longer retains (a session
-    keeps its latest 500 events across continue-as-new): read a snapshot instead."""
+    """Events were asked for from an offset the stream can no longer give (a reader
+    gets every event up to 500 behind the end, across continue-as-new): read a
+    snapshot instead, then follow from ``oldest``."""
 
     def __init__(self, workflow_id: str, requested: int, oldest: int) -> None:
         super().__init__(

@@ -44,13 +44,14 @@ from ratchet.activities.resources import ResourceFactory, WorkerResources
 from ratchet.activities.state_refs import StateCache
 from ratchet.activities.threads import ThreadCache
 from ratchet.activities.turn import AgentFactory, TurnActivities
+from ratchet.agents.interceptors import InterceptorFactory
+from ratchet.agents.recording import RECORDING, recording_interceptor
 from ratchet.errors import PAYLOAD_LIMIT, ConfigurationError
 from ratchet.payloads.converter import RatchetPayloadConverter, data_converter, with_codec
 from ratchet.payloads.storage import external_storage
 from ratchet.workflows.agent_run import AgentRunWorkflow
 from ratchet.workflows.rerun_batch import RerunBatchWorkflow
 from ratchet.workflows.session import AgentSessionWorkflow
-from ratchet.workflows.session_v1 import AgentSessionWorkflowV1
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -60,9 +61,11 @@ PASSED_THROUGH = ("ratchet", "pydantic", "openai", "opentelemetry")
 WORKFLOWS: tuple[type, ...] = (
     AgentRunWorkflow,
     AgentSessionWorkflow,
-    AgentSessionWorkflowV1,
     RerunBatchWorkflow,
 )
+DEFAULT_INTERCEPTORS: Mapping[str, InterceptorFactory] = {RECORDING: recording_interceptor}
+"""Tool interceptors every worker has: an evaluation's rerun answers calls from its
+recording through ``RECORDING``."""
 STICKY_TIMEOUT = timedelta(seconds=3)
 """A run whose worker died moves to another worker within this (SDK default: 10 s)."""
 SDK_STICKY_TIMEOUT = timedelta(seconds=10)
@@ -147,6 +150,7 @@ class RatchetPlugin(SimplePlugin):
         resources: Mapping[str, ResourceFactory] | None = None,
         state_cache: StateCache | None = None,
         live_events: timedelta | None = DEFAULT_BATCH_INTERVAL,
+        tool_interceptors: Mapping[str, InterceptorFactory] | None = None,
     ) -> None:
         if not agents:
             raise ConfigurationError(
@@ -158,6 +162,7 @@ class RatchetPlugin(SimplePlugin):
         self._resources = WorkerResources(resources)
         self._caches = (thread_cache, state_cache)
         self._live_events = live_events
+        self._interceptors = {**DEFAULT_INTERCEPTORS, **(tool_interceptors or {})}
         self._hosts: list[TurnActivities] = []
         super().__init__(
             "ratchet",
@@ -196,6 +201,7 @@ class RatchetPlugin(SimplePlugin):
             resources=self._resources,
             state_cache=state_cache,
             event_batch_interval=self._live_events,
+            tool_interceptors=self._interceptors,
         )
         self._hosts.append(turns)
         config["activities"] = [

@@ -28,6 +28,7 @@ from ratchet.activities.resources import ResourceFactory
 from ratchet.activities.state_refs import StateCache
 from ratchet.activities.threads import ThreadCache
 from ratchet.activities.turn import AgentFactory
+from ratchet.agents.interceptors import InterceptorFactory
 from ratchet.cli.worker import DEFAULT_GRACE_PERIOD
 from ratchet.client.client import DEFAULT_TASK_QUEUE, AgentClient
 from ratchet.errors import ConfigurationError
@@ -51,6 +52,7 @@ def build_worker(
     state_cache: StateCache | None = None,
     live_events: timedelta | None = DEFAULT_BATCH_INTERVAL,
     graceful_shutdown_timeout: timedelta = GRACE_PERIOD,
+    tool_interceptors: Mapping[str, InterceptorFactory] | None = None,
     **worker_options: Any,
 ) -> Worker:
     """A worker that hosts ``agents`` and runs ``AgentRunWorkflow`` (plus ``workflows``).
@@ -72,6 +74,11 @@ def build_worker(
     tools it is running this long to finish; then it cancels them, and each fails as
     ``WorkerShutdown`` and is retried on another worker from its checkpoint (the
     steps it finished are not done again).
+
+    ``tool_interceptors`` maps a name to a factory of a ``ToolInterceptor`` (see
+    ``ratchet.agents.interceptors``), which a run names in
+    ``RunOptions(tool_interceptor=InterceptorRef(name=..., config=...))``; the
+    recording interceptor evaluations rerun with is there by default.
     """
     if not agents:
         raise ConfigurationError(
@@ -93,6 +100,7 @@ def build_worker(
         resources=resources,
         state_cache=state_cache,
         live_events=live_events,
+        tool_interceptors=tool_interceptors,
     )
     plugins = [*worker_options.pop("plugins", []), plugin]
     return Worker(

@@ -30,6 +30,16 @@ from ratchet.agents import (
 )
 
 
+def pair_agent() -> Agent:
+    """Calls ``step`` twice in one turn (in parallel), then answers."""
+    log = EventLog(os.environ.get("RATCHET_TEST_LOG"))
+    release = os.environ.get("RATCHET_TEST_RELEASE_DIR")
+    script = [ScriptedModel.calls(("step", {"n": 1}), ("step", {"n": 2})), "both steps done"]
+    return ToolCallingAgent(
+        LoggingModel(ScriptedModel(script), log), [stepper(log, Path(release) if release else None)]
+    )
+
+
 class EventLog:
     def __init__(self, path: str | Path | None) -> None:
         self.path = Path(path) if path else None
@@ -111,7 +121,8 @@ class TimedModel(ModelClient):
         fields = {"run": context.run_id, "turn": context.turn, "attempt": context.attempt}
         self.log.write("model_start", **fields)
         try:
-            await asyncio.sleep(plan.get("latency", 0))
+            if plan.get("latency"):  # 0: the reply comes without a pause, as a cached one
+                await asyncio.sleep(plan["latency"])
             held = plan.get("hold") and context.turn == context.attempt == 1
             if held and self.release_dir is not None:
                 gate = self.release_dir / f"{context.run_id}-model"
@@ -130,9 +141,14 @@ class TimedModel(ModelClient):
         return response
 
 
+CRASH_SAYS = "Working on it now."
+"""The text the ``crash`` agent's first model call streams (word by word) before its call."""
+
+
 def crash_agent() -> Agent:
-    """One model call, then ``work``, which SIGKILLs its own worker ``kill_after``
-    seconds in (once per run, when ``kill_after`` is set in the plan); then answers."""
+    """One model call, which streams ``CRASH_SAYS`` and calls ``work``, which SIGKILLs
+    its own worker ``kill_after`` seconds in (once per run, when ``kill_after`` is set
+    in the plan); then answers."""
     log = EventLog(os.environ.get("RATCHET_TEST_LOG"))
     release = os.environ.get("RATCHET_TEST_RELEASE_DIR")
     release_dir = Path(release) if release else None
@@ -141,7 +157,8 @@ def crash_agent() -> Agent:
         if any(m.role == "tool" for m in messages):
             return "worked"
         plan = json.loads(messages[0].text)
-        return ScriptedModel.call("work", kill_after=plan.get("kill_after"))
+        call = ScriptedModel.call("work", kill_after=plan.get("kill_after"))
+        return Message.assistant(CRASH_SAYS, call.tool_calls)
 
     @tool
     async def work(kill_after: float | None, context: RunContext) -> str:
@@ -157,7 +174,8 @@ def crash_agent() -> Agent:
         log.write("tool_end", **fields)
         return "done"
 
-    return ToolCallingAgent(TimedModel(ScriptedModel(script), log, release_dir), [work])
+    model = ScriptedModel(script, stream=True)
+    return ToolCallingAgent(TimedModel(model, log, release_dir), [work])
 
 
 class Invoice(BaseModel):
@@ -240,6 +258,7 @@ def chaos_agent() -> Agent:
 AGENTS = {
     "chaos": chaos_agent,
     "steps": steps_agent,
+    "pair": pair_agent,
     "crash": crash_agent,
     "invoice": invoice_agent,
     "noter": lambda: noter(gated=False),

@@ -2,9 +2,11 @@
 continue as new every few messages and clients retry (the CI test and
 ``bench/send_chaos.py`` both run it).
 
-Each session sends its messages one after the other, each with its own request
-id; a send that fails for a moment (``AnswerUnavailableError``, or any error that
-may pass) is sent again with the same id. Then every message must be in its
+Workers are SIGKILLed every ``kill_every`` seconds, or after ``KILL_EVERY_SENDS``
+answered sends if that comes first. Each session sends its messages one after the
+other, each with its own request id; a send that fails for a moment
+(``AnswerUnavailableError``, or any error that may pass) is sent again with the
+same id. Then every message must be in its
 session's thread once, with one answer, and its tool's side effect must belong to
 one run only (one idempotency key: a message run twice has two).
 """
@@ -29,6 +31,8 @@ from ratchet.wire.sessions import new_request_id
 from .agents import EventLog
 
 WORKERS = 2
+KILL_EVERY_SENDS = 15
+"""A kill comes at the latest after this many more sends were answered."""
 
 
 @dataclass
@@ -72,13 +76,25 @@ async def chaos_sends(
     texts = {h.id: [f"{h.id[-8:]}-m{j}" for j in range(sends)] for h in handles}
     done = asyncio.Event()
 
+    sent = asyncio.Condition()
+    answered = [0]
+
+    async def due(since: int) -> None:
+        """After ``kill_every`` seconds, or as soon as ``KILL_EVERY_SENDS`` more sends
+        were answered (a fast machine still sees its kills)."""
+        async with sent:
+            await sent.wait_for(lambda: done.is_set() or answered[0] >= since + KILL_EVERY_SENDS)
+
     async def killer() -> None:
+        mark = 0
         while not done.is_set():
             try:
-                await asyncio.wait_for(done.wait(), rng.uniform(*kill_every))
-                return
+                await asyncio.wait_for(due(mark), rng.uniform(*kill_every))
             except TimeoutError:
                 pass
+            if done.is_set():
+                return
+            mark = answered[0]
             victim = workers.pop(rng.randrange(len(workers)))
             victim.kill()
             report.kills += 1
@@ -101,13 +117,18 @@ async def chaos_sends(
                     report.retries += 1
             if result.output != f"done: {text}":
                 report.errors.append(f"{text}: answered {result.output!r}")
+            async with sent:
+                answered[0] += 1
+                sent.notify_all()
 
     started = time.monotonic()
     killing = asyncio.ensure_future(killer())
     try:
         outcomes = await asyncio.gather(*(sender(h) for h in handles), return_exceptions=True)
     finally:
-        done.set()
+        async with sent:
+            done.set()
+            sent.notify_all()
         await killing
     report.seconds = round(time.monotonic() - started, 1)
     report.errors += [f"{type(o).__name__}: {o}" for o in outcomes if isinstance(o, BaseException)]

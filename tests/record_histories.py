@@ -2,9 +2,17 @@
 
     python -m tests.record_histories
 
-Run it when a workflow changes on purpose (behind ``workflow.patched`` or as a new
-workflow type) and commit the new files next to the old ones, never instead of them:
-it writes only histories that are not recorded yet.
+It writes only histories that are not recorded yet. Until Ratchet's first release,
+a workflow change re-records them all (delete tests/histories/*.json first); from
+the first release on, a change goes behind ``workflow.patched`` (or into a new
+workflow type) and the new histories are committed next to the old ones.
+
+Every workflow type and feature is covered: single runs (completed, failed, with
+state, approvals, sub-agents, fast mode and its fallback to a regular turn,
+compaction, the context window, continue-as-new, events and search attributes,
+a service-backed thread), sessions (sends, failures, compaction, continue-as-new,
+fast mode, approvals and their rules, steering, retried request ids, forks of a
+session and of a run), rerun batches and their cases, and workflows of your own.
 """
 
 from __future__ import annotations
@@ -12,8 +20,10 @@ from __future__ import annotations
 import asyncio
 import uuid
 from pathlib import Path
+from typing import Any
 
-from ratchet.agents import ScriptedModel
+from ratchet.activities.threads import ThreadCache
+from ratchet.agents import OpenAIResponsesModel, ScriptedModel, ToolCallingAgent
 from ratchet.agents.compaction import KeepLastTurns, Summarize, SummarizingAgent
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
@@ -26,18 +36,17 @@ from ratchet.examples.orchestration import (
     WriterCriticInput,
     WriterCriticLoop,
 )
+from ratchet.testing.openai_server import OpenAIServer
 from ratchet.wire.options import RunOptions, SessionOptions
-from ratchet.wire.sessions import SessionInput
 from ratchet.worker import build_worker
-from ratchet.workflows.session_v1 import AgentSessionWorkflowV1
 
-from .history import until
 from .hitl_agents import Blocker, Ledger, payment_agent
 from .state_agents import StepAgent
 from .test_agent_state import plan_agents
 from .test_compaction import paging_agent
 from .test_multi_agent import research_team
 from .test_observability import weather_agent
+from .test_openai_chat import lookup
 from .test_orchestration import team
 from .test_rerun import AGENTS as rerun_agents
 from .test_rerun import recorded_session
@@ -46,239 +55,18 @@ from .test_user_workflow import agents
 from .user_workflows import ResearchAndReview, SharedPlan
 
 HISTORIES = Path(__file__).parent / "histories"
+Recorded = list[tuple[str, Any]]
+"""(history name, a Temporal workflow handle whose history it is)."""
 
 
 async def record() -> None:
     with DevServer.start(ui=False) as server:
-        client = await AgentClient.connect(server.address, task_queue="record")
-        compacting = {
-            "pager": lambda: paging_agent(6, []),
-            "summarizer": lambda: SummarizingAgent(ScriptedModel(lambda m, c: "summary")),
-        }
-        stateful = {"stateful": lambda: StepAgent(_fill_cart, _checkout), "echo": Echo}
-        calls = ScriptedModel.calls(
-            ("pay", {"to": "a", "amount": 200}),
-            ("pay", {"to": "b", "amount": 300}),
-            ("ask_user", {"question": "Which currency?"}),
-        )
-        async with build_worker(
-            client,
-            {**agents(), **compacting, **plan_agents(), **stateful},
-            workflows=[ResearchAndReview, SharedPlan],
-        ):
-            completed = await client.start_run("researcher", "What is Temporal?")
-            await completed.result()
-            failed = await client.start_run("researcher", "loop", options=RunOptions(max_turns=1))
-            try:
-                await failed.result()
-            except RunFailedError:
-                pass
-            user = await client.temporal.start_workflow(
-                ResearchAndReview.run,
-                "temporal",
-                id=f"review-{uuid.uuid4().hex[:8]}",
-                task_queue="record",
-            )
-            await user.result()
-            by_reference = await client.start_run(
-                "researcher",
-                "What is Temporal?",
-                options=RunOptions(thread_mode="reference"),
-            )
-            await by_reference.result()
-            compacted = await client.start_run(
-                "pager",
-                "Read the pages.",
-                options=RunOptions(
-                    compaction=Summarize(max_messages=6, keep_turns=1),
-                    continue_as_new_after_turns=4,
-                ),
-            )
-            await compacted.result()
-            fast = await client.start_run(
-                "researcher", "What is Temporal?", options=RunOptions(fast=True)
-            )
-            await fast.result()
-            with_state = await client.start_run("stateful", "Buy a book.")
-            await with_state.result()
-            shared = await client.temporal.start_workflow(
-                SharedPlan.run, id=f"shared-{uuid.uuid4().hex[:8]}", task_queue="record"
-            )
-            await shared.result()
-            session = await client.start_session("echo")
-            for text in ("hello", "again"):
-                await session.send(text)
-            await session.close()
-            first_run = client.temporal.get_workflow_handle(
-                compacted.id, run_id=compacted.temporal_run_id
-            )
-            recorded = [
-                ("agent_run_completed", completed.workflow),
-                ("agent_run_max_turns", failed.workflow),
-                ("research_and_review", user),
-                ("agent_run_thread_by_reference", by_reference.workflow),
-                ("agent_run_summarize_then_continue_as_new", first_run),
-                ("agent_run_continued", client.temporal.get_workflow_handle(compacted.id)),
-                ("agent_run_fast_mode", fast.workflow),
-                ("agent_run_with_state", with_state.workflow),
-                ("shared_plan_with_conflict", shared),
-                ("session_two_runs_then_closed", session.workflow),
-                ("session_run_with_thread_base", client.get_run(f"{session.id}-run-2").workflow),
-            ]
-        # Issue 5's workflows, on a queue of their own (their agents reuse names).
-        client = await AgentClient.connect(server.address, task_queue="record-5")
-        blocker = Blocker()
-        agents_5 = {
-            **team(),
-            **research_team(),
-            "pay": payment_agent(Ledger(), [calls]),
-            "blocker": blocker,
-        }
-        async with build_worker(client, agents_5, workflows=[WriterCriticLoop, FanOut]):
-            approvals = await client.start_run("pay", "pay both")
-            ids = [p.action.id for p in await approvals.wait_for_pending()]
-            await approvals.approve(ids[0])
-            await approvals.reject(ids[1], "unknown payee")
-            await approvals.provide_input(ids[2], "EUR")
-            await approvals.result()
-            steered = await client.start_session(
-                "blocker", options=SessionOptions(steering="interrupt")
-            )
-            first = asyncio.create_task(steered.send("block"))
-            await blocker.blocked.wait()
-            await steered.send("go on")
-            await first
-            await steered.close()
-            lead = await client.start_run("lead", "explain tides")
-            await lead.result()
-            loop = await client.temporal.start_workflow(
-                WriterCriticLoop.run,
-                WriterCriticInput(brief="a haiku"),
-                id=f"critic-{uuid.uuid4().hex[:8]}",
-                task_queue="record-5",
-            )
-            await loop.result()
-            fan_out = await client.temporal.start_workflow(
-                FanOut.run,
-                FanOutInput(question="Where?", angles=["rent", "footfall"]),
-                id=f"fanout-{uuid.uuid4().hex[:8]}",
-                task_queue="record-5",
-            )
-            await fan_out.result()
-            recorded += [
-                ("agent_run_approve_reject_answer", approvals.workflow),
-                ("session_interrupt_then_closed", steered.workflow),
-                ("session_run_interrupted", client.get_run(f"{steered.id}-run-1").workflow),
-                ("agent_run_with_sub_agent", lead.workflow),
-                ("writer_critic_loop", loop),
-                ("fan_out", fan_out),
-            ]
-        # Issue 6: search attributes, session progress reports and live events (watched).
-        client = await AgentClient.connect(server.address, task_queue="record-6")
-        agents_6 = {
-            "weather": lambda: weather_agent(stream=True),
-            "pay": payment_agent(Ledger(), [ScriptedModel.call("pay", to="acme", amount=500)]),
-        }
-        async with build_worker(client, agents_6):
-            indexed = await client.start_run(
-                "weather", "weather in Oslo?", options=RunOptions(continue_as_new_after_turns=1)
-            )
-            watched = [event async for event in indexed.events()]
-            assert watched[-1].text == "COMPLETED"
-            waiting = await client.start_session("pay")
-            watcher = asyncio.ensure_future(_drain(waiting.events()))
-            sent = asyncio.ensure_future(waiting.send("pay acme 500"))
-            pending = await waiting.wait_for_pending()
-            await waiting.approve(pending[0].action.id, by="oncall")
-            await sent
-            await waiting.close()
-            await watcher
-            first_indexed = client.temporal.get_workflow_handle(
-                indexed.id, run_id=indexed.temporal_run_id
-            )
-            recorded += [
-                ("agent_run_indexed_with_events", first_indexed),
-                ("agent_run_indexed_continued", client.temporal.get_workflow_handle(indexed.id)),
-                ("session_indexed_waiting_for_approval", waiting.workflow),
-                (
-                    "session_run_reports_progress",
-                    client.get_run(f"{waiting.id}-run-1").workflow,
-                ),
-            ]
-        # Issue 13: sessions that run their messages in their own workflow.
-        client = await AgentClient.connect(server.address, task_queue="record-13")
-        agents_13 = {
-            "echo": Echo,
-            "pay": payment_agent(Ledger(), [ScriptedModel.call("pay", to="acme", amount=500)]),
-        }
-        async with build_worker(client, agents_13):
-            recorded += await _record_sessions(client)
-        # Issue 18: a session's approval rules ("always allow"), changed while a call waits.
-        client = await AgentClient.connect(server.address, task_queue="record-18")
-        pays = [
-            ScriptedModel.call("pay", to="acme", amount=500),
-            "paid",
-            ScriptedModel.call("pay", to="acme", amount=600),
-        ]
-        async with build_worker(client, {"pay": payment_agent(Ledger(), pays)}):
-            ruled = await client.start_session("pay")
-            sent = asyncio.ensure_future(ruled.send("pay acme 500"))
-            pending = await ruled.wait_for_pending()
-            await ruled.approve(pending[0].action.id, by="oncall", always=True)
-            await sent
-            await ruled.set_approvals(deny=["lookup"], by="oncall")
-            await ruled.send("pay acme 600")  # allowed by the session's rule
-            await ruled.close()
-            changed = await client.start_run("pay", "pay acme 500")
-            await changed.wait_for_pending()
-            await changed.set_approvals(allow=["pay"], by="oncall")
-            await changed.result()
-            recorded += [
-                ("agent_session_approval_rules", ruled.workflow),
-                ("agent_run_rule_change_decides_a_waiting_call", changed.workflow),
-            ]
-        # Issue 19: a rerun batch that continues as new, and one of its cases' runs.
-        client = await AgentClient.connect(server.address, task_queue="record-19")
-        async with build_worker(client, rerun_agents):
-            sources = [await recorded_session(client) for _ in range(2)]
-            batch = await start_batch(
-                client,
-                [*sources, "no-such-session"],
-                agent="weather-v2",
-                cases_per_run=3,
-                inline_bytes=0,  # cases on a reference into the session's log
-            )
-            last = (await batch.result()).records[1]
-            chained = await start_batch(
-                client, sources[:1], agent="weather-v2", unrecorded="live", free_running=True
-            )
-            await chained.result()
-            # Sources given as a dataset's snapshots, carried over continue-as-new.
-            snapshots = (await export_dataset(client, sources)).snapshots
-            of_snapshots = await start_batch(
-                client,
-                [s.model_copy(update={"source": f"gone-{s.source}"}) for s in snapshots],
-                agent="weather-v2",
-                cases_per_run=1,
-            )
-            await of_snapshots.result()
-            recorded += [
-                (
-                    "rerun_batch_continued_as_new",
-                    client.temporal.get_workflow_handle(
-                        batch.id, run_id=batch.handle.first_execution_run_id
-                    ),
-                ),
-                ("rerun_batch_finished", client.temporal.get_workflow_handle(batch.id)),
-                ("rerun_case_on_a_session_log", client.get_run(last.workflow_id or "").workflow),
-                ("rerun_batch_free_running", chained.handle),
-                (
-                    "rerun_batch_of_snapshots",
-                    client.temporal.get_workflow_handle(
-                        of_snapshots.id, run_id=of_snapshots.handle.first_execution_run_id
-                    ),
-                ),
-            ]
+        recorded: Recorded = []
+        for part in (_runs, _people, _watched, _sessions, _rules, _reruns, _service):
+            queue = f"record-{part.__name__.strip('_')}"
+            client = await AgentClient.connect(server.address, task_queue=queue)
+            recorded += await part(client)
+        HISTORIES.mkdir(exist_ok=True)
         for name, handle in recorded:
             if (HISTORIES / f"{name}.json").exists():
                 continue
@@ -287,65 +75,199 @@ async def record() -> None:
             print(f"recorded {name}: {len(history.events)} events")
 
 
-async def _record_sessions(client: AgentClient) -> list[tuple[str, object]]:
-    plain = await client.start_session("echo")
-    for text in ("hello", "again"):
-        await plain.send(text)
-    await plain.close()
-    compacting = await client.start_session(
-        "echo",
-        options=SessionOptions(
-            run=RunOptions(compaction=KeepLastTurns(max_messages=4, turns=1)),
-            continue_as_new_after_runs=3,
-        ),
-    )
-    for text in ("one", "fail", "two", "three", "four"):
+async def _runs(client: AgentClient) -> Recorded:
+    """Single runs and workflows of your own."""
+    compacting = {
+        "pager": lambda: paging_agent(6, []),
+        "pager_window": lambda: paging_agent(8, [], window=600),
+        "summarizer": lambda: SummarizingAgent(ScriptedModel(lambda m, c: "summary")),
+    }
+    stateful = {"stateful": lambda: StepAgent(_fill_cart, _checkout)}
+    async with build_worker(
+        client,
+        {**agents(), **compacting, **plan_agents(), **stateful},
+        workflows=[ResearchAndReview, SharedPlan],
+    ):
+        completed = await client.start_run("researcher", "What is Temporal?")
+        await completed.result()
+        failed = await client.start_run("researcher", "loop", options=RunOptions(max_turns=1))
         try:
-            await compacting.send(text)
+            await failed.result()
         except RunFailedError:
             pass
-    fast = await client.start_session("echo", options=SessionOptions(run=RunOptions(fast=True)))
-    for text in ("quick", "quicker"):
-        await fast.send(text)
-    waiting = await client.start_session("pay")
-    sent = asyncio.ensure_future(waiting.send("pay acme 500"))
-    pending = await waiting.wait_for_pending()
-    await waiting.approve(pending[0].action.id, by="oncall")
-    await sent
-    legacy_id = f"legacy-{uuid.uuid4().hex[:8]}"
-    legacy = await client.temporal.start_workflow(
-        AgentSessionWorkflowV1.run,
-        SessionInput(
-            agent="echo",
-            session_id=legacy_id,  # replay runs it under another workflow id
-            options=SessionOptions(continue_as_new_after_runs=1),
-        ),
-        id=legacy_id,
-        task_queue=client.task_queue,
+        user = await client.temporal.start_workflow(
+            ResearchAndReview.run,
+            "temporal",
+            id=f"review-{uuid.uuid4().hex[:8]}",
+            task_queue=client.task_queue,
+        )
+        await user.result()
+        compacted = await client.start_run(
+            "pager",
+            "Read the pages.",
+            options=RunOptions(
+                compaction=Summarize(max_messages=6, keep_turns=1),
+                continue_as_new_after_turns=4,
+            ),
+        )
+        await compacted.result()
+        fitted = await client.start_run("pager_window", "Read the pages.")
+        await fitted.result()
+        fast = await client.start_run(
+            "researcher", "What is Temporal?", options=RunOptions(fast=True)
+        )
+        await fast.result()
+        with_state = await client.start_run("stateful", "Buy a book.")
+        await with_state.result()
+        shared = await client.temporal.start_workflow(
+            SharedPlan.run, id=f"shared-{uuid.uuid4().hex[:8]}", task_queue=client.task_queue
+        )
+        await shared.result()
+        first_run = client.temporal.get_workflow_handle(
+            compacted.id, run_id=compacted.temporal_run_id
+        )
+        return [
+            ("agent_run_completed", completed.workflow),
+            ("agent_run_max_turns", failed.workflow),
+            ("research_and_review", user),
+            ("agent_run_summarize_then_continue_as_new", first_run),
+            ("agent_run_continued", client.temporal.get_workflow_handle(compacted.id)),
+            ("agent_run_fit_window", fitted.workflow),
+            ("agent_run_fast_mode", fast.workflow),
+            ("agent_run_with_state", with_state.workflow),
+            ("shared_plan_with_conflict", shared),
+        ]
+
+
+async def _people(client: AgentClient) -> Recorded:
+    """Approvals and questions, steering, sub-agents, orchestrations, fast mode's fallback."""
+    calls = ScriptedModel.calls(
+        ("pay", {"to": "a", "amount": 200}),
+        ("pay", {"to": "b", "amount": 300}),
+        ("ask_user", {"question": "Which currency?"}),
     )
-    moved = client.get_session(legacy.id)
-    await moved.send("old")
-    await until(moved.is_current, bool)
-    await moved.send("new")
-    current = await client.start_session("pay")  # one patch marker: ratchet.v2
-    sent = asyncio.ensure_future(current.send("pay acme 500"))
-    pending = await current.wait_for_pending()
-    await current.approve(pending[0].action.id)
-    await sent
-    await current.send("and again")
-    run = await client.start_run("echo", "hello")
-    await run.result()
-    retried = await client.start_session(
-        "echo", options=SessionOptions(continue_as_new_after_runs=1)
-    )
-    await retried.send("pay once", request_id="order-17")
-    await retried.send("two")
-    await retried.send("pay once", request_id="order-17")  # answered by the third run
-    await retried.close()
+    blocker = Blocker()
+    agents_5 = {
+        **team(),
+        **research_team(),
+        "pay": payment_agent(Ledger(), [calls]),
+        "blocker": blocker,
+    }
+    async with build_worker(client, agents_5, workflows=[WriterCriticLoop, FanOut]):
+        approvals = await client.start_run("pay", "pay both")
+        ids = [p.action.id for p in await approvals.wait_for_pending()]
+        await approvals.approve(ids[0])
+        await approvals.reject(ids[1], "unknown payee")
+        await approvals.provide_input(ids[2], "EUR")
+        await approvals.result()
+        steered = await client.start_session(
+            "blocker", options=SessionOptions(steering="interrupt")
+        )
+        first = asyncio.create_task(steered.send("block"))
+        await blocker.blocked.wait()
+        await steered.send("go on")
+        await first
+        await steered.close()
+        lead = await client.start_run("lead", "explain tides")
+        await lead.result()
+        loop = await client.temporal.start_workflow(
+            WriterCriticLoop.run,
+            WriterCriticInput(brief="a haiku"),
+            id=f"critic-{uuid.uuid4().hex[:8]}",
+            task_queue=client.task_queue,
+        )
+        await loop.result()
+        fan_out = await client.temporal.start_workflow(
+            FanOut.run,
+            FanOutInput(question="Where?", angles=["rent", "footfall"]),
+            id=f"fanout-{uuid.uuid4().hex[:8]}",
+            task_queue=client.task_queue,
+        )
+        await fan_out.result()
+    # A worker that caches no thread: every fast turn after the first pages it in as
+    # a regular activity.
+    forgetful = ThreadCache(max_bytes=0)
+    async with build_worker(client, agents(), thread_cache=forgetful):
+        paged = await client.start_run(
+            "researcher", "What is Temporal?", options=RunOptions(fast=True)
+        )
+        await paged.result()
+    return [
+        ("agent_run_approve_reject_answer", approvals.workflow),
+        ("agent_session_interrupted", steered.workflow),
+        ("agent_run_with_sub_agent", lead.workflow),
+        ("writer_critic_loop", loop),
+        ("fan_out", fan_out),
+        ("agent_run_fast_mode_pages_in_as_an_activity", paged.workflow),
+    ]
+
+
+async def _watched(client: AgentClient) -> Recorded:
+    """Search attributes and live events, watched across continue-as-new."""
+    async with build_worker(client, {"weather": lambda: weather_agent(stream=True)}):
+        indexed = await client.start_run(
+            "weather", "weather in Oslo?", options=RunOptions(continue_as_new_after_turns=1)
+        )
+        watched = [event async for event in indexed.events()]
+        assert watched[-1].text == "COMPLETED"
+        first_indexed = client.temporal.get_workflow_handle(
+            indexed.id, run_id=indexed.temporal_run_id
+        )
+        return [
+            ("agent_run_indexed_with_events", first_indexed),
+            ("agent_run_indexed_continued", client.temporal.get_workflow_handle(indexed.id)),
+        ]
+
+
+async def _sessions(client: AgentClient) -> Recorded:
+    """Sessions: sends, failures, compaction, continue-as-new, fast mode, approvals,
+    retried request ids, and forks of a session and of a run."""
+    agents_13 = {
+        "echo": Echo,
+        "pay": payment_agent(Ledger(), [ScriptedModel.call("pay", to="acme", amount=500)]),
+    }
+    async with build_worker(client, agents_13):
+        plain = await client.start_session("echo")
+        for text in ("hello", "again"):
+            await plain.send(text)
+        await plain.close()
+        compacting = await client.start_session(
+            "echo",
+            options=SessionOptions(
+                run=RunOptions(compaction=KeepLastTurns(max_messages=4, turns=1)),
+                continue_as_new_after_runs=3,
+            ),
+        )
+        for text in ("one", "fail", "two", "three", "four"):
+            try:
+                await compacting.send(text)
+            except RunFailedError:
+                pass
+        fast = await client.start_session("echo", options=SessionOptions(run=RunOptions(fast=True)))
+        for text in ("quick", "quicker"):
+            await fast.send(text)
+        waiting = await client.start_session("pay")
+        sent = asyncio.ensure_future(waiting.send("pay acme 500"))
+        pending = await waiting.wait_for_pending()
+        await waiting.approve(pending[0].action.id, by="oncall")
+        await sent
+        retried = await client.start_session(
+            "echo", options=SessionOptions(continue_as_new_after_runs=1)
+        )
+        await retried.send("pay once", request_id="order-17")
+        await retried.send("two")
+        await retried.send("pay once", request_id="order-17")  # answered by the third run
+        await retried.close()
+        forked = await client.fork(plain.id, at_turn=1)
+        await forked.send("from the fork")
+        await forked.close()
+        run = await client.start_run("echo", "hello")
+        await run.result()
+        of_run = await client.fork(run.id)
+        await of_run.send("after the run")
+        await of_run.close()
     first = client.temporal.get_workflow_handle
     return [
-        ("agent_session_current_patches", current.workflow),
-        ("agent_run_current_patches", run.workflow),
         ("agent_session_two_sends_then_closed", plain.workflow),
         (
             "agent_session_compaction_and_failure",
@@ -354,18 +276,92 @@ async def _record_sessions(client: AgentClient) -> list[tuple[str, object]]:
         ("agent_session_continued_by_reference", compacting.workflow),
         ("agent_session_fast_mode", fast.workflow),
         ("agent_session_waiting_for_approval", waiting.workflow),
-        (
-            "legacy_session_moves_to_agent_session",
-            first(legacy.id, run_id=legacy.first_execution_run_id),
-        ),
-        ("agent_session_moved_from_legacy", moved.workflow),
         ("agent_session_retried_request_id", retried.workflow),
+        ("agent_session_forked", forked.workflow),
+        ("agent_session_forked_from_a_run", of_run.workflow),
     ]
 
 
-async def _drain(events) -> None:
-    async for _ in events:
-        pass
+async def _rules(client: AgentClient) -> Recorded:
+    """A session's approval rules ("always allow"), changed while a call waits."""
+    pays = [
+        ScriptedModel.call("pay", to="acme", amount=500),
+        "paid",
+        ScriptedModel.call("pay", to="acme", amount=600),
+    ]
+    async with build_worker(client, {"pay": payment_agent(Ledger(), pays)}):
+        ruled = await client.start_session("pay")
+        sent = asyncio.ensure_future(ruled.send("pay acme 500"))
+        pending = await ruled.wait_for_pending()
+        await ruled.approve(pending[0].action.id, by="oncall", always=True)
+        await sent
+        await ruled.set_approvals(deny=["lookup"], by="oncall")
+        await ruled.send("pay acme 600")  # allowed by the session's rule
+        await ruled.close()
+        changed = await client.start_run("pay", "pay acme 500")
+        await changed.wait_for_pending()
+        await changed.set_approvals(allow=["pay"], by="oncall")
+        await changed.result()
+    return [
+        ("agent_session_approval_rules", ruled.workflow),
+        ("agent_run_rule_change_decides_a_waiting_call", changed.workflow),
+    ]
+
+
+async def _reruns(client: AgentClient) -> Recorded:
+    """Rerun batches: continued as new, free-running, of snapshots; a case's run."""
+    async with build_worker(client, rerun_agents):
+        sources = [await recorded_session(client) for _ in range(2)]
+        batch = await start_batch(
+            client,
+            [*sources, "no-such-session"],
+            agent="weather-v2",
+            cases_per_run=3,
+            inline_bytes=0,  # cases on a reference into the session's log
+        )
+        last = (await batch.result()).records[1]
+        chained = await start_batch(
+            client, sources[:1], agent="weather-v2", unrecorded="live", free_running=True
+        )
+        await chained.result()
+        # Sources given as a dataset's snapshots, carried over continue-as-new.
+        snapshots = (await export_dataset(client, sources)).snapshots
+        of_snapshots = await start_batch(
+            client,
+            [s.model_copy(update={"source": f"gone-{s.source}"}) for s in snapshots],
+            agent="weather-v2",
+            cases_per_run=1,
+        )
+        await of_snapshots.result()
+    first = client.temporal.get_workflow_handle
+    return [
+        (
+            "rerun_batch_continued_as_new",
+            first(batch.id, run_id=batch.handle.first_execution_run_id),
+        ),
+        ("rerun_batch_finished", first(batch.id)),
+        ("rerun_case_on_a_session_log", client.get_run(last.workflow_id or "").workflow),
+        ("rerun_batch_free_running", chained.handle),
+        (
+            "rerun_batch_of_snapshots",
+            first(of_snapshots.id, run_id=of_snapshots.handle.first_execution_run_id),
+        ),
+    ]
+
+
+async def _service(client: AgentClient) -> Recorded:
+    """A service-backed thread (the Responses API's, on the fake server)."""
+    with OpenAIServer() as server:
+        server.response(None, ("call_1", "lookup", '{"city": "Oslo"}'))
+        server.response("Snow in Oslo.")
+        model = OpenAIResponsesModel("gpt-test", base_url=server.base_url, api_key="k")
+        agent = ToolCallingAgent(model, [lookup], instructions="Be brief.")
+        options = RunOptions(thread_kind="openai.responses")
+        async with build_worker(client, {"oa": agent}):
+            handle = await client.start_run("oa", "Weather in Oslo?", options=options)
+            await handle.result()
+        await model.client.close()
+    return [("agent_run_on_a_service_thread", handle.workflow)]
 
 
 async def _fill_cart(context) -> None:

@@ -86,3 +86,96 @@ def test_the_attribute_counter_counts_what_a_class_keeps():
     ).body[0]
     assert isinstance(cls, ast.ClassDef)
     assert _instance_attributes(cls) == {"x", "a", "b", "c", "d"}
+
+
+RATCHET = WORKFLOWS.parent
+TURN_PATH = [
+    "client/client.py",
+    "client/sessions.py",
+    "client/threads.py",
+    "wire/runs.py",
+    "wire/turns.py",
+    *(
+        f"workflows/{name}.py"
+        for name in (
+            "agent_run",
+            "session",
+            "sends",
+            "session_runs",
+            "runner",
+            "turns",
+            "pending",
+            "observe",
+            "ledger",
+            "marks",
+            "threads",
+            "log_index",
+        )
+    ),
+    *(
+        f"activities/{name}.py"
+        for name in (
+            "turn",
+            "attempt",
+            "prompt",
+            "prompt_fit",
+            "turn_result",
+            "threads",
+            "thread_log",
+            "log_history",
+            "log_segments",
+            "heartbeats",
+        )
+    ),
+    "agents/tool_calling.py",
+    "agents/interceptors.py",
+    *(f"agents/models/{p.name}" for p in sorted((RATCHET / "agents/models").glob("*.py"))),
+]
+"""The modules a prompt crosses from ``AgentClient.run`` / ``SessionHandle.send`` to
+the model and back (docs/how-it-works.md draws the path)."""
+MAX_FUNCTION_LINES = 60
+MAX_COMPLEXITY = 15
+
+
+def _functions(path: Path) -> list[tuple[str, int, int]]:
+    """Every function and method of ``path`` (nested ones too): name, lines, and
+    cyclomatic complexity as radon counts it."""
+    from radon.complexity import cc_visit
+    from radon.visitors import Class, Function
+
+    found: list[tuple[str, int, int]] = []
+
+    def visit(block: Function | Class, prefix: str = "") -> None:
+        if isinstance(block, Class):
+            return  # its methods are blocks of their own
+        name = f"{prefix}{block.classname + '.' if block.classname else ''}{block.name}"
+        found.append((name, block.endline - block.lineno + 1, block.complexity))
+        for closure in block.closures:
+            visit(closure, f"{name}.")
+
+    for block in cc_visit(path.read_text()):
+        visit(block)
+    return found
+
+
+def test_no_function_on_the_turn_path_is_over_60_lines_or_complexity_15():
+    """A newcomer reads the path from send to the model and back as a short story:
+    functions of a screen or less, each with few branches (radon counts them)."""
+    assert all((RATCHET / p).exists() for p in TURN_PATH), "a module of the path moved"
+    too_big = [
+        f"{path}:{name} ({lines} lines, complexity {complexity})"
+        for path in TURN_PATH
+        for name, lines, complexity in _functions(RATCHET / path)
+        if lines > MAX_FUNCTION_LINES or complexity > MAX_COMPLEXITY
+    ]
+    assert not too_big, "split these into clear functions:\n" + "\n".join(too_big)
+
+
+def test_the_function_measure_counts_lines_and_branches():
+    source = "def f(x):\n" + "".join(f"    if x == {i}:\n        return {i}\n" for i in range(16))
+    path = Path(__file__).parent / "_measure_probe.py"
+    path.write_text(source)
+    try:
+        assert _functions(path) == [("f", 33, 17)]
+    finally:
+        path.unlink()

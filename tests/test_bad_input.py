@@ -108,7 +108,6 @@ BAD_RUN_OPTIONS = [
     ),
     ({"max_attempts": -1}, "max_attempts=-1", "0 means unlimited"),
     ({"initial_retry_interval": timedelta(0)}, "initial_retry_interval=", "greater than 0"),
-    ({"inline_thread_bytes": -1}, "inline_thread_bytes=-1", "at least 0"),
     ({"approval_timeout": timedelta(0)}, "approval_timeout=", "greater than 0"),
     ({"token_budget": 0}, "token_budget=0", "None: no budget"),
     ({"continue_as_new_after_turns": 0}, "continue_as_new_after_turns=0", "at least 1"),

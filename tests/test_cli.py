@@ -93,7 +93,7 @@ def test_run_of_an_unknown_agent_exits_non_zero_with_the_reason(
     done = ratchet("run", "nobody", "hello", "--task-queue", task_queue, server=temporal_server)
     assert done.returncode == 1
     assert 'Agent "nobody" is not registered' in done.stderr
-    assert "registered: crash, invoice, noter, noter-v2, steps" in done.stderr
+    assert "registered: chaos, crash, invoice, noter, noter-v2, pair, steps" in done.stderr
 
 
 def test_run_json_prints_a_typed_answer_as_its_value(

@@ -18,7 +18,7 @@ from ratchet.client import AgentClient
 from ratchet.wire.options import RunOptions
 from ratchet.worker import build_worker
 
-from .history import summary, turn_activities
+from .history import turn_activities
 from .test_threads import raw_history
 
 
@@ -66,7 +66,7 @@ def test_a_policy_needs_a_budget():
     assert KeepLastTurns(max_tokens=10_000).over_budget(conversation(1)) is False
 
 
-def paging_agent(steps: int, seen: list[int]) -> ToolCallingAgent:
+def paging_agent(steps: int, seen: list[int], window: int | None = None) -> ToolCallingAgent:
     """Scripted by turn number, so it does not depend on how much thread it sees."""
 
     @tool
@@ -80,7 +80,7 @@ def paging_agent(steps: int, seen: list[int]) -> ToolCallingAgent:
             return ScriptedModel.call("fetch", page=context.turn - 1)
         return "done"
 
-    return ToolCallingAgent(ScriptedModel(reply), [fetch])
+    return ToolCallingAgent(ScriptedModel(reply, context_window=window), [fetch])
 
 
 async def run(client: AgentClient, agents: dict, steps: int, **options):
@@ -93,30 +93,28 @@ async def run(client: AgentClient, agents: dict, steps: int, **options):
     return handle, result, state
 
 
-async def test_the_engine_keeps_the_working_thread_small_and_history_whole(
+async def test_the_engine_keeps_what_the_model_sees_small_and_the_log_whole(
     agent_client: AgentClient,
 ):
     seen: list[int] = []
     policy = KeepLastTurns(max_messages=7, turns=2)
     handle, result, state = await run(
-        agent_client,
-        {"pager": lambda: paging_agent(10, seen)},
-        10,
-        compaction=policy,
-        thread_mode="reference",
+        agent_client, {"pager": lambda: paging_agent(10, seen)}, 10, compaction=policy
     )
 
     assert result.output == "done" and result.turns == 11
     assert max(seen) <= 7 + 2  # compacted before each turn; a turn adds two messages
     thread = state.session.thread
-    assert thread.generation > 0 and len(thread.messages) <= 9
-    assert thread.messages[0].content == "Read the pages."
-    # Compaction shrank only the working thread: every page is still in history, once.
+    assert len(thread.visible()) <= 9 and len(thread.messages) == 22  # the log keeps all
+    assert thread.visible()[0].content == "Read the pages."
+    # Compaction changed only the view: every page is still in history, once.
     raw = await raw_history(handle)
     assert all(raw.count(f"<page-{i}>".encode()) == 1 for i in range(10))
 
 
-async def test_summarize_runs_the_summary_as_its_own_turn_activity(agent_client: AgentClient):
+async def test_a_runs_summary_is_made_inside_its_turn_and_joins_the_log(
+    agent_client: AgentClient,
+):
     seen: list[int] = []
     summarised: list[int] = []
 
@@ -132,13 +130,13 @@ async def test_summarize_runs_the_summary_as_its_own_turn_activity(agent_client:
     handle, result, state = await run(agent_client, agents, 6, compaction=policy)
 
     assert result.output == "done"
-    summaries = [summary(e) for e in await turn_activities(handle)]
-    compactions = [s for s in summaries if s.startswith("compact · summarise")]
-    assert compactions and len(summaries) == 7 + len(compactions)
-    notes = [m for m in state.session.thread.messages if "Summary of the earlier" in m.text]
-    assert len(notes) == 1 and "pages read so far" in notes[0].text
-    # The summarizer's model call is counted in the run's usage.
-    assert result.usage.requests == 7 + len(compactions)
+    assert summarised and len(await turn_activities(handle)) == 7  # no activity of its own
+    thread = state.session.thread
+    notes = [m for m in thread.messages if "Summary of the earlier" in m.text]
+    assert len(notes) == len(summarised) and "pages read so far" in notes[-1].text
+    assert notes[-1] in thread.visible() and len(thread.visible()) < len(thread.messages)
+    # The summarizer's model calls are counted in the run's usage.
+    assert result.usage.requests == 7 + len(summarised)
 
 
 async def test_a_long_execution_continues_as_new_and_carries_on_where_it_was(

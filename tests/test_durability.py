@@ -12,7 +12,7 @@ from pathlib import Path
 
 from temporalio.api.enums.v1 import EventType, TimeoutType
 
-from ratchet.client import AgentClient
+from ratchet.client import AgentClient, RunHandle
 from ratchet.wire.options import RunOptions, SessionOptions
 
 from .agents import EventLog
@@ -23,8 +23,6 @@ HEARTBEAT = timedelta(seconds=3)
 OPTIONS = RunOptions(
     heartbeat_timeout=HEARTBEAT,
     initial_retry_interval=timedelta(milliseconds=100),
-    # By reference even while small: the second worker must page the thread in.
-    thread_mode="reference",
 )
 
 
@@ -140,23 +138,40 @@ async def test_a_session_resumes_on_another_worker_after_a_kill_mid_send(
     assert [m.role for m in thread.messages] == ["user", *["assistant", "tool"] * 3, "assistant"]
 
 
+async def streamed(handle: RunHandle, turn: int) -> dict[int, str]:
+    """What a watcher following the run live saw streamed for ``turn``, by attempt."""
+    said: dict[int, str] = {}
+    async for event in handle.events():
+        if event.kind == "text_delta" and event.turn == turn:
+            said[event.attempt] = said.get(event.attempt, "") + (event.text or "")
+    return said
+
+
 async def test_a_finished_model_call_is_not_made_again_after_a_kill_right_after_it(
     agent_client: AgentClient, worker_processes, event_log: Path
 ):
-    # Default options. The model takes 3 s; its worker is SIGKILLed 0.5, 1 and 2 s into
-    # the tool call that follows (the SDK's own heartbeat, throttled to 0.8 of the
-    # heartbeat timeout, would not have carried the model's reply to the server yet).
+    # Default options. The model answers at once or in 0.05, 0.5 or 3 s, streaming its
+    # words to a watcher; its worker is SIGKILLed 0.1 s into the tool call that
+    # follows. The reply was acknowledged before the tool started (the SDK's own
+    # heartbeat, throttled to 0.8 of the heartbeat timeout, would not have carried it
+    # yet, and none sent earlier may replace it), so the retried attempt takes it
+    # from there instead of calling the model again.
     log = EventLog(event_log)
     workers = [worker_processes(), worker_processes()]
     runs = []
-    for kill_after in (0.5, 1.0, 2.0):
-        plan = json.dumps({"latency": 3, "kill_after": kill_after})
+    for latency in (0.0, 0.05, 0.5, 3.0):
+        plan = json.dumps({"latency": latency, "kill_after": 0.1})
         handle = await agent_client.start_run("crash", plan)
+        watcher = asyncio.ensure_future(streamed(handle, 1))
+        run = handle.id
+        await wait_for_event(log, lambda r, run=run: r["kind"] == "kill" and r["run"] == run)
+        replacement = worker_processes()  # while the server waits out the heartbeat timeout
         assert (await handle.result()).output == "worked"
-        runs.append(handle.id)
-        workers = [w for w in workers if w.process.poll() is None]
-        assert len(workers) == 1  # the one that ran the first attempt killed itself
-        workers.append(worker_processes())
+        # The killed attempt's words, if they left before the kill; never the retry's.
+        assert set(await watcher) <= {1}
+        runs.append(run)
+        workers = [w for w in (*workers, replacement) if w.process.poll() is None]
+        assert len(workers) == 2  # the one that ran the first attempt killed itself
 
     records = log.read()
     for run in runs:
@@ -209,3 +224,38 @@ async def test_a_stale_attempt_starts_no_tool_after_another_attempt_finished_its
     assert [r["attempt"] for r in starts] == [2]
     assert all(r["pid"] != stalled.pid for r in starts)
     assert stalled.process.poll() is None  # the worker lives on
+
+
+async def test_a_tool_result_is_sent_when_recorded_and_once_after_its_worker_dies(
+    agent_client: AgentClient, worker_processes, event_log: Path
+):
+    """Step 1's result reaches watchers while step 2 still runs; the worker then dies,
+    and the retried turn gets step 1 back without telling it again."""
+    first = worker_processes()
+    handle = await agent_client.start_run("pair", "do both steps", options=OPTIONS)
+    release(event_log, handle.id, 1)
+    seen, one_out = [], asyncio.Event()
+
+    async def watch() -> None:
+        async for event in handle.events():
+            seen.append(event)
+            if event.kind == "tool_result":
+                one_out.set()
+
+    watching = asyncio.ensure_future(watch())
+    await asyncio.wait_for(one_out.wait(), 60)  # before the turn ends: step 2 waits
+    first.kill()
+    worker_processes()
+    release(event_log, handle.id, 2)
+    result = await handle.result()
+    await asyncio.wait_for(watching, 60)
+
+    assert result.output == "both steps done"
+    calls = [e.data.id for e in seen if e.kind == "tool_call"]
+    results = [(e.text, e.attempt) for e in seen if e.kind == "tool_result"]
+    assert sorted(calls) == ["call_0_0", "call_0_1"]  # each once
+    # Step 1's result rode alone after a wait (nothing else was sent); step 2's, with no
+    # batch to ride on before the turn ended, came with the turn's result (attempt 0).
+    assert results == [("step 1 done", 1), ("step 2 done", 0)]
+    kinds = [e.kind for e in seen]
+    assert kinds.index("tool_result") < kinds.index("retry") < kinds.index("turn_completed")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from temporalio.client import WorkflowContinuedAsNewError
 
 from ratchet.agents import ScriptedModel, ToolCallingAgent
 from ratchet.client import AgentClient, follow
@@ -85,3 +86,44 @@ async def test_a_history_that_cannot_be_followed_is_polled_instead(agent_client:
     finally:
         watch.close()
     assert not watch.closed
+
+
+async def test_after_continue_as_new_a_watch_waits_for_the_new_run_or_names_the_closed_one(
+    agent_client: AgentClient,
+):
+    """A new run answers no query before its first workflow task, which the server
+    delays after a run shorter than a second: the watch is not ready until then, and
+    names the closed run meanwhile, for its last events."""
+    async with build_worker(agent_client, {"chat": chat()}):
+        session = await agent_client.start_session(
+            "chat", options=SessionOptions(continue_as_new_after_runs=1)
+        )
+        first = agent_client.temporal.get_workflow_handle(
+            session.id, run_id=session.first_temporal_run_id
+        )
+        watch = HistoryWatch(agent_client.temporal, session.id)
+        await changes(watch)
+        await session.submit("one")  # the run then continues as new, at once
+        with pytest.raises(WorkflowContinuedAsNewError):
+            await first.result(follow_runs=False)
+    # No worker: the new run's first task cannot complete, however late it is due.
+    try:
+        delayed = await _first_task_delay(session)
+        if delayed:  # the first run lived under a second (else nothing waits)
+            await changes(watch)
+            assert watch.take_tail() == session.first_temporal_run_id
+            assert not watch.ready and watch.take_tail() is None
+        async with build_worker(agent_client, {"chat": chat()}):
+            await session.close()
+            while not watch.closed:
+                await changes(watch)
+    finally:
+        watch.close()
+    assert watch.ready
+
+
+async def _first_task_delay(session) -> float:
+    async for event in session.workflow.fetch_history_events():
+        attributes = event.workflow_execution_started_event_attributes
+        return attributes.first_workflow_task_backoff.ToTimedelta().total_seconds()
+    return 0.0

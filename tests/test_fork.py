@@ -1,4 +1,4 @@
-"""Fork a session at any turn, from its Temporal history."""
+"""Fork a session or a run at any turn, from the marks its workflow keeps."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ import asyncio
 import pytest
 
 from ratchet.agents import Agent, Message, Result, RunContext, ScriptedModel, Thread
+from ratchet.agents.compaction import KeepLastTurns
 from ratchet.client import AgentClient
 from ratchet.errors import InvalidInputError
+from ratchet.wire.options import RunOptions
 from ratchet.worker import build_worker
 
 from .hitl_agents import Ledger, payment_agent
@@ -83,6 +85,20 @@ async def test_fork_at_turn_zero_and_of_a_single_run(agent_client: AgentClient):
         answer = await fork.send("next")
     assert forked == ["solo", "thinking about solo"]
     assert empty.messages == [] and empty.turn == 0
+    assert answer.output == "next: turn 3"
+
+
+async def test_a_fast_run_with_compaction_forks_at_any_turn_like_a_session(
+    agent_client: AgentClient,
+):
+    options = RunOptions(fast=True, compaction=KeepLastTurns(max_messages=50, turns=10))
+    async with build_worker(agent_client, {"two": TwoStep}):
+        run = await agent_client.start_run("two", "solo", options=options)
+        await run.result()
+        fork = await agent_client.fork(run.id, at_turn=1)
+        forked = [m.text for m in (await fork.thread()).messages]
+        answer = await fork.send("next")
+    assert forked == ["solo", "thinking about solo"]
     assert answer.output == "next: turn 3"
 
 

@@ -91,14 +91,15 @@ async def test_a_service_thread_sends_only_new_items_and_keeps_only_the_id(
     assert thread.kind == "openai.responses" and thread.cursor == last_id
     # The thread's messages are still recorded (for the UI and audit) ...
     assert [m.role for m in thread.messages] == ["user", "assistant", "tool", "assistant"]
-    # ... but a turn's input carries the cursor and the unsent tool result only.
+    # ... but a turn's input carries the cursor and names the log positions the
+    # service has not seen (the tool result), never the messages themselves.
     scheduled = of_type(await events(handle), EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
     second_input = json.loads(
         scheduled[1].activity_task_scheduled_event_attributes.input.payloads[0].data
     )
     assert second_input["thread"]["cursor"] == first_id
-    assert [m["role"] for m in second_input["thread"]["messages"]] == ["tool"]
-    assert "thread_ref" not in second_input
+    assert second_input["thread"]["length"] == 3 and second_input["view"] == [{"start": 2}]
+    assert "snow" not in json.dumps(second_input)
 
 
 async def test_a_streamed_response_is_collected(agent_client: AgentClient, server: OpenAIServer):

@@ -15,7 +15,6 @@ from ratchet.wire.runs import RunInput, RunResult
 from ratchet.worker import workflow_runner
 from ratchet.workflows import AgentRunWorkflow, AgentSessionWorkflow
 from ratchet.workflows.rerun_batch import RerunBatchWorkflow
-from ratchet.workflows.session_v1 import AgentSessionWorkflowV1
 
 from .user_workflows import ForeignToken, ResearchAndReview, SharedPlan
 
@@ -38,42 +37,37 @@ def test_histories_are_recorded():
     assert {p.stem for p in HISTORIES} >= {
         "agent_run_completed",
         "agent_run_max_turns",
-        "research_and_review",
-        "agent_run_thread_by_reference",
         "agent_run_summarize_then_continue_as_new",
         "agent_run_continued",
+        "agent_run_fit_window",
         "agent_run_fast_mode",
+        "agent_run_fast_mode_pages_in_as_an_activity",
         "agent_run_with_state",
-        "shared_plan_with_conflict",
-        "session_two_runs_then_closed",
-        "session_run_with_thread_base",
         "agent_run_approve_reject_answer",
-        "session_interrupt_then_closed",
-        "session_run_interrupted",
         "agent_run_with_sub_agent",
-        "writer_critic_loop",
-        "fan_out",
         "agent_run_indexed_with_events",
         "agent_run_indexed_continued",
-        "session_indexed_waiting_for_approval",
-        "session_run_reports_progress",
+        "agent_run_rule_change_decides_a_waiting_call",
+        "agent_run_on_a_service_thread",
         "agent_session_two_sends_then_closed",
         "agent_session_compaction_and_failure",
         "agent_session_continued_by_reference",
         "agent_session_fast_mode",
         "agent_session_waiting_for_approval",
-        "legacy_session_moves_to_agent_session",
-        "agent_session_moved_from_legacy",
-        "agent_session_current_patches",
-        "agent_run_current_patches",
+        "agent_session_interrupted",
         "agent_session_approval_rules",
-        "agent_run_rule_change_decides_a_waiting_call",
+        "agent_session_retried_request_id",
+        "agent_session_forked",
+        "agent_session_forked_from_a_run",
+        "research_and_review",
+        "shared_plan_with_conflict",
+        "writer_critic_loop",
+        "fan_out",
         "rerun_batch_continued_as_new",
         "rerun_batch_finished",
         "rerun_case_on_a_session_log",
         "rerun_batch_free_running",
         "rerun_batch_of_snapshots",
-        "agent_session_retried_request_id",
     }
 
 
@@ -82,7 +76,6 @@ async def test_recorded_history_replays_without_nondeterminism(path: Path):
     result = await replayer(
         AgentRunWorkflow,
         AgentSessionWorkflow,
-        AgentSessionWorkflowV1,
         RerunBatchWorkflow,
         ResearchAndReview,
         SharedPlan,

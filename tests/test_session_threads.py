@@ -1,6 +1,6 @@
 """Thread features inside sessions: compaction, Responses cursors, continue-as-new
-by reference, forks across all three, and legacy sessions moving to the current
-workflow. Every session here runs its messages in its own workflow."""
+by reference, and forks across all three. Every session here runs its messages in
+its own workflow."""
 
 from __future__ import annotations
 
@@ -23,11 +23,8 @@ from ratchet.agents.compaction import KeepLastTurns, Summarize, SummarizingAgent
 from ratchet.client import AgentClient
 from ratchet.testing.openai_server import OpenAIServer
 from ratchet.wire.options import RunOptions, SessionOptions
-from ratchet.wire.sessions import SessionInput
 from ratchet.worker import build_worker
-from ratchet.workflows.session_v1 import AgentSessionWorkflowV1
 
-from .history import events, until
 from .test_sessions import chain_length
 
 
@@ -144,28 +141,3 @@ async def test_a_session_past_two_megabytes_continues_as_new_by_reference(
     assert len(thread.messages) == 82
     assert [m.text for m in thread.messages[0::2]] == [*(f"m{i}" for i in range(40)), "after"]
     assert len(fresh.seen[0]) == 81  # it paged in every earlier message
-
-
-async def test_a_legacy_session_moves_to_the_current_workflow_keeping_its_thread(
-    agent_client: AgentClient,
-):
-    recorder = Recorder()
-    async with build_worker(agent_client, {"rec": recorder}):
-        handle = await agent_client.temporal.start_workflow(
-            AgentSessionWorkflowV1.run,
-            SessionInput(agent="rec", options=SessionOptions(continue_as_new_after_runs=2)),
-            id="legacy-session-moves",
-            task_queue=agent_client.task_queue,
-        )
-        session = agent_client.get_session(handle.id)
-        for i in range(2):
-            await session.send(f"m{i}")
-        await until(session.is_current, bool)  # continued as new after two runs
-        await session.send("m2")
-        thread = await session.thread()
-        history = await events(session)
-    assert [m.text for m in thread.messages] == ["m0", "re m0", "m1", "re m1", "m2", "re m2"]
-    assert recorder.seen[2] == ["m0", "re m0", "m1", "re m1", "m2"]
-    assert history[0].workflow_execution_started_event_attributes.workflow_type.name == (
-        "AgentSession"
-    )

@@ -116,7 +116,7 @@ async def by_query(client: AgentClient, session_id: str, thread_id: str, end: in
         handle = client.temporal.get_workflow_handle(workflow, run_id=run)
         messages: list[Message] = []
         while start < end:
-            request = ThreadPageRequest(key=f"{key}#0", start=start, end=end)
+            request = ThreadPageRequest(thread_id=key, start=start, end=end)
             page = await handle.query(THREAD_QUERY, request, result_type=ThreadPage)
             base = page.base
             if base is not None and start < base.version:

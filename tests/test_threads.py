@@ -15,7 +15,6 @@ from ratchet.agents.messages import approximate_size
 from ratchet.client import AgentClient, RunHandle
 from ratchet.errors import RunFailedError
 from ratchet.wire.options import RunOptions
-from ratchet.wire.turns import ThreadRef
 from ratchet.worker import build_worker
 
 from .history import attempts, events, of_type
@@ -79,26 +78,6 @@ async def test_history_grows_linearly_and_each_message_is_written_once(
     assert await history_size(long) <= 1.6 * message_bytes
 
 
-async def test_inline_mode_writes_the_whole_thread_into_every_turn(agent_client: AgentClient):
-    async with build_worker(agent_client, {"pager": lambda: pager(10)}):
-        inline = await run_pager(agent_client, 10, thread_mode="inline")
-
-    raw = await raw_history(inline)
-    # Page 0 comes back from turn 1 and goes out again in the input of turns 2..11.
-    assert raw.count(b"<page-0>") == 11
-    assert all("thread" in i for i in (await turn_inputs(inline))[1:])
-
-
-async def test_auto_mode_inlines_small_threads_only(agent_client: AgentClient):
-    async with build_worker(agent_client, {"pager": lambda: pager(4, size=500)}):
-        handle = await run_pager(agent_client, 4)
-
-    inputs = await turn_inputs(handle)
-    # Turn 1 has no thread yet; turns 2-3 are under 2 KiB; turns 4-5 are over it.
-    assert ["thread" in i for i in inputs] == [False, True, True, False, False]
-    assert [i["thread_ref"]["version"] for i in inputs] == [0, 3, 5, 7, 9]
-
-
 async def test_a_worker_without_the_thread_pages_it_in_from_the_workflow(
     agent_client: AgentClient,
 ):
@@ -108,43 +87,41 @@ async def test_a_worker_without_the_thread_pages_it_in_from_the_workflow(
     async with build_worker(
         agent_client, {"pager": lambda: pager(6, seen=seen)}, thread_cache=cache
     ):
-        await run_pager(agent_client, 6, thread_mode="reference")
+        await run_pager(agent_client, 6)
 
     assert seen == [1, 3, 5, 7, 9, 11, 13]
     assert cache.stats.hits == 0
-    assert cache.stats.misses == 6  # turn 1 has an empty thread: nothing to resolve
+    assert cache.stats.misses == 6  # turn 1's only message was handed over in-process
     assert cache.stats.pages > cache.stats.misses
 
 
 async def test_a_cached_thread_is_used_and_evicted_by_size(agent_client: AgentClient):
     cache = ThreadCache()
     async with build_worker(agent_client, {"pager": lambda: pager(5)}, thread_cache=cache):
-        await run_pager(agent_client, 5, thread_mode="reference")
+        await run_pager(agent_client, 5)
         assert (cache.stats.hits, cache.stats.misses) == (5, 0)
         one_run = cache.size_bytes
         cache.max_bytes = int(one_run * 1.5)
-        await run_pager(agent_client, 5, thread_mode="reference")
+        await run_pager(agent_client, 5)
 
     assert len(cache) == 1 and cache.stats.evictions == 1
     assert cache.stats.misses == 0
 
 
-def test_cache_serves_prefixes_and_refuses_a_version_it_does_not_hold():
+def test_a_cached_log_trusts_a_turns_own_result_only_once_a_later_turn_names_it():
     messages = [Message.user(f"m{i}") for i in range(4)]
     for i, m in enumerate(messages):
         m.id = f"id{i}"
-    cache = ThreadCache()
-    cache.put("t#0", messages)
+    log = ThreadCache().log("t")
+    log.put(0, messages[:2])
+    log.put(2, messages[2:], provisional=True)  # a turn's result, before it is committed
 
-    def ref(version: int, last_id: str | None) -> ThreadRef:
-        return ThreadRef(id="t", version=version, last_id=last_id)
-
-    assert cache.get(ref(2, "id1")) == messages[:2]
-    assert cache.get(ref(4, "id3")) == messages
-    assert cache.get(ref(5, "id4")) is None  # longer than the cached version
-    assert cache.get(ref(2, "other")) is None  # same length, different history
-    assert cache.get(ThreadRef(id="t", generation=1, version=2, last_id="id1")) is None
-    assert (cache.stats.hits, cache.stats.misses) == (2, 3)
+    assert log.has(0, 2) and not log.has(2, 4)
+    assert log.confirm(3, "id3") and log.has(0, 4)  # a later turn names its last message
+    other = ThreadCache().log("t")
+    other.put(2, messages[2:], provisional=True)
+    # The workflow committed another attempt's result there: the cache must start over.
+    assert not other.confirm(3, "elsewhere") and not other.has(2, 4)
 
 
 def test_approximate_size_is_close_to_the_json_size():
@@ -169,14 +146,30 @@ def test_cache_evicts_least_recently_used_first():
     a, b, c = thread("a"), thread("b"), thread("c")
     size = sum(approximate_size(m) for m in a)
     cache = ThreadCache(max_bytes=2 * size)
-    cache.put("a#0", a)
-    cache.put("b#0", b)
-    assert cache.get(ThreadRef(id="a", version=3, last_id="a2")) == a  # a is now recent
-    cache.put("c#0", c)
+    for name, messages in (("a", a), ("b", b)):
+        cache.log_changed(name, cache.log(name).put(0, messages))
+    assert cache.log("a").has(0, 3)  # a is now recent
+    cache.log_changed("c", cache.log("c").put(0, c))
 
-    assert cache.get(ThreadRef(id="b", version=3, last_id="b2")) is None
-    assert cache.get(ThreadRef(id="a", version=3, last_id="a2")) == a
+    assert not cache.log("b").has(0, 3)
+    assert cache.log("a").has(0, 3) and cache.log("c").has(0, 3)
     assert cache.size_bytes == 2 * size and cache.stats.evictions == 1
+
+
+async def test_a_run_continues_as_new_with_its_thread_by_reference(agent_client: AgentClient):
+    async with build_worker(agent_client, {"pager": lambda: pager(6)}):
+        handle = await run_pager(agent_client, 6, continue_as_new_after_turns=2)
+        thread = await handle.thread()
+        latest = (await handle.state()).session.thread
+
+    assert [m.text[:8] for m in thread.messages if m.role == "tool"] == [
+        f"<page-{i}>" for i in range(6)
+    ]
+    assert len(thread.messages) == 14 and thread.messages[0].text == "go"
+    # The latest workflow run holds only what it added; the rest is named by reference.
+    assert latest.base is not None and len(latest.messages) < 14
+    started = (await events(handle))[0].workflow_execution_started_event_attributes
+    assert b"<page-" not in started.input.payloads[0].data  # no thread was carried
 
 
 async def test_an_oversized_tool_result_fails_the_run_once_with_a_clear_error(
@@ -227,14 +220,16 @@ async def test_fast_mode_runs_turns_as_local_activities_with_linear_history(
     assert [raw.count(f"<page-{i}>".encode()) for i in range(20)] == [1] * 20
 
 
-async def test_fast_mode_on_a_worker_without_the_thread_takes_the_turn_again_inline(
+async def test_fast_mode_on_a_worker_without_the_thread_takes_the_turn_again_as_an_activity(
     agent_client: AgentClient,
 ):
     seen: list[int] = []
     cache = ThreadCache(max_bytes=0)  # holds nothing: every turn misses
     agents = {"pager": lambda: pager(4, seen=seen)}
     async with build_worker(agent_client, agents, thread_cache=cache):
-        await run_pager(agent_client, 4, fast=True, thread_mode="reference")
+        handle = await run_pager(agent_client, 4, fast=True)
 
     assert seen == [1, 3, 5, 7, 9]
-    assert cache.stats.misses == 4 and cache.stats.pages == 0
+    # Turn 1 had its one message inline; each later one paged the log in, as an activity.
+    scheduled = of_type(await events(handle), EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+    assert len(scheduled) == 4 and cache.stats.pages >= 4

@@ -136,6 +136,24 @@ async def test_an_event_id_older_than_the_retained_events_is_gone(alice: httpx.A
     await alice.post(f"/v1/sessions/{session}/close")
 
 
+async def test_an_event_id_within_500_of_the_end_resumes_across_continue_as_new(
+    alice: httpx.AsyncClient,
+):
+    """The run in progress holds only the latest events; older ones within 500 of the
+    end are read from the runs before it, so a client that resumes loses none."""
+    options = SessionOptions(continue_as_new_after_runs=1).model_dump(mode="json")
+    session = await new_session(alice, "chatty", options=options)
+    for text in ("a", "b"):
+        await alice.post(f"/v1/sessions/{session}/messages", json={"text": text})
+    await alice.post(f"/v1/sessions/{session}/close")
+    everything = await read_events(alice, session)  # from the oldest held: the last 500
+    ids = [event_id for event_id, _, _ in everything]
+    assert len(ids) >= 500 and ids == list(range(ids[0], ids[0] + len(ids)))
+    at = len(ids) - 450
+    rest = await read_events(alice, session, headers={"Last-Event-ID": str(ids[at])})
+    assert rest == everything[at + 1 :]
+
+
 async def read_events(http: httpx.AsyncClient, session: str, **options: Any) -> list[Any]:
     async with http.stream("GET", f"/v1/sessions/{session}/events", **options) as response:
         assert response.status_code == 200

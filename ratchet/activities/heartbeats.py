@@ -1,34 +1,44 @@
-"""Acknowledged heartbeats: how a turn makes its checkpoints durable and proves it
-is still the current attempt.
+"""Acknowledged heartbeats: how a turn makes its checkpoints durable, proves it is
+still the current attempt and stays alive.
 
-The SDK's ``activity.heartbeat()`` is fire-and-forget and throttled (to 0.8 of the
-heartbeat timeout), so a step it carries may not have reached the server when the
-worker dies. A turn sends its own heartbeats instead, through the activity's task
-token, one at a time, each carrying every step recorded so far, and waits for the
-server's answer:
+Every heartbeat replaces the details the server holds, so one that reaches the
+server after a newer one erases the steps the newer one saved. The SDK's
+``activity.heartbeat()`` is fire-and-forget and throttled (to 0.8 of the heartbeat
+timeout): one handed to it can arrive seconds after a later one of the turn's own.
+So a turn sends its heartbeats itself, through the activity's task token, one at a
+time (the next waits until the server has answered the last, even if the caller of
+the last stopped waiting), each carrying every step recorded so far:
 
 - ``write()`` returns once the server holds every step recorded before the call;
 - ``confirm()`` returns once the server has said, recently, that this attempt is
   still current. The server answers "not found" for an attempt it has timed out or
   replaced: ``StaleAttemptError``. A heartbeat acknowledged less than ``fresh``
   seconds ago counts: the server cannot time the attempt out within its heartbeat
-  timeout of that heartbeat, and ``fresh`` is a third of it at most.
+  timeout of that heartbeat, and ``fresh`` is a third of it at most;
+- ``keep_alive()`` sends one at once, then whenever none has been acknowledged for
+  ``interval`` (0.6 of the heartbeat timeout: 1.8 s at the default 3 s). The answers
+  bring cancellation (``TurnCancelled``) and "not found".
 
-Liveness stays with the SDK (``keep_alive``): the worker's core cancels an attempt
-whose code has not heartbeated through it for a while, and delivers cancellation
-in its heartbeats' answers. Those heartbeats carry only details the server has
-already acknowledged, so they never hold a step back; they would replace newer
-details only if one were still in flight when an acknowledged one overtook it
-(milliseconds), and the next one, within 0.8 of the heartbeat timeout, carries
-the newest again.
+The worker's core still needs the SDK's heartbeats: it cancels an attempt that has
+had none of them acknowledged for the heartbeat timeout plus 5 s. So once one of the
+turn's own heartbeats has been acknowledged, the SDK is handed one whenever its last
+is a heartbeat timeout old (``sdk_every``), just before one of the turn's own and
+with the same details, every step recorded by then. The core sends it at once (its
+throttle has lapsed), beside the turn's own, and no newer heartbeat starts before
+that one is answered. With no steps in between that is every other liveness
+heartbeat, 1.2 of the timeout apart (at most the timeout plus ``SDK_SLACK``): about
+50 heartbeat requests a minute at the default. The SDK's report of a failed or
+cancelled attempt carries the details it was handed last, so it is handed every
+recorded step first (``hand_over()``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from datetime import timedelta
 from typing import Any
 
@@ -38,13 +48,16 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet.errors import StaleAttemptError
 
-LIVENESS_FRACTION = 0.3
-"""The SDK is handed a liveness heartbeat every ``heartbeat_timeout * LIVENESS_FRACTION``
-(it sends at most one per 0.8 of the timeout)."""
+LIVENESS_FRACTION = 0.6
+"""A turn heartbeats when none has been acknowledged for this fraction of the
+heartbeat timeout."""
 DEFAULT_LIVENESS = 2.0
 """Seconds between liveness heartbeats when the turn has no heartbeat timeout."""
 MAX_FRESH = 1.0
 """An acknowledgement proves the attempt current for at most this many seconds."""
+SDK_SLACK = 2.0
+"""Seconds past the heartbeat timeout by which the SDK is handed its next heartbeat at
+the latest (the worker's core allows 5)."""
 
 
 def stale_message(describe: str, before: str, cause: str) -> str:
@@ -79,12 +92,17 @@ class Heartbeats:
         timeout = heartbeat_timeout.total_seconds() if heartbeat_timeout else None
         self.interval = timeout * LIVENESS_FRACTION if timeout else DEFAULT_LIVENESS
         self.fresh = min(MAX_FRESH, timeout / 3) if timeout else MAX_FRESH
+        self.sdk_every = timeout
+        """Seconds between heartbeats handed to the SDK; ``None``: the core keeps no
+        heartbeat timer, and the SDK is handed none."""
         self._lock = asyncio.Lock()
         self._version = 0  # bumped by every recorded step
         self._acked_version = 0
-        self._acked: Any = copy.copy(details())
         # The server handed this attempt its task just now: as good as an acknowledgement.
         self._acked_at = time.monotonic()
+        self._written = False  # none of this attempt's heartbeats acknowledged yet
+        self._sdk_at = self._acked_at  # the core's timer starts with the task
+        self._sdk_handed = False
 
     def changed(self) -> None:
         """The details have new steps that the next heartbeat must carry."""
@@ -93,10 +111,7 @@ class Heartbeats:
     async def write(self) -> None:
         """Return once the server has acknowledged every step recorded so far."""
         target = self._version
-        async with self._lock:
-            if self._acked_version >= target:
-                return
-            await self._send()
+        await _answered(self._exclusive(lambda: self._acked_version < target))
 
     async def confirm(self, before: str) -> None:
         """Return once the server has confirmed, within ``fresh`` seconds, that this
@@ -104,21 +119,52 @@ class Heartbeats:
         the work about to start, for the error if it is not."""
         asked = time.monotonic()
         target = self._version
-        async with self._lock:
-            if self._acked_version >= target and self._acked_at >= asked - self.fresh:
-                return
-            await self._send(before)
+
+        def needed() -> bool:
+            return self._acked_version < target or self._acked_at < asked - self.fresh
+
+        await _answered(self._exclusive(needed, before))
 
     async def keep_alive(self) -> None:
-        """Hand the SDK a heartbeat every ``interval`` seconds; runs until cancelled."""
+        """Heartbeat at once, then whenever one is due; runs until cancelled."""
         while True:
-            activity.heartbeat(self._acked)
-            await asyncio.sleep(self.interval)
+            await asyncio.sleep(max(0.0, self._due() - time.monotonic()))
+            try:
+                await _answered(self._exclusive(lambda: time.monotonic() >= self._due()))
+            except RPCError as e:  # the client has retried it already
+                activity.logger.warning("%s: a heartbeat failed (%s)", self._describe, e)
+                await asyncio.sleep(self.interval)
 
-    async def _send(self, before: str = "") -> None:
+    def hand_over(self) -> None:
+        """Hand the SDK every step recorded so far: its report of this attempt's
+        failure or cancellation carries the details it was handed last."""
+        if self._sdk_handed:
+            activity.heartbeat(copy.copy(self._details()))
+
+    def _due(self) -> float:
+        """When the next liveness heartbeat is due (monotonic seconds)."""
+        if not self._written:
+            return 0.0
+        due = self._acked_at + self.interval
+        if self.sdk_every is not None:
+            due = min(due, self._sdk_at + self.sdk_every + SDK_SLACK)
+        return due
+
+    async def _exclusive(self, needed: Callable[[], bool], before: str = "") -> None:
+        async with self._lock:
+            if needed():
+                await self._send(before)
+
+    async def _send(self, before: str) -> None:
         version = self._version
         details = copy.copy(self._details())
         started = time.monotonic()
+        if self._written and self.sdk_every is not None:
+            if started >= self._sdk_at + self.sdk_every:
+                activity.heartbeat(details)
+                self._sdk_at = started
+                self._sdk_handed = True
+                await asyncio.sleep(0)  # the SDK's task hands it to the core first
         try:
             await self._handle.heartbeat(details)
         except AsyncActivityCancelledError as e:
@@ -129,5 +175,18 @@ class Heartbeats:
             raise StaleAttemptError(stale_message(self._describe, before, e.message)) from e
         self._acked_version = version
         self._acked_at = started
-        self._acked = details
-        activity.heartbeat(details)  # the SDK's next liveness heartbeat carries them
+        self._written = True
+
+
+async def _answered(send: Coroutine[Any, Any, None]) -> None:
+    """Await ``send`` in a task of its own: a caller that stops waiting leaves it to
+    finish, holding the lock until its request is answered (an abandoned request
+    could still reach the server after a newer heartbeat)."""
+    task = asyncio.ensure_future(send)
+    task.add_done_callback(_retrieve)
+    await asyncio.shield(task)
+
+
+def _retrieve(task: asyncio.Future[None]) -> None:
+    with contextlib.suppress(BaseException):
+        task.exception()  # nobody may be waiting for it any more

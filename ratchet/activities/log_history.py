@@ -146,27 +146,26 @@ async def _assemble(
 ) -> Segment | None:
     """The run's messages in log order, or ``None`` if the history does not hold
     what the index names (then the query answers)."""
+    batches, base = await _batches(events, converter)
+    messages = batches.resolve(index.entries)
+    if messages is None or index.start + len(messages) != index.info.length:
+        return None
+    if ids_digest(messages) != index.digest:
+        return None
+    return Segment(info=index.info, start=index.start, messages=messages, base=base)
+
+
+async def _batches(
+    events: list[HistoryEvent], converter: DataConverter
+) -> tuple[_Batches, ThreadBase | None]:
+    """The batches of messages the run's history holds, and the run that holds the
+    log before it."""
     batches = _Batches()
     base: ThreadBase | None = None
-    scheduled: dict[int, str] = {}
-    payloads: dict[type, list[Payload]] = {TurnOutput: [], Message: [], SendRequest: []}
+    results = _Results()
     for event in events:
         kind = event.event_type
-        if kind == SCHEDULED:
-            name = event.activity_task_scheduled_event_attributes.activity_type.name
-            if name in (TURN_ACTIVITY, TOOL_ACTIVITY):
-                scheduled[event.event_id] = name
-        elif kind == ACTIVITY_COMPLETED:
-            completed = event.activity_task_completed_event_attributes
-            name = scheduled.get(completed.scheduled_event_id)
-            if name is not None:
-                result = TurnOutput if name == TURN_ACTIVITY else Message
-                payloads[result] += completed.result.payloads
-        elif kind == UPDATE_ACCEPTED:
-            request = event.workflow_execution_update_accepted_event_attributes.accepted_request
-            if request.input.name == SEND_UPDATE:
-                payloads[SendRequest] += request.input.args.payloads
-        elif kind == MARKER:
+        if kind == MARKER:
             marker = event.marker_recorded_event_attributes
             output = await local_turn_output(marker, converter)  # fast mode's turns
             if output is not None:
@@ -177,21 +176,47 @@ async def _assemble(
                 batches.add(started.session.thread.messages)
             for queued in started.queue:
                 batches.add(queued.messages)
-    # One decode per kind (and one codec call): decoding payload by payload costs more.
-    for kind, found in payloads.items():
-        for value in await converter.decode(found, [kind] * len(found)):
-            if isinstance(value, TurnOutput):
-                batches.add_output(value)
-            elif isinstance(value, Message):
-                batches.add([value])
-            else:
-                batches.add(value.messages)
-    messages = batches.resolve(index.entries)
-    if messages is None or index.start + len(messages) != index.info.length:
-        return None
-    if ids_digest(messages) != index.digest:
-        return None
-    return Segment(info=index.info, start=index.start, messages=messages, base=base)
+        else:
+            results.gather(event)
+    await results.decode_into(batches, converter)
+    return batches, base
+
+
+class _Results:
+    """The payloads of a run's turn outputs, tool activity results and sends,
+    gathered to be decoded once per kind (and one codec call): decoding payload by
+    payload costs more."""
+
+    def __init__(self) -> None:
+        self._scheduled: dict[int, str] = {}
+        self._payloads: dict[type, list[Payload]] = {TurnOutput: [], Message: [], SendRequest: []}
+
+    def gather(self, event: HistoryEvent) -> None:
+        kind = event.event_type
+        if kind == SCHEDULED:
+            name = event.activity_task_scheduled_event_attributes.activity_type.name
+            if name in (TURN_ACTIVITY, TOOL_ACTIVITY):
+                self._scheduled[event.event_id] = name
+        elif kind == ACTIVITY_COMPLETED:
+            completed = event.activity_task_completed_event_attributes
+            name = self._scheduled.get(completed.scheduled_event_id)
+            if name is not None:
+                result = TurnOutput if name == TURN_ACTIVITY else Message
+                self._payloads[result] += completed.result.payloads
+        elif kind == UPDATE_ACCEPTED:
+            request = event.workflow_execution_update_accepted_event_attributes.accepted_request
+            if request.input.name == SEND_UPDATE:
+                self._payloads[SendRequest] += request.input.args.payloads
+
+    async def decode_into(self, batches: _Batches, converter: DataConverter) -> None:
+        for kind, found in self._payloads.items():
+            for value in await converter.decode(found, [kind] * len(found)):
+                if isinstance(value, TurnOutput):
+                    batches.add_output(value)
+                elif isinstance(value, Message):
+                    batches.add([value])
+                else:
+                    batches.add(value.messages)
 
 
 class _Batches:

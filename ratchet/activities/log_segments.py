@@ -18,6 +18,7 @@ from temporalio.service import RPCError
 from ratchet.agents.messages import approximate_size
 from ratchet.agents.state import ThreadBase
 from ratchet.errors import ThreadResolutionError
+from ratchet.wire.names import SESSION_WORKFLOW
 
 from .log_history import Segment, run_history, segment_of, started_input
 
@@ -85,6 +86,8 @@ async def closed_segment(
         ) from e
     if described.status == WorkflowExecutionStatus.RUNNING:
         return None
+    if described.workflow_type != SESSION_WORKFLOW:
+        return None  # only a session's runs index their part of the log
     events = await run_history(client, workflow_id, run_id)
     segment = await segment_of(events, client.data_converter)
     if segment is not None and cache is not None:

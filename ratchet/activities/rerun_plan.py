@@ -1,11 +1,11 @@
 """The planning activity of a rerun batch: read a recorded session or run and turn
 each of its user messages into a child run's input.
 
-A current session's cases do not copy a long conversation: each names the
+A session's or run's cases do not copy a long conversation: each names the
 source's log up to the user message (a ``ThreadBase``, as a fork does), so a case's
-input stays small however long the session is. A short one (up to
-``BatchOptions.inline_bytes``), a single run's thread, and a dataset's snapshot (there is
-no log to point into) go inline. Each case carries the
+input stays small however long the source is. A short one (up to
+``BatchOptions.inline_bytes``) and a dataset's snapshot (there is no log to point
+into) go inline. Each case carries the
 tool calls recorded after its message, with their results, for the rerun to answer
 from (``ratchet.agents.recording``).
 """
@@ -23,7 +23,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet.agents.messages import Message, approximate_size, new_id
 from ratchet.agents.recording import Recording, case_id, recorded_calls, user_turns
-from ratchet.agents.state import AgentSession, AgentState, ThreadBase, ThreadData
+from ratchet.agents.state import AgentSession, ThreadBase, ThreadData
 from ratchet.agents.usage import Usage
 from ratchet.errors import ThreadResolutionError
 from ratchet.wire.names import PAGE_BYTES, PLAN_ACTIVITY, RUN_WORKFLOW, SESSION_WORKFLOW
@@ -54,8 +54,8 @@ async def plan_rerun(request: PlanRequest) -> SourcePlan:
 
 
 class Read(NamedTuple):
-    """A source's messages, where its log is (a current session's), and what each of its
-    user messages cost and took."""
+    """A source's messages, where its log is (none for a snapshot), and what each of
+    its user messages cost and took."""
 
     messages: list[Message]
     log: Holder | None
@@ -70,20 +70,15 @@ async def _read(client: Client, request: PlanRequest) -> Read | str:
         return Read(snapshot.messages, None, [snapshot.recorded(n) for n in range(users)])
     handle = client.get_workflow_handle(source)
     description = await handle.describe()
-    log: Holder | None = None
     handle = client.get_workflow_handle(source, run_id=description.run_id)  # as described
-    if description.workflow_type == SESSION_WORKFLOW:
-        info = await handle.query("log_info", result_type=LogInfo)
-        log = Holder(source, description.run_id, info.thread_id)
-        messages, _ = await fetch_range(client, log, 0, info.length, page_bytes=PAGE_BYTES)
-    elif description.workflow_type == RUN_WORKFLOW:
-        state = await handle.query("state", result_type=AgentState)
-        messages = list(state.session.thread.messages)
-    else:
+    if description.workflow_type not in (SESSION_WORKFLOW, RUN_WORKFLOW):
         return (
             f"{source} is a {description.workflow_type} workflow, not an agent run or "
-            "session; a batch reruns those (a legacy session: use ratchet.evals.rerun)."
+            "session; a batch reruns those."
         )
+    info = await handle.query("log_info", result_type=LogInfo)
+    log = Holder(source, description.run_id, info.thread_id)
+    messages, _ = await fetch_range(client, log, 0, info.length, page_bytes=PAGE_BYTES)
     return Read(messages, log, usage_per_user_message(messages, await recorded_turns(handle)))
 
 

@@ -1,18 +1,19 @@
-"""Session logs by reference: a turn names log positions, the worker finds them.
+"""Thread logs by reference: a turn names log positions, the worker finds them.
 
-A session's thread is an append-only log split across its workflow runs: each
-run holds the messages appended while it ran and names the run before it
-(``ThreadBase``) for the earlier ones. A turn's input carries a ``ThreadRef``
-(log id, length, id of the last message) and the view of the log the agent
-sees; the worker takes those positions from its cache or pages them in with the
-``ratchet.thread`` query, following the chain of runs back as far as needed.
-A closed run answers a query only by a worker replaying it, so a closed run's
-part is read from its history instead (``log_history``) when the run indexed it.
+A thread is an append-only log split across workflow runs: each run holds the
+messages appended while it ran and names the run before it (``ThreadBase``) for
+the earlier ones (a continued run's, a fork's or a rerun's source). A turn's
+input carries a ``ThreadRef`` (log id, length, id of the last message) and the
+view of the log it sends; the worker takes those positions from its cache or
+pages them in with the ``ratchet.thread`` query, following the chain of runs back
+as far as needed. A closed run answers a query only by a worker replaying it, so
+a closed session run's part is read from its history instead (``log_history``)
+when the run indexed it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from temporalio.client import Client, WorkflowQueryFailedError
 from temporalio.service import RPCError
@@ -25,7 +26,7 @@ from ratchet.wire.turns import ThreadPage, ThreadPageRequest
 
 from .log_history import Segment
 from .log_segments import SegmentCache, closed_segment, read_ahead
-from .threads import CacheStats, ThreadCache, unstick
+from .threads import CacheStats, LogEntry, ThreadCache, unstick
 
 
 class LogNotCached(ThreadResolutionError):
@@ -66,13 +67,7 @@ async def fetch_range(
     what was read)."""
     if depth > MAX_CHAIN:
         raise ThreadResolutionError(f"Thread {holder.thread_id!r}: its chain of runs loops.")
-    segment = None
-    if holder.run_id is not None:
-        segment = await closed_segment(client, holder.workflow_id, holder.run_id, segments)
-        if segment is not None:
-            _check_thread(holder, segment)
-            if stats is not None:
-                stats.histories += 1
+    segment = await _from_history(client, holder, segments, stats)
     messages: list[Message] = []
     before_id: str | None = None
     position = start
@@ -123,7 +118,7 @@ async def _query(
     """The holder's answer to the ``ratchet.thread`` query for ``start`` to ``end``."""
     handle = client.get_workflow_handle(holder.workflow_id, run_id=holder.run_id)
     request = ThreadPageRequest(
-        key=f"{holder.thread_id}#0", start=start, end=end, max_bytes=page_bytes
+        thread_id=holder.thread_id, start=start, end=end, max_bytes=page_bytes
     )
     try:
         page = await handle.query(THREAD_QUERY, request, result_type=ThreadPage)
@@ -137,12 +132,24 @@ async def _query(
     return page
 
 
-def _check_thread(holder: Holder, segment: Segment) -> None:
+async def _from_history(
+    client: Client, holder: Holder, segments: SegmentCache | None, stats: CacheStats | None
+) -> Segment | None:
+    """The holder's part of the log read from its history, if it is a closed run
+    named by its id that indexed it (else it is asked by query)."""
+    if holder.run_id is None:
+        return None
+    segment = await closed_segment(client, holder.workflow_id, holder.run_id, segments)
+    if segment is None:
+        return None
     if segment.info.thread_id != holder.thread_id:
         raise ThreadResolutionError(
             f"Workflow {holder.workflow_id!r} (run {holder.run_id}) holds thread "
             f"{segment.info.thread_id!r}, not {holder.thread_id!r}."
         )
+    if stats is not None:
+        stats.histories += 1
+    return segment
 
 
 async def resolve_log(
@@ -153,31 +160,50 @@ async def resolve_log(
     length: int,
     last_id: str | None,
     ranges: Sequence[tuple[int, int]],
+    known: Mapping[int, Message] | None = None,
 ) -> Callable[[int], Message]:
-    """Make sure the worker has the log positions in ``ranges`` (the log has
-    ``length`` messages, the last one ``last_id``); returns a lookup by position."""
+    """Find the log positions in ``ranges`` (the log has ``length`` messages, the
+    last one ``last_id``): in ``known`` (handed over by the workflow), in the
+    worker's cache, else paged in (``client``; ``None``: a local activity, which
+    raises ``LogNotCached``). Returns a lookup by position; the cache keeps what
+    was found."""
+    found = dict(known or {})  # and what is paged in; the rest is the log entry's
     log = cache.log(holder.thread_id)
     if length and not log.confirm(length - 1, last_id):
         cache.drop_log(holder.thread_id)  # it held another message there: start over
         log = cache.log(holder.thread_id)
-    missing = [(a, b) for a, b in ranges if not log.has(a, b)]
-    unstuck = False
-    segments = SegmentCache()  # closed runs of this log, read ahead for its ranges
+    missing = _missing(log, ranges, found)
+    if sum(b - a for a, b in ranges) > len(found):  # the cache was asked too
+        cache.stats.misses += bool(missing)
+        cache.stats.hits += not missing
     if missing:
-        cache.stats.misses += 1
-    else:
-        cache.stats.hits += 1
-    for start, end in missing:
-        # Fetch only what is not cached (or not confirmed) in this range.
-        while start < end and log.has(start, start + 1):
-            start += 1
-        if start >= end:
-            continue
         if client is None:
             raise LogNotCached(f"Thread {holder.thread_id!r} is not cached on this worker.")
-        if not unstuck:
-            await unstick(client, holder.workflow_id, holder.run_id)
-            unstuck = True
+        paged = await _page_in(client, cache, holder, log, missing)
+        if paged is None:
+            cache.drop_log(holder.thread_id)  # it held another log's messages: start over
+            return await resolve_log(
+                cache, client, holder, length=length, last_id=None, ranges=ranges, known=known
+            )
+        found.update(paged)
+    for start, batch in _runs(found, ranges, log):
+        cache.log_changed(holder.thread_id, cache.log(holder.thread_id).put(start, batch))
+    return _lookup(holder.thread_id, found, log.messages)
+
+
+async def _page_in(
+    client: Client,
+    cache: ThreadCache,
+    holder: Holder,
+    log: LogEntry,
+    missing: Sequence[tuple[int, int]],
+) -> dict[int, Message] | None:
+    """The ``missing`` ranges, paged in; ``None`` when the cache turns out to hold
+    another log's messages next to them."""
+    await unstick(client, holder.workflow_id, holder.run_id)
+    segments = SegmentCache()  # closed runs of this log, read ahead for its ranges
+    found: dict[int, Message] = {}
+    for start, end in missing:
         messages, before_id = await fetch_range(
             client,
             holder,
@@ -188,21 +214,56 @@ async def resolve_log(
             segments=segments,
         )
         if start and not log.confirm(start - 1, before_id):
-            cache.drop_log(holder.thread_id)
-            return await resolve_log(
-                cache, client, holder, length=length, last_id=None, ranges=ranges
-            )
-        cache.log_changed(holder.thread_id, log.put(start, messages))
-        log = cache.log(holder.thread_id)
-    messages = log.messages
+            return None
+        found.update(enumerate(messages, start))
+    return found
+
+
+def _missing(
+    log: LogEntry, ranges: Sequence[tuple[int, int]], known: Mapping[int, Message]
+) -> list[tuple[int, int]]:
+    """The parts of ``ranges`` neither handed over nor cached (and confirmed), each
+    from its first such position."""
+    missing = []
+    for start, end in ranges:
+        if log.has(start, end):
+            continue
+        while start < end and (start in known or log.has(start, start + 1)):
+            start += 1
+        if start < end:
+            missing.append((start, end))
+    return missing
+
+
+def _runs(
+    found: Mapping[int, Message], ranges: Sequence[tuple[int, int]], log: LogEntry
+) -> list[tuple[int, list[Message]]]:
+    """The positions of ``ranges`` found here that the cache lacks, as batches of
+    consecutive ones."""
+    batches: list[tuple[int, list[Message]]] = []
+    for start, end in ranges:
+        for position in range(start, end):
+            if position not in found or log.has(position, position + 1):
+                continue
+            if batches and batches[-1][0] + len(batches[-1][1]) == position:
+                batches[-1][1].append(found[position])
+            else:
+                batches.append((position, [found[position]]))
+    return batches
+
+
+def _lookup(
+    thread_id: str, found: Mapping[int, Message], cached: Mapping[int, Message]
+) -> Callable[[int], Message]:
+    """A lookup of what was found here, then of the cache entry (the entry itself: a
+    later eviction from the cache does not take its messages from this turn)."""
 
     def message_at(position: int) -> Message:
-        try:
-            return messages[position]
-        except KeyError:
+        message = found.get(position) or cached.get(position)
+        if message is None:
             raise ThreadResolutionError(
-                f"Thread {holder.thread_id!r}: message {position} is not in this worker's "
-                "cache (evicted while the turn started); the turn is retried."
-            ) from None
+                f"Thread {thread_id!r}: message {position} was not given to this turn."
+            )
+        return message
 
     return message_at

@@ -1,18 +1,19 @@
 """The turn activity: one ``Agent.run`` call, hosted on a worker.
 
-``TurnInput`` / ``TurnOutput`` are the only shapes that cross into history for a
-turn. Every field added later gets a default, so recorded histories still decode.
+A turn finds its prompt (``prompt``), applies the run's compaction policy, fits
+the prompt to the model's window and runs the agent (``prompt_fit``), then
+returns what the agent added (``turn_result``); each attempt heartbeats the steps
+it finishes (``attempt``). ``TurnInput`` / ``TurnOutput`` are the only shapes that
+cross into history for a turn.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import timedelta
-from typing import Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -20,40 +21,35 @@ from temporalio.service import RPCError
 
 from ratchet.activities.events import DEFAULT_BATCH_INTERVAL, TurnEvents
 from ratchet.activities.owner import workflow_of
-from ratchet.agents import views
-from ratchet.agents.agent import Agent, Result
-from ratchet.agents.compaction import Compaction, Summarize
+from ratchet.agents.agent import Agent
 from ratchet.agents.context import RunContext
-from ratchet.agents.messages import Message, approximate_size, new_id
-from ratchet.agents.state import Span
-from ratchet.agents.state_context import (
-    StateContext,
-)
-from ratchet.agents.thread import MESSAGES, ChatMessageThread, ServiceThread, Thread
-from ratchet.agents.usage import Usage
+from ratchet.agents.interceptors import InterceptorFactory, ToolInterceptor, intercepted
+from ratchet.agents.messages import Message, new_id
+from ratchet.agents.state_context import StateContext
+from ratchet.agents.thread import MESSAGES
 from ratchet.errors import (
     PAYLOAD_LIMIT,
     AgentNotFoundError,
+    ConfigurationError,
     IncompatibleThreadError,
     ModelError,
-    PayloadTooLargeError,
     StaleAttemptError,
     ThreadResolutionError,
     UsageError,
 )
 from ratchet.telemetry import record_turn
-from ratchet.wire.handoff import HANDOFF
-from ratchet.wire.names import ATTEMPTS_KEY, THREAD_NOT_CACHED, TOOL_ACTIVITY, TURN_ACTIVITY
-from ratchet.wire.turns import AttemptRecord, ToolInput, TurnInput, TurnOutput
+from ratchet.wire.names import TOOL_ACTIVITY, TURN_ACTIVITY
+from ratchet.wire.options import InterceptorRef
+from ratchet.wire.turns import ToolInput, TurnInput, TurnOutput
 
-from .heartbeats import Heartbeats, TurnCancelled, stale_message
+from .attempt import Attempt
+from .heartbeats import TurnCancelled, stale_message
+from .prompt import compact, load_prompt
+from .prompt_fit import Fitted, PromptFit
 from .resources import WorkerResources
 from .state_refs import StateCache, new_write_id, resolve_state
-from .thread_log import Holder, LogNotCached, resolve_log
-from .threads import ThreadCache, resolve_thread
-
-CHECKPOINT_BUDGET = 512 * 1024
-"""Most bytes of finished steps a turn keeps in its heartbeat details."""
+from .threads import ThreadCache
+from .turn_result import check_size, turn_output
 
 AgentFactory = Agent | Callable[[], Agent]
 
@@ -71,8 +67,11 @@ class TurnActivities:
         resources: WorkerResources | None = None,
         state_cache: StateCache | None = None,
         event_batch_interval: timedelta | None = DEFAULT_BATCH_INTERVAL,
+        tool_interceptors: Mapping[str, InterceptorFactory] | None = None,
     ) -> None:
         self._factories = dict(agents)
+        self.tool_interceptors = dict(tool_interceptors or {})
+        """The tool interceptors a run's options may name, by name."""
         self.event_batch_interval = event_batch_interval
         """How often a turn sends its live events; ``None`` sends none."""
         self._agents: dict[str, Agent] = {}
@@ -94,6 +93,20 @@ class TurnActivities:
             factory = self._factories[name]
             self._agents[name] = factory if isinstance(factory, Agent) else factory()
         return self._agents[name]
+
+    def interceptor(self, ref: InterceptorRef | None) -> ToolInterceptor | None:
+        """The run's tool interceptor, built from the factory registered under its name."""
+        if ref is None:
+            return None
+        factory = self.tool_interceptors.get(ref.name)
+        if factory is None:
+            known = ", ".join(sorted(self.tool_interceptors)) or "(none)"
+            raise ConfigurationError(
+                f"The run names tool interceptor {ref.name!r}, which is not registered on "
+                f"this worker (task queue {self._task_queue!r}); registered: {known}. Pass it "
+                "to build_worker(tool_interceptors={...}) or fix RunOptions.tool_interceptor."
+            )
+        return factory(ref.config)
 
     async def close_agents(self) -> None:
         """Close what the agents built here hold open (``aclose()``), at shutdown."""
@@ -140,152 +153,90 @@ class TurnActivities:
         except ModelError as e:
             delay = timedelta(seconds=e.retry_after) if e.retry_after is not None else None
             raise ApplicationError(
-                str(e), type="ModelError", non_retryable=not e.retryable, next_retry_delay=delay
+                str(e), type=type(e).__name__, non_retryable=not e.retryable, next_retry_delay=delay
             ) from e
 
     async def _run_turn(self, input: TurnInput) -> TurnOutput:
-        info = activity.info()
         agent = self.agent(input.agent)
-        progress: dict[str, Any] = _earlier_progress(info.heartbeat_details)
-        earlier = progress.pop(ATTEMPTS_KEY, [])
-        attempts = [*earlier, _this_attempt(info)]
-        progress[ATTEMPTS_KEY] = attempts
-        sizes: dict[str, int] = {}
-        beats = None
-        if not info.is_local:  # a local activity (fast mode) has no heartbeats
-            beats = Heartbeats(
-                activity.client().get_async_activity_handle(task_token=info.task_token),
-                info.heartbeat_timeout,
-                lambda: progress,
-                describe=_describe_turn(input),
-            )
+        _check_kind(input, agent)
+        attempt = Attempt(activity.info(), _describe_turn(input))
+        context = self._context(input, attempt)
+        fit = PromptFit.of(input, agent, context)
+        async with self._events(input, context):
+            fitted = await attempt.alive_while(self._answer(input, agent, context, fit))
+        output = turn_output(input, fitted, context, fit, attempt.records)
+        if output.state:
+            output.write_id = new_write_id()
+            self.state_cache.put_written(output.write_id, output.state)
+        check_size(input, output, self.payload_limit)
+        self._remember(input, output)
+        record_turn(input.agent, output.usage)
+        return output
 
-        def checkpoint(recorded: dict[str, Any]) -> None:
-            # Heartbeat details are one payload: steps are kept in order while they fit
-            # the budget; a step left out runs again if the turn is retried.
-            if beats is None:
-                return
-            progress.clear()
-            progress[ATTEMPTS_KEY] = attempts
-            used = 0
-            for key, value in recorded.items():
-                if key not in sizes:
-                    sizes[key] = len(json.dumps(value, default=str))
-                if used + sizes[key] <= CHECKPOINT_BUDGET:
-                    progress[key] = value
-                    used += sizes[key]
-            beats.changed()
-
+    def _context(self, input: TurnInput, attempt: Attempt) -> RunContext:
+        info = activity.info()
         context = RunContext(
-            run_id=input.run_id or workflow_of(info)[0],
+            run_id=workflow_of(info)[0],
             execution_id=input.execution_id,
             agent=input.agent,
             turn=input.turn,
             attempt=info.attempt,
-            completed={k: v for k, v in progress.items() if k != ATTEMPTS_KEY},
-            checkpoint=checkpoint,
+            completed=attempt.completed,
+            checkpoint=attempt.checkpoint,
             resources=self.resources,
-            recording=input.recording,
+            tool_interceptor=self.interceptor(input.tool_interceptor),
         )
-        if beats is not None:
-            context.acknowledge_hook = beats.write
-            context.confirm_hook = beats.confirm
-        thread: Thread = ChatMessageThread(id=self._thread_id(input))
-        before = 0
-        new_messages = list(input.new_messages)
-        compacted: tuple[list[Span], Message | None, Usage] | None = None
+        if attempt.beats is not None:
+            context.acknowledge_hook = attempt.beats.write
+            context.confirm_hook = attempt.beats.confirm
+        return context
 
-        async def turn() -> Any:
-            nonlocal thread, before, new_messages, compacted
-            if input.view is not None:
-                thread, new_messages, compacted = await self._log_thread(input, agent, context)
-            else:
-                thread = await self._thread(input, agent)
-            context.thread = thread
-            entries = input.state
-            if input.state_refs:  # values named by reference: from the cache or the workflow
-                entries = await resolve_state(
-                    self.state_cache,
-                    activity.client(),
-                    input.state,
-                    input.state_refs,
-                    input.session_id,
-                )
-            context.state = StateContext(
-                entries,
-                serializer=agent.state_serializer,
-                shared=input.shared,
-                conflicts=input.conflicts,
-                agent=input.agent,
-            )
-            before = len(thread.messages)
-            return await agent.run(list(new_messages), thread, context)
-
-        async with contextlib.AsyncExitStack() as stack:
-            if input.events and self.event_batch_interval is not None:
-                events = TurnEvents(
-                    run_id=context.run_id,
-                    agent=input.agent,
-                    turn=input.turn,
-                    attempt=info.attempt,
-                    batch_interval=self.event_batch_interval,
-                )
-                context.event_sink = (await stack.enter_async_context(events)).emit
-            result = await _alive_while(turn(), beats)
-
-        if not isinstance(result, Result):
-            raise UsageError(
-                f"Agent {input.agent!r} returned {type(result).__name__} from run(); "
-                "return a ratchet.agents.Result."
-            )
-        pending = [*context.pending, *result.pending]
-        if pending and result.final_response is not None:
-            raise UsageError(
-                f"Agent {input.agent!r} returned a final response with {len(pending)} pending "
-                "action(s) (approvals, questions, durable tools, sub-agents); their results "
-                "come on the next turn, so return Result(pending=...) without final_response."
-            )
-        added = thread.messages[before:]
-        final = result.final_response
-        if final is not None and all(m is not final for m in added):
-            added.append(final)
-        for message in added:
-            message.id = message.id or new_id()
-        known = {m.id for m in new_messages}
-        usage = result.usage
-        view: list[Span] | None = None
-        if compacted is not None:
-            view, note, compaction_usage = compacted
-            usage = usage + compaction_usage
-            if note is not None:
-                added.insert(0, note)
-        output = TurnOutput(
-            added=[m.id if m.id in known else m for m in added],
-            final_id=final.id if final is not None else None,
-            usage=usage,
-            view=view,
-            cursor=thread.cursor if thread.kind != MESSAGES else None,
-            state=context.state.changes,
-            shares=context.state.new_tokens,
-            pending=pending,
-            handoff=result.handoff,
-            attempts=[AttemptRecord.model_validate(a) for a in earlier],
+    @contextlib.asynccontextmanager
+    async def _events(self, input: TurnInput, context: RunContext) -> AsyncIterator[None]:
+        """Send the turn's live events to its workflow, in batches, while it runs."""
+        if not input.events or self.event_batch_interval is None:
+            yield
+            return
+        events = TurnEvents(
+            run_id=context.run_id,
+            agent=input.agent,
+            turn=input.turn,
+            attempt=context.attempt,
+            batch_interval=self.event_batch_interval,
         )
-        if output.state:
-            output.write_id = new_write_id()
-            self.state_cache.put_written(output.write_id, output.state)
-        self._check_size(input, output)
-        if input.view is not None and input.thread_ref is not None:
-            # Provisional until a later turn's reference confirms the result was committed.
-            fresh = [m for m in added if m.id not in known]
-            log = self.thread_cache.log(input.thread_ref.id)
-            position = input.thread_ref.version + input.new_count
-            delta = log.put(position, fresh, provisional=True)
-            self.thread_cache.log_changed(input.thread_ref.id, delta)
-        elif input.thread_ref is not None:
-            self.thread_cache.put(input.thread_ref.key, [*thread.messages[:before], *added])
-        record_turn(input.agent, output.usage)
-        return output
+        async with events:
+            context.event_sink = events.emit
+            yield
+
+    async def _answer(
+        self, input: TurnInput, agent: Agent, context: RunContext, fit: PromptFit
+    ) -> Fitted:
+        """The prompt (found, compacted), the agent's state, and its answer."""
+        prompt = await load_prompt(self.thread_cache, input)
+        if input.compaction is not None:
+            await compact(prompt, input.compaction, context, self.agent)
+        entries = input.state
+        if input.state_refs:  # values named by reference: from the cache or the workflow
+            entries = await resolve_state(
+                self.state_cache, activity.client(), input.state, input.state_refs, input.session_id
+            )
+        context.state = StateContext(
+            entries,
+            serializer=agent.state_serializer,
+            shared=input.shared,
+            conflicts=input.conflicts,
+            agent=input.agent,
+        )
+        return await fit.run(agent, prompt, context, input)
+
+    def _remember(self, input: TurnInput, output: TurnOutput) -> None:
+        """Cache the turn's messages at their log positions, provisionally: until a
+        later turn's reference confirms the workflow committed this result."""
+        fresh = [m for m in output.added if isinstance(m, Message)]
+        thread_id = input.thread.id
+        position = input.thread.length + input.new_count
+        delta = self.thread_cache.log(thread_id).put(position, fresh, provisional=True)
+        self.thread_cache.log_changed(thread_id, delta)
 
     @activity.defn(name=TOOL_ACTIVITY)
     async def run_tool(self, input: ToolInput) -> Message:
@@ -295,6 +246,7 @@ class TurnActivities:
         info = activity.info()
         try:
             tool = await self.agent(input.agent).find_tool(input.call.name)
+            interceptor = self.interceptor(input.tool_interceptor)
         except UsageError as e:
             raise ApplicationError(str(e), type=type(e).__name__, non_retryable=True) from e
         if tool is None:
@@ -311,148 +263,12 @@ class TurnActivities:
             turn=input.turn,
             attempt=info.attempt,
             resources=self.resources,
+            tool_interceptor=interceptor,
         )
-        recorded = input.recording.answer(input.call) if input.recording else None
-        message = recorded or await tool.invoke(input.call, context, raise_errors=True)
+        answer = intercepted(input.call, tool, context).answer
+        message = answer or await tool.invoke(input.call, context, raise_errors=True)
         message.id = new_id()
         return message
-
-    @staticmethod
-    def _thread_id(input: TurnInput) -> str:
-        if input.thread_ref is not None:
-            return input.thread_ref.id
-        return input.thread.id if input.thread is not None else ""
-
-    async def _thread(self, input: TurnInput, agent: Agent) -> Thread:
-        data = input.thread
-        kind = data.kind if data is not None else MESSAGES
-        if kind not in agent.thread_kinds:
-            raise IncompatibleThreadError(
-                f"Agent {input.agent!r} cannot continue this thread: it is a {kind!r} thread "
-                f"and the agent works with {', '.join(sorted(agent.thread_kinds))} threads. "
-                + _THREAD_HINTS.get(kind, "")
-            )
-        if data is not None and kind != MESSAGES:
-            return ServiceThread(kind, id=data.id, cursor=data.cursor, unsent=data.messages)
-        if data is not None:
-            return ChatMessageThread(data.messages, id=data.id)
-        messages: list[Message] = []
-        if input.thread_ref is not None:
-            messages = await resolve_thread(self.thread_cache, input.thread_ref)
-        return ChatMessageThread(messages, id=self._thread_id(input))
-
-    async def _log_thread(
-        self, input: TurnInput, agent: Agent, context: RunContext
-    ) -> tuple[Thread, list[Message], tuple[list[Span], Message | None, Usage] | None]:
-        """A session turn: the agent's view of the log, its new messages, and the
-        compaction applied first (new view, summary note, usage), if any."""
-        ref, view = input.thread_ref, input.view
-        assert ref is not None and view is not None
-        if MESSAGES not in agent.thread_kinds:
-            raise IncompatibleThreadError(
-                f"Agent {input.agent!r} cannot continue this thread: it is a {MESSAGES!r} "
-                f"thread and the agent works with {', '.join(sorted(agent.thread_kinds))} "
-                "threads. " + _THREAD_HINTS[MESSAGES]
-            )
-        start = ref.version
-        length = start + input.new_count
-        info = activity.info()
-        log = self.thread_cache.log(ref.id)
-        # Inline (a local activity), or handed over by the workflow in this process.
-        handed = input.new_messages or HANDOFF.take(ref.id, start, input.new_last_id)
-        if handed and len(handed) == input.new_count:
-            self.thread_cache.log_changed(ref.id, log.put(start, handed))
-        try:
-            message_at = await resolve_log(
-                self.thread_cache,
-                None if info.is_local else activity.client(),
-                Holder(*workflow_of(info), ref.id),
-                length=start,
-                last_id=ref.last_id,
-                ranges=[*views.ranges(view, start), (start, length)],
-            )
-        except LogNotCached as e:
-            # The workflow is blocked on this local activity and cannot answer a
-            # query: it takes the turn again as a regular activity.
-            raise ApplicationError(str(e), type=THREAD_NOT_CACHED, non_retryable=True) from e
-        messages, shown = views.render(view, start, message_at)
-        new = [message_at(p) for p in range(start, length)]
-        compacted = None
-        policy = input.compaction
-        found = views.compact(policy, messages, shown) if policy is not None else None
-        if policy is not None and found is not None:
-            pinned = views.materialize(found.pinned, message_at)
-            note, usage = await self._summarise(policy, pinned, found.older, context)
-            rest = views.materialize(found.rest, message_at)
-            messages = [*pinned, *([note] if note is not None else []), *rest]
-            compacted = (found.view(start, length if note is not None else None), note, usage)
-        return ChatMessageThread(messages, id=ref.id), new, compacted
-
-    async def _summarise(
-        self,
-        policy: Compaction,
-        pinned: list[Message],
-        older: list[Message],
-        context: RunContext,
-    ) -> tuple[Message | None, Usage]:
-        """For ``Summarize``: the note that replaces ``older``, the summariser agent's
-        reply (a step a retried attempt of the turn does not repeat)."""
-        if not isinstance(policy, Summarize) or not older:
-            return None, Usage()
-        prefix = "compaction/"
-        sub = RunContext(
-            run_id=context.run_id,
-            execution_id=context.execution_id,
-            agent=policy.agent,
-            turn=context.turn,
-            attempt=context.attempt,
-            completed={
-                k[len(prefix) :]: v for k, v in context.completed.items() if k.startswith(prefix)
-            },
-            checkpoint=lambda steps: context.record({prefix + k: v for k, v in steps.items()}),
-            acknowledge_hook=context.acknowledge_hook,
-            confirm_hook=context.confirm_hook,
-            resources=self.resources,
-        )
-        result = await self.agent(policy.agent).run([], ChatMessageThread([*pinned, *older]), sub)
-        if result.final_response is None:
-            raise UsageError(
-                f"Summariser agent {policy.agent!r} returned no final_response; it must "
-                "answer with the summary."
-            )
-        note = policy.summary_message(result.final_response, len(older))
-        note.id = new_id()
-        return note, result.usage
-
-    def _check_size(self, input: TurnInput, output: TurnOutput) -> None:
-        if self.payload_limit is None:
-            return
-        # Serialise only when the estimate comes near the limit.
-        estimate = sum(approximate_size(m) for m in output.added if isinstance(m, Message))
-        estimate += sum(len(json.dumps(c.data)) for c in output.state)
-        if estimate < self.payload_limit // 2:
-            return
-        size = len(output.model_dump_json())
-        if size <= self.payload_limit:
-            return
-        messages = [m for m in output.added if isinstance(m, Message)]
-        if not messages or sum(map(approximate_size, messages)) < size // 2:
-            keys = ", ".join(c.key for c in output.state)
-            raise PayloadTooLargeError(
-                f"Turn {input.turn} of agent {input.agent!r} produced a {_mb(size)} result, over "
-                f"Temporal's {_mb(self.payload_limit)} payload limit, most of it state ({keys}). "
-                "Keep large data out of agent state (store it elsewhere and keep a reference), "
-                "or give the client external payload storage: "
-                "AgentClient.connect(..., payload_storage=...)."
-            )
-        largest = max(messages, key=approximate_size)
-        raise PayloadTooLargeError(
-            f"Turn {input.turn} of agent {input.agent!r} produced a {_mb(size)} result, over "
-            f"Temporal's {_mb(self.payload_limit)} payload limit; the largest message is "
-            f"{_describe(largest)} at {_mb(approximate_size(largest))}. Return less from the tool "
-            "(store the data elsewhere and return a reference or a summary), or give the "
-            "client external payload storage: AgentClient.connect(..., payload_storage=...)."
-        )
 
 
 _THREAD_HINTS = {
@@ -467,45 +283,15 @@ _THREAD_HINTS = {
 }
 
 
-def _mb(size: int) -> str:
-    return f"{size / (1024 * 1024):.1f} MB"
-
-
-def _describe(message: Message) -> str:
-    if message.role == "tool":
-        name = f"tool {message.name!r}" if message.name else "a tool"
-        return f"the result of {name} (call {message.tool_call_id})"
-    return f"a {message.role} message"
-
-
-def _this_attempt(info: activity.Info) -> dict[str, Any]:
-    worker = activity.client().identity if not info.is_local else ""
-    return {"attempt": info.attempt, "worker": worker, "started_at": info.started_time.isoformat()}
-
-
 def _describe_turn(input: TurnInput) -> str:
     return f"Turn {input.turn} (attempt {activity.info().attempt}) of agent {input.agent!r}"
 
 
-def _earlier_progress(details: Any) -> dict[str, Any]:
-    if details and isinstance(details[0], dict):
-        return dict(details[0])
-    return {}
-
-
-async def _alive_while(work: Coroutine[Any, Any, Any], beats: Heartbeats | None) -> Any:
-    """Run the agent's work while heartbeating, so a dead worker is noticed within
-    the heartbeat timeout and a cancelled or stale attempt stops."""
-    if beats is None:
-        return await work
-    task = asyncio.create_task(work)
-    alive = asyncio.create_task(beats.keep_alive())
-    try:
-        await asyncio.wait({task, alive}, return_when=asyncio.FIRST_COMPLETED)
-        if alive.done():
-            alive.result()  # StaleAttemptError or TurnCancelled
-        return task.result()
-    finally:
-        for t in (task, alive):
-            t.cancel()
-        await asyncio.gather(task, alive, return_exceptions=True)
+def _check_kind(input: TurnInput, agent: Agent) -> None:
+    kind = input.thread.kind
+    if kind not in agent.thread_kinds:
+        raise IncompatibleThreadError(
+            f"Agent {input.agent!r} cannot continue this thread: it is a {kind!r} thread "
+            f"and the agent works with {', '.join(sorted(agent.thread_kinds))} threads. "
+            + _THREAD_HINTS.get(kind, "")
+        )

@@ -16,6 +16,8 @@ from .compaction import (
 )
 from .context import RunContext
 from .events import CustomEvent, RunEvent, TextDelta
+from .fit_window import FitWindow
+from .interceptors import Intercepted, ToolInterceptor
 from .messages import Message, ToolCall
 from .models import (
     ModelClient,
@@ -42,7 +44,9 @@ __all__ = [
     "CustomEvent",
     "DropToolResults",
     "FilePart",
+    "FitWindow",
     "ImagePart",
+    "Intercepted",
     "JSONSerializer",
     "KeepLastTurns",
     "Message",
@@ -67,6 +71,7 @@ __all__ = [
     "Tool",
     "ToolCall",
     "ToolCallingAgent",
+    "ToolInterceptor",
     "Usage",
     "agent_tool",
     "ask_user",

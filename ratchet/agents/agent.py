@@ -53,6 +53,14 @@ class Agent(ABC):
     @abstractmethod
     async def run(self, messages: list[Message], thread: Thread, context: RunContext) -> Result: ...
 
+    @property
+    def prompt_window(self) -> int | None:
+        """The most tokens this agent's prompts may hold (``None``: not known); turns
+        keep prompts within it (``RunOptions.fit_window``). Default: the window of
+        the agent's ``model`` attribute, if it has one."""
+        model = getattr(self, "model", None)
+        return getattr(model, "prompt_window", None)
+
     async def find_tool(self, name: str) -> Tool | None:
         """The tool a pending call names, for the engine to run it as an activity."""
         tools = getattr(self, "tools", None)

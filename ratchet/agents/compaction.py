@@ -47,6 +47,15 @@ def estimate_tokens(messages: Sequence[Message]) -> int:
     return chars // 4
 
 
+def pinned_count(messages: Sequence[Message]) -> int:
+    """How many messages compaction never leaves out: the leading system messages
+    and the first user message after them (the task)."""
+    count = 0
+    while count < len(messages) and messages[count].role == "system":
+        count += 1
+    return count + (count < len(messages) and messages[count].role == "user")
+
+
 def turn_groups(messages: Sequence[Message]) -> list[list[Message]]:
     """Split messages into groups that must stay together: a message and its tool results."""
     groups: list[list[Message]] = []
@@ -87,12 +96,8 @@ class Compaction(CompactModel):
     ) -> tuple[list[Message], list[Message], list[Message]]:
         """(pinned, older, recent): pinned are leading system messages and the first
         user message; recent are the last ``keep_turns`` groups."""
-        pinned: list[Message] = []
-        rest = list(messages)
-        while rest and rest[0].role == "system":
-            pinned.append(rest.pop(0))
-        if rest and rest[0].role == "user":
-            pinned.append(rest.pop(0))
+        count = pinned_count(messages)
+        pinned, rest = list(messages[:count]), list(messages[count:])
         groups = turn_groups(rest)
         cut = max(0, len(groups) - keep_turns)
         older = [m for g in groups[:cut] for m in g]

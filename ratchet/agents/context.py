@@ -5,14 +5,18 @@ from __future__ import annotations
 import copy
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import TypeAdapter
 
 from .compact import type_adapter
+from .events import EventBase, tool_answered, tool_called
+from .messages import Message
 from .pending import PendingAction
-from .recording import Recording
 from .state_context import StateContext
+
+if TYPE_CHECKING:
+    from .interceptors import ToolInterceptor
 
 T = TypeVar("T")
 
@@ -29,6 +33,34 @@ async def _nothing_to_wait_for(*args: Any) -> None:
     return None
 
 
+class _Announcements:
+    """Tool events waiting for the server to hold the step they tell of."""
+
+    def __init__(self) -> None:
+        self.events: list[EventBase] = []
+        self.sent = 0
+
+    async def send(self, ready: int, sink: Callable[[Any], Awaitable[None]]) -> None:
+        """Send the first ``ready`` events (those not sent yet)."""
+        while self.sent < ready:
+            event = self.events[self.sent]
+            self.sent += 1
+            await sink(event)
+
+
+def tool_events(value: Any) -> list[EventBase]:
+    """What watchers are told of a recorded step: the tool calls of a model's reply,
+    or a tool's result."""
+    from .models.base import ModelResponse  # it imports this module
+
+    message = value.message if isinstance(value, ModelResponse) else value
+    if not isinstance(message, Message):
+        return []
+    if message.role == "tool":
+        return [tool_answered(message)]
+    return [tool_called(call) for call in message.tool_calls]
+
+
 @dataclass
 class RunContext:
     """The context of one agent turn.
@@ -42,6 +74,11 @@ class RunContext:
 
     Fast mode (local activities) has no heartbeats: there steps are not recorded
     across attempts and the checks pass.
+
+    A step whose value is a model's reply with tool calls, or a tool's result (a
+    ``tool`` message), is told to watchers (``ToolCalled``, ``ToolResult``) as soon
+    as the server holds it, so they see each tool result before the text that
+    follows it; a retried attempt that gets the step back does not tell it again.
     """
 
     run_id: str = "local"
@@ -70,10 +107,13 @@ class RunContext:
     """The worker's resources (``build_worker(resources=...)``), by name."""
     pending: list[PendingAction] = field(default_factory=list[PendingAction])
     """Questions this turn asked with :meth:`request_input`."""
-    recording: Recording | None = None
-    """In a rerun of a recorded conversation: the calls answered from the recording
-    (``ratchet.agents.recording``); ``ToolCallingAgent`` consults it before any tool."""
+    tool_interceptor: ToolInterceptor | None = None
+    """The run's tool interceptor (``RunOptions.tool_interceptor``), built on the
+    worker: ``ToolCallingAgent`` asks it about each tool call before the call runs
+    (``ratchet.agents.interceptors``)."""
     _recorded: dict[str, Any] = field(default_factory=dict[str, Any], init=False, repr=False)
+    _announced: _Announcements = field(default_factory=_Announcements, init=False, repr=False)
+    """Shared with the contexts ``for_call`` makes (a shallow copy)."""
 
     def __post_init__(self) -> None:
         self._recorded = dict(self.completed)
@@ -116,11 +156,14 @@ class RunContext:
         adapter: TypeAdapter[T] = type_adapter(result_type)
         if key in self._recorded:
             return adapter.validate_python(self._recorded[key])
-        await self.confirm_hook(f"step {key!r}")
+        await self._confirm(f"step {key!r}")
         value = await step()
         self.record({key: adapter.dump_python(value, mode="json")})
+        self._announced.events.extend(tool_events(value))
         if wait:
+            ready = len(self._announced.events)
             await self.acknowledge_hook()
+            await self._announced.send(ready, self.event_sink)
         return value
 
     async def check_current(self) -> None:
@@ -128,7 +171,13 @@ class RunContext:
         (the server timed it out and retried the turn elsewhere); call it before a
         side effect that does not go through :meth:`once`. Steps recorded so far are
         written first."""
-        await self.confirm_hook("a side effect")
+        await self._confirm("a side effect")
+
+    async def _confirm(self, before: str) -> None:
+        # The hook writes every step recorded so far: what they tell can go out.
+        ready = len(self._announced.events)
+        await self.confirm_hook(before)
+        await self._announced.send(ready, self.event_sink)
 
     def record(self, steps: Mapping[str, Any]) -> None:
         """Record finished steps (raw JSON values, by key) as ``once`` does; the

@@ -29,6 +29,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from .compact import CompactModel
+from .messages import Message, ToolCall
 from .state import AgentStatus
 
 
@@ -159,7 +160,8 @@ class RunFinished(EventBase):
 
 
 class Retry(EventBase):
-    """An earlier attempt of this turn failed: drop what it showed."""
+    """An earlier attempt of this turn failed: drop the text and custom events it
+    showed (its tool calls and results stand)."""
 
     kind: Literal["retry"] = "retry"
     data: None = None
@@ -194,6 +196,27 @@ RunEvent = Annotated[
     Field(discriminator="kind"),
 ]
 """Any event, as a watcher receives it: the class for its ``kind``."""
+
+
+EXCERPT = 200
+"""Characters of a tool's result a ``ToolResult`` shows."""
+
+
+def excerpt(text: str, limit: int = EXCERPT) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def tool_called(call: ToolCall) -> ToolCalled:
+    """The event for a tool call (run, pending or refused)."""
+    arguments = call.arguments if len(call.arguments) <= ARGUMENTS_LIMIT else None
+    data = ToolCallData(id=call.id, name=call.name, arguments=arguments)
+    return ToolCalled(text=call.describe(), data=data)
+
+
+def tool_answered(message: Message) -> ToolResult:
+    """The event for a tool's result (a ``tool`` message)."""
+    data = ToolResultData(id=message.tool_call_id, is_error=message.is_error)
+    return ToolResult(text=excerpt(message.text), data=data)
 
 
 def as_event(value: Any) -> EventBase:

@@ -1,15 +1,23 @@
 """A recording of tool calls, for rerunning a recorded conversation against a changed
 agent: a call that matches a recorded one (same tool, canonical-JSON-equal arguments)
 gets the recorded result and runs nothing; any other call is refused (the model is
-told) or runs live, as ``unrecorded`` says (see ``ratchet.evals.rerun``)."""
+told) or runs live, as ``unrecorded`` says (see ``ratchet.evals.rerun``).
+
+A rerun hands its recording to the run as the config of a tool interceptor
+(``RECORDING``, ``RecordingInterceptor``; see ``ratchet.agents.interceptors``),
+which every worker has registered by default."""
 
 from __future__ import annotations
 
 import json
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .compact import CompactModel
+from .interceptors import PROCEED, Intercepted
 from .messages import Message, ToolCall
+
+if TYPE_CHECKING:
+    from .context import RunContext
 
 UNRECORDED_REFUSED = (
     "Not run: this is a rerun of a recorded conversation, and the recording holds no "
@@ -45,10 +53,6 @@ class Recording(CompactModel):
     needed one, is in the recording). ``policy``: the agent's approval rules decide
     as in a live run; approved, the call still gets its recorded result."""
 
-    def asks(self, call: ToolCall) -> bool:
-        """Whether a person decides ``call`` (unrecorded, under ``ask``)."""
-        return self.unrecorded == "ask" and self.find(call) is None
-
     def holds(self, call: ToolCall) -> bool:
         """Whether the recording answers ``call`` with a recorded result."""
         return self.find(call) is not None
@@ -62,15 +66,36 @@ class Recording(CompactModel):
             (r for r in self.calls if r.name == call.name and r.arguments == arguments), None
         )
 
-    def answer(self, call: ToolCall) -> Message | None:
-        """The call's recorded result; a refusal for an unrecorded call (``refuse``);
-        ``None`` when it should run (``live``, or ``ask`` once approved)."""
-        recorded = self.find(call)
+
+RECORDING = "ratchet.recording"
+"""The name the recording interceptor is registered under on every worker."""
+
+
+class RecordingInterceptor:
+    """Answers a rerun's tool calls from its recording (a ``ToolInterceptor``): a
+    recorded call gets its recorded result, without asking anyone (``approvals=
+    "recorded"``) or once the agent's approval rules allow it (``"policy"``); an
+    unrecorded one is refused (the model is told), runs, or waits for a person
+    (``unrecorded``)."""
+
+    def __init__(self, recording: Recording) -> None:
+        self.recording = recording
+
+    def intercept(self, call: ToolCall, context: RunContext) -> Intercepted:
+        recording = self.recording
+        recorded = recording.find(call)
         if recorded is not None:
-            return Message.tool(call, recorded.result, is_error=recorded.is_error)
-        if self.unrecorded != "refuse":
-            return None
-        return Message.tool(call, UNRECORDED_REFUSED.format(name=call.name), is_error=True)
+            answer = Message.tool(call, recorded.result, is_error=recorded.is_error)
+            return Intercepted(answer, ask=None if recording.approvals == "policy" else False)
+        if recording.unrecorded == "refuse":
+            refusal = UNRECORDED_REFUSED.format(name=call.name)
+            return Intercepted(Message.tool(call, refusal, is_error=True), ask=False)
+        return Intercepted(ask=True) if recording.unrecorded == "ask" else PROCEED
+
+
+def recording_interceptor(config: Any) -> RecordingInterceptor:
+    """The factory registered as ``RECORDING``: the config is a ``Recording``'s JSON."""
+    return RecordingInterceptor(Recording.model_validate(config))
 
 
 def canonical(arguments: str) -> str:

@@ -108,7 +108,8 @@ class ThreadBase(CompactModel):
     A thread is never copied from one workflow run to the next: the newer run
     holds only the messages it adds, and workers read the rest from the run that
     holds them (``workflow_id``, ``run_id``), by reference. That run may have
-    closed (a session's earlier run, continued as new); it still answers.
+    closed (a session's earlier run, continued as new): it still answers a query,
+    and a session's closed runs are read from their history instead.
     """
 
     workflow_id: str
@@ -130,24 +131,63 @@ class Span(CompactModel):
     """Tool results in this span are shown as a one-line note (compaction)."""
 
 
+class PromptSize(CompactModel):
+    """The last prompt over a thread, as its model counted it: where the next turn's
+    count starts from."""
+
+    tokens: int
+    """The prompt tokens the model reported (per model call of the turn)."""
+    estimate: int
+    """Ratchet's estimate of the thread messages that prompt carried."""
+    window: int | None = None
+    """The prompt window in force (the model's, or lower, as a service's refusal said)."""
+    declared: int | None = None
+    """The window the agent's model declared then: while it declares the same, the
+    window in force stands (a window learnt from a refusal is kept)."""
+
+    def window_for(self, declared: int | None) -> int | None:
+        """The window in force for a model that declares ``declared``."""
+        return self.window if declared == self.declared else declared
+
+    @property
+    def overhead(self) -> int:
+        """Tokens the estimate of the messages leaves out (never below 0)."""
+        return max(0, self.tokens - self.estimate)
+
+
+def whole_log() -> list[Span]:
+    """The view of a whole log."""
+    return [Span(start=0)]
+
+
 class ThreadData(BaseModel):
-    """A thread as stored in session data."""
+    """A thread: an append-only log of every message it ever had, and the view of
+    it that a turn sends (see ``ratchet.agents.views``).
+
+    Compaction and failed sends change only the view; the log keeps every message,
+    in order, written to history once. A workflow run holds the messages appended
+    while it ran; the earlier ones (an earlier run of a continued workflow, a fork's
+    or a rerun's source) are named by ``base``.
+    """
 
     id: str = Field(default_factory=lambda: new_id("thread"))
-    generation: int = 0
-    """Bumped each time the working thread is rewritten (compaction)."""
     kind: str = "messages"
     """Where the conversation lives: "messages" (here) or a service, e.g. "openai.responses"."""
     cursor: str | None = None
     """A service-backed thread's id at the service (e.g. the last response id)."""
     messages: list[Message] = Field(default_factory=list[Message])
+    """The log's messages this workflow run holds (all of them when ``base`` is unset)."""
     base: ThreadBase | None = None
-    """Set when the thread's first messages are held by another workflow; ``messages``
-    are then only the ones after them."""
-    view: list[Span] | None = None
-    """Set for a session's thread (a log): every message the session ever had stays
-    in the log, in order, and the agent sees this view of it (compaction and
-    failed sends only change the view). ``None``: the agent sees ``messages``."""
+    """Set when the thread's first messages are held by another workflow run;
+    ``messages`` are then only the ones after them."""
+    view: list[Span] = Field(default_factory=whole_log)
+    """The log positions a turn sends, in order. On a "messages" thread that is what
+    the model sees; on a service-backed thread, what the service has not seen yet
+    (it holds the rest under ``cursor``). The last span is open: messages appended
+    later join it."""
+    prompt: PromptSize | None = None
+    """The last prompt a turn sent over this thread, as the model counted it: where
+    the next turn's count starts (``ratchet.agents.fit_window``)."""
 
     @property
     def offset(self) -> int:
@@ -175,19 +215,11 @@ class ThreadData(BaseModel):
         return self.model_copy(update={"messages": [], "base": base})
 
     def visible(self) -> list[Message]:
-        """The messages the agent sees: the view applied to a whole log (as
-        ``SessionHandle.thread()`` returns it); ``messages`` when there is no view."""
-        if self.view is None:
-            return list(self.messages)
+        """The messages the view shows, of a whole log (as ``SessionHandle.thread()``
+        returns it)."""
         from .views import render  # views builds on this module
 
         return render(self.view, self.length, lambda p: self.messages[p - self.offset])[0]
-
-    @property
-    def unsent(self) -> list[Message]:
-        """For a service-backed thread: messages after the service's last reply."""
-        last = max((i for i, m in enumerate(self.messages) if m.role == "assistant"), default=-1)
-        return self.messages[last + 1 :]
 
 
 DECISIONS_KEPT = 200

@@ -14,6 +14,7 @@ from ratchet.errors import ConfigurationError
 from .agent import Agent, Result
 from .approvals import ApprovalPolicy
 from .context import RunContext
+from .interceptors import intercepted
 from .messages import Message, ToolCall
 from .models.base import ModelClient, ModelResponse, empty_reply
 from .output import FINAL_RESULT, OutputSpec
@@ -92,33 +93,37 @@ class ToolCallingAgent(Agent):
             return Result(final_response=reply, usage=response.usage)
         pending: list[PendingAction] = []
         now: list[ToolCall] = []
-        handoff = None
-        answered: list[Message] = []  # denied, or answered from a rerun's recording
+        answered: list[Message] = []  # denied, or answered by the run's tool interceptor
         for call in reply.tool_calls:
-            tool = tools.get(call.name)
-            if tool is not None and tool.role == "handoff" and handoff is None:
-                handoff = tool.agent
-            if (denial := self._denied(call)) is not None:
-                answered.append(denial)
-                continue
-            recorded = _from_recording(call, tool, context)
-            answer = self.output is not None and call.name == FINAL_RESULT  # never approved
-            action = tool.pending_for(call, self.approval_policy) if tool and not answer else None
-            decides = action is not None and action.kind == "approval"
-            refused = recorded is not None and not _held(call, context)  # nothing to approve
-            if recorded is not None and (not decides or refused or _reuses_approvals(context)):
-                answered.append(recorded)  # nothing runs, nobody is asked
-                continue
-            runs_now = action is None or action.kind == "tool"  # durable tools too
-            if tool is not None and runs_now and _asks(call, tool, context):
-                action = tool.pending_for(call, lambda name, args: True)  # a person decides
-            if action is None:
+            route = self._route(call, tools.get(call.name), context)
+            if isinstance(route, Message):
+                answered.append(route)
+            elif route is None:
                 now.append(call)
             else:
-                pending.append(action)
+                pending.append(route)
         results = await asyncio.gather(*(self._call(c, tools, context) for c in now))
         await thread.on_new_messages([*answered, *results])
-        return Result(usage=response.usage, pending=pending, handoff=handoff)
+        return Result(usage=response.usage, pending=pending, handoff=_handoff(reply, tools))
+
+    def _route(
+        self, call: ToolCall, tool: Tool | None, context: RunContext
+    ) -> Message | PendingAction | None:
+        """What becomes of one call: an answer now (the approval policy denies it, or
+        the run's tool interceptor answers it), work for the engine (an approval, a
+        question, a durable tool, a sub-agent), or ``None``: it runs in this turn."""
+        if (denial := self._denied(call)) is not None:
+            return denial
+        final = self.output is not None and call.name == FINAL_RESULT  # never approved
+        action = tool.pending_for(call, self.approval_policy) if tool and not final else None
+        seen = intercepted(call, tool, context)
+        asks = action is not None and action.kind == "approval"
+        if seen.answer is not None and not (asks if seen.ask is None else seen.ask):
+            return seen.answer  # nothing runs, nobody is asked
+        runs_now = action is None or action.kind == "tool"  # durable tools too
+        if seen.ask and tool is not None and runs_now:
+            return tool.pending_for(call, lambda name, args: True)  # a person decides
+        return action
 
     async def _typed_answer(self, reply: Message, thread: Thread) -> Result | None:
         """The turn's result if ``reply`` gave (or failed to give) the typed answer;
@@ -208,34 +213,13 @@ class ToolCallingAgent(Agent):
         return await context.once(f"tool:{call.id}", lambda: tool.invoke(call, context), Message)
 
 
-def _from_recording(call: ToolCall, tool: Tool | None, context: RunContext) -> Message | None:
-    """In a rerun: the recorded answer to a call of a tool (or a refusal)."""
-    if not _recorded_kind(call, tool, context):
-        return None
-    assert context.recording is not None
-    return context.recording.answer(call)
-
-
-def _asks(call: ToolCall, tool: Tool | None, context: RunContext) -> bool:
-    """In a rerun under ``unrecorded="ask"``: a call the recording does not hold."""
-    return _recorded_kind(call, tool, context) and bool(
-        context.recording and context.recording.asks(call)
-    )
-
-
-def _held(call: ToolCall, context: RunContext) -> bool:
-    return context.recording is not None and context.recording.holds(call)
-
-
-def _reuses_approvals(context: RunContext) -> bool:
-    return context.recording is None or context.recording.approvals == "recorded"
-
-
-def _recorded_kind(call: ToolCall, tool: Tool | None, context: RunContext) -> bool:
-    if context.recording is None or call.name == FINAL_RESULT:
-        return False
-    # Sub-agents and handoffs are the engine's, not recorded results.
-    return tool is None or tool.role in ("function", "ask_user")
+def _handoff(reply: Message, tools: dict[str, Tool]) -> str | None:
+    """The agent the first handoff call of ``reply`` names, if any."""
+    for call in reply.tool_calls:
+        tool = tools.get(call.name)
+        if tool is not None and tool.role == "handoff":
+            return tool.agent
+    return None
 
 
 def _handoff_tool(agent: str) -> Tool:

@@ -20,11 +20,6 @@ from .messages import Message
 from .state import Span
 
 
-def whole() -> list[Span]:
-    """The view of a whole log."""
-    return [Span(start=0)]
-
-
 def normalize(spans: Iterable[Span]) -> list[Span]:
     """Drop empty spans and merge neighbours that continue each other."""
     out: list[Span] = []
@@ -118,12 +113,17 @@ class Compacted:
         kept, the note at log position ``note`` (if any), then everything from
         ``version`` on (the note excepted)."""
         items = [*self.pinned, *([(note, False)] if note is not None else []), *self.rest]
-        tail = (
-            [Span(start=version)]
-            if note is None
-            else [Span(start=version, end=note), Span(start=note + 1)]
-        )
-        return normalize([*spans_of(items), *tail])
+        return view_of(items, version, note)
+
+
+def view_of(shown: Iterable[tuple[int, bool]], version: int, note: int | None = None) -> list[Span]:
+    """The view for the turn that starts at log position ``version``: the messages
+    ``shown`` (the note at log position ``note`` among them, if any), then
+    everything from ``version`` on (the note excepted)."""
+    tail = [Span(start=version)]
+    if note is not None:
+        tail = [Span(start=version, end=note), Span(start=note + 1)]
+    return normalize([*spans_of(shown), *tail])
 
 
 def compact(

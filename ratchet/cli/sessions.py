@@ -308,7 +308,7 @@ async def show(session: SessionHandle, last: int, *, run: int | None = None) -> 
     for item in await session.pending():
         print(f"waiting for {item.action.kind}: {item.action.id} · {item.action.describe()}")
     number = run or status.runs
-    if number and await session.is_current():
+    if number:
         if run is not None and run != status.runs:
             print(f"\n(run {run}'s turns are in the session's history; showing the last run)")
         from ratchet.agents.state import ExecutionState
@@ -317,12 +317,6 @@ async def show(session: SessionHandle, last: int, *, run: int | None = None) -> 
         execution = await session.workflow.query("execution", result_type=maybe)
         if execution is not None and execution.step_results:
             print(f"\nturns of {session.id}-run-{status.runs} ({execution.status.value}):")
-            print(turns_table(execution))
-    elif number:
-        handle = session.run(number)
-        execution = (await handle.state()).execution
-        if execution is not None and execution.step_results:
-            print(f"\nturns of {handle.id} ({execution.status.value}):")
             print(turns_table(execution))
     latest = await session.thread(last=last)  # read alone: a long thread is not paged in
     if latest.offset:

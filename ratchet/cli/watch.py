@@ -107,7 +107,7 @@ class Printer:
                 self.line(
                     self.paint(
                         f"  ↻ turn {event.turn}, attempt {event.attempt}: "
-                        "an earlier attempt failed; its output above is void",
+                        "an earlier attempt failed; its text above is void",
                         "yellow",
                     )
                 )

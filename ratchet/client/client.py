@@ -37,7 +37,7 @@ from ratchet.agents.state_export import StateExport
 from ratchet.errors import DecisionError, InvalidInputError, RunFailedError, run_failed
 from ratchet.payloads.converter import RatchetPayloadConverter
 from ratchet.plugin import RatchetClientPlugin, ratchet_converter
-from ratchet.wire.names import PAGE_BYTES, SESSION_WORKFLOW, STATE_QUERY
+from ratchet.wire.names import PAGE_BYTES, RUN_WORKFLOW, SESSION_WORKFLOW, STATE_QUERY
 from ratchet.wire.options import RunOptions, SessionOptions
 from ratchet.wire.runs import DecisionRequest, RunInput, RunResult, Verdict, new_messages
 from ratchet.wire.sessions import CheckpointAnswer, SessionInput, TurnMark
@@ -45,10 +45,11 @@ from ratchet.workflows.agent_run import AgentRunWorkflow
 from ratchet.workflows.progress import run_details
 from ratchet.workflows.session import AgentSessionWorkflow
 
-from .checkpoints import Checkpoint, not_run, read_checkpoint, read_mark
+from .checkpoints import Checkpoint, not_run, read_mark
 from .errors import GuardedHandle, check_prompt_size, translated
 from .events import run_events
 from .sessions import UPDATES_IN_FLIGHT, ResultPoller, SessionHandle
+from .threads import iter_messages, read_thread
 from .turns import TurnRecord, read_turns
 
 if TYPE_CHECKING:
@@ -88,12 +89,14 @@ class RunHandle:
         """The Temporal handle, for anything this class does not wrap."""
         return self._handle.unguarded
 
-    def events(self, *, from_offset: int = 0) -> AsyncIterator[RunEvent]:
+    def events(self, *, from_offset: int = 0, strict: bool = True) -> AsyncIterator[RunEvent]:
         """The run's live events in order (status, turns, streamed text, tool calls,
         ``context.emit``), ending when the run ends. A retried turn's events come
-        after a ``retry`` event: drop what the failed attempt showed."""
+        after a ``retry`` event: drop the text and custom events the failed attempt
+        showed. Raises ``EventsExpiredError`` at an event the run no longer holds
+        (``strict=False``: skips ahead), never skipping silently."""
         client = self._handle._client  # the handle keeps the client it was made with
-        return run_events(client, self.id, from_offset=from_offset)
+        return run_events(client, self.id, from_offset=from_offset, strict=strict)
 
     @property
     def ui_url(self) -> str | None:
@@ -119,6 +122,22 @@ class RunHandle:
     async def state(self) -> AgentState:
         """Session and execution as the run holds them now."""
         return await self._handle.query(AgentRunWorkflow.state)
+
+    async def thread(
+        self, *, after: int | None = None, last: int | None = None, limit: int | None = None
+    ) -> ThreadData:
+        """The whole thread, paged in (any length, across continue-as-new): every
+        message the run has had, in order; ``view`` says which of them its turns send
+        now (``state()`` holds only the latest workflow run's messages). Or a part of
+        it, read alone, as ``SessionHandle.thread`` names it."""
+        return await read_thread(
+            self._handle._client, self._handle, after=after, last=last, limit=limit
+        )
+
+    def messages(self, *, after: int = 0, page: int = 500) -> AsyncIterator[Message]:
+        """The thread's messages from position ``after`` on, as far as the thread
+        reached when the iteration began, read ``page`` messages at a time."""
+        return iter_messages(self._handle._client, self._handle, after=after, page=page)
 
     async def read_state(self) -> StateExport:
         """The committed state of every agent of the run (works after it ended, too).
@@ -376,22 +395,16 @@ class AgentClient:
                 task_queue=self.task_queue,
                 static_summary=f"{agent} session",
             )
-        return SessionHandle(handle, self, current=True)
+        return SessionHandle(handle, self)
 
     async def checkpoint(
         self, source: str, *, at_turn: int | None = None, at_message: str | None = None
     ) -> Checkpoint:
         """The thread and state of session (or run) ``source`` after turn ``at_turn``
         (counted across all its runs, from 1), or after the turn that added message
-        ``at_message``; neither: after its last turn. A session answers by query
-        (its workflow runs keep a mark per turn, and a closed run still answers); a
-        single run or a legacy session is read from its Temporal history."""
-        found = await self._mark(source, at_turn, at_message)
-        if found is None:
-            return await read_checkpoint(
-                self.temporal, source, at_turn=at_turn, at_message=at_message
-            )
-        answer, mark = found
+        ``at_message``; neither: after its last turn. The source answers by query (its
+        workflow runs keep a mark per turn, and a closed run still answers)."""
+        answer, mark = await self._mark(source, at_turn, at_message)
         log, _ = await fetch_range(
             self.temporal,
             Holder(source, answer.run_id, answer.thread_id),
@@ -413,9 +426,8 @@ class AgentClient:
 
     async def _mark(
         self, source: str, at_turn: int | None, at_message: str | None
-    ) -> tuple[CheckpointAnswer, TurnMark] | None:
-        """A current session's mark (see ``checkpoint``); ``None`` for a single run or
-        a legacy session, whose checkpoints are read from history."""
+    ) -> tuple[CheckpointAnswer, TurnMark]:
+        """The mark of a session or run (see ``checkpoint``)."""
         try:
             kind = (await self.temporal.get_workflow_handle(source).describe()).workflow_type
         except RPCError as e:
@@ -425,8 +437,8 @@ class AgentClient:
                 f"There is no workflow {source} (or it is past the namespace's "
                 "retention); fork a session or run by its id."
             ) from e
-        if kind != SESSION_WORKFLOW:
-            return None
+        if kind not in (SESSION_WORKFLOW, RUN_WORKFLOW):
+            raise InvalidInputError(f"{source} is a {kind}; fork a session or an agent run.")
         return await read_mark(self.temporal, source, at_turn=at_turn, at_message=at_message)
 
     async def fork(
@@ -440,36 +452,28 @@ class AgentClient:
     ) -> SessionHandle:
         """A new session that starts from ``source``'s checkpoint (see ``checkpoint``).
         The source is only read, and may be closed. ``options`` default to the
-        source session's. A current session's fork copies no messages: its thread
-        names the source's log up to the fork point."""
+        source session's. A fork copies no messages: its thread names the source's
+        log up to the fork point."""
         session_id = session_id or f"{source}-fork-{uuid.uuid4().hex[:6]}"
-        found = await self._mark(source, at_turn, at_message)
-        if found is not None:
-            answer, mark = found
-            options = options or answer.options or SessionOptions()
-            base = ThreadBase(
-                workflow_id=source,
-                run_id=answer.run_id,
-                version=mark.length,
-                last_id=mark.last_id,
-                thread_id=answer.thread_id,
-            )
-            thread = ThreadData(
-                id=f"thread-{uuid.uuid4().hex[:12]}",
-                kind=answer.kind,
-                cursor=mark.cursor,
-                messages=not_run(mark.open_calls),
-                base=base,
-                view=mark.view,
-            )
-            agent, turn, state = mark.agent, mark.turn, mark.state
-        else:
-            point = await read_checkpoint(
-                self.temporal, source, at_turn=at_turn, at_message=at_message
-            )
-            options = options or point.options or SessionOptions()
-            thread = ThreadData(kind=options.run.thread_kind, messages=point.messages)
-            agent, turn, state = point.agent, point.turn, point.state
+        answer, mark = await self._mark(source, at_turn, at_message)
+        options = options or answer.options or SessionOptions()
+        base = ThreadBase(
+            workflow_id=source,
+            run_id=answer.run_id,
+            version=mark.length,
+            last_id=mark.last_id,
+            thread_id=answer.thread_id,
+        )
+        thread = ThreadData(
+            id=f"thread-{uuid.uuid4().hex[:12]}",
+            kind=answer.kind,
+            cursor=mark.cursor,
+            messages=not_run(mark.open_calls),
+            base=base,
+            view=mark.view,
+            prompt=mark.prompt,
+        )
+        agent, turn, state = mark.agent, mark.turn, mark.state
         session = AgentSession.new(
             agent, datetime.now(UTC), session_id=session_id, thread_kind=options.run.thread_kind
         )
@@ -488,7 +492,7 @@ class AgentClient:
                 task_queue=self.task_queue,
                 static_summary=f"{agent} session, forked from {source} at turn {turn}",
             )
-        return SessionHandle(handle, self, current=True)
+        return SessionHandle(handle, self)
 
     def get_session(self, session_id: str) -> SessionHandle:
         return SessionHandle(self.temporal.get_workflow_handle(session_id), self)

@@ -11,38 +11,50 @@ time, from ``MIN_POLL`` up to ``MAX_POLL``. Offsets are global and go on across
 continue-as-new, so a query without a run id always reads the latest run.
 Iteration ends when the workflow has closed and its retained events are read.
 
-A session's plain messages run in the session workflow, so its stream holds
-everything; a legacy session's runs were child workflows, and
-:func:`session_events` follows each such run's own stream in between.
+What a reader gets: every event from its offset on, each once, or
+``EventsExpiredError`` at the first one it can no longer have, never a silent
+skip; every poll checks. A workflow run holds its last 2,000 events at least
+(``EVENTS_KEPT``), and a continue-as-new carries only the latest few into the
+new run: a reader whose offset is older than the current run holds, and at most
+``RETAINED`` (500) events behind the end, reads the gap from the runs before
+(``ratchet.client.earlier_runs``); further behind it gets the error. A reader
+from offset 0 starts at the oldest event held, the last 500 at least.
+
+A session's messages run in the session workflow, so its stream holds
+everything its runs do.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
 
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
-from temporalio.contrib.workflow_streams._types import PollInput, PollResult, _decode_payload
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.contrib.workflow_streams._types import PollResult, _decode_payload
 
-from ratchet.agents.events import RunEvent, RunStarted
+from ratchet.agents.events import RunEvent
 from ratchet.errors import EventsExpiredError
-from ratchet.wire.names import EVENTS_TOPIC, POLL_QUERY
+from ratchet.wire.names import OFFSET_QUERY
 
+from .earlier_runs import earlier_events, held_from, poll
 from .follow import HistoryWatch
 
 MIN_POLL = 0.05
 MAX_POLL = 1.0
 SAFETY_POLL = 30.0
 """While the history is followed, a quiet stream is still queried this often."""
+RETAINED = 500
+"""Events behind the end a reader may be and still get every one, whatever
+continued as new meanwhile."""
 RUNNING = (WorkflowExecutionStatus.RUNNING, WorkflowExecutionStatus.CONTINUED_AS_NEW)
 
 
 async def run_events(
-    client: Client, workflow_id: str, *, from_offset: int = 0
+    client: Client, workflow_id: str, *, from_offset: int = 0, strict: bool = True
 ) -> AsyncIterator[RunEvent]:
     """The events of one workflow (a run, or a session), in order, each once."""
-    async for _, event in numbered_events(client, workflow_id, from_offset=from_offset):
+    events = numbered_events(client, workflow_id, from_offset=from_offset, strict=strict)
+    async for _, event in events:
         yield event
 
 
@@ -51,27 +63,29 @@ async def numbered_events(
     workflow_id: str,
     *,
     from_offset: int = 0,
-    strict: bool = False,
+    strict: bool = True,
     wake: asyncio.Event | None = None,
     resent: Resent | None = None,
 ) -> AsyncIterator[tuple[int, RunEvent]]:
     """``run_events`` with each event's offset in the stream (its resumable id:
-    ``from_offset=offset + 1`` continues after it). With ``strict``, a
-    ``from_offset`` older than what the stream still retains raises
-    ``EventsExpiredError`` instead of skipping ahead to what it holds. Setting
+    ``from_offset=offset + 1`` continues after it). Raises ``EventsExpiredError``
+    at the first event the reader can no longer have (see the module's docstring);
+    ``strict=False`` skips ahead to what the stream holds instead. Setting
     ``wake`` ends an idle wait at once (something was just sent to the workflow).
     A reader that starts again where it left off passes the previous ``resent``."""
     handle = client.get_workflow_handle(workflow_id)
     watch = HistoryWatch(client, workflow_id)
     resent = resent or Resent()
-    offset, delay, closed, first = from_offset, MIN_POLL, False, True
+    offset, delay, closed = from_offset, MIN_POLL, False
     try:
         while True:
             watch.changed.clear()  # before the query: a change during it is not missed
-            result = await _poll(handle, offset)
-            if strict and first:
-                _check_retained(workflow_id, offset, result)
-            first = first and not result.items
+            # The run that just continued as new, while the next one waits to start.
+            tail = watch.take_tail()
+            if tail is None and watch.following and not watch.ready:
+                await _first(watch.changed, wake, SAFETY_POLL)  # the new run answers soon
+                continue
+            result = await _read(client, workflow_id, offset, strict=strict, run_id=tail or "")
             for item in _decoded(client, result):
                 if resent(item[1]):
                     continue
@@ -120,19 +134,17 @@ async def _first(a: asyncio.Event, b: asyncio.Event | None, seconds: float) -> b
 
 
 async def read_events(
-    client: Client, workflow_id: str, from_offset: int, *, until: int, strict: bool = False
+    client: Client, workflow_id: str, from_offset: int, *, until: int, strict: bool = True
 ) -> list[tuple[int, RunEvent]]:
     """The events already in the stream from ``from_offset`` up to (not including)
-    ``until``: a catch-up read, by query. Always asks once, so ``strict`` can check
-    that ``from_offset`` is still retained (``EventsExpiredError`` if not)."""
-    handle = client.get_workflow_handle(workflow_id)
+    ``until``: a catch-up read, by query. Always asks once, so it checks that
+    ``from_offset`` can still be read (``EventsExpiredError`` if not; ``strict=False``
+    skips ahead instead)."""
     resent = Resent()
     items: list[tuple[int, RunEvent]] = []
     offset = from_offset
     while True:
-        result = await _poll(handle, offset)
-        if strict and offset == from_offset:
-            _check_retained(workflow_id, offset, result)
+        result = await _read(client, workflow_id, offset, strict=strict)
         for item in _decoded(client, result):
             if item[0] >= until:
                 return items
@@ -143,15 +155,31 @@ async def read_events(
         offset = result.next_offset
 
 
-async def _poll(handle: WorkflowHandle[Any, Any], offset: int) -> PollResult:
-    return await handle.query(
-        POLL_QUERY, PollInput(topics=[EVENTS_TOPIC], from_offset=offset), result_type=PollResult
-    )
-
-
-def _check_retained(workflow_id: str, offset: int, result: PollResult) -> None:
-    if result.items and result.items[0].offset > offset > 0:
-        raise EventsExpiredError(workflow_id, offset, result.items[0].offset)
+async def _read(
+    client: Client, workflow_id: str, offset: int, *, strict: bool, run_id: str = ""
+) -> PollResult:
+    """One poll of run ``run_id`` (``""``: the latest) from ``offset``, with what it
+    no longer holds read from the runs before it (see the module's docstring)."""
+    handle = client.get_workflow_handle(workflow_id, run_id=run_id or None)
+    result = await poll(handle, offset)
+    held = held_from(result)
+    if held <= offset:
+        return result
+    end = result.next_offset
+    if result.more_ready:
+        end = await handle.query(OFFSET_QUERY, result_type=int)
+    start = max(0, end - RETAINED) if offset == 0 else offset  # 0: the oldest held
+    if start >= held:
+        return result
+    earlier = None
+    if end - start <= RETAINED:
+        earlier = await earlier_events(client, workflow_id, run_id, start, held)
+    if earlier is None:
+        if strict and offset > 0:
+            raise EventsExpiredError(workflow_id, offset, held)
+        return result
+    items = [*earlier, *result.items]
+    return PollResult(items=items, next_offset=result.next_offset, more_ready=result.more_ready)
 
 
 def _decoded(client: Client, result: PollResult) -> Iterator[tuple[int, RunEvent]]:
@@ -189,17 +217,9 @@ class Resent:
 
 
 async def session_events(
-    client: Client, session_id: str, *, from_offset: int = 0
+    client: Client, session_id: str, *, from_offset: int = 0, strict: bool = True
 ) -> AsyncIterator[RunEvent]:
-    """The session's events. A legacy session's runs were child workflows: their
-    events are followed between that run's ``run_started`` and ``run_finished``."""
-    async for event in run_events(client, session_id, from_offset=from_offset):
+    """The session's events: its runs run in its own workflow, so their events are
+    in the session's stream."""
+    async for event in run_events(client, session_id, from_offset=from_offset, strict=strict):
         yield event
-        if (
-            isinstance(event, RunStarted)
-            and event.run_id
-            and not (event.data is not None and event.data.in_session)
-        ):
-            async for inner in run_events(client, event.run_id):
-                if inner.kind != "run_started":  # the session already said so
-                    yield inner

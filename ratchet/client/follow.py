@@ -8,6 +8,13 @@ so an idle session costs nothing, and a reader queries the stream once per
 completed workflow task instead of on a timer. The watch follows the workflow
 across continue-as-new and notes when it has closed.
 
+A new run answers no query before its first workflow task has completed (the
+server holds the query until then), and the server delays that task when the
+run before lived less than a second (``ContinueAsNewMinInterval``). So after a
+continue-as-new the watch is not ``ready`` until the new run's first task has
+completed, and if that task is delayed it names the run that just closed
+(``tail``): the reader reads the closed run's last events from it meanwhile.
+
 Each watch holds one long poll open against the frontend, and the frontend
 admits ``frontend.namespaceCount`` (dynamic config, 1,200 by default) concurrent
 ``GetWorkflowExecutionHistory`` calls per namespace per instance; so a process
@@ -24,6 +31,7 @@ from datetime import timedelta
 
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
 from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryRequest
 from temporalio.client import Client
 
@@ -38,18 +46,20 @@ CLOSES = frozenset({
     EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED,
     EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED,
 })  # fmt: skip
-CHANGES = CLOSES | {
-    EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
-    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW,
-}
+READY = CLOSES | {EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED}
+"""Changes to the workflow's state; a run answers queries at once from its first
+completed workflow task on (a closed one by replay)."""
+STARTED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED
 
 log = logging.getLogger(__name__)
 
 
 class HistoryWatch:
-    """Sets ``changed`` whenever the workflow's state may have changed: a workflow
-    task completed, the run continued as new, or the workflow closed (then
-    ``closed`` is true too). ``changed`` starts set. ``close()`` stops following."""
+    """Sets ``changed`` whenever there may be something new to read: a workflow task
+    completed (after a continue-as-new, the new run's first), the workflow closed
+    (then ``closed`` is true too), or a new run's first task is delayed (then
+    ``take_tail()`` names the run it continued, once). ``ready``: the latest run
+    answers a query at once. ``changed`` starts set. ``close()`` stops following."""
 
     active = 0
     """Watches following a history in this process."""
@@ -58,6 +68,8 @@ class HistoryWatch:
         self.changed = asyncio.Event()
         self.changed.set()
         self.closed = False
+        self.ready = True
+        self._tail: str | None = None
         self.following = HistoryWatch.active < LIMIT
         self._client, self._id = client, workflow_id
         self._task: asyncio.Task[None] | None = None
@@ -69,6 +81,10 @@ class HistoryWatch:
     def close(self) -> None:
         if self._task is not None:
             self._task.cancel()
+
+    def take_tail(self) -> str | None:
+        tail, self._tail = self._tail, None
+        return tail
 
     async def _follow(self) -> None:
         run_id, token = "", b""  # "": the latest run, pinned by the first page's token
@@ -85,12 +101,19 @@ class HistoryWatch:
                     retry=True,
                     timeout=LONG_POLL,
                 )
-                kinds = {event.event_type for event in response.history.events}
-                if kinds & CHANGES:
-                    self.changed.set()
+                events = response.history.events
+                kinds = {event.event_type for event in events}
                 if EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW in kinds:
+                    # Nothing to read until the new run answers, or names this one.
+                    self.ready = False
                     run_id, token = "", b""  # on to the new run, from its start
-                elif kinds & CLOSES:
+                    continue
+                if kinds & READY:
+                    self.ready = True
+                    self.changed.set()
+                elif events and events[0].event_type == STARTED and not self.ready:
+                    self._waiting(events[0])
+                if kinds & CLOSES:
                     self.closed = True
                     return
                 elif response.next_page_token:
@@ -102,6 +125,15 @@ class HistoryWatch:
         except Exception as e:  # noqa: BLE001 - readers go back to polling
             log.warning("not following %s's history (%s); polling it instead", self._id, e)
             self.following = False
+            self.changed.set()
+
+    def _waiting(self, started: HistoryEvent) -> None:
+        """A new run whose first workflow task is delayed: its reader reads the
+        run it continued meanwhile."""
+        attributes = started.workflow_execution_started_event_attributes
+        delayed = attributes.first_workflow_task_backoff.ToTimedelta() > timedelta(0)
+        if delayed and attributes.continued_execution_run_id:
+            self._tail = attributes.continued_execution_run_id
             self.changed.set()
 
 

@@ -45,7 +45,11 @@ def passing(error: BaseException) -> bool:
     if isinstance(error, RPCTimeoutOrCancelledError):
         return True
     if isinstance(error, RPCError):
-        return error.status in PASSING
+        # A continued run's first workflow task may be held back for a moment.
+        not_ready = error.status == RPCStatusCode.FAILED_PRECONDITION and "not scheduled yet" in (
+            error.message or ""
+        )
+        return error.status in PASSING or not_ready
     if isinstance(error, ThreadResolutionError) and error.__cause__ is not None:
         return passing(error.__cause__)
     return False

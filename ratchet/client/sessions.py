@@ -17,19 +17,16 @@ from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from temporalio.client import (
-    WorkflowExecutionStatus,
     WorkflowHandle,
     WorkflowUpdateFailedError,
     WorkflowUpdateStage,
 )
 
-from ratchet.activities.log_segments import closed_segment
-from ratchet.activities.thread_log import Holder, fetch_range
 from ratchet.agents.approvals import ApprovalRules, rule_change
 from ratchet.agents.events import RunEvent
 from ratchet.agents.messages import Message, new_id
 from ratchet.agents.pending import Decision, PendingView
-from ratchet.agents.state import AgentState, ThreadBase, ThreadData
+from ratchet.agents.state import AgentState, ThreadData
 from ratchet.agents.state_export import StateExport
 from ratchet.errors import (
     AnswerUnavailableError,
@@ -40,10 +37,9 @@ from ratchet.errors import (
     SessionBusyError,
     run_failed,
 )
-from ratchet.wire.names import OFFSET_QUERY, PAGE_BYTES, SESSION_WORKFLOW, STATE_QUERY
+from ratchet.wire.names import OFFSET_QUERY, STATE_QUERY
 from ratchet.wire.runs import DecisionRequest, RunResult, Verdict, new_messages
 from ratchet.wire.sessions import (
-    LogInfo,
     SendOutcome,
     SendRequest,
     SessionStatus,
@@ -54,10 +50,11 @@ from ratchet.wire.sessions import (
 from .errors import GuardedHandle, check_prompt_size, translated
 from .events import session_events
 from .retries import deadline, passing, retrying
+from .threads import iter_messages, log_info, read_messages, read_thread
 from .turns import TurnRecord, read_turns
 
 if TYPE_CHECKING:
-    from .client import AgentClient, RunHandle
+    from .client import AgentClient
 
 UPDATES_IN_FLIGHT = 3
 MIN_POLL = 0.02
@@ -111,9 +108,7 @@ class ResultPoller:
 class SessionHandle:
     """A started session: send messages, read its thread and state, close it."""
 
-    def __init__(
-        self, handle: WorkflowHandle[Any, Any], client: AgentClient, *, current: bool = False
-    ) -> None:
+    def __init__(self, handle: WorkflowHandle[Any, Any], client: AgentClient) -> None:
         # The latest run, always (a handle with a run id would stay on one run).
         self._handle = GuardedHandle(
             client.temporal.get_workflow_handle(handle.id, result_type=SessionStatus), "session"
@@ -121,9 +116,8 @@ class SessionHandle:
         self.first_temporal_run_id = handle.first_execution_run_id or handle.result_run_id
         """The session's first workflow run, when this handle started it."""
         self._client = client
-        self._current = current
         self._thread_id: str | None = None
-        """Known to run the current session workflow (not a legacy one)."""
+        """The session's thread id, once read (it keeps it for ever)."""
 
     @property
     def id(self) -> str:
@@ -134,28 +128,16 @@ class SessionHandle:
         """The Temporal handle, for anything this class does not wrap."""
         return self._handle.unguarded
 
-    async def is_current(self) -> bool:
-        """Whether the session runs on the current workflow type (legacy sessions
-        move to it at their next continue-as-new)."""
-        if not self._current:
-            self._current = (await self._handle.describe()).workflow_type == SESSION_WORKFLOW
-        return self._current
-
-    def run(self, number: int) -> RunHandle:
-        """A legacy session's ``number``-th run (from 1): a child workflow. Runs of
-        the current session workflow are in the session's own history."""
-        client = self._client
-        handle = client.temporal.get_workflow_handle(
-            f"{self.id}-run-{number}", result_type=RunResult
-        )
-        from .client import RunHandle
-
-        return RunHandle(handle, client.ui_url, client.temporal.namespace)
-
-    def events(self, *, from_offset: int = 0) -> AsyncIterator[RunEvent]:
+    def events(self, *, from_offset: int = 0, strict: bool = True) -> AsyncIterator[RunEvent]:
         """The session's live events: each run's start and finish and the run's own
-        events in between (see ``RunHandle.events``). Ends when the session closes."""
-        return session_events(self._client.temporal, self.id, from_offset=from_offset)
+        events in between (see ``RunHandle.events``). Ends when the session closes.
+
+        Every event from ``from_offset`` on, each once, across continue-as-new; a
+        reader more than 500 events behind the end that can no longer have the next
+        one gets ``EventsExpiredError`` there (``strict=False``: skips ahead to what
+        the session still holds)."""
+        temporal = self._client.temporal
+        return session_events(temporal, self.id, from_offset=from_offset, strict=strict)
 
     async def event_offset(self) -> int:
         """Where the session's event stream ends now: ``events(from_offset=...)``
@@ -182,8 +164,6 @@ class SessionHandle:
         message was taken and carries the request id to send again with.
         """
         request = self._send_request(prompt, request_id or new_request_id())
-        if not await self.is_current():
-            return await self._update("send", request, RunResult, _update_id(request))
         until = deadline()
         rid = request.request_id or ""
         try:
@@ -245,9 +225,12 @@ class SessionHandle:
         if outcome.final_at is not None:
             at = outcome.final_at
             if self._thread_id is None:  # a session's thread keeps its id for ever
-                self._thread_id = (await retrying(self._log_info, until=until)).thread_id
-            thread_id = self._thread_id
-            final = await retrying(lambda: self._messages(thread_id, at, at + 1), until=until)
+                info = await retrying(lambda: log_info(self._handle), until=until)
+                self._thread_id = info.thread_id
+            thread_id, temporal = self._thread_id, self._client.temporal
+            final, _ = await retrying(
+                lambda: read_messages(temporal, self.id, thread_id, at, at + 1), until=until
+            )
             result = result.model_copy(update={"final_response": final[0]})
         return result
 
@@ -308,78 +291,25 @@ class SessionHandle:
         ``offset`` is the position of its first message (``thread(last=0).offset``
         is the thread's length). ``messages()`` reads it page by page.
         """
-        _check_part(after, last, limit)
-        log = await self._log()
-        if log is None:  # a legacy session answers with its whole thread
-            thread = await self._handle.query("thread", result_type=ThreadData)
-            start, end = _part(len(thread.messages), after, last, limit)
-            return _part_of(thread, self.id, start, thread.messages[start:end])
-        info, run_id = log
-        start, end = _part(info.length, after, last, limit)
-        messages, before_id = await self._read(info.thread_id, start, end, run_id)
-        thread = ThreadData(
-            id=info.thread_id, kind=info.kind, cursor=info.cursor, messages=messages, view=info.view
-        )
-        return _part_of(thread, self.id, start, messages, before_id)
-
-    async def messages(self, *, after: int = 0, page: int = 500) -> AsyncIterator[Message]:
-        """The thread's messages from position ``after`` on, as far as the thread
-        reached when the iteration began, read ``page`` messages at a time."""
-        _check_part(after, None, None)
-        if page < 1:
-            raise InvalidInputError(f"page must be 1 or more; got {page}.")
-        log = await self._log()
-        if log is None:
-            for message in (await self.thread(after=after)).messages:
-                yield message
-            return
-        info, run_id = log
-        position, _ = _part(info.length, after, None, None)
-        while position < info.length:
-            end = min(info.length, position + page)
-            messages, _ = await self._read(info.thread_id, position, end, run_id)
-            for message in messages:
-                yield message
-            position = end
-
-    async def _log(self) -> tuple[LogInfo, str | None] | None:
-        """Where the log is, and the workflow run to read it from: ``None`` while the
-        session runs (its latest run answers queries, and names the runs before
-        it); a closed session's last run otherwise, which is read from its history
-        instead of being replayed to answer queries. ``None`` for a legacy session."""
-        described = await self._handle.describe()
-        self._current = described.workflow_type == SESSION_WORKFLOW
-        if not self._current:
-            return None
-        if described.status == WorkflowExecutionStatus.RUNNING or not described.run_id:
-            return await self._log_info(), None
-        client = self._client
-        segment = await closed_segment(client.temporal, self.id, described.run_id, client.segments)
-        if segment is None:  # closed without an index (terminated, or from before it)
-            return await self._log_info(), None
-        return segment.info, described.run_id
-
-    async def _messages(self, thread_id: str, start: int, end: int) -> list[Message]:
-        """Messages ``start`` to ``end`` of the session's log."""
-        return (await self._read(thread_id, start, end, None))[0]
-
-    async def _read(
-        self, thread_id: str, start: int, end: int, run_id: str | None
-    ) -> tuple[list[Message], str | None]:
-        """Messages ``start`` to ``end`` of the session's log, paged in from the
-        workflow runs that hold them (from ``run_id`` back; ``None``: the latest
-        run), and the id of message ``start - 1``."""
-        return await fetch_range(
+        return await read_thread(
             self._client.temporal,
-            Holder(self.id, run_id, thread_id),
-            start,
-            end,
-            page_bytes=PAGE_BYTES,
+            self._handle,
+            after=after,
+            last=last,
+            limit=limit,
             segments=self._client.segments,
         )
 
-    async def _log_info(self) -> LogInfo:
-        return await self._handle.query("log_info", result_type=LogInfo)
+    def messages(self, *, after: int = 0, page: int = 500) -> AsyncIterator[Message]:
+        """The thread's messages from position ``after`` on, as far as the thread
+        reached when the iteration began, read ``page`` messages at a time."""
+        return iter_messages(
+            self._client.temporal,
+            self._handle,
+            after=after,
+            page=page,
+            segments=self._client.segments,
+        )
 
     async def read_state(self) -> StateExport:
         return await self._handle.query(STATE_QUERY, result_type=StateExport)
@@ -403,19 +333,9 @@ class SessionHandle:
         status CANCELLED and the turns it finished. The session stays usable."""
         return await self._update("cancel", None, SessionStatus)
 
-    async def current_run(self) -> RunHandle | None:
-        """A legacy session's run in progress (a child workflow), if any."""
-        if await self.is_current():
-            return None
-        run = (await self.status()).current_run
-        return self._client.get_run(run) if run else None
-
     async def pending(self) -> list[PendingView]:
         """What the run in progress waits for (approvals, questions)."""
-        if await self.is_current():
-            return await self._handle.query("pending", result_type=list[PendingView])
-        run = await self.current_run()
-        return await run.pending() if run else []
+        return await self._handle.query("pending", result_type=list[PendingView])
 
     async def wait_for_pending(self) -> list[PendingView]:
         """Wait for a run of this session to wait for someone; list what for.
@@ -468,48 +388,11 @@ class SessionHandle:
         return await self._decide("answer", DecisionRequest(id=question_id, answer=answer, by=by))
 
     async def _decide(self, verdict: Verdict, request: DecisionRequest) -> Decision:
-        if not await self.is_current():
-            run = await self.current_run()
-            if run is None:
-                raise DecisionError(
-                    f"Session {self.id} has no run in progress, so nothing waits for {request.id}."
-                )
-            return await run._decide(verdict, request)
         name = {"approve": "approve", "reject": "reject", "answer": "provide_input"}[verdict]
         try:
             return await self._update(name, request, Decision)
         except RunFailedError as e:
             raise DecisionError(e.cause) from e
-
-
-def _check_part(after: int | None, last: int | None, limit: int | None) -> None:
-    for name, value in (("after", after), ("last", last), ("limit", limit)):
-        if value is not None and value < 0:
-            raise InvalidInputError(f"{name} must be 0 or more; got {value}.")
-    if after is not None and last is not None:
-        raise InvalidInputError(
-            "Pass after (the messages after the first n) or last (the latest n), not both."
-        )
-
-
-def _part(length: int, after: int | None, last: int | None, limit: int | None) -> tuple[int, int]:
-    """Positions ``start`` to ``end`` of a thread of ``length`` messages that
-    ``thread(after=..., last=..., limit=...)`` names."""
-    start = max(0, length - last) if last is not None else min(after or 0, length)
-    end = length if limit is None else min(length, start + limit)
-    return start, end
-
-
-def _part_of(
-    thread: ThreadData,
-    session_id: str,
-    start: int,
-    messages: list[Message],
-    before_id: str | None = None,
-) -> ThreadData:
-    """``thread`` with only ``messages``, which start at position ``start``."""
-    base = ThreadBase(workflow_id=session_id, version=start, last_id=before_id) if start else None
-    return thread.model_copy(update={"messages": messages, "base": base})
 
 
 def _update_id(request: SendRequest) -> str:

@@ -80,7 +80,7 @@ class Report(BaseModel):
         if max_cost_increase is not None and self.old_cost == 0 < self.new_cost:
             failures.append(
                 "the old side has no cost to compare with (its model had no price, so its "
-                "turns recorded none; a legacy session's turns are not read): drop the cost "
+                "turns recorded none): drop the cost "
                 "limit, or compare two priced agents"
             )
         elif max_cost_increase is not None and self.old_cost > 0:

@@ -37,7 +37,7 @@ from ratchet.client.listing import list_workflows, type_clause
 from ratchet.errors import InvalidInputError, RatchetError
 from ratchet.wire.names import SESSION_WORKFLOW
 from ratchet.wire.options import RunOptions, SessionOptions
-from ratchet.wire.rerun import RecordedSide
+from ratchet.wire.rerun import RecordedSide, replaying
 
 from .cases import Case, Outcome
 from .evaluators import Evaluator
@@ -88,14 +88,14 @@ async def read_source(client: AgentClient, source: str) -> list[Message]:
     description = await client.temporal.get_workflow_handle(source).describe()
     if description.workflow_type == SESSION_WORKFLOW:
         return list((await client.get_session(source).thread()).messages)
-    return list((await client.get_run(source).state()).session.thread.messages)
+    return list((await client.get_run(source).thread()).messages)
 
 
 async def read_recorded(
     client: AgentClient, source: str, messages: list[Message] | None = None
 ) -> list[RecordedCase]:
     """The cases of ``source`` with what its recorded turns cost and took, read from its
-    history (a legacy session's turns are in other workflows: those read as zero)."""
+    history."""
     messages = messages if messages is not None else await read_source(client, source)
     cases = split_cases(source, messages)
     turns = await recorded_turns(client.temporal.get_workflow_handle(source))
@@ -188,7 +188,7 @@ async def _teacher_forced(
     policy: Recording,
 ) -> Outcome:
     recording = policy.model_copy(update={"calls": recorded_calls(case.after)})
-    run_options = options.model_copy(update={"recording": recording})
+    run_options = replaying(options, recording)
     prompt = [_fresh(m) for m in [*case.before, case.prompt]]
     return await run_once(client, agent, prompt, run_options, recording)
 
@@ -202,7 +202,7 @@ async def _free_running(
 ) -> list[Outcome]:
     every = [c for case in cases for c in recorded_calls(case.after)]
     recording = policy.model_copy(update={"calls": every})
-    run = options.model_copy(update={"recording": recording})
+    run = replaying(options, recording)
     session = await client.start_session(agent, options=SessionOptions(run=run))
     outcomes: list[Outcome] = []
     end = 0  # where the session's thread ends: each case reads only what its send added

@@ -3,8 +3,9 @@
 
 Like ``OpenAIServer``: each POST to ``/v1/messages`` is recorded and answered with
 the next scripted reply (JSON, or server-sent events with ``stream=True``); when the
-script runs out it answers 500. Point ``AnthropicModel(base_url=server.base_url)``
-at it. Standard library only.
+script runs out it answers 500. With ``context_window`` it refuses a longer prompt
+as Anthropic does (400 "prompt is too long: N tokens > M maximum"). Point
+``AnthropicModel(base_url=server.base_url)`` at it. Standard library only.
 """
 
 from __future__ import annotations
@@ -62,13 +63,21 @@ class AnthropicServer(OpenAIServer):
                 "content": content,
                 "stop_reason": stop,
                 "stop_sequence": None,
-                "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
+                "usage": {
+                    "input_tokens": request.tokens or input_tokens,
+                    "output_tokens": output_tokens,
+                },
             }
             if not stream:
                 return json_reply(200, body)
             return sse_reply(_events(body, output_tokens))
 
         self._script.append(reply)
+
+    def overflow(self, path: str, tokens: int, window: int) -> Reply:
+        """The refusal of a prompt of ``tokens`` over ``window``, as Anthropic words it."""
+        message = f"prompt is too long: {tokens} tokens > {window} maximum"
+        return anthropic_error(400, message, "invalid_request_error")
 
     def error(
         self,

@@ -6,7 +6,9 @@ A test scripts the replies in order; each POST to ``/v1/chat/completions`` or
 server-sent events when the script says so), so the real ``openai`` client is tested
 over real HTTP. When the script runs out the server answers 500, so a test that
 makes more requests than it planned for fails instead of passing by accident.
-Standard library only.
+With ``context_window`` it counts each request's tokens (``BYTES_PER_TOKEN``) and
+refuses one over the window as OpenAI does (400 ``context_length_exceeded``),
+without using a scripted reply. Standard library only.
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ class Request:
     """``time.monotonic()`` when it arrived."""
     size: int = 0
     """The body's length in bytes."""
+    tokens: int | None = None
+    """Its prompt tokens, as a server with a ``context_window`` counts them (and
+    reports them in the reply's usage)."""
 
 
 @dataclass
@@ -58,9 +63,18 @@ def json_reply(status: int, payload: Any, headers: dict[str, str] | None = None)
 
 
 def _error_reply(
-    status: int, message: str, type: str, headers: dict[str, str] | None = None
+    status: int, message: str, type: str, headers: dict[str, str] | None = None, **fields: str
 ) -> Reply:
-    return json_reply(status, {"error": {"message": message, "type": type}}, headers)
+    return json_reply(status, {"error": {"message": message, "type": type, **fields}}, headers)
+
+
+def _counted(request: Request, usage: dict[str, int], prompt: str, total: str) -> dict[str, int]:
+    """``usage`` with the prompt tokens the server counted, if it counts them."""
+    if request.tokens is None:
+        return usage
+    completion = usage[total] - usage[prompt] if total in usage else 0
+    counted = {**usage, prompt: request.tokens}
+    return {**counted, total: request.tokens + completion} if total in usage else counted
 
 
 def sse_reply(events: list[dict[str, Any]], *, named: bool = True) -> Reply:
@@ -105,6 +119,7 @@ def _completion_reply(
     stream: bool,
 ) -> Reply:
     body = request.body if isinstance(request.body, dict) else {}
+    usage = _counted(request, usage, "prompt_tokens", "total_tokens")
     head = {
         "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
         "created": int(time.time()),
@@ -123,17 +138,28 @@ class OpenAIServer:
 
     ``answer`` answers every request the script does not (``tool_loop`` is one);
     ``record=False`` keeps counts only, not the requests (long benchmarks send
-    whole conversations, megabytes each).
+    whole conversations, megabytes each). ``context_window`` (tokens) refuses
+    longer prompts with the service's own error (``refused`` counts them).
     """
 
     paths: tuple[str, ...] = (CHAT_PATH, RESPONSES_PATH)
     """The paths it answers (others get 404)."""
+    BYTES_PER_TOKEN = 3
+    """How a server with a ``context_window`` counts a prompt: its request body's
+    bytes, three to a token (denser than Ratchet's estimate, as JSON-heavy prompts are)."""
 
     def __init__(
-        self, *, answer: Callable[[Request], Reply] | None = None, record: bool = True
+        self,
+        *,
+        answer: Callable[[Request], Reply] | None = None,
+        record: bool = True,
+        context_window: int | None = None,
     ) -> None:
         self.requests: list[Request] = []
         """The requests received, in order (with ``record``)."""
+        self.context_window = context_window
+        self.refused = 0
+        """Requests refused as over the context window."""
         self.request_count = 0
         self._fallback = answer
         self._record = record
@@ -257,11 +283,16 @@ class OpenAIServer:
                 "tool_choice": "auto",
                 "tools": [],
                 "previous_response_id": request.body.get("previous_response_id"),
-                "usage": {
-                    "input_tokens": input_tokens,
-                    "output_tokens": output_tokens,
-                    "total_tokens": input_tokens + output_tokens,
-                },
+                "usage": _counted(
+                    request,
+                    {
+                        "input_tokens": input_tokens,
+                        "output_tokens": output_tokens,
+                        "total_tokens": input_tokens + output_tokens,
+                    },
+                    "input_tokens",
+                    "total_tokens",
+                ),
             }
             if not stream:
                 return json_reply(200, body)
@@ -294,6 +325,24 @@ class OpenAIServer:
 
         self._script.append(
             lambda request: _completion_reply(request, message, finish_reason, usage, stream)
+        )
+
+    def overflow(self, path: str, tokens: int, window: int) -> Reply:
+        """The refusal of a prompt of ``tokens`` over ``window``, as OpenAI words it."""
+        if path == RESPONSES_PATH:
+            message = (
+                "Your input exceeds the context window of this model. Please adjust your "
+                "input and try again."
+            )
+            param = "input"
+        else:
+            message = (
+                f"This model's maximum context length is {window} tokens. However, your "
+                f"messages resulted in {tokens} tokens. Please reduce the length of the messages."
+            )
+            param = "messages"
+        return _error_reply(
+            400, message, "invalid_request_error", param=param, code="context_length_exceeded"
         )
 
     @classmethod
@@ -331,6 +380,11 @@ class OpenAIServer:
             if request.path not in self.paths:
                 served = " and ".join(self.paths)
                 return _error_reply(404, f"The test server serves {served}.", "not_found")
+            if self.context_window is not None:
+                request.tokens = max(1, request.size // self.BYTES_PER_TOKEN)
+                if request.tokens > self.context_window:
+                    self.refused += 1
+                    return self.overflow(request.path, request.tokens, self.context_window)
             if not self._script and self._fallback is not None:
                 make = self._fallback
             elif not self._script:

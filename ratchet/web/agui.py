@@ -160,7 +160,7 @@ async def _prepare(
 
 async def _run_of(client: AgentClient, session: SessionHandle, offset: int) -> str:
     """The run the event at ``offset`` belongs to (a re-attaching client's last id)."""
-    found = await read_events(client.temporal, session.id, offset, until=offset + 500, strict=True)
+    found = await read_events(client.temporal, session.id, offset, until=offset + 500)
     if not found or found[0][0] != offset:
         raise InvalidInputError(f"Last-Event-ID {offset} is not an event of session {session.id}.")
     # A turn's events name the session; the workflow's name the run.
@@ -279,7 +279,7 @@ async def _stream(
         ending = await _ending(session, body, run, None)  # nothing left to follow
     else:
         try:
-            async for item in hub.watch(session.id, start, strict=True):
+            async for item in hub.watch(session.id, start):
                 if item is None:
                     yield ": keep-alive\n\n"
                     continue

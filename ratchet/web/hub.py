@@ -6,7 +6,10 @@ nothing to history, and only when its history shows a change: see
 ``ratchet.client.follow``) that hands each event to every watcher's own bounded queue.
 A watcher that joins late first reads what it missed (``from_offset`` up to
 where the feed is) with its own catch-up query, then takes the feed's events;
-offsets are the stream's, so nothing is lost or repeated at the seam.
+offsets are the stream's, so nothing is lost or repeated at the seam. Both check,
+on every poll, that they can still have the next event (``ratchet.client.events``):
+one that fell more than 500 events behind across a continue-as-new ends with
+``EventsExpiredError`` at the gap, for every watcher of that feed, never a skip.
 
 The feed never waits for a watcher: one that reads nothing while ``BUFFER``
 events pile up is dropped (its stream ends; the client reconnects with its last
@@ -141,15 +144,16 @@ class Hub:
         workflow_id: str,
         from_offset: int,
         *,
-        strict: bool = False,
+        strict: bool = True,
         joined: asyncio.Event | None = None,
     ) -> AsyncGenerator[Item | None]:
         """The workflow's events from ``from_offset`` on, each with its offset; a
         ``None`` tick once joined if there was nothing to catch up on (so a response
         can start), and after ``KEEPALIVE`` quiet seconds. Ends when the workflow has
-        closed, or early when the reader fell ``BUFFER`` events behind. With
-        ``strict``, an offset older than the stream retains raises
-        ``EventsExpiredError`` before anything is yielded. ``joined`` is set once the
+        closed, or early when the reader fell ``BUFFER`` events behind. An offset the
+        stream can no longer give raises ``EventsExpiredError`` before anything is
+        yielded (``strict=False``: it starts at what the stream holds), and so does a
+        feed that fell that far behind later, at the gap. ``joined`` is set once the
         reader has caught up and takes the feed's events."""
         watcher, feed, offset = Watcher(), self._feed(workflow_id, from_offset), from_offset
         resent = Resent()  # a batch re-sent by a turn may straddle the seam

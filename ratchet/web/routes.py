@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -155,9 +154,7 @@ async def send_message(
     session = client_of(request).get_session(session_id)
     if not _streams(request):
         return sse.result_json(await session.send(body.text, request_id=idempotency_key))
-    # Both before the send: the send would otherwise ask which workflow type the
-    # session runs (is_current) only after joining the feed, one round trip later.
-    start, _ = await asyncio.gather(session.event_offset(), session.is_current())
+    start = await session.event_offset()
     sending = session.send(body.text, request_id=idempotency_key)
     stream = sse.reply(request.app.state.hub, session, start, sending)
     return StreamingResponse(stream, media_type=SSE, headers=_no_buffering())

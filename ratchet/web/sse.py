@@ -52,7 +52,7 @@ async def follow(hub: Hub, workflow_id: str, after: int | None) -> AsyncIterator
     """Every event of ``workflow_id`` after offset ``after`` (all when ``None``)."""
     start, started = 0 if after is None else after + 1, False
     try:
-        async for item in hub.watch(workflow_id, start, strict=True):
+        async for item in hub.watch(workflow_id, start):
             started = True
             yield ": keep-alive\n\n" if item is None else event_frame(*item)
     except Exception as e:

@@ -3,8 +3,6 @@ types, queries, the event stream's topic."""
 
 RUN_WORKFLOW = "AgentRunWorkflow"
 SESSION_WORKFLOW = "AgentSession"
-SESSION_WORKFLOW_V1 = "AgentSessionWorkflow"
-"""The first session workflow; still registered so its histories replay."""
 
 TURN_ACTIVITY = "ratchet.turn"
 TOOL_ACTIVITY = "ratchet.tool"

@@ -10,7 +10,7 @@ from pydantic import Field
 
 from ratchet.agents.compact import CompactModel, is_decoding
 from ratchet.agents.compaction import CompactionPolicy
-from ratchet.agents.recording import Recording
+from ratchet.agents.fit_window import FitWindow
 from ratchet.errors import InvalidOptionsError
 
 
@@ -52,6 +52,17 @@ def positive(name: str, value: timedelta | None, example: str) -> list[str]:
     return [f"{name}={value!r}, but it must be greater than 0 (e.g. {example})"]
 
 
+class InterceptorRef(CompactModel):
+    """A tool interceptor registered on the workers, by name, and the config its
+    factory builds it from (see ``ratchet.agents.interceptors``)."""
+
+    name: str
+    """A key of ``build_worker(..., tool_interceptors={...})`` (or a default one)."""
+    config: Any = None
+    """JSON-able data for the factory (it travels in every turn's input: keep it to
+    what one run needs)."""
+
+
 class RunOptions(CheckedOptions):
     """How a run is executed. Every field has a default so old histories decode."""
 
@@ -60,30 +71,35 @@ class RunOptions(CheckedOptions):
     """Start-to-close timeout of one turn attempt (a model call and its tools)."""
     heartbeat_timeout: timedelta = timedelta(seconds=3)
     """A turn whose worker stops heartbeating for this long is retried elsewhere. A
-    turn heartbeats every 0.4 of it when nothing else has (one RPC per 1.2 s at the
-    default), and each step ``context.once`` records is acknowledged by the server."""
+    turn sends a heartbeat whenever the server has acknowledged none for 0.6 of it
+    (one per 1.8 s at the default), and each step ``context.once`` records is
+    acknowledged by the server; every other liveness heartbeat also goes through the
+    SDK, whose worker core times the turn out itself otherwise (about 50 heartbeat
+    requests a minute at the default)."""
     max_attempts: int = 10
     """Attempts per turn before the run fails (0 means unlimited)."""
     initial_retry_interval: timedelta = timedelta(seconds=1)
     task_queue: str | None = None
     """Task queue for the turn activities; default: the workflow's own."""
-    thread_mode: Literal["auto", "reference", "inline"] = "auto"
-    """How a turn gets the thread. ``reference``: an id and version the worker
-    resolves, so history grows linearly. ``inline``: the whole thread in every turn's
-    input (quadratic history). ``auto``: inline while the thread is at most
-    ``inline_thread_bytes``, by reference after that."""
-    inline_thread_bytes: int = 2048
     thread_kind: str = "messages"
     """Kind of thread a new session gets: "messages", or "openai.responses" to let the
     OpenAI Responses API store the conversation (only its id travels)."""
     fast: bool = False
     """Run turns as local activities, in the workflow's worker: fewer round trips to
-    the server, for interactive use. Threads still go by reference (the worker's
-    cache has them; after a restart the turn is taken again with the thread inline).
-    There are no heartbeats, so a turn lost with its worker is retried after
-    ``turn_timeout``. Use it for short turns."""
+    the server, for interactive use. A turn gets its new messages inline and the rest
+    of the thread from the worker's cache; a worker that lacks part of it takes the
+    turn again as a regular activity, which pages it in. There are no heartbeats, so
+    a turn lost with its worker is retried after ``turn_timeout``. Use it for short
+    turns."""
     compaction: CompactionPolicy | None = None
-    """Shrink the working thread when it passes a budget (see ratchet.agents.compaction)."""
+    """Shrink what each turn sends when it passes a budget (see
+    ratchet.agents.compaction): the turn changes the thread's view, the log keeps
+    every message."""
+    fit_window: FitWindow | None = FitWindow()
+    """Keep each prompt within the model's context window, after ``compaction``, and
+    meet a service's overflow error by compacting harder and asking once more (see
+    ``ratchet.agents.fit_window``). ``None``: send the prompt as it is, and let an
+    overflow fail the run."""
     continue_as_new_after_turns: int | None = None
     """AgentRunWorkflow continues-as-new when Temporal suggests it (history size or
     events) or, if set, after this many turns in one workflow run."""
@@ -93,9 +109,10 @@ class RunOptions(CheckedOptions):
     token_budget: int | None = None
     """Most tokens the run may use, its sub-agents included; past it the run fails
     with BudgetExceededError."""
-    recording: Recording | None = None
-    """A rerun of a recorded conversation: tool calls are answered from it (see
-    ``ratchet.evals.rerun``). Sent with every turn, so keep it to one run's calls."""
+    tool_interceptor: InterceptorRef | None = None
+    """Sees each tool call of the run before it runs, and may answer it without
+    running the tool (``ratchet.agents.interceptors``; an evaluation's rerun answers
+    calls from its recording this way)."""
 
     def problems(self) -> list[str]:
         found = [
@@ -104,7 +121,6 @@ class RunOptions(CheckedOptions):
             *positive("heartbeat_timeout", self.heartbeat_timeout, "timedelta(seconds=3)"),
             *at_least("max_attempts", self.max_attempts, 0, " (0 means unlimited)"),
             *positive("initial_retry_interval", self.initial_retry_interval, "1 second"),
-            *at_least("inline_thread_bytes", self.inline_thread_bytes, 0),
             *positive("approval_timeout", self.approval_timeout, "timedelta(hours=24), or None"),
             *at_least("token_budget", self.token_budget, 1, " (None: no budget)"),
             *at_least("continue_as_new_after_turns", self.continue_as_new_after_turns, 1),

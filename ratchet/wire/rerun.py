@@ -7,11 +7,19 @@ from pydantic import BaseModel, Field
 
 from ratchet.agents.compact import CompactModel
 from ratchet.agents.messages import Message, ToolCall
-from ratchet.agents.recording import Recording
+from ratchet.agents.recording import RECORDING, Recording
 from ratchet.agents.state import AgentSession
 from ratchet.agents.usage import Usage
 
-from .options import CheckedOptions, RunOptions, at_least
+from .options import CheckedOptions, InterceptorRef, RunOptions, at_least
+
+
+def replaying(options: RunOptions, recording: Recording) -> RunOptions:
+    """``options`` for a rerun whose tool calls ``recording`` answers (through the
+    ``RECORDING`` tool interceptor every worker has)."""
+    ref = InterceptorRef(name=RECORDING, config=recording.model_dump(mode="json"))
+    return options.model_copy(update={"tool_interceptor": ref})
+
 
 MAX_CONCURRENCY = 50
 """Most child runs a batch has in flight."""
@@ -88,7 +96,7 @@ class BatchInput(BaseModel):
     batch_id: str = ""
     """Names the cases' runs (``child_id``); default: the batch's workflow id."""
     options: RunOptions = Field(default_factory=RunOptions)
-    """For every child run; ``recording`` is set per case."""
+    """For every child run; each case answers its calls from its own recording."""
     policy: Recording = Field(default_factory=Recording)
     """What happens to unrecorded calls and to approvals (its ``calls`` are unused:
     each case has its own)."""

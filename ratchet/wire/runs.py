@@ -17,7 +17,7 @@ from ratchet.agents.state import (
     ThreadBase,
     ThreadData,
 )
-from ratchet.agents.state_context import StateConflict, StateEntry
+from ratchet.agents.state_context import StateConflict
 from ratchet.agents.usage import Usage
 from ratchet.errors import InvalidInputError
 
@@ -38,8 +38,6 @@ class RunInput(BaseModel):
     parent_agent_id: str | None = None
     """Set for a sub-agent: the agent that called it."""
     parent_workflow_id: str | None = None
-    report_to: str | None = None
-    """The session workflow this run tells when it starts or stops waiting for someone."""
     stream: WorkflowStreamState | None = None
     """The live events carried over a continue-as-new."""
 
@@ -56,10 +54,6 @@ class RunResult(CompactModel):
     session_id: str | None = None
     state_conflicts: list[StateConflict] = Field(default_factory=list)
     """Turns whose state changes were not committed because a key had moved on."""
-    messages: list[Message] = Field(default_factory=list)
-    """For a run continuing a thread held by its session: the messages it added."""
-    state: dict[str, StateEntry] = Field(default_factory=dict)
-    """For a run of a session: the agent's committed state at the end, for the session."""
     thread: ThreadData | None = Field(default=None, exclude=True)
     """The whole thread, for workflow code that called ``run_agent``; never serialised."""
     thread_end: ThreadBase | None = None
@@ -82,30 +76,35 @@ class RunResult(CompactModel):
 
 def new_messages(prompt: str | Sequence[Message], make_id: Callable[[], str]) -> list[Message]:
     """Validate a prompt and give each message without an id one from ``make_id``."""
-    if isinstance(prompt, str):
-        messages = [Message.user(prompt)] if prompt.strip() else []
-    elif isinstance(prompt, Sequence) and all(isinstance(m, Message) for m in prompt):
-        messages = [m.model_copy() for m in prompt]
-    else:
-        wrong = (
-            prompt
-            if not isinstance(prompt, Sequence)
-            else next(m for m in prompt if not isinstance(m, Message))
-        )
-        raise InvalidInputError(
-            f"A prompt must be a string or a list of ratchet.agents.Message; got "
-            f"{type(wrong).__name__} {_short(wrong)}. Pass text as a str (e.g. str(value)) "
-            "or build messages with Message.user(...)."
-        )
-    if not messages or all(
-        not (m.content or "").strip() and not m.tool_calls and not m.parts for m in messages
-    ):
+    messages = _as_messages(prompt)
+    if not any(_has_content(m) for m in messages):
         raise InvalidInputError(
             "The prompt is empty: pass a non-empty string or at least one message with content."
         )
     for message in messages:
         message.id = message.id or make_id()
     return messages
+
+
+def _as_messages(prompt: object) -> list[Message]:
+    if isinstance(prompt, str):
+        return [Message.user(prompt)] if prompt.strip() else []
+    if isinstance(prompt, Sequence) and all(isinstance(m, Message) for m in prompt):
+        return [m.model_copy() for m in prompt if isinstance(m, Message)]
+    wrong = (
+        prompt
+        if not isinstance(prompt, Sequence)
+        else next(m for m in prompt if not isinstance(m, Message))
+    )
+    raise InvalidInputError(
+        f"A prompt must be a string or a list of ratchet.agents.Message; got "
+        f"{type(wrong).__name__} {_short(wrong)}. Pass text as a str (e.g. str(value)) "
+        "or build messages with Message.user(...)."
+    )
+
+
+def _has_content(message: Message) -> bool:
+    return bool((message.content or "").strip() or message.tool_calls or message.parts)
 
 
 def _short(value: object) -> str:

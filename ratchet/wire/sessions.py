@@ -14,7 +14,7 @@ from temporalio.contrib.workflow_streams import WorkflowStreamState
 
 from ratchet.agents.compact import CompactModel
 from ratchet.agents.messages import Message, ToolCall
-from ratchet.agents.state import AgentSession, AgentStatus, Span, ThreadBase
+from ratchet.agents.state import AgentSession, AgentStatus, PromptSize, Span, ThreadBase, whole_log
 from ratchet.agents.state_context import StateEntry
 
 from .options import SessionOptions
@@ -53,17 +53,18 @@ def send_digest(messages: list[Message]) -> str:
     """What a send carries, as a short hash (the ids the client gave its messages
     aside): a request id sent again with another digest is another message."""
     body = [m.model_dump(mode="json", exclude={"id"}) for m in messages]
-    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:8]
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:6]
 
 
 class RecentRequests(CompactModel):
     """The request ids a session remembers, carried across continue-as-new."""
 
     entries: list[str] = Field(default_factory=list)
-    """``"<key> <digest> <ticket> <made_ms>"``, oldest first (see ``workflows.idempotency``)."""
+    """``"<key> <digest> <ticket> <taken_ms> [<made_ms>]"`` (numbers in base 36), oldest
+    first (see ``workflows.idempotency``)."""
     horizon_ms: int = 0
-    """UUIDv7 ids made at or before this (ms since the epoch) may have been forgotten
-    to keep within the count."""
+    """When the newest UUIDv7 id the session forgot was made (ms since the epoch, its
+    client's clock): one made no later may have been sent already."""
 
 
 class Queued(CompactModel):
@@ -87,29 +88,31 @@ class SendOutcome(CompactModel):
 
 
 class TurnMark(CompactModel):
-    """The session after one of its turns: what a fork or checkpoint starts from."""
+    """A run or session after one of its turns: what a fork or checkpoint starts from."""
 
     turn: int
-    """Counted across the whole session, from 1 (0: before its first)."""
+    """Counted across the whole session (or run), from 1 (0: before its first)."""
     length: int
     """Messages in the log after the turn."""
     last_id: str | None = None
-    view: list[Span] | None = None
+    view: list[Span] = Field(default_factory=whole_log)
     cursor: str | None = None
     agent: str
     state: dict[str, StateEntry] = Field(default_factory=dict)
     open_calls: list[ToolCall] = Field(default_factory=list)
     """Tool calls of the turn whose results were not in the log yet."""
+    prompt: PromptSize | None = None
+    """The turn's prompt as its model counted it (a fork's count starts from it)."""
 
 
 class LogInfo(CompactModel):
-    """Where a session's thread is: its id, length, and the agent's view of it."""
+    """Where a run's or session's thread is: its id, length, and its view."""
 
     thread_id: str
     length: int
     kind: str = "messages"
     cursor: str | None = None
-    view: list[Span] | None = None
+    view: list[Span] = Field(default_factory=whole_log)
 
 
 class LogIndex(CompactModel):
@@ -166,8 +169,9 @@ class CheckpointAnswer(CompactModel):
     thread_id: str
     kind: str = "messages"
     turns: int = 0
-    """Turns the session has had (for error messages)."""
+    """Turns the session (or run) has had (for error messages)."""
     options: SessionOptions | None = None
+    """A session's options (a fork's default); ``None`` for a run."""
 
 
 class SessionInput(BaseModel):

@@ -8,10 +8,10 @@ from pydantic import BaseModel, Field
 
 from ratchet.agents.compact import CompactModel
 from ratchet.agents.compaction import CompactionPolicy
+from ratchet.agents.fit_window import FitWindow
 from ratchet.agents.messages import Message, ToolCall
 from ratchet.agents.pending import PendingAction
-from ratchet.agents.recording import Recording
-from ratchet.agents.state import Span, ThreadBase, ThreadData
+from ratchet.agents.state import PromptSize, Span, ThreadBase, whole_log
 from ratchet.agents.state_context import (
     SharedEntry,
     ShareToken,
@@ -22,44 +22,29 @@ from ratchet.agents.state_context import (
 from ratchet.agents.usage import Usage
 
 from .names import PAGE_BYTES
+from .options import InterceptorRef
 
 
 class ThreadRef(CompactModel):
-    """A version of a thread, and the workflow that can answer for it."""
+    """A turn's thread: a log that the turn's workflow holds (its earlier messages
+    by reference, ``ThreadBase``), as it stood before the turn's new messages."""
 
     id: str
-    generation: int = 0
-    """Bumped when the working thread is rewritten (compaction); versions restart."""
-    version: int
-    """How many messages this version holds."""
+    length: int
+    """Messages in the log before the turn's new ones."""
     last_id: str | None = None
-    """Id of message ``version - 1``; proves a cached prefix is this version's."""
-    workflow_id: str | None = None
-    """The workflow holding the thread; default: the one that scheduled the turn."""
-    run_id: str | None = None
-    base: ThreadBase | None = None
-    """The first messages are held by this other workflow (a session's run)."""
-
-    @property
-    def key(self) -> str:
-        return f"{self.id}#{self.generation}"
-
-    def base_ref(self) -> ThreadRef | None:
-        if self.base is None:
-            return None
-        other = self.base.thread_id  # a fork's or a rerun's: another thread's log
-        return ThreadRef(
-            id=other or self.id,
-            generation=0 if other else self.generation,
-            version=self.base.version,
-            last_id=self.base.last_id,
-            workflow_id=self.base.workflow_id,
-            run_id=self.base.run_id,
-        )
+    """Id of message ``length - 1``: proves that a worker's cached message at that
+    position is this log's."""
+    kind: str = "messages"
+    """Where the conversation lives (``ThreadData.kind``)."""
+    cursor: str | None = None
+    """A service-backed thread's cursor: the service holds the conversation up to it."""
 
 
 class ThreadPageRequest(BaseModel):
-    key: str
+    """The ``ratchet.thread`` query's argument: messages ``start`` to ``end`` of a log."""
+
+    thread_id: str
     start: int
     end: int
     max_bytes: int = PAGE_BYTES
@@ -77,25 +62,34 @@ class ThreadPage(CompactModel):
 
 
 class TurnInput(CompactModel):
-    """What a turn needs: which agent, the thread so far, and messages new to it.
+    """What one turn needs: the agent, the log positions it is given, and its state.
 
-    Version 1 carries the whole ``thread``. Version 2 always carries ``thread_ref``
-    and, for small threads only, the ``thread`` itself as well (inline mode);
-    otherwise the worker resolves the reference from its cache or the workflow.
-    Version 3 is a session's log: ``thread_ref`` names the log (its length counts
-    the ``new_count`` new messages at its end), ``view`` says what the agent sees
-    of it, and the worker finds both in its cache or pages them in.
+    The turn's new messages are the last ``new_count`` of the log (the workflow
+    appends them before the turn: they are in history already, in the run's input,
+    the send that brought them or the results the workflow settled). The worker
+    finds the positions it needs in its cache, in what the workflow handed over in
+    the same process, or pages them in with the ``ratchet.thread`` query. Every
+    message is written to history once.
     """
 
-    version: int = 1
-    run_id: str = ""
-    """The workflow id (idempotency keys start with it); version 2 leaves it to the worker."""
     agent: str
-    execution_id: str = ""
+    """The registered agent that takes the turn."""
+    execution_id: str
+    """The run's execution (idempotency keys and question ids include it)."""
     turn: int
-    thread: ThreadData | None = None
-    thread_ref: ThreadRef | None = None
+    """The turn's number in its execution, from 1."""
+    thread: ThreadRef
+    """The log before the turn's new messages."""
+    view: list[Span] = Field(default_factory=whole_log)
+    """The spans of the log the turn sends, before its new messages (see
+    ``ThreadData.view``)."""
+    new_count: int = 0
+    """How many messages at the end of the log are new to the agent."""
     new_messages: list[Message] = Field(default_factory=list)
+    """The new messages themselves, only when the turn is a local activity (fast
+    mode): its input is not written to history, and it cannot page them in."""
+    new_last_id: str | None = None
+    """Id of the last new message (checks a batch handed over in the same process)."""
     state: dict[str, StateEntry] = Field(default_factory=dict)
     """The agent's committed values sent inline (nothing for an agent without state)."""
     state_refs: dict[str, str] = Field(default_factory=dict)
@@ -108,17 +102,14 @@ class TurnInput(CompactModel):
     """State changes of the previous turn that were not committed."""
     events: bool = False
     """The run's workflow hosts an event stream: send the turn's events to it."""
-    view: list[Span] | None = None
-    """Version 3: the spans of the log the agent sees (before the new messages)."""
-    new_count: int = 0
-    """Version 3: the last ``new_count`` messages of the log are new to the agent
-    (sent inline as ``new_messages`` too when the turn is a local activity)."""
     compaction: CompactionPolicy | None = None
-    """Version 3: compact the view first when it is over this budget."""
-    new_last_id: str | None = None
-    """Version 3: id of the last new message (checks a batch handed over in-process)."""
-    recording: Recording | None = None
-    """A rerun: tool calls are answered from this recording (``RunOptions.recording``)."""
+    """Compact the view first when it is over this budget (``RunOptions.compaction``)."""
+    fit_window: FitWindow | None = FitWindow()
+    """Keep the prompt within the model's window (``RunOptions.fit_window``)."""
+    prompt: PromptSize | None = None
+    """The last prompt over this thread as its model counted it (the count's start)."""
+    tool_interceptor: InterceptorRef | None = None
+    """The run's tool interceptor (``RunOptions.tool_interceptor``)."""
 
 
 class AttemptRecord(CompactModel):
@@ -134,13 +125,15 @@ class AttemptRecord(CompactModel):
 class TurnOutput(CompactModel):
     """What a turn appended to the thread, in order.
 
-    An entry is a new message, or the id of one of the input's ``new_messages``
-    (those are already in history, so they are not written again).
+    An entry is a new message, or the id of one of the turn's new messages (those
+    are in the log and in history already, so they are not written again).
     """
 
     added: list[Message | str] = Field(default_factory=list)
     final_id: str | None = None
+    """Id of the final response, when the turn ended the run."""
     usage: Usage = Usage()
+    """What the turn spent (its compaction's summary included)."""
     cursor: str | None = None
     """A service-backed thread's new cursor (e.g. the last response id)."""
     state: list[StateChange] = Field(default_factory=list)
@@ -155,11 +148,14 @@ class TurnOutput(CompactModel):
     handoff: str | None = None
     """The agent that takes the run over from the next turn."""
     view: list[Span] | None = None
-    """Set when the turn compacted a session's view: the view from now on (a
-    summary note, if any, is the first message of ``added``)."""
+    """Set when the turn changed the view (it compacted it, or a service took the
+    conversation up to a new cursor): the view from now on (a summary note, if any,
+    is the first new message of ``added``)."""
     attempts: list[AttemptRecord] = Field(default_factory=list)
     """The attempts before this one, as far as their heartbeats reached the server
     (empty on a first attempt: history names its worker)."""
+    prompt: PromptSize | None = None
+    """This turn's prompt as its model counted it, for the next turn's count."""
 
 
 class ToolInput(CompactModel):
@@ -169,5 +165,5 @@ class ToolInput(CompactModel):
     call: ToolCall
     execution_id: str = ""
     turn: int = 0
-    recording: Recording | None = None
-    """A rerun's: an approved call the recording holds gets its recorded result."""
+    tool_interceptor: InterceptorRef | None = None
+    """The run's tool interceptor: it may answer the call instead of the tool."""

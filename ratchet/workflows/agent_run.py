@@ -9,20 +9,26 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from temporalio.contrib.workflow_streams import WorkflowStream
 
+    from ratchet.agents.messages import approximate_size
     from ratchet.agents.pending import PendingView
     from ratchet.agents.state import AgentSession, AgentState, ExecutionState, ThreadData
     from ratchet.agents.state_context import StateChanged
     from ratchet.errors import UsageError
+    from ratchet.wire.names import CHECKPOINT_QUERY
     from ratchet.wire.runs import RunInput, RunResult, StopRequest
+    from ratchet.wire.sessions import CheckpointAnswer, CheckpointRequest, LogInfo
 
     from .decisions import DecisionHandlers
+    from .marks import TurnMarks, turn_mark
     from .observe import EventStream, Index, RunObserver
     from .runner import AgentRunner, RunHooks
+    from .threads import log_info
 
 
 STATE_EVENTS_KEPT = 100
-CONTINUE_AS_NEW_THREAD_LIMIT = 1536 * 1024
-"""Largest thread carried into a new workflow run (a payload may hold 2 MB)."""
+CARRY_LIMIT = 1536 * 1024
+"""Largest batch of settled results carried into a new workflow run (a payload may
+hold 2 MB); the thread itself stays in this run, by reference."""
 
 
 @workflow.defn(name="AgentRunWorkflow", failure_exception_types=[UsageError])
@@ -41,14 +47,13 @@ class AgentRunWorkflow(DecisionHandlers):
             self._events,
             Index(),
             session_id="",  # known once the runner holds the session
-            report_to=input.report_to,
         )
         self._runner = AgentRunner(
             input.agent,
             session=input.session,
             options=input.options,
             hooks=RunHooks(
-                observers=[observer],
+                observers=[observer, lambda change: self._marks(change)],
                 state_hooks=[self._state_events.append, observer.state_changed],
                 between_turns=self._continue_as_new_if_due,
                 live_events=True,
@@ -59,6 +64,12 @@ class AgentRunWorkflow(DecisionHandlers):
             state = self._runner.state
             state.session = _as_sub_agent(state.session, input)
         observer.session_id = self._runner.state.session.info.id
+        turns = input.execution.step_count if input.execution is not None else 0
+        self._marks = TurnMarks(
+            turn_mark(turns, self._runner.state.session, input.agent),
+            lambda: self._runner.state.session,
+        )
+        """This workflow run's turns (the first: where it started), for forks."""
 
     @workflow.run
     async def run(self, input: RunInput) -> RunResult:
@@ -73,7 +84,8 @@ class AgentRunWorkflow(DecisionHandlers):
 
     async def _continue_as_new_if_due(self) -> None:
         """Between turns, start a fresh workflow run carrying session and execution
-        (model B) when the history is getting long; the run goes on where it was."""
+        (model B) when the history is getting long; the run goes on where it was.
+        The thread stays here, by reference: the new run names this one for it."""
         runner = self._runner
         limit = runner.options.continue_as_new_after_turns
         due = workflow.info().is_continue_as_new_suggested() or (
@@ -81,14 +93,10 @@ class AgentRunWorkflow(DecisionHandlers):
         )
         if not due or runner.stop_request is not None:
             return
-        if runner.thread_bytes > CONTINUE_AS_NEW_THREAD_LIMIT:
-            # The new run's input would carry a thread too large for one payload; keep
-            # going in this run (set RunOptions.compaction to keep threads small).
-            workflow.logger.warning(
-                "Not continuing as new: the thread is %d bytes, over %d; set compaction.",
-                runner.thread_bytes,
-                CONTINUE_AS_NEW_THREAD_LIMIT,
-            )
+        carried = sum(approximate_size(m) for m in runner.carry)
+        if carried > CARRY_LIMIT:
+            # The new run's input would carry results too large for one payload; the
+            # next turn takes them here, and the run continues as new after it.
             return
         self._ending = True
         self._events.stream.detach_pollers()  # watchers follow to the new run
@@ -100,10 +108,9 @@ class AgentRunWorkflow(DecisionHandlers):
             RunInput(
                 agent=runner.agent,
                 messages=runner.carry,
-                session=runner.state.session,
+                session=runner.continued_session(),
                 options=runner.options,
                 execution=runner.state.execution,
-                report_to=self._input.report_to,
                 stream=self._events.state(),
             )
         )
@@ -137,7 +144,19 @@ class AgentRunWorkflow(DecisionHandlers):
 
     @workflow.query
     def thread(self) -> ThreadData:
+        """This workflow run's part of the thread (``base`` names the rest)."""
         return self._runner.state.session.thread
+
+    @workflow.query
+    def log_info(self) -> LogInfo:
+        """Where the thread is (id, length, view, cursor), without its messages: read
+        them with the ``ratchet.thread`` page query."""
+        return log_info(self._runner.state.session.thread)
+
+    @workflow.query(name=CHECKPOINT_QUERY)
+    def checkpoint(self, request: CheckpointRequest) -> CheckpointAnswer:
+        """The mark after a turn, for a fork (see ``marks.TurnMarks.answer``)."""
+        return self._marks.answer(request, self._runner.state.session.thread, None)
 
     @workflow.query
     def execution(self) -> ExecutionState | None:

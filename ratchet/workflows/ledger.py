@@ -11,14 +11,14 @@ from typing import NoReturn
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.agents import views
-    from ratchet.agents.messages import Message, approximate_size
-    from ratchet.agents.pending import PendingView
+    from ratchet.agents.messages import Message
     from ratchet.agents.state import (
         AgentSession,
         AgentState,
         AgentStatus,
         ExecutionState,
+        PromptSize,
+        Span,
         StepResult,
         ThreadData,
     )
@@ -43,7 +43,6 @@ class ExecutionChange:
     """The thread after the change (a completed turn's messages are its last ones)."""
     waiting: list[str] = field(default_factory=list)
     """While the run waits for someone: what for, one line each."""
-    pending: list[PendingView] = field(default_factory=list)
 
 
 Observer = Callable[[ExecutionChange], None]
@@ -71,8 +70,7 @@ class RunLedger:
         self._show = show or workflow.set_current_details
         self.index: LogIndexer | None = None
         """Records where each message appended to a session's log is in history."""
-        self._waiting: tuple[list[str], list[PendingView]] = ([], [])
-        self._thread_bytes = sum(approximate_size(m) for m in state.session.thread.messages)
+        self._waiting: list[str] = []
 
     @property
     def execution(self) -> ExecutionState:
@@ -84,20 +82,13 @@ class RunLedger:
         return self.state.session.thread
 
     @property
-    def thread_bytes(self) -> int:
-        """About the JSON size of the working thread."""
-        return self._thread_bytes
-
-    @property
     def waiting(self) -> list[str]:
         """What the run waits for, one line each (empty unless it is waiting)."""
-        return list(self._waiting[0])
+        return list(self._waiting)
 
     def set_execution(self, execution: ExecutionState) -> None:
         old, self.state.execution = self.state.execution, execution
-        change = ExecutionChange(
-            self.agent, old, execution, self.thread, self._waiting[0], self._waiting[1]
-        )
+        change = ExecutionChange(self.agent, old, execution, self.thread, self._waiting)
         for observe in self._observers:
             observe(change)
 
@@ -117,17 +108,11 @@ class RunLedger:
         )
         self.set_execution(self.execution.with_step_result(step))
 
-    def set_status(
-        self,
-        status: AgentStatus,
-        *,
-        waiting: Sequence[str] = (),
-        pending: Sequence[PendingView] = (),
-    ) -> None:
+    def set_status(self, status: AgentStatus, *, waiting: Sequence[str] = ()) -> None:
         """The run's status; while it waits for someone, what for."""
-        self._waiting = (list(waiting), list(pending))
+        self._waiting = list(waiting)
         self.set_execution(self.execution.with_status(status))
-        self.show(waiting=self._waiting[0])
+        self.show(waiting=self._waiting)
 
     def add_usage(self, usage: Usage) -> None:
         """Count usage spent outside the run's own turns (compaction, sub-agents)."""
@@ -155,11 +140,13 @@ class RunLedger:
         messages: Sequence[Message],
         *,
         cursor: str | None = None,
-        view: list | None = None,
+        view: list[Span] | None = None,
+        prompt: PromptSize | None = None,
         held: bool = False,
     ) -> None:
-        """Add ``messages`` to the thread; ``held``: they are, as they are, one batch
-        of this workflow run's history (a turn's output)."""
+        """Append ``messages`` to the thread's log; a turn's new cursor, view and
+        prompt size come with the messages it added. ``held``: the messages are, as
+        they are, one batch of this workflow run's history (a turn's output)."""
         if held:
             self.held(messages)
         if self.index is not None:
@@ -170,20 +157,16 @@ class RunLedger:
             update["cursor"] = cursor
         if view is not None:
             update["view"] = view
+        if prompt is not None:
+            update["prompt"] = prompt
         thread = session.thread.model_copy(update=update)
-        self._thread_bytes += sum(approximate_size(m) for m in messages)
         self.state.session = session.model_copy(
             update={"thread": thread, "info": session.info.touch(workflow.now())}
         )
 
-    def replace_thread(self, thread: ThreadData) -> None:
-        """A compacted thread in place of the working one."""
-        self.state.session = self.state.session.model_copy(update={"thread": thread})
-        self._thread_bytes = sum(approximate_size(m) for m in thread.messages)
-
     def reset(self) -> None:
         """Forget the last execution (a session runs one per message)."""
-        self._waiting = ([], [])
+        self._waiting = []
         self.state.execution = None
 
 
@@ -194,7 +177,6 @@ def initial_session(
     session: AgentSession | None,
     thread: ThreadData | Sequence[Message] | None,
     state: Mapping[str, StateEntry] | AgentStateExport | None,
-    log: bool,
 ) -> AgentSession:
     """The session a runner starts from: the given one (or a new one), with
     ``thread`` and ``state`` in place, every message holding an id."""
@@ -210,7 +192,7 @@ def initial_session(
             thread = ThreadData(id=session.thread.id, messages=list(thread))
         session = session.model_copy(update={"thread": thread})
     if any(not m.id for m in session.thread.messages):
-        # A reference names a version by its last message's id: every message needs one.
+        # A turn names the log by its last message's id: every message needs one.
         messages = [
             m if m.id else m.model_copy(update={"id": workflow_message_id()})
             for m in session.thread.messages
@@ -225,8 +207,4 @@ def initial_session(
             else {k: e.model_copy(update={"origin": None}) for k, e in state.items()}
         )
         session = session.model_copy(update={"state": entries})
-    if log and session.thread.kind == "messages" and session.thread.view is None:
-        session = session.model_copy(
-            update={"thread": session.thread.model_copy(update={"view": views.whole()})}
-        )
     return session

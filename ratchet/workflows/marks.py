@@ -1,9 +1,9 @@
-"""Turn marks: where a session's thread, view, cursor and state stood after each
-turn of this workflow run, so that a fork can start from any turn."""
+"""Turn marks: where a run's or session's thread, view, cursor and state stood
+after each turn of this workflow run, so that a fork can start from any turn."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from temporalio import workflow
 
@@ -11,6 +11,8 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.agents.state import AgentSession, ThreadData
     from ratchet.wire.options import SessionOptions
     from ratchet.wire.sessions import CheckpointAnswer, CheckpointRequest, TurnMark
+
+    from .ledger import ExecutionChange
 
 
 def turn_mark(turn: int, session: AgentSession, agent: str, added: Sequence[str] = ()) -> TurnMark:
@@ -28,20 +30,34 @@ def turn_mark(turn: int, session: AgentSession, agent: str, added: Sequence[str]
         agent=agent,
         state=session.state,
         open_calls=[c for m in fresh for c in m.tool_calls if c.id not in answered],
+        prompt=thread.prompt,
     )
 
 
 class TurnMarks:
-    """This workflow run's marks (the first: where it started)."""
+    """This workflow run's marks (the first: where it started). A ledger observer:
+    it marks every completed turn, counted from ``turns_before()`` (a session counts
+    the turns of its earlier runs)."""
 
-    def __init__(self, first: TurnMark) -> None:
+    def __init__(
+        self,
+        first: TurnMark,
+        session: Callable[[], AgentSession],
+        turns_before: Callable[[], int] = lambda: 0,
+    ) -> None:
         self._marks = [first]
+        self._session = session
+        self._turns_before = turns_before
 
-    def add(self, mark: TurnMark) -> None:
-        self._marks.append(mark)
+    def __call__(self, change: ExecutionChange) -> None:
+        old, new = change.old, change.new
+        if old is not None and new.step_count > old.step_count:
+            turn = self._turns_before() + new.step_count
+            added = new.step_results[-1].message_ids
+            self._marks.append(turn_mark(turn, self._session(), change.agent, added))
 
     def answer(
-        self, request: CheckpointRequest, thread: ThreadData, options: SessionOptions
+        self, request: CheckpointRequest, thread: ThreadData, options: SessionOptions | None
     ) -> CheckpointAnswer:
         """The mark after turn ``request.turn`` (or after the turn that added message
         ``request.message``; neither: the latest), or which earlier run to ask."""

@@ -1,5 +1,5 @@
 """What a run tells the world while it works: its search attributes (for the
-Temporal UI's filters), its live event stream, and the session it belongs to.
+Temporal UI's filters) and its live event stream.
 
 The workflow keeps its events in memory; Ratchet's watchers read them with the
 stream's poll *query*, which writes nothing to history. What does cost history:
@@ -7,16 +7,14 @@ a turn's streamed events reach the workflow as signals (one per batch, only when
 the model streams or the agent emits), a watcher that polls with the stream's
 Update (``WorkflowStreamClient.subscribe``) writes each batch into the Update's
 completion, and a continue-as-new carries the last events in its input. Search
-attributes and session reports are commands, so they are only sent by runs
-started on code that has them (``INDEX_PATCH``).
+attributes are commands, so they are batched (see ``Index``).
 """
 
 from __future__ import annotations
 
-import asyncio
+import json
 from typing import Any
 
-from pydantic import BaseModel
 from pydantic_core import to_json
 from temporalio import workflow
 from temporalio.api.common.v1 import Payload
@@ -25,7 +23,6 @@ with workflow.unsafe.imports_passed_through():
     from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamState
 
     from ratchet.agents.events import (
-        ARGUMENTS_LIMIT,
         EventBase,
         RunStarted,
         RunStartedData,
@@ -33,16 +30,13 @@ with workflow.unsafe.imports_passed_through():
         StateChangedEvent,
         StatusChanged,
         StatusData,
-        ToolCallData,
-        ToolCalled,
-        ToolResult,
-        ToolResultData,
         TurnCompleted,
         TurnCompletedData,
         TurnStarted,
+        tool_answered,
+        tool_called,
     )
-    from ratchet.agents.pending import PendingView
-    from ratchet.agents.state import AgentStatus, ThreadData
+    from ratchet.agents.state import AgentStatus, ExecutionState, ThreadData
     from ratchet.agents.state_context import StateChanged
     from ratchet.wire.names import EVENTS_TOPIC
     from ratchet.wire.search_attributes import (
@@ -55,17 +49,13 @@ with workflow.unsafe.imports_passed_through():
     )
 
     from .ledger import ExecutionChange
-    from .patches import patched
 
 JSON_PLAIN = {"encoding": b"json/plain"}
-INDEX_PATCH = "ratchet.index"
-"""Runs and sessions started before search attributes replay without upserts."""
-BATCH_PATCH = "ratchet.index-batched"
-"""Runs and sessions started before batching replay with an upsert per change."""
 FLUSH_TURNS = 10
 EVENTS_KEPT = 2000
 """Events a workflow keeps for late watchers; older ones are dropped at turn ends."""
 WAITING = (AgentStatus.AWAITING_APPROVAL, AgentStatus.AWAITING_INPUT)
+TOOL_KINDS = ("tool_call", "tool_result")
 INDEXED = {
     "agent": AGENT_NAME,
     "session_id": AGENT_SESSION_ID,
@@ -76,37 +66,20 @@ INDEXED = {
 }
 
 
-class RunProgress(BaseModel):
-    """A session's run reporting that it started or stopped waiting for someone."""
-
-    run_id: str
-    status: AgentStatus
-    waiting: list[str] = []
-    pending: list[PendingView] = []
-
-
 class Index:
     """Upserts search attributes whose values changed.
 
-    Runs started on code with ``BATCH_PATCH`` send names and counters (turns,
-    tokens, cost) only along with a change of status, or once the counters are
-    ``FLUSH_TURNS`` turns behind: a ten-turn run upserts about twice, not once a turn.
+    Names and counters (turns, tokens, cost) go only along with a change of status,
+    or once the counters are ``FLUSH_TURNS`` turns behind: a ten-turn run upserts
+    about twice, not once a turn.
     """
 
-    def __init__(self, enabled: bool | None = None) -> None:
-        self._enabled = enabled
-        self._batched: bool | None = None
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        """``False``: upsert nothing (a session's runs: the session indexes its totals)."""
         self._values: dict[str, Any] = {}
         self._dirty: dict[str, Any] = {}
         self._flushed_turns = 0
-
-    @property
-    def enabled(self) -> bool:
-        """Asked of the patch on first use (which may be in a handler that runs
-        before ``@workflow.run`` starts)."""
-        if self._enabled is None:
-            self._enabled = patched(INDEX_PATCH)
-        return self._enabled
 
     def update(self, *, flush: bool = False, **values: Any) -> None:
         """``flush``: send counters now (a session at rest, whose numbers an operator
@@ -120,12 +93,9 @@ class Index:
             self._dirty[name] = value
         if not self._dirty or not self.enabled:
             return
-        if self._batched is None:
-            self._batched = patched(BATCH_PATCH)
         turns = self._dirty.get("turns")
         if (
-            self._batched
-            and not flush
+            not flush
             and "status" not in self._dirty
             and (turns is None or turns - self._flushed_turns < FLUSH_TURNS)
         ):
@@ -169,15 +139,34 @@ class EventStream:
             log=state.log[cut:], base_offset=state.base_offset + cut, publishers=state.publishers
         )
 
+    @property
+    def end(self) -> int:
+        """The offset the next event gets."""
+        return self.stream._on_offset()  # the stream's global offset (its offset query)
+
+    def sent_tools(self, since: int, turn: int) -> set[tuple[str, str | None]]:
+        """The tool events of turn ``turn`` in the stream from offset ``since`` on, as
+        (kind, call id): those its turn sent itself."""
+        found: set[tuple[str, str | None]] = set()
+        log = self.stream._log[max(0, since - self.stream._base_offset) :]
+        for item in log:
+            data = item.data.data
+            if b'"tool_' not in data:
+                continue  # most events are text: not parsed
+            event = json.loads(data)
+            if event.get("turn") == turn and event.get("kind") in TOOL_KINDS:
+                found.add((event["kind"], (event.get("data") or {}).get("id")))
+        return found
+
     def trim(self) -> None:
-        end = self.stream._on_offset()  # the stream's global offset (its offset query)
+        end = self.end
         if end > EVENTS_KEPT:
             self.stream.truncate(end - EVENTS_KEPT)
 
 
 class RunObserver:
-    """Follows a run's execution (a ledger observer and state hook): its events,
-    its search attributes, and what it tells its session."""
+    """Follows a run's execution (a ledger observer and state hook): its events and
+    its search attributes."""
 
     def __init__(
         self,
@@ -185,60 +174,34 @@ class RunObserver:
         index: Index,
         *,
         session_id: str,
-        report_to: str | None,
         in_session: bool = False,
     ) -> None:
         self.events = events
         self.index = index
         self.session_id = session_id
-        self.report_to = report_to
         self.run_id = workflow.info().workflow_id
         """The run the events belong to (a session names each of its runs)."""
         self.in_session = in_session
         """The run is a session's, in the session's workflow (its events are all here)."""
-        self._reports: list[asyncio.Task[None]] = []
-        """Signals in flight (the event loop keeps only weak references to tasks)."""
+        self._turn_from = 0
+        """Where the turn in progress started in the stream (its own events follow)."""
 
     def __call__(self, change: ExecutionChange) -> None:
         agent, old, new = change.agent, change.old, change.new
         if old is None:
-            self.index.update(agent=agent, session_id=self.session_id)
-            if new.step_count == 0:  # a new run, not one resumed after continue-as-new
-                inline = RunStartedData(in_session=True) if self.in_session else None
-                self._publish(RunStarted(text=agent, data=inline), agent)
+            self._started(agent, new)
         resumed = old is None and new.step_count > 0  # after continue-as-new: nothing new
         if not resumed and (old is None or old.status != new.status):
             waiting = change.waiting if new.status in WAITING else []
             status = StatusData(waiting=waiting) if waiting else None
             self._publish(StatusChanged(text=new.status.value, data=status), agent)
-            if self.report_to and (new.status in WAITING or (old and old.status in WAITING)):
-                pending = change.pending if waiting else []
-                self._report(
-                    RunProgress(
-                        run_id=self.run_id, status=new.status, waiting=waiting, pending=pending
-                    )
-                )
         if new.current_step_started_at and (
             old is None or old.current_step_started_at != new.current_step_started_at
         ):
+            self._turn_from = self.events.end
             self._publish(TurnStarted(turn=new.step_count + 1), agent)
         if old is not None and new.step_count > old.step_count:
-            step = new.step_results[-1]
-            final = change.thread.messages[-1] if step.final else None
-            self._tool_events(agent, change.thread, step.turn, set(step.message_ids))
-            self._publish(
-                TurnCompleted(
-                    turn=step.turn,
-                    text=final.text if final is not None else None,
-                    data=TurnCompletedData(
-                        tool_calls=step.tool_calls,
-                        tokens=step.usage.total_tokens,
-                        final=step.final,
-                    ),
-                ),
-                agent,
-            )
-            self.events.trim()
+            self._turn_completed(change)
         self.index.update(
             agent=agent,
             status=new.status.value,
@@ -247,21 +210,39 @@ class RunObserver:
             cost_usd=round(new.usage.cost_usd, 6),
         )
 
+    def _started(self, agent: str, execution: ExecutionState) -> None:
+        """The execution's first change in this workflow run."""
+        self.index.update(agent=agent, session_id=self.session_id)
+        if execution.step_count == 0:  # a new run, not one resumed after continue-as-new
+            inline = RunStartedData(in_session=True) if self.in_session else None
+            self._publish(RunStarted(text=agent, data=inline), agent)
+
+    def _turn_completed(self, change: ExecutionChange) -> None:
+        step = change.new.step_results[-1]
+        final = change.thread.messages[-1] if step.final else None
+        self._tool_events(change.agent, change.thread, step.turn, set(step.message_ids))
+        data = TurnCompletedData(
+            tool_calls=step.tool_calls, tokens=step.usage.total_tokens, final=step.final
+        )
+        text = final.text if final is not None else None
+        self._publish(TurnCompleted(turn=step.turn, text=text, data=data), change.agent)
+        self.events.trim()
+
     def _tool_events(self, agent: str, thread: ThreadData, turn: int, ids: set[str]) -> None:
-        """The turn's tool calls and results, from its result: in history already,
-        so they cost nothing more and are sent exactly once."""
+        """The turn's tool calls and results that the turn did not send as it recorded
+        them (fast mode, answers it did not record, results of pending work, a batch
+        lost with its worker), from its result: in history already, so they cost
+        nothing more, and each is sent exactly once."""
         added = thread.messages[-len(ids) :] if ids else []
+        sent = self.events.sent_tools(self._turn_from, turn)
         for message in added:
             if message.id not in ids:
                 continue
             for call in message.tool_calls:
-                arguments = call.arguments if len(call.arguments) <= ARGUMENTS_LIMIT else None
-                data = ToolCallData(id=call.id, name=call.name, arguments=arguments)
-                self._publish(ToolCalled(turn=turn, text=call.describe(), data=data), agent)
-            if message.role == "tool":
-                result = ToolResultData(id=message.tool_call_id, is_error=message.is_error)
-                text = excerpt(message.text or "")
-                self._publish(ToolResult(turn=turn, text=text, data=result), agent)
+                if ("tool_call", call.id) not in sent:
+                    self._publish(tool_called(call).model_copy(update={"turn": turn}), agent)
+            if message.role == "tool" and ("tool_result", message.tool_call_id) not in sent:
+                self._publish(tool_answered(message).model_copy(update={"turn": turn}), agent)
 
     def state_changed(self, event: StateChanged) -> None:
         """A committed state change (a runner state hook)."""
@@ -277,20 +258,3 @@ class RunObserver:
     def _publish(self, event: EventBase, agent: str) -> None:
         event.run_id, event.agent = self.run_id, agent
         self.events.publish(event)
-
-    def _report(self, progress: RunProgress) -> None:
-        if not self.index.enabled:
-            return
-        handle = workflow.get_external_workflow_handle(self.report_to)  # type: ignore[arg-type]
-        self._reports.append(asyncio.ensure_future(_signal(handle, progress)))
-
-
-def excerpt(text: str, limit: int = 200) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-async def _signal(handle: workflow.ExternalWorkflowHandle[Any], progress: RunProgress) -> None:
-    try:
-        await handle.signal("ratchet.run_progress", progress)
-    except Exception as e:  # the session closed: nobody to tell
-        workflow.logger.info("Could not report %s to its session: %s", progress.status, e)

@@ -27,7 +27,6 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.wire.turns import ToolInput
 
     from .failures import failure_text
-    from .patches import patched
     from .presets import tool_retry_policy
 
 if TYPE_CHECKING:
@@ -47,7 +46,7 @@ class RunSide:
     stopped: Callable[[], bool]
     """Whether the run was asked to stop."""
     set_status: Callable[..., None]
-    """``set_status(status, waiting=[...], pending=[...])``: the run's status while it waits."""
+    """``set_status(status, waiting=[...])``: the run's status while it waits."""
     run_sub_agent: Callable[[int, PendingAction], Awaitable[Message]]
     audit: SessionAudit
     held: Callable[[Sequence[Message]], None] | None = None
@@ -86,10 +85,6 @@ class SessionAudit:
         )
 
 
-RULES_PATCH = "session-approval-rules"
-"""Calls decided by a session's approval rules (histories before it had none)."""
-
-
 class PendingWork:
     """What one run waits for, and what it was told."""
 
@@ -122,14 +117,9 @@ class PendingWork:
         run = workflow.info().workflow_id
         earlier = self.decided.get(request.id) or self._decisions.get(request.id)
         if earlier is not None:
-            what = (
-                "answered"
-                if earlier.answer is not None
-                else ("approved" if earlier.approved else "rejected")
-            )
             raise ApplicationError(
-                f"{request.id} in run {run} was already {what}"
-                f"{f' by {earlier.by}' if earlier.by else ''}; a decision cannot be changed.",
+                f"{request.id} in run {run} was already {_decided(earlier)}; a decision "
+                "cannot be changed.",
                 type="DecisionError",
             )
         action = self._waiting.get(request.id)
@@ -140,26 +130,9 @@ class PendingWork:
                 f"{waiting}. List them with pending().",
                 type="DecisionError",
             )
-        if verdict == "answer" and action.kind != "input":
-            raise ApplicationError(
-                f"{request.id} is a tool call awaiting approval; approve or reject it.",
-                type="DecisionError",
-            )
-        if verdict != "answer" and action.kind == "input":
-            raise ApplicationError(
-                f"{request.id} is a question ({action.question!r}); answer it with provide_input.",
-                type="DecisionError",
-            )
-        if request.always and verdict != "approve":
-            raise ApplicationError(
-                "always=True goes with an approval (allow the tool for the rest of the "
-                "session); to stop it running, change the rules with set_approvals(deny=...).",
-                type="DecisionError",
-            )
-        if verdict == "answer" and not (request.answer or "").strip():
-            raise ApplicationError(
-                f"The answer to {request.id} is empty; send some text.", type="DecisionError"
-            )
+        problem = _mismatch(action, request, verdict)
+        if problem is not None:
+            raise ApplicationError(problem, type="DecisionError")
 
     def decide(self, request: DecisionRequest, verdict: Verdict) -> Decision:
         decision = Decision(
@@ -242,7 +215,7 @@ class PendingWork:
         activity's result keeps its own)."""
         human = [a for a in actions if a.kind in ("approval", "input")]
         rules = self._run.audit.rules()
-        if human and (rules.allow or rules.deny) and patched(RULES_PATCH):
+        if human and (rules.allow or rules.deny):
             self._waiting = {a.id: a for a in human}
             self._apply(rules)
         if any(a.id not in self._decisions for a in human):
@@ -276,7 +249,7 @@ class PendingWork:
             else AgentStatus.AWAITING_INPUT
         )
         undecided = [a.describe() for a in human if a.id not in self._decisions]
-        run.set_status(status, waiting=undecided, pending=self.view())
+        run.set_status(status, waiting=undecided)
         try:
             await workflow.wait_condition(
                 lambda: run.stopped() or all(a.id in self._decisions for a in human),
@@ -329,7 +302,7 @@ class PendingWork:
                     call=call,
                     execution_id=run.execution_id(),
                     turn=turn,
-                    recording=run.options.recording,
+                    tool_interceptor=run.options.tool_interceptor,
                 ),
                 result_type=Message,
                 task_queue=run.options.task_queue,
@@ -340,6 +313,31 @@ class PendingWork:
         except ActivityError as e:
             text = f"Error: {call.name} failed: {failure_text(e)}"
             return Message.tool(call, text, is_error=True)
+
+
+def _decided(decision: Decision) -> str:
+    """How a decision went, and by whom: ``approved by oncall``."""
+    if decision.answer is not None:
+        what = "answered"
+    else:
+        what = "approved" if decision.approved else "rejected"
+    return f"{what} by {decision.by}" if decision.by else what
+
+
+def _mismatch(action: PendingAction, request: DecisionRequest, verdict: Verdict) -> str | None:
+    """Why ``verdict`` cannot decide ``action`` as ``request`` asks (``None``: it can)."""
+    if verdict == "answer" and action.kind != "input":
+        return f"{request.id} is a tool call awaiting approval; approve or reject it."
+    if verdict != "answer" and action.kind == "input":
+        return f"{request.id} is a question ({action.question!r}); answer it with provide_input."
+    if request.always and verdict != "approve":
+        return (
+            "always=True goes with an approval (allow the tool for the rest of the "
+            "session); to stop it running, change the rules with set_approvals(deny=...)."
+        )
+    if verdict == "answer" and not (request.answer or "").strip():
+        return f"The answer to {request.id} is empty; send some text."
+    return None
 
 
 def _duration(value: timedelta | None) -> str:

@@ -52,9 +52,6 @@ PLANS_AHEAD = 8
 START_BYTES = 1024 * 1024
 """Inline cases started before waiting for the server to take their starts: what one
 workflow task sends stays well under Temporal's 4 MB limit."""
-HISTORY_PATCH = "ratchet.batch-history-size"
-"""Continue as new between sources when Temporal suggests it too, not only every
-``cases_per_run`` cases."""
 
 
 @workflow.defn(name=RERUN_BATCH_WORKFLOW, failure_exception_types=[UsageError])
@@ -253,7 +250,7 @@ class RerunBatchWorkflow:
     def _history_full(self) -> bool:
         """Temporal suggests continuing as new: cases planned inline (a dataset's)
         can fill a history long before ``cases_per_run`` of them."""
-        return workflow.info().is_continue_as_new_suggested() and workflow.patched(HISTORY_PATCH)
+        return workflow.info().is_continue_as_new_suggested()
 
     def _continue_as_new(self, next_case: int) -> None:
         workflow.continue_as_new(

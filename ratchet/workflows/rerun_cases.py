@@ -19,6 +19,7 @@ with workflow.unsafe.imports_passed_through():
         CasePlan,
         CaseRecord,
         SourceSnapshot,
+        replaying,
         short,
     )
     from ratchet.wire.runs import RunInput, RunResult
@@ -35,7 +36,7 @@ async def answer_case(
     """Run ``case`` as child run ``workflow_id``; its record, and its result if it
     completed. ``on_start`` is called once the server has the child's start."""
     recording = input.policy.model_copy(update={"calls": case.recording.calls})
-    options = input.options.model_copy(update={"recording": recording})
+    options = replaying(input.options, recording)
     record = CaseRecord(id=case.id, source=source, position=position, workflow_id=workflow_id)
     began = workflow.now()
     result: RunResult | None = None

@@ -4,9 +4,10 @@
 ``run_agent`` (or keep an ``AgentRunner``) to compose agents with other steps.
 The loop only sequences the run; its parts live beside it: the ledger of session
 and execution (``ledger``), the agent's state (``state``), building and taking
-turns (``turns``), compaction (``compactor``), pending work (``pending``),
-sub-agents (``sub_agents``), what the UI shows (``progress``) and failures
-(``failures``).
+turns (``turns``), pending work (``pending``), sub-agents (``sub_agents``), what
+the UI shows (``progress``) and failures (``failures``). The thread is a log
+(``ratchet.agents.views``): each turn names the positions it sends, and
+compaction happens in the turn activity, on the view.
 """
 
 from __future__ import annotations
@@ -38,11 +39,9 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.wire.runs import RunResult, StopRequest, new_messages
     from ratchet.wire.turns import TurnOutput
 
-    from .compactor import Compactor
     from .failures import run_failure
     from .ledger import Observer, RunLedger, initial_session, workflow_message_id
     from .log_index import LogIndexer
-    from .patches import patched
     from .pending import PendingWork, RunSide, SessionAudit
     from .progress import ShowDetails, turn_summary
     from .state import AgentStateKeeper, StateHook
@@ -53,8 +52,6 @@ with workflow.unsafe.imports_passed_through():
 __all__ = ["AgentRunner", "RunHooks", "run_agent"]
 
 FAST_DETAILS_EVERY = 10
-THREAD_REF_PATCH = "ratchet.thread-ref"
-"""Runs started before threads by reference replay with the thread inline."""
 
 
 @dataclass(frozen=True)
@@ -103,19 +100,15 @@ class AgentRunner:
         options: RunOptions | None = None,
         state: Mapping[str, StateEntry] | AgentStateExport | None = None,
         shared: Sequence[ShareToken] = (),
-        log: bool = False,
         hooks: RunHooks | None = None,
     ) -> None:
         """``state`` seeds the agent's state (e.g. from a ``StateExport``); ``shared``
         are tokens for other agents' keys in this workflow that its turns may use.
-        ``log``: the thread is a session's log (see ``ratchet.agents.views``): runs
-        append to it, compaction and failures change only the agent's view of it."""
+        The thread is a log: runs append to it, compaction and failures change only
+        the view of it that turns send."""
         self.options = options or RunOptions()
-        start = initial_session(
-            agent, self.options, session=session, thread=thread, state=state, log=log
-        )
+        start = initial_session(agent, self.options, session=session, thread=thread, state=state)
         hooks = hooks or RunHooks()
-        self._log = log
         self._hooks = hooks
         self._ledger = RunLedger(
             agent, AgentState(session=start), observers=hooks.observers, show=hooks.details
@@ -151,10 +144,12 @@ class AgentRunner:
     def turns_this_run(self) -> int:
         return self._stint.turns
 
-    @property
-    def thread_bytes(self) -> int:
-        """About the JSON size of the working thread."""
-        return self._ledger.thread_bytes
+    def continued_session(self) -> AgentSession:
+        """The session as a new workflow run (continue-as-new) starts with it: its
+        thread's messages named by reference to this run, which holds them."""
+        info, session = workflow.info(), self.state.session
+        thread = session.thread.continued(info.workflow_id, info.run_id)
+        return session.model_copy(update={"thread": thread})
 
     @property
     def waiting(self) -> list[str]:
@@ -226,33 +221,18 @@ class AgentRunner:
             pending = _first_messages(messages, resume)
         except InvalidInputError as e:
             raise run_failure("InvalidInputError", str(e)) from e
-        setup = TurnSetup(options, patched(THREAD_REF_PATCH), self._hooks.live_events)
-        if resume is not None:
-            ledger.set_execution(resume)
-        else:
-            # Every turn's input carries the execution id; the shorter form is unique enough.
-            execution_id = (
-                workflow.uuid4().hex[:12] if setup.by_reference else str(workflow.uuid4())
-            )
-            ledger.set_execution(ExecutionState.start(execution_id, workflow.now()))
-        if self._states.shared:
-            try:
-                self._states.shared_entries()
-            except ShareTokenError as e:
-                ledger.fail("ShareTokenError", str(e))
-        inputs = TurnInputs(setup, ledger, self._states)
+        self._begin(resume)
+        inputs = TurnInputs(TurnSetup(options, self._hooks.live_events), ledger, self._states)
         calls = TurnCalls(options, ledger, lambda: stint.stop_request is not None)
-        compactor = Compactor(options, ledger, inputs, calls)
         previous: list[Message] = []
         for turn in range(ledger.execution.step_count + 1, options.max_turns + 1):
-            if stint.stop_request is not None:
-                return self._stopped(pending, inputs.logged)
-            await compactor.before_turn(turn)
-            ledger.set_execution(ledger.execution.mark_step_started(workflow.now()))
-            output = await calls.take_stoppable(
-                inputs.build(turn, pending), turn_summary(turn, pending, previous)
-            )
-            if output is None:  # stopped while the turn ran: it is discarded
+            output = None
+            if stint.stop_request is None:
+                ledger.set_execution(ledger.execution.mark_step_started(workflow.now()))
+                output = await calls.take_stoppable(
+                    inputs.build(turn, pending), turn_summary(turn, pending, previous)
+                )
+            if output is None:  # stopped (while the turn ran: it is discarded)
                 return self._stopped(pending, inputs.logged)
             added = self._apply(turn, pending, output)
             self._check_budget()
@@ -260,27 +240,48 @@ class AgentRunner:
                 ledger.set_execution(ledger.execution.with_status(AgentStatus.COMPLETED))
                 ledger.show()
                 return self._result(next(m for m in added if m.id == output.final_id))
-            pending, previous = [], added
-            if output.pending:
-                # The results are the next turn's new messages (written once, in its input).
-                pending = await self.pending.settle(turn, output.pending)
-                self._check_budget()
-            if output.handoff:
-                workflow.logger.info(
-                    "Agent %s hands the run over to %s", ledger.agent, output.handoff
-                )
-                ledger.agent = output.handoff
-            stint.turns += 1
-            stint.carry = pending
-            if self._hooks.between_turns is not None and stint.stop_request is None:
-                await self._hooks.between_turns()
+            pending, previous = await self._between_turns(turn, output), added
         ledger.fail("MaxTurnsExceededError", str(MaxTurnsExceededError(options.max_turns)))
+
+    def _begin(self, resume: ExecutionState | None) -> None:
+        """Start the execution (or take up the one carried over) and check the share
+        tokens the run was given."""
+        ledger = self._ledger
+        if resume is not None:
+            ledger.set_execution(resume)
+        else:
+            # Every turn's input carries the execution id; the shorter form is unique enough.
+            execution_id = workflow.uuid4().hex[:12]
+            ledger.set_execution(ExecutionState.start(execution_id, workflow.now()))
+        if self._states.shared:
+            try:
+                self._states.shared_entries()
+            except ShareTokenError as e:
+                ledger.fail("ShareTokenError", str(e))
+
+    async def _between_turns(self, turn: int, output: TurnOutput) -> list[Message]:
+        """After a turn that did not end the run: settle the work it left (the results
+        are the next turn's new messages, written once, in its input), take a handoff,
+        and let the host act (AgentRunWorkflow continues as new there)."""
+        ledger, stint = self._ledger, self._stint
+        pending: list[Message] = []
+        if output.pending:
+            pending = await self.pending.settle(turn, output.pending)
+            self._check_budget()
+        if output.handoff:
+            workflow.logger.info("Agent %s hands the run over to %s", ledger.agent, output.handoff)
+            ledger.agent = output.handoff
+        stint.turns += 1
+        stint.carry = pending
+        if self._hooks.between_turns is not None and stint.stop_request is None:
+            await self._hooks.between_turns()
+        return pending
 
     def _stopped(self, pending: list[Message], logged: list[Message]) -> RunResult:
         """End a stopped run; messages already settled for the next turn are kept."""
         request = self._stint.stop_request
         assert request is not None
-        if pending and pending is not logged:  # a log holds them once a turn took them
+        if pending and pending is not logged:  # the log holds them once a turn took them
             self._ledger.append(pending)
         self._ledger.set_execution(self._ledger.execution.with_status(AgentStatus(request.status)))
         self._ledger.show()
@@ -296,12 +297,11 @@ class AgentRunner:
         ledger = self._ledger
         by_id = {m.id: m for m in pending}
         added = [by_id[a] if isinstance(a, str) else a for a in output.added]
-        if ledger.thread.view is not None:
-            # A session's log holds the new messages already; a compaction changed the view.
-            new = [a for a in output.added if not isinstance(a, str)]
-            ledger.append(new, view=output.view, held=True)
-        else:
-            ledger.append(added, cursor=output.cursor)
+        # The log holds the turn's new messages already; the turn may have changed the view.
+        fresh = [a for a in output.added if not isinstance(a, str)]
+        ledger.append(
+            fresh, cursor=output.cursor, view=output.view, prompt=output.prompt, held=True
+        )
         try:
             self._states.commit(turn, output.state, output.write_id)
         except ShareTokenError as e:
@@ -317,8 +317,6 @@ class AgentRunner:
 
     def _result(self, final: Message | None) -> RunResult:
         execution, session = self._ledger.execution, self.state.session
-        # A run of a session's thread held by the session (legacy sessions) returns its part.
-        holds_part = session.thread.base is not None and not self._log
         return RunResult(
             workflow_id=workflow.info().workflow_id,
             agent=self.agent,
@@ -328,8 +326,6 @@ class AgentRunner:
             turns=execution.step_count,
             session_id=session.info.id,
             state_conflicts=self._states.conflicts,
-            messages=session.thread.messages if holds_part else [],
-            state=session.state if holds_part else {},
             thread=session.thread,
             thread_end=ThreadBase(
                 workflow_id=workflow.info().workflow_id,

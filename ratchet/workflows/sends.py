@@ -59,7 +59,6 @@ class SendBook:
         self.tickets = tickets
         self.requests = RequestIds(requests)
         self._queue: deque[Queued] = deque(queue)
-        self.queued_bytes = sum(_size(q) for q in self._queue)
         self._results: dict[int, SendOutcome] = {r.ticket: r for r in results}
         self.running: Running | None = None
         self.held = 0
@@ -72,6 +71,11 @@ class SendBook:
     @property
     def queued(self) -> int:
         return len(self._queue)
+
+    @property
+    def queued_bytes(self) -> int:
+        """About the JSON size of the queue (asked only when a continue-as-new is due)."""
+        return sum(_size(q) for q in self._queue)
 
     @property
     def idle(self) -> bool:
@@ -93,15 +97,12 @@ class SendBook:
         self.tickets += 1
         item = Queued(ticket=ticket, messages=request.messages)
         self._queue.append(item)
-        self.queued_bytes += _size(item)
         return ticket, True
 
     def next(self) -> Queued | None:
         if not self._queue:
             return None
-        item = self._queue.popleft()
-        self.queued_bytes -= _size(item)
-        return item
+        return self._queue.popleft()
 
     def queue(self) -> list[Queued]:
         return list(self._queue)

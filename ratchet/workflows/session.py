@@ -52,7 +52,8 @@ with workflow.unsafe.imports_passed_through():
     from .runner import AgentRunner, RunHooks
     from .sends import MAX_HELD, SendBook
     from .session_runs import QUEUE_BYTES_CARRIED, SessionRuns
-    from .session_view import SessionDisplay, SessionTotals, log_info
+    from .session_view import SessionDisplay, SessionTotals
+    from .threads import log_info
 
 
 @workflow.defn(name=SESSION_WORKFLOW, failure_exception_types=[UsageError])
@@ -86,16 +87,14 @@ class AgentSessionWorkflow(DecisionHandlers):
             self._events,
             Index(enabled=False),  # the session indexes its own totals
             session_id=session.info.id,
-            report_to=None,
             in_session=True,
         )
         self._runner = AgentRunner(
             input.agent,
             session=session,
             options=input.options.run,
-            log=True,
             hooks=RunHooks(
-                observers=[observer, self._progress, self._mark],
+                observers=[observer, self._progress, lambda change: self._marks(change)],
                 state_hooks=[observer.state_changed],
                 details=self._run_details,
                 live_events=True,
@@ -114,7 +113,11 @@ class AgentSessionWorkflow(DecisionHandlers):
             display=self._display,
             show=self._show,
         )
-        self._marks = TurnMarks(turn_mark(input.turns, self.state.session, input.agent))
+        self._marks = TurnMarks(
+            turn_mark(input.turns, self.state.session, input.agent),
+            lambda: self.state.session,
+            lambda: self._totals.turns,
+        )
         """This workflow run's turns (the first: where it started), for forks."""
 
     @property
@@ -141,13 +144,6 @@ class AgentSessionWorkflow(DecisionHandlers):
             self._events.stream.detach_pollers()
             await workflow.wait_condition(workflow.all_handlers_finished)
             return self.status().model_copy(update={"log": self._runs.log_index()})
-
-    def _mark(self, change: ExecutionChange) -> None:
-        old, new = change.old, change.new
-        if old is not None and new.step_count > old.step_count:
-            turn = self._totals.turns + new.step_count
-            added = new.step_results[-1].message_ids
-            self._marks.add(turn_mark(turn, self.state.session, change.agent, added))
 
     def _progress(self, change: ExecutionChange) -> None:
         if getattr(change.old, "status", None) != change.new.status:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.agents.events import RunFinished, RunFinishedData
+    from ratchet.agents.events import RunFinished, RunFinishedData, excerpt
     from ratchet.agents.state import AgentStatus
     from ratchet.errors import BudgetExceededError
     from ratchet.wire.options import SessionOptions
@@ -17,10 +17,11 @@ with workflow.unsafe.imports_passed_through():
 
     from .failures import first_application_error
     from .log_index import INDEX_BYTES_CARRIED
-    from .observe import EventStream, RunObserver, excerpt
+    from .observe import EventStream, RunObserver
     from .runner import AgentRunner
     from .sends import SendBook
-    from .session_view import SessionDisplay, SessionTotals, log_info, position, rolled_back
+    from .session_view import SessionDisplay, SessionTotals, position, rolled_back
+    from .threads import log_info
 
 
 EVENTS_CARRIED = 500
@@ -120,7 +121,7 @@ class SessionRuns:
         totals.agent = result.agent  # a handoff moves the session to another agent
         final_at = position(self._runner.state.session.thread, result.final_response)
         self._finished(label, result.status, result.output)
-        short = {"final_response": None, "messages": [], "state": {}, "thread": None}
+        short = {"final_response": None, "thread": None}
         self._settle(
             SendOutcome(
                 ticket=item.ticket,

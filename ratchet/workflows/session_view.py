@@ -10,8 +10,8 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from ratchet.agents import views
     from ratchet.agents.messages import Message
-    from ratchet.agents.state import AgentSession, AgentStatus, ExecutionState, ThreadData
-    from ratchet.wire.sessions import LogInfo, SessionInput, SessionStatus
+    from ratchet.agents.state import AgentSession, AgentStatus, ExecutionState, Span, ThreadData
+    from ratchet.wire.sessions import SessionInput, SessionStatus
 
     from .observe import Index
 
@@ -99,27 +99,13 @@ def session_markdown(status: SessionStatus, shown: str) -> str:
     return "\n".join(lines)
 
 
-def log_info(thread: ThreadData) -> LogInfo:
-    return LogInfo(
-        thread_id=thread.id,
-        length=thread.length,
-        kind=thread.kind,
-        cursor=thread.cursor,
-        view=thread.view,
-    )
-
-
 def rolled_back(
-    session: AgentSession, mark: int, view: list | None, cursor: str | None, state: dict
+    session: AgentSession, mark: int, view: list[Span], cursor: str | None, state: dict
 ) -> AgentSession:
     """The session as it was before a failed run: the run's messages stay in the
-    log (and in history) but leave the agent's view; state and cursor go back."""
+    log (and in history) but leave the view; state and cursor go back."""
     thread = session.thread
-    update: dict = {"cursor": cursor}
-    if view is not None:
-        update["view"] = views.without(view, mark, thread.length)
-    else:  # a service-backed thread: the run's messages were never referenced
-        update["messages"] = thread.messages[: mark - thread.offset]
+    update = {"cursor": cursor, "view": views.without(view, mark, thread.length)}
     return session.model_copy(update={"thread": thread.model_copy(update=update), "state": state})
 
 

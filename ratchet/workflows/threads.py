@@ -1,8 +1,8 @@
 """Workflow side of threads by reference: answer the ``ratchet.thread`` query.
 
-Every ``AgentRunner`` in a workflow registers its thread here, so a worker that
-receives a turn for a thread it has never seen can page the messages in from
-the workflow. The workflow's thread is rebuilt from history on replay, so the
+Every ``AgentRunner`` in a workflow registers its thread log here, so a worker
+that receives a turn for a log it has never seen can page the messages in from
+the workflow. The workflow's log is rebuilt from history on replay, so the
 answer is always the checkpointed one.
 """
 
@@ -17,35 +17,36 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.agents.messages import approximate_size
     from ratchet.agents.state import ThreadData
     from ratchet.wire.names import THREAD_QUERY
+    from ratchet.wire.sessions import LogInfo
     from ratchet.wire.turns import ThreadPage, ThreadPageRequest
 
     from ._registry import query_registry
 
 
 class ThreadRegistry:
-    """The threads of one workflow, by id (each answers for its current generation)."""
+    """The thread logs of one workflow, by id."""
 
     def __init__(self) -> None:
         self._threads: dict[str, Callable[[], ThreadData]] = {}
 
     def register(self, thread: Callable[[], ThreadData]) -> None:
-        """Register a thread by id; its generation is read when a query comes."""
+        """Register a thread by id; it is read when a query comes."""
         self._threads[thread().id] = thread
 
     def page(self, request: ThreadPageRequest) -> ThreadPage:
-        source = self._threads.get(request.key.rpartition("#")[0])
+        source = self._threads.get(request.thread_id)
         thread = source() if source is not None else None
-        if thread is None or f"{thread.id}#{thread.generation}" != request.key:
+        if thread is None or thread.id != request.thread_id:
             raise ApplicationError(
-                f"This workflow holds no thread {request.key!r}; known: "
+                f"This workflow holds no thread {request.thread_id!r}; known: "
                 f"{', '.join(sorted(self._threads)) or '(none)'}.",
                 type="ThreadResolutionError",
             )
-        # A run continuing a session's thread holds only the messages after its base.
+        # A run continuing a thread holds only the messages after its base.
         offset = thread.offset
         if thread.base is not None and request.start < offset:
-            # The run named by the base holds the earlier messages (a session's earlier
-            # workflow run, a legacy session's session workflow, or a fork's source).
+            # The run named by the base holds the earlier messages (an earlier workflow
+            # run of this one, or a fork's source).
             return ThreadPage(next=request.start, base=thread.base)
         end = min(request.end, thread.length)
         messages, size = [], 0
@@ -63,6 +64,17 @@ class ThreadRegistry:
         return ThreadPage(
             messages=messages, next=request.start + len(messages), before_id=before_id
         )
+
+
+def log_info(thread: ThreadData) -> LogInfo:
+    """Where ``thread`` is (id, length, view, cursor), without its messages."""
+    return LogInfo(
+        thread_id=thread.id,
+        length=thread.length,
+        kind=thread.kind,
+        cursor=thread.cursor,
+        view=thread.view,
+    )
 
 
 def thread_registry() -> ThreadRegistry:

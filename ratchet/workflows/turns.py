@@ -12,7 +12,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_
 
 with workflow.unsafe.imports_passed_through():
     from ratchet.agents.messages import Message
-    from ratchet.agents.state import AgentStatus, ThreadData
+    from ratchet.agents.state import AgentStatus
     from ratchet.wire.handoff import HANDOFF
     from ratchet.wire.names import THREAD_NOT_CACHED, TURN_ACTIVITY
     from ratchet.wire.options import RunOptions
@@ -29,8 +29,6 @@ class TurnSetup:
     """How this run's turns are given their thread and state."""
 
     options: RunOptions
-    by_reference: bool
-    """Threads by reference (runs started before them replay with the thread inline)."""
     live_events: bool
     """Turns send their live events to the workflow's event stream."""
 
@@ -43,97 +41,47 @@ class TurnInputs:
         self._ledger = ledger
         self._states = states
         self.logged: list[Message] = []
-        """The new messages the last turn over a session's log appended already."""
+        """The new messages the last turn appended to the log already."""
 
-    def build(
-        self,
-        turn: int,
-        pending: list[Message],
-        *,
-        agent: str | None = None,
-        upto: int | None = None,
-    ) -> TurnInput:
-        """The input of a turn of ``agent`` (default: the run's) over the first
-        ``upto`` messages of the thread (default: all)."""
-        setup, options, ledger = self._setup, self._setup.options, self._ledger
+    def build(self, turn: int, pending: list[Message]) -> TurnInput:
+        """The input of the run's turn ``turn``, whose new messages are ``pending``.
+
+        They join the log first (they are in history already: in the run's input,
+        the send that brought them, or the results the workflow settled), and the
+        turn names them by position; a local activity (fast mode) gets them inline,
+        a turn this process runs gets them by hand (``HANDOFF``)."""
+        options, ledger = self._setup.options, self._ledger
         thread = ledger.thread
-        if upto is not None:
-            thread = thread.model_copy(update={"messages": thread.messages[:upto]})
-        common: dict = dict(
-            execution_id=ledger.execution.execution_id,
-            agent=agent or ledger.agent,
-            turn=turn,
-            new_messages=pending,
-        )
-        if setup.live_events and not options.fast:
-            # A local activity (fast mode) holds the workflow task its signals would need.
-            common["events"] = True
-        if agent is None:
-            # Another agent's turn over this thread (compaction) gets none of this one's state.
-            inline = options.fast or options.thread_mode == "inline" or not setup.by_reference
-            common.update(self._states.turn_input(inline=inline))
-            common["conflicts"] = self._states.undelivered
-            if self._states.shared:
-                common["shared"] = self._states.shared_entries()
-            if options.recording is not None:
-                common["recording"] = options.recording
-        if not setup.by_reference:
-            run_id = workflow.info().workflow_id
-            return TurnInput(version=1, run_id=run_id, thread=thread, **common)
-        if thread.view is not None and agent is None:
-            return self._log_input(thread, pending, common)
-        if thread.kind != "messages":
-            # The service holds the conversation: send its cursor and what it has not seen.
-            unsent = thread.model_copy(update={"messages": thread.unsent})
-            return TurnInput(version=2, thread=unsent, **common)
-        mode = options.thread_mode
-        inline = (
-            bool(thread.messages)
-            and thread.base is None
-            and (
-                mode == "inline"
-                or (
-                    mode == "auto"
-                    and upto is None
-                    and ledger.thread_bytes <= options.inline_thread_bytes
-                )
-            )
-        )
         ref = ThreadRef(
             id=thread.id,
-            generation=thread.generation,
-            version=thread.length,
+            length=thread.length,
             last_id=thread.last_id,
-            base=thread.base,
+            kind=thread.kind,
+            cursor=thread.cursor,
         )
-        # Version 2 leaves out run_id: the worker reads it from the activity's info.
-        return TurnInput(version=2, thread=thread if inline else None, thread_ref=ref, **common)
-
-    def _log_input(self, thread: ThreadData, pending: list[Message], common: dict) -> TurnInput:
-        """A turn over a session's log: the new messages join the log first (they
-        are in history already, in the send that brought them, or in the results
-        the workflow settled), and the turn names them by position."""
-        fast = self._setup.options.fast
-        start = thread.length
-        ref = ThreadRef(id=thread.id, version=start, last_id=thread.last_id)
         if pending:
-            self._ledger.append(pending)
+            ledger.append(pending)
             self.logged = pending
-        common["new_messages"] = pending if fast else []
-        new_last_id = None
-        if pending and not fast:
-            # A local activity gets them inline; a turn this process runs, by hand.
-            new_last_id = pending[-1].id
-            if not workflow.unsafe.is_replaying():
-                HANDOFF.offer(thread.id, start, pending)
+            if not options.fast and not workflow.unsafe.is_replaying():
+                HANDOFF.offer(thread.id, ref.length, pending)
         return TurnInput(
-            version=3,
-            thread_ref=ref,
+            agent=ledger.agent,
+            execution_id=ledger.execution.execution_id,
+            turn=turn,
+            thread=ref,
             view=thread.view,
             new_count=len(pending),
-            compaction=self._setup.options.compaction,
-            new_last_id=new_last_id,
-            **common,
+            new_messages=pending if options.fast else [],
+            new_last_id=pending[-1].id if pending else None,
+            # A local activity (fast mode) holds the workflow task its signals would need.
+            events=self._setup.live_events and not options.fast,
+            compaction=options.compaction,
+            fit_window=options.fit_window,
+            prompt=thread.prompt,
+            tool_interceptor=options.tool_interceptor,
+            conflicts=self._states.undelivered,
+            shared=self._states.shared_entries() if self._states.shared else [],
+            **self._states.turn_input(inline=options.fast),
         )
 
 
@@ -161,12 +109,10 @@ class TurnCalls:
         await cancelled(task)  # the turn ends cancelled; nothing of it is kept
         return None
 
-    async def take(self, input: TurnInput, summary: str, *, agent: str | None = None) -> TurnOutput:
+    async def take(self, input: TurnInput, summary: str) -> TurnOutput:
         ledger = self._ledger
         try:
-            # A local activity cannot page in a thread held by the session workflow.
-            thread = ledger.thread
-            if self._options.fast and (thread.base is None or thread.view is not None):
+            if self._options.fast:
                 return await self._take_local(input, summary)
             return await self._activity(input, summary)
         except (asyncio.CancelledError, ActivityError, ApplicationError) as e:
@@ -174,29 +120,21 @@ class TurnCalls:
                 ledger.set_execution(ledger.execution.with_status(AgentStatus.CANCELLED))
                 raise
             kind, message = turn_failure(e)
-            ledger.fail(
-                kind, f"Turn {input.turn} of agent {agent or ledger.agent!r} failed: {message}"
-            )
+            ledger.fail(kind, f"Turn {input.turn} of agent {input.agent!r} failed: {message}")
 
     async def _take_local(self, input: TurnInput, summary: str) -> TurnOutput:
         """Fast mode. A local activity cannot page a thread in from its own workflow
-        (the workflow is busy waiting for it), so a worker without the thread says
-        so and the turn is taken again with the thread inline."""
+        (the workflow is busy waiting for it), so a worker that lacks part of the log
+        says so and the turn is taken again as a regular activity, which can."""
         try:
             return await self._local_activity(input, summary)
         except (ActivityError, ApplicationError) as e:
             # A local activity's failure may arrive unwrapped.
             cause = e.cause if isinstance(e, ActivityError) else e
-            ref = input.thread_ref
             if not (isinstance(cause, ApplicationError) and cause.type == THREAD_NOT_CACHED):
                 raise
-            assert ref is not None
-            if input.version == 3:
-                # A session's log: a regular activity can page in what is not cached.
-                return await self._activity(input.model_copy(update={"new_messages": []}), summary)
-            thread = self._ledger.thread
-            inline = thread.model_copy(update={"messages": thread.messages[: ref.version]})
-            return await self._local_activity(input.model_copy(update={"thread": inline}), summary)
+            # The new messages are in history already: the regular turn pages them in.
+            return await self._activity(input.model_copy(update={"new_messages": []}), summary)
 
     async def _activity(self, input: TurnInput, summary: str) -> TurnOutput:
         return await workflow.execute_activity(

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from collections.abc import Generator, Sequence
 from typing import Any, cast
 
-from ...errors import ConfigurationError, ModelError
+from ...errors import ConfigurationError, ContextOverflowError, ModelError
 from ..context import RunContext
 from ..events import TextDelta
 from ..messages import Message, ToolCall
 from ..pricing import ModelPrice
 from ..tools import Tool
 from .base import ModelClient, ModelResponse, empty_reply
+from .context_windows import known_window
 from .openai_chat import one_request, retry_after_seconds
 
 try:
@@ -35,6 +37,8 @@ class AnthropicModel(ModelClient):
     unless given. Like every Ratchet model the client is made with ``max_retries=0``:
     Temporal retries the turn, and every attempt is in history. System messages go in
     the request's ``system``; tool results go back as ``tool_result`` blocks.
+    ``context_window`` (tokens) defaults to the model's in
+    ``ratchet.agents.models.context_windows``; a prompt may hold it less ``max_tokens``.
     """
 
     provider_name = "anthropic"
@@ -54,16 +58,25 @@ class AnthropicModel(ModelClient):
         timeout: float = 120.0,
         stream: bool = False,
         price: ModelPrice | None = None,
+        context_window: int | None = None,
         **request_options: Any,
     ) -> None:
         self.model = model
         self.max_tokens = max_tokens
         self.price = price
+        self.context_window = context_window or known_window(model)
         self.stream = stream
         """Stream the reply: its text reaches watchers as it is written."""
         self._client = client
         self._base_url, self._api_key, self._timeout = base_url, api_key, timeout
         self.request_options = request_options
+
+    @property
+    def prompt_window(self) -> int | None:
+        # Anthropic refuses a request whose input and max_tokens exceed the window.
+        if self.context_window is None:
+            return None
+        return max(1, self.context_window - self.max_tokens)
 
     @property
     def client(self) -> anthropic.AsyncAnthropic:
@@ -218,6 +231,13 @@ def classify_anthropic_error(error: anthropic.AnthropicError) -> ModelError:
     if isinstance(error, anthropic.APIStatusError):
         status = error.status_code
         detail = error.api_message or str(error)
+        if status == 400 and (numbers := overflow_numbers(detail)) is not None:
+            return ContextOverflowError(
+                f"The Anthropic API answered 400: {detail} (the prompt is over the model's "
+                "context window).",
+                limit=numbers[0],
+                tokens=numbers[1],
+            )
         if status in RETRYABLE_STATUS or status >= 500:
             return ModelError(
                 f"The Anthropic API answered {status}: {detail}",
@@ -237,3 +257,16 @@ def classify_anthropic_error(error: anthropic.AnthropicError) -> ModelError:
             status=status,
         )
     return ModelError(f"The model call failed: {type(error).__name__}: {error}", retryable=True)
+
+
+def overflow_numbers(detail: str) -> tuple[int, int] | None:
+    """(the window, the prompt's tokens) if ``detail`` is Anthropic's overflow message:
+    "prompt is too long: 210000 tokens > 200000 maximum", or "input length and
+    `max_tokens` exceed context limit: 199759 + 8192 > 200000, ..." (the prompt may
+    then hold the window less max_tokens)."""
+    if found := re.search(r"prompt is too long: (\d+) tokens > (\d+)", detail):
+        return int(found.group(2)), int(found.group(1))
+    if found := re.search(r"exceed context limit: (\d+) \+ (\d+) > (\d+)", detail):
+        prompt, reply, window = (int(g) for g in found.groups())
+        return window - reply, prompt
+    return None

@@ -45,6 +45,16 @@ class ModelClient(ABC):
     """The model's price; when set, every call's ``usage.cost_usd`` is filled in."""
     provider_name: str | None = None
     """``gen_ai.provider.name`` on the model's spans (default: the class name)."""
+    context_window: int | None = None
+    """The most tokens the model takes in one request; ``None``: not known. The
+    provider clients take it from ``context_window=`` or from the table in
+    ``ratchet.agents.models.context_windows``."""
+
+    @property
+    def prompt_window(self) -> int | None:
+        """The most tokens a prompt may hold: the context window less the room the
+        request keeps for the reply (``max_tokens``, where the service counts it)."""
+        return self.context_window
 
     @property
     def model_name(self) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import email.utils
 import json
+import re
 import time
 from collections.abc import Generator, Sequence
 from typing import Any, cast
@@ -12,10 +13,11 @@ from typing import Any, cast
 import openai
 from openai.types.chat import (
     ChatCompletion,
+    ChatCompletionChunk,
     ChatCompletionMessageFunctionToolCall,
 )
 
-from ...errors import ConfigurationError, InvalidInputError, ModelError
+from ...errors import ConfigurationError, ContextOverflowError, InvalidInputError, ModelError
 from ..context import RunContext
 from ..events import TextDelta
 from ..messages import Message, ToolCall
@@ -24,8 +26,11 @@ from ..pricing import ModelPrice
 from ..tools import Tool
 from ..usage import Usage
 from .base import ModelClient, ModelResponse, empty_reply
+from .context_windows import known_window
 
 RETRYABLE_STATUS = {408, 409, 429}
+REPLY_LIMITS = ("max_completion_tokens", "max_tokens", "max_output_tokens")
+"""Request options whose tokens count against the context window with the prompt's."""
 
 
 class OpenAIChatModel(ModelClient):
@@ -34,6 +39,8 @@ class OpenAIChatModel(ModelClient):
     The base URL and key come from ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` unless
     given, so any OpenAI-compatible server works. The client is made with
     ``max_retries=0``: Temporal retries the turn, and every attempt is in history.
+    ``context_window`` (tokens) defaults to the model's in
+    ``ratchet.agents.models.context_windows``; give it for other models.
     """
 
     provider_name = "openai"
@@ -52,15 +59,25 @@ class OpenAIChatModel(ModelClient):
         timeout: float = 120.0,
         stream: bool = False,
         price: ModelPrice | None = None,
+        context_window: int | None = None,
         **request_options: Any,
     ) -> None:
         self.model = model
         self.price = price
+        self.context_window = context_window or known_window(model)
         self.stream = stream
         """Stream the reply and assemble it (text and tool calls) when it is complete."""
         self._client = client
         self._base_url, self._api_key, self._timeout = base_url, api_key, timeout
         self.request_options = request_options
+
+    @property
+    def prompt_window(self) -> int | None:
+        if self.context_window is None:
+            return None
+        options = self.request_options
+        reply = next((options[k] for k in REPLY_LIMITS if options.get(k)), 0)
+        return max(1, self.context_window - int(reply))
 
     @property
     def client(self) -> openai.AsyncOpenAI:
@@ -115,33 +132,51 @@ class OpenAIChatModel(ModelClient):
         stream = await self.client.chat.completions.create(
             **request, stream=True, stream_options={"include_usage": True}
         )
-        text: list[str] = []
-        calls: dict[int, dict[str, str]] = {}
-        usage = one_request()
-        model = None
+        collected = _Collected()
         async for chunk in stream:
-            model = chunk.model or model
-            if chunk.usage is not None:
-                usage = one_request(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
-            for choice in chunk.choices[:1]:
-                delta = choice.delta
-                if delta.content:
-                    text.append(delta.content)
-                    await context.emit(TextDelta(text=delta.content))
-                for part in delta.tool_calls or []:
-                    call = calls.setdefault(part.index, {"id": "", "name": "", "arguments": ""})
-                    call["id"] = part.id or call["id"]
-                    if part.function is not None:
-                        call["name"] += part.function.name or ""
-                        call["arguments"] += part.function.arguments or ""
-        if not text and not calls:
-            raise empty_reply(model)
+            text = collected.add(chunk)
+            if text:
+                await context.emit(TextDelta(text=text))
+        return collected.response()
+
+
+class _Collected:
+    """A streamed chat completion, collected chunk by chunk: its text, its tool calls
+    (their names and arguments arrive in pieces), its usage and model."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.calls: dict[int, dict[str, str]] = {}
+        self.usage = one_request()
+        self.model: str | None = None
+
+    def add(self, chunk: ChatCompletionChunk) -> str | None:
+        """Take one chunk; returns the text it adds, if any."""
+        self.model = chunk.model or self.model
+        if chunk.usage is not None:
+            self.usage = one_request(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
+        for choice in chunk.choices[:1]:
+            delta = choice.delta
+            for part in delta.tool_calls or []:
+                call = self.calls.setdefault(part.index, {"id": "", "name": "", "arguments": ""})
+                call["id"] = part.id or call["id"]
+                if part.function is not None:
+                    call["name"] += part.function.name or ""
+                    call["arguments"] += part.function.arguments or ""
+            if delta.content:
+                self.text.append(delta.content)
+                return delta.content
+        return None
+
+    def response(self) -> ModelResponse:
+        if not self.text and not self.calls:
+            raise empty_reply(self.model)
         tool_calls = [
             ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"] or "{}")
-            for _, c in sorted(calls.items())
+            for _, c in sorted(self.calls.items())
         ]
-        message = Message.assistant("".join(text) or None, tool_calls)
-        return ModelResponse(message=message, usage=usage, model=model)
+        message = Message.assistant("".join(self.text) or None, tool_calls)
+        return ModelResponse(message=message, usage=self.usage, model=self.model)
 
 
 def one_request(input_tokens: int | None = 0, output_tokens: int | None = 0) -> Usage:
@@ -214,6 +249,14 @@ def classify_openai_error(error: openai.OpenAIError) -> ModelError:
     if isinstance(error, openai.APIStatusError):
         status = error.status_code
         detail = _error_detail(error)
+        if status == 400 and _is_overflow(error, detail):
+            limit, tokens = overflow_numbers(detail)
+            return ContextOverflowError(
+                f"The model service answered 400: {detail} (the prompt is over the model's "
+                "context window).",
+                limit=limit,
+                tokens=tokens,
+            )
         if status in RETRYABLE_STATUS or status >= 500:
             return ModelError(
                 f"The model service answered {status}: {detail}",
@@ -235,6 +278,33 @@ def classify_openai_error(error: openai.OpenAIError) -> ModelError:
     if isinstance(error, openai.APIResponseValidationError):
         return ModelError(f"The model service sent a malformed response: {error}", retryable=True)
     return ModelError(f"The model call failed: {type(error).__name__}: {error}", retryable=True)
+
+
+def _is_overflow(error: openai.APIStatusError, detail: str) -> bool:
+    """OpenAI says ``code: context_length_exceeded`` (Chat Completions and Responses);
+    compatible servers (vLLM, llama.cpp, ...) often say only the message."""
+    body = error.body
+    if isinstance(body, dict):
+        fields = cast(dict[str, object], body)
+        inner = fields.get("error", fields)
+        if isinstance(inner, dict):
+            if cast(dict[str, object], inner).get("code") == "context_length_exceeded":
+                return True
+    return bool(re.search(r"maximum context length|context window|context length", detail, re.I))
+
+
+def overflow_numbers(detail: str) -> tuple[int | None, int | None]:
+    """(the window, the prompt's tokens) from an overflow message, where it says them:
+    "maximum context length is 8192 tokens. However, your messages resulted in
+    8227 tokens", or "... you requested 4268 tokens (4012 in the messages, 256 in
+    the completion)" (the prompt may then hold the window less the completion)."""
+    limit = re.search(r"maximum context length is (\d+)", detail)
+    tokens = re.search(r"(?:resulted in|requested) (\d+) tokens", detail)
+    split = re.search(r"(\d+) in the messages, (\d+) in the completion", detail)
+    window = int(limit.group(1)) if limit else None
+    if split and window is not None:
+        return window - int(split.group(2)), int(split.group(1))
+    return window, int(tokens.group(1)) if tokens else None
 
 
 def _credential(error: openai.OpenAIError) -> str | None:

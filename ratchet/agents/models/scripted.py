@@ -30,6 +30,9 @@ class ScriptedModel(ModelClient):
 
     A reply is a text, a :class:`Message` (see :meth:`call`) or an exception to raise.
     Asking past the end of the script raises :class:`ScriptExhaustedError`.
+    ``context_window`` is unknown unless given (see ``ModelClient.context_window``);
+    given one, a long thread's prompt is cut down and holds fewer assistant messages,
+    so script such a model with a function (``context.turn``) rather than a list.
     """
 
     provider_name = "scripted"
@@ -45,9 +48,11 @@ class ScriptedModel(ModelClient):
         name: str = "scripted",
         price: ModelPrice | None = None,
         stream: bool = False,
+        context_window: int | None = None,
     ) -> None:
         self._script = script
         self.price = price
+        self.context_window = context_window
         self.stream = stream
         """Send the reply's text to watchers word by word, like a streaming model."""
         self.name = name

@@ -62,13 +62,15 @@ export class Reply {
     if (event.data?.is_error) step.element.dataset.error = "true";
   }
 
-  // An earlier attempt of this turn failed: what it showed is dropped.
+  // An earlier attempt of this turn failed: its text and custom events are dropped;
+  // its tool calls and results stand (sent once the server held them).
   retry(event) {
     const stale = (step) =>
       step.runId === event.run_id &&
       step.turn === event.turn &&
       step.attempt > 0 &&
-      step.attempt < event.attempt;
+      step.attempt < event.attempt &&
+      !["tool-call", "tool-result"].includes(step.kind);
     for (const step of this.steps.filter(stale)) step.element.remove();
     this.steps = this.steps.filter((step) => !stale(step));
     const notice = `worker lost or attempt failed — retrying (attempt ${event.attempt})`;
