@@ -139,11 +139,15 @@ async def test_a_500_send_session_reads_whole_and_by_pages_without_replaying_clo
     async with build_worker(agent_client, {"talker": Talker}):
         session = await talked(agent_client, options, 500)
         runs = await workflow_runs(agent_client, session)
+        # Each read by a client of its own, which has read none of the thread yet.
         reader, queries = counted(agent_client)
         started = time.perf_counter()
         thread = await reader.get_session(session.id).thread()
         whole = time.perf_counter() - started
-        paged = [m async for m in reader.get_session(session.id).messages(page=50)]
+        paging, paging_queries = counted(agent_client)
+        started = time.perf_counter()
+        paged = [m async for m in paging.get_session(session.id).messages(page=50)]
+        by_pages = time.perf_counter() - started
         fresh, fresh_queries = counted(agent_client)
         pages: list[Message] = []
         while len(pages) < len(thread.messages):
@@ -159,10 +163,14 @@ async def test_a_500_send_session_reads_whole_and_by_pages_without_replaying_clo
     assert paged == thread.messages and pages == thread.messages
     # No closed run was asked (each answer would replay it); the open one answered.
     assert asked_runs(queries, runs[:-1]) == []
+    assert asked_runs(paging_queries, runs[:-1]) == []
     assert asked_runs(fresh_queries, runs[:-1]) == []
     assert {run for _, run, _ in queries.sent} <= {None, runs[-1]}
-    print(f"whole thread of 500 sends in {whole:.2f} s")  # bench/sessions.py measures it
-    assert whole < 30  # replaying the five closed runs takes minutes on this machine
+    # The issue asks for 1 s: 0.5 s here idle, 0.9 s with the machine's load at 10; the
+    # code before took 9-13 s (each closed run replayed by a worker to answer queries).
+    # Generous, for a loaded CI machine: bench/sessions.py measures it.
+    print(f"500 sends: whole thread in {whole:.2f} s, page by page in {by_pages:.2f} s")
+    assert whole < 5 and by_pages < 5
 
 
 @tool
