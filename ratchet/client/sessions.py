@@ -228,7 +228,7 @@ class SessionHandle:
                 info = await retrying(lambda: log_info(self._handle), until=until)
                 self._thread_id = info.thread_id
             thread_id, temporal = self._thread_id, self._client.temporal
-            final, _ = await retrying(
+            final = await retrying(
                 lambda: read_messages(temporal, self.id, thread_id, at, at + 1), until=until
             )
             result = result.model_copy(update={"final_response": final[0]})

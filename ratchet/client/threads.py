@@ -11,6 +11,7 @@ the one before.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 from temporalio.client import Client, WorkflowExecutionStatus
@@ -30,20 +31,12 @@ async def log_info(handle: Any) -> LogInfo:
 
 
 async def read_messages(
-    client: Client,
-    workflow_id: str,
-    thread_id: str,
-    start: int,
-    end: int,
-    *,
-    run_id: str | None = None,
-    segments: SegmentCache | None = None,
-) -> tuple[list[Message], str | None]:
-    """Messages ``start`` to ``end`` of a log, from the workflow's runs that hold
-    them (from ``run_id`` back; ``None``: the latest run), and the id of message
-    ``start - 1``."""
-    holder = Holder(workflow_id, run_id, thread_id)
-    return await fetch_range(client, holder, start, end, page_bytes=PAGE_BYTES, segments=segments)
+    client: Client, workflow_id: str, thread_id: str, start: int, end: int
+) -> list[Message]:
+    """Messages ``start`` to ``end`` of a log, from the workflow's runs that hold them."""
+    holder = Holder(workflow_id, None, thread_id)
+    messages, _ = await fetch_range(client, holder, start, end, page_bytes=PAGE_BYTES)
+    return messages
 
 
 async def read_thread(
@@ -59,11 +52,10 @@ async def read_thread(
     which of them its turns send now. Or the part ``after``, ``last`` and ``limit``
     name (see ``SessionHandle.thread``), read alone."""
     check_part(after, last, limit)
-    info, run_id = await _where(client, handle, segments)
+    log = await _where(client, handle, segments)
+    info = log.info
     start, end = _part(info.length, after, last, limit)
-    messages, before_id = await read_messages(
-        client, handle.id, info.thread_id, start, end, run_id=run_id, segments=segments
-    )
+    messages, before_id = await log.read(client, start, end, segments)
     base = ThreadBase(workflow_id=handle.id, version=start, last_id=before_id) if start else None
     return ThreadData(
         id=info.thread_id,
@@ -88,13 +80,12 @@ async def iter_messages(
     check_part(after, None, None)
     if page < 1:
         raise InvalidInputError(f"page must be 1 or more; got {page}.")
-    info, run_id = await _where(client, handle, segments)
-    position, _ = _part(info.length, after, None, None)
-    while position < info.length:
-        end = min(info.length, position + page)
-        messages, _ = await read_messages(
-            client, handle.id, info.thread_id, position, end, run_id=run_id, segments=segments
-        )
+    log = await _where(client, handle, segments)
+    length = log.info.length
+    position, _ = _part(length, after, None, None)
+    while position < length:
+        end = min(length, position + page)
+        messages, _ = await log.read(client, position, end, segments)
         for message in messages:
             yield message
         position = end
@@ -111,20 +102,43 @@ def check_part(after: int | None, last: int | None, limit: int | None) -> None:
         )
 
 
-async def _where(
-    client: Client, handle: Any, segments: SegmentCache | None
-) -> tuple[LogInfo, str | None]:
-    """Where the log is, and the workflow run to read it from: while the workflow
-    runs, its latest run (``None``), which answers queries and names the runs
-    before it; a closed session's last run otherwise, read from its history
-    instead of being replayed to answer queries."""
+@dataclass(frozen=True)
+class _Log:
+    """Where a workflow's log is, and the workflow run to read it from."""
+
+    info: LogInfo
+    workflow_id: str
+    run_id: str | None
+    """A closed session's last run, read from its history; ``None``: the latest
+    run, which answers queries and names the runs before it."""
+
+    async def read(
+        self, client: Client, start: int, end: int, segments: SegmentCache | None
+    ) -> tuple[list[Message], str | None]:
+        """Messages ``start`` to ``end``, and the id of message ``start - 1``. Those
+        all before the latest run's own are read from the runs before it, without
+        asking it again (a query waits on a worker: the slowest step of a page)."""
+        holder = Holder(self.workflow_id, self.run_id, self.info.thread_id)
+        base = self.info.base
+        if self.run_id is None and base is not None and end <= base.version:
+            holder = Holder.of_base(base, self.info.thread_id)
+        return await fetch_range(
+            client, holder, start, end, page_bytes=PAGE_BYTES, segments=segments
+        )
+
+
+async def _where(client: Client, handle: Any, segments: SegmentCache | None) -> _Log:
+    """Where the log is: while the workflow runs, its ``log_info`` query says; a
+    closed session's last run is read from its history instead of being replayed
+    to answer queries."""
     described = await handle.describe()
     closed = described.status != WorkflowExecutionStatus.RUNNING and described.run_id
     if closed and described.workflow_type == SESSION_WORKFLOW:
         segment = await closed_segment(client, handle.id, described.run_id, segments)
         if segment is not None:
-            return segment.info, described.run_id
-    return await log_info(handle), None  # closed without an index (terminated): by query
+            return _Log(segment.info, handle.id, described.run_id)
+    # Running, or closed without an index (terminated): by query.
+    return _Log(await log_info(handle), handle.id, None)
 
 
 def _part(length: int, after: int | None, last: int | None, limit: int | None) -> tuple[int, int]:

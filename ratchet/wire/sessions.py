@@ -113,6 +113,10 @@ class LogInfo(CompactModel):
     kind: str = "messages"
     cursor: str | None = None
     view: list[Span] = Field(default_factory=whole_log)
+    base: ThreadBase | None = None
+    """The workflow run that holds the messages before the answering run's own (a
+    reader reads those from it without asking the answering run again); ``None``
+    in a ``LogIndex``, whose run names it in its own input."""
 
 
 class LogIndex(CompactModel):

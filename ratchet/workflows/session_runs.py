@@ -160,7 +160,7 @@ class SessionRuns:
     def log_index(self) -> LogIndex | None:
         """Where this workflow run's part of the log is in its history, as it ends."""
         index, thread = self._runner.log_index, self._runner.state.session.thread
-        return index.index(thread, log_info(thread)) if index is not None else None
+        return index.index(thread, log_info(thread, base=False)) if index is not None else None
 
     async def continue_as_new(self) -> None:
         """A fresh workflow run: the thread stays here by reference; the input holds
