@@ -112,9 +112,10 @@ async def segment_of(events: list[HistoryEvent], converter: DataConverter) -> Se
 
 async def started_input(event: HistoryEvent, converter: DataConverter) -> SessionInput | None:
     """The input of a session's workflow run, from its first event."""
-    if event.event_type != STARTED:
+    attributes = event.workflow_execution_started_event_attributes
+    if event.event_type != STARTED or attributes.workflow_type.name != SESSION_WORKFLOW:
         return None
-    payloads = event.workflow_execution_started_event_attributes.input.payloads
+    payloads = attributes.input.payloads
     try:
         (started,) = await converter.decode(payloads, [SessionInput])
     except ValueError:  # another workflow's input

@@ -71,23 +71,20 @@ class SegmentCache:
 
 
 async def closed_segment(
-    client: Client, workflow_id: str, run_id: str, cache: SegmentCache | None = None
+    client: Client,
+    workflow_id: str,
+    run_id: str,
+    cache: SegmentCache | None = None,
+    *,
+    continued: bool = False,
 ) -> Segment | None:
     """Run ``run_id``'s part of the log, read from its history; ``None`` when the
-    run is open or did not index its part (then ask it by query)."""
+    run is open or did not index its part (then ask it by query). ``continued``:
+    the run is known to be a session's that continued as new (so closed)."""
     if cache is not None and (found := cache.get(workflow_id, run_id)) is not None:
         return found
-    try:
-        # Asking an open run for its close event would wait for it to close.
-        described = await client.get_workflow_handle(workflow_id, run_id=run_id).describe()
-    except RPCError as e:
-        raise ThreadResolutionError(
-            f"Could not describe workflow {workflow_id!r} (run {run_id}): {e}"
-        ) from e
-    if described.status == WorkflowExecutionStatus.RUNNING:
+    if not continued and not await _closed_session_run(client, workflow_id, run_id):
         return None
-    if described.workflow_type != SESSION_WORKFLOW:
-        return None  # only a session's runs index their part of the log
     events = await run_history(client, workflow_id, run_id)
     segment = await segment_of(events, client.data_converter)
     if segment is not None and cache is not None:
@@ -95,31 +92,61 @@ async def closed_segment(
     return segment
 
 
+async def _closed_session_run(client: Client, workflow_id: str, run_id: str) -> bool:
+    """Whether the run is a session's and has closed: asking an open run for its
+    close event would wait for it to close, and only a session's runs index their
+    part of the log."""
+    try:
+        described = await client.get_workflow_handle(workflow_id, run_id=run_id).describe()
+    except RPCError as e:
+        raise ThreadResolutionError(
+            f"Could not describe workflow {workflow_id!r} (run {run_id}): {e}"
+        ) from e
+    running = described.status == WorkflowExecutionStatus.RUNNING
+    return not running and described.workflow_type == SESSION_WORKFLOW
+
+
 async def read_ahead(
-    client: Client, base: ThreadBase, start: int, end: int, cache: SegmentCache
+    client: Client,
+    base: ThreadBase,
+    start: int,
+    end: int,
+    cache: SegmentCache,
+    *,
+    continued: bool = False,
 ) -> None:
     """Read into ``cache`` the runs of the chain that starts at ``base`` that hold
-    log positions ``start`` to ``end``, a few at once. What this cannot find or
-    read is left to the reading itself."""
-    runs: list[tuple[str, str]] = []
-    holder: ThreadBase | None = base
-    while holder is not None and holder.run_id and holder.version > start:
-        key = (holder.workflow_id, holder.run_id)
-        known, earlier = cache.base_of(*key)
-        if not known:
-            first = await run_history(client, *key, first_only=True)
-            started = await started_input(first[0], client.data_converter) if first else None
-            if started is None:
-                break  # not a session's run: the reading asks it
-            earlier = started.session.thread.base if started.session else None
-            cache.link(*key, earlier)
-        if (earlier.version if earlier else 0) < end and cache.get(*key) is None:
-            runs.append(key)
-        holder = earlier
+    log positions ``start`` to ``end``, a few at once, each as soon as the walk
+    back along the chain finds it (``continued``: ``base`` continued as new into
+    the run that named it). What this cannot find or read is left to the reading
+    itself."""
     slots = asyncio.Semaphore(READ_AHEAD)
+    reads: list[asyncio.Task[Segment | None]] = []
 
-    async def read(workflow_id: str, run_id: str) -> None:
+    async def read(workflow_id: str, run_id: str, continued: bool) -> Segment | None:
         async with slots:
-            await closed_segment(client, workflow_id, run_id, cache)
+            return await closed_segment(client, workflow_id, run_id, cache, continued=continued)
 
-    await asyncio.gather(*(read(*key) for key in runs[: cache.max_bytes // RUN_BYTES]))
+    holder: ThreadBase | None = base
+    try:
+        while holder is not None and holder.run_id and holder.version > start:
+            key = (holder.workflow_id, holder.run_id)
+            known, earlier = cache.base_of(*key)
+            if not known:
+                first = await run_history(client, *key, first_only=True)
+                started = await started_input(first[0], client.data_converter) if first else None
+                if started is None:
+                    break  # not a session's run: the reading asks it
+                earlier = started.session.thread.base if started.session else None
+                cache.link(*key, earlier)
+            wanted = (earlier.version if earlier else 0) < end and cache.get(*key) is None
+            if wanted and len(reads) < cache.max_bytes // RUN_BYTES:
+                reads.append(asyncio.create_task(read(*key, continued)))
+            # The run before one of the same workflow continued as new into it.
+            continued = earlier is not None and earlier.workflow_id == holder.workflow_id
+            holder = earlier
+    except BaseException:
+        for task in reads:
+            task.cancel()
+        raise
+    await asyncio.gather(*reads)

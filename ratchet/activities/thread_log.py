@@ -81,7 +81,8 @@ async def fetch_range(
         if page.base is not None and position < page.base.version:
             upto = min(end, page.base.version)
             if segments is not None and depth == 0:
-                await read_ahead(client, page.base, position, upto, segments)
+                continued = page.base.workflow_id == holder.workflow_id
+                await read_ahead(client, page.base, position, upto, segments, continued=continued)
             earlier, earlier_before = await fetch_range(
                 client,
                 Holder.of_base(page.base, holder.thread_id),
