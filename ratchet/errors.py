@@ -8,6 +8,7 @@ configuration change fixes, and failures of a run, which happen at run time::
     │   ├── ConfigurationError      settings, registration, environment
     │   │   ├── InvalidOptionsError RunOptions / SessionOptions out of range (a ValueError)
     │   │   ├── PayloadDecryptionError  an encrypted payload whose key is missing or wrong
+    │   │   ├── ApprovalRuleError       a malformed approval rule, or one whose predicate raised
     │   │   └── ResourceNotFoundError   a worker resource no factory was given for
     │   ├── AgentNotFoundError      an agent name no worker has registered
     │   ├── InvalidInputError       a prompt, message or argument Ratchet cannot run
@@ -64,6 +65,11 @@ class UsageError(RatchetError):
 
 class ConfigurationError(UsageError):
     """A setting, registration or environment value is missing or wrong."""
+
+
+class ApprovalRuleError(ConfigurationError):
+    """An approval rule that is malformed (found when it is built), or whose predicate
+    raised on a call (the run fails: it is the rule author's bug, never retried)."""
 
 
 class AgentNotFoundError(UsageError):
@@ -196,12 +202,17 @@ class ContextOverflowError(ModelError):
 class MaxTurnsExceededError(RunError):
     """The run used every turn it was allowed without a final answer."""
 
-    def __init__(self, max_turns: int) -> None:
-        super().__init__(
-            f"The run reached max_turns={max_turns} without a final answer. "
-            "Raise max_turns (RunOptions / --max-turns) if the task needs more turns."
+    def __init__(self, max_turns: int, missing: str | None = None) -> None:
+        why = (
+            f" The last answer was {missing} Check that the model can give one (its "
+            "instructions, the output type's fields), or raise max_turns."
+            if missing
+            else " Raise max_turns (RunOptions / --max-turns) if the task needs more turns."
         )
+        super().__init__(f"The run reached max_turns={max_turns} without a final answer.{why}")
         self.max_turns = max_turns
+        self.missing = missing
+        """What was wrong with the last typed answer, when the agent asked for one."""
 
 
 class ToolError(RunError):

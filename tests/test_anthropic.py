@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 
+import anthropic
 import pytest
 
 from ratchet.agents import Message, ModelPrice, RunContext, ToolCall, ToolCallingAgent, Usage, tool
@@ -12,7 +13,7 @@ from ratchet.agents.models.anthropic_messages import AnthropicModel
 from ratchet.client import AgentClient
 from ratchet.errors import ModelError, RunFailedError
 from ratchet.testing import AnthropicServer
-from ratchet.wire.options import RunOptions
+from ratchet.wire.options import RunOptions, SessionOptions
 from ratchet.worker import build_worker
 
 from .history import attempts
@@ -182,3 +183,45 @@ async def test_a_run_fails_after_one_attempt_when_the_key_is_refused(
     await model.client.close()
 
     assert await attempts(handle) == [1]
+
+
+@pytest.mark.parametrize("session", [False, True], ids=["run", "session"])
+async def test_a_claude_agent_without_tools_continues_a_thread_with_tool_blocks(
+    agent_client: AgentClient, server: AnthropicServer, session: bool
+):
+    """After a handoff to an agent with no tools, the earlier tool_use and tool_result
+    blocks go with those tools described and tool_choice none: the Messages API (and
+    AnthropicServer) refuse tool blocks in a request without tools."""
+    server.message(None, ("toolu_1", "lookup", {"city": "Oslo"}))
+    server.message(None, ("toolu_2", "transfer_to_writer", {}))
+    server.message("A poem about snow in Oslo.")
+    model = claude(server)
+    agents = {
+        "weather": ToolCallingAgent(model, [lookup], handoffs=["writer"]),
+        "writer": ToolCallingAgent(model, instructions="Write poems."),
+    }
+    async with build_worker(agent_client, agents):
+        if session:
+            handle = await agent_client.start_session("weather", options=SessionOptions(run=FAST))
+            result = await handle.send("A poem on Oslo's weather")
+            await handle.close()
+        else:
+            result = await agent_client.run("weather", "A poem on Oslo's weather", options=FAST)
+    await model.client.close()
+
+    assert result.output == "A poem about snow in Oslo."
+    assert server.refused == 0
+    last = server.requests[-1].body
+    assert [t["name"] for t in last["tools"]] == ["lookup", "transfer_to_writer"]
+    assert last["tool_choice"] == {"type": "none"}
+    assert last["messages"][1:3] == OSLO_TOOL_ROUND  # the blocks went as they were
+
+
+async def test_the_test_server_refuses_tool_blocks_without_tools(server: AnthropicServer):
+    model = claude(server)
+    with pytest.raises(anthropic.BadRequestError, match="must define tools"):
+        await model.client.messages.create(
+            model="claude-test", max_tokens=10, messages=OSLO_TOOL_ROUND[:1]
+        )
+    await model.client.close()
+    assert server.refused == 1

@@ -11,8 +11,8 @@ from temporalio.client import WorkflowUpdateFailedError
 from ratchet.agents import ScriptedModel, ToolCallingAgent, tool
 from ratchet.agents.approvals import ApprovalPolicy, ApprovalRules, RuleChange, allow, ask, deny
 from ratchet.client import AgentClient
-from ratchet.errors import DecisionError, InvalidInputError
-from ratchet.wire.options import SessionOptions
+from ratchet.errors import ApprovalRuleError, DecisionError, InvalidInputError
+from ratchet.wire.options import RunOptions, SessionOptions
 from ratchet.worker import build_worker
 
 RAN: list[str] = []
@@ -67,8 +67,21 @@ def test_the_first_matching_rule_decides_and_the_default_is_to_ask():
     assert POLICY.decide("unknown_tool", {}) == ("ask", None)  # safe by default
     assert ApprovalPolicy(default="allow").decide("unknown_tool", {}) == ("allow", None)
     assert POLICY("pay", {"amount": 500}) is True  # the plain approval_policy interface
-    with pytest.raises(ValueError, match="at least one tool name"):
+    with pytest.raises(ApprovalRuleError, match="at least one tool name"):
         allow()
+
+
+def test_malformed_rules_are_refused_when_built_saying_how_to_write_them():
+    with pytest.raises(ApprovalRuleError, match="when= takes a function"):
+        ask("pay", when="amount > 100")  # type: ignore[arg-type]
+    with pytest.raises(ApprovalRuleError, match=r"ApprovalPolicy\(ask\('pay'\)\)"):
+        ApprovalPolicy("pay")  # type: ignore[arg-type]
+    with pytest.raises(ApprovalRuleError, match="deny"):
+        ApprovalPolicy(default="deny")  # type: ignore[arg-type]
+    with pytest.raises(ApprovalRuleError, match="requires_approval takes"):
+        tool(requires_approval="yes")(lambda: None)  # type: ignore[arg-type]
+    with pytest.raises(ApprovalRuleError, match="approval_policy takes"):
+        ToolCallingAgent(ScriptedModel([]), approval_policy="pay")  # type: ignore[arg-type]
 
 
 def test_a_later_session_rule_for_a_name_replaces_an_earlier_one():
@@ -97,9 +110,69 @@ async def test_allowed_calls_run_denied_ones_never_and_asked_ones_wait(
         await handle.approve(waiting.action.id, by="alice")
         assert (await handle.result()).output == "bought"
         thread = (await handle.state()).session.thread
+        audit = await handle.decisions()
     assert RAN == ["search tv", "pay 500"]
     denied = next(m for m in thread.messages if m.role == "tool" and "delete_all" in m.text)
     assert denied.is_error and "deleting is done by hand" in denied.text
+    # Every decision is in the audit trail, the agent policy's with the rule that decided.
+    assert [(d.by, d.approved) for d in audit if d.kind == "call"] == [
+        ("policy", True),
+        ("policy", False),
+        ("alice", True),
+    ]
+    assert "rule: allow search" in (audit[0].reason or "")
+    assert "rule: deny delete_*" in (audit[1].reason or "")
+
+
+@pytest.mark.parametrize("session", [False, True], ids=["run", "session"])
+async def test_arguments_are_validated_before_any_rule_reads_them(
+    agent_client: AgentClient, session: bool
+):
+    """The docs' own ask("pay", when=lambda a: a["amount"] > 100) on a call without an
+    amount: a tool error the model reads (before: KeyError, the turn retried)."""
+    shopper = agent(ScriptedModel.call("pay", to="acme"), "I need an amount")
+    options = RunOptions(max_attempts=1)
+    async with build_worker(agent_client, {"shopper": shopper}):
+        if session:
+            handle = await agent_client.start_session(
+                "shopper", options=SessionOptions(run=options)
+            )
+            result = await handle.send("pay acme")
+            thread = (await handle.thread()).messages
+            await handle.close()
+        else:
+            run = await agent_client.start_run("shopper", "pay acme", options=options)
+            result = await run.result()
+            thread = (await run.state()).session.thread.messages
+    assert result.output == "I need an amount" and RAN == []
+    (error,) = [m for m in thread if m.role == "tool"]
+    assert error.is_error and "invalid arguments for pay" in error.text and "amount" in error.text
+
+
+async def test_a_rule_that_raises_fails_the_run_at_once_naming_the_rule(
+    agent_client: AgentClient,
+):
+    asked: list[dict] = []
+
+    def in_euros(args: dict) -> bool:
+        asked.append(args)
+        return args["currency"] == "EUR"  # the author's bug: pay has no currency
+
+    shopper = agent(
+        ScriptedModel.call("pay", amount=5),
+        "paid",
+        policy=ApprovalPolicy(ask("pay", when=in_euros)),
+    )
+    async with build_worker(agent_client, {"shopper": shopper}):
+        handle = await agent_client.start_run(
+            "shopper", "pay 5", options=RunOptions(max_attempts=3)
+        )
+        with pytest.raises(ApprovalRuleError) as failed:
+            await handle.result()
+    message = str(failed.value)
+    assert "ask pay (when in_euros at test_approval_policies.py:" in message
+    assert "KeyError" in message and "'currency'" in message and "pay" in message
+    assert asked == [{"amount": 5}] and RAN == []  # one attempt: it is not retried
 
 
 async def test_always_allow_in_a_session_stops_the_asking_even_after_continue_as_new(

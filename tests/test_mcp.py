@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -15,14 +17,17 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from temporalio.api.enums.v1 import EventType
 
 from ratchet.agents import ScriptedModel, ToolCallingAgent, tool
 from ratchet.agents.mcp_tools import MCPToolset
 from ratchet.client import AgentClient
 from ratchet.devserver import free_port
-from ratchet.errors import ConfigurationError
+from ratchet.errors import ConfigurationError, RunFailedError
 from ratchet.wire.options import RunOptions
 from ratchet.worker import build_worker
+
+from .history import events, of_type, until
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -148,6 +153,40 @@ async def test_a_server_that_dies_mid_call_is_a_tool_error_and_is_started_again(
     crashed, read = recorded(calls)
     assert crashed["tool"] == "crash" and read["tool"] == "read_note"
     assert crashed["pid"] != read["pid"]  # a new server process
+
+
+async def test_a_server_killed_between_calls_is_noticed_at_once_and_started_again(
+    notes: MCPToolset, calls: Path
+):
+    """A SIGKILL between two calls, the second well within IDLE_CHECK of the first:
+    before, the connection looked alive and the call failed with "may or may not
+    have taken effect" although nothing reached a server."""
+    assert await notes.call("read_note", {"name": "plan"}) == "ship on friday"
+    (first,) = recorded(calls)
+    os.kill(first["pid"], signal.SIGKILL)
+    await until(lambda: asyncio.sleep(0, notes.connected), lambda connected: not connected)
+    assert await notes.call("read_note", {"name": "plan"}) == "ship on friday"
+    second = recorded(calls)[-1]
+    assert second["pid"] != first["pid"]  # a new server process
+
+
+async def test_a_turn_on_a_server_that_cannot_start_fails_short_with_its_cause_first(
+    agent_client: AgentClient,
+):
+    """Over 4 KB (its chained traceback) the Temporal UI showed "Failure exceeds size
+    limit" instead of the failure."""
+    broken = MCPToolset.stdio("/nonexistent/mcp-server", name="broken")
+    agent = ToolCallingAgent(ScriptedModel(["unused"]), toolsets=[broken])
+    async with build_worker(agent_client, {"broken": agent}):
+        handle = await agent_client.start_run("broken", "hi", options=RunOptions(max_attempts=1))
+        with pytest.raises(RunFailedError):
+            await handle.result()
+        history = await events(handle)
+    (failed,) = of_type(history, EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED)
+    failure = failed.activity_task_failed_event_attributes.failure
+    assert failure.message.startswith("FileNotFoundError")
+    assert "MCP server 'broken' could not be started" in failure.message
+    assert failure.ByteSize() < 4096
 
 
 async def test_a_changed_tool_list_is_read_again_on_the_next_turn(

@@ -8,12 +8,13 @@ from dataclasses import dataclass
 
 import pytest
 from pydantic import BaseModel, ValidationError
+from typing_extensions import TypedDict
 
 from ratchet.agents import Message, ScriptedModel, ToolCallingAgent, tool
-from ratchet.agents.output import FINAL_RESULT
+from ratchet.agents.output import FINAL_RESULT, OutputSpec
 from ratchet.client import AgentClient
-from ratchet.errors import RunFailedError
-from ratchet.wire.options import RunOptions
+from ratchet.errors import MaxTurnsExceededError
+from ratchet.wire.options import RunOptions, SessionOptions
 from ratchet.worker import build_worker
 
 
@@ -103,13 +104,60 @@ async def test_a_session_returns_typed_answers_turn_after_turn(agent_client: Age
 async def test_a_model_that_never_answers_validly_fails_the_run_at_max_turns(
     agent_client: AgentClient,
 ):
-    stubborn = agent(*["no idea"] * 3)
+    stubborn = agent(*["no idea"] * 2, ScriptedModel.call(FINAL_RESULT, customer="acme"))
     async with build_worker(agent_client, {"stubborn": stubborn}):
         handle = await agent_client.start_run(
             "stubborn", "what does acme owe?", options=RunOptions(max_turns=3)
         )
-        with pytest.raises(RunFailedError, match="max_turns|turns"):
+        with pytest.raises(MaxTurnsExceededError) as failed:
             await handle.result()
+    # It says that no valid Invoice came, and what was wrong with the last one.
+    assert "max_turns=3" in str(failed.value)
+    assert "not a valid Invoice: total_eur: Field required" in str(failed.value)
+
+
+class Totals(TypedDict):
+    customer: str
+    total_eur: float
+
+
+@pytest.mark.parametrize("output_type", [Refund, Totals], ids=["dataclass", "TypedDict"])
+def test_a_dataclass_or_typed_dict_is_offered_unwrapped_like_a_model(output_type: type):
+    spec = OutputSpec(output_type)
+    assert not spec.wrapped
+    assert set(spec.tool.parameters["properties"]) == set(output_type.__annotations__)
+    assert spec.tool.parameters["type"] == "object"
+    assert OutputSpec(Refund | Invoice).wrapped and OutputSpec(list[Invoice]).wrapped
+    assert set(OutputSpec(list[Invoice]).tool.parameters["properties"]) == {"value"}
+    assert "$defs" in OutputSpec(list[Invoice]).tool.parameters  # refs still resolve
+
+
+@pytest.mark.parametrize("session", [False, True], ids=["run", "session"])
+async def test_an_answer_without_its_wrapper_is_a_tool_error_the_model_reads(
+    agent_client: AgentClient, session: bool
+):
+    """Before: KeyError 'value' crashed the turn, retried for minutes."""
+    refunds = agent(
+        ScriptedModel.call(FINAL_RESULT, invoice="INV-7", reason="double charge"),  # unwrapped
+        ScriptedModel.call(FINAL_RESULT, value={"invoice": "INV-7", "reason": "double charge"}),
+        output_type=Refund | Invoice,
+    )
+    options = RunOptions(max_attempts=1)
+    async with build_worker(agent_client, {"refunds": refunds}):
+        if session:
+            handle = await agent_client.start_session(
+                "refunds", options=SessionOptions(run=options)
+            )
+            result = await handle.send("refund INV-7")
+            thread = (await handle.thread()).messages
+            await handle.close()
+        else:
+            run = await agent_client.start_run("refunds", "refund INV-7", options=options)
+            result = await run.result()
+            thread = (await run.state()).session.thread.messages
+    assert result.output_as(Refund | Invoice) == Refund(invoice="INV-7", reason="double charge")
+    (error,) = [m.text for m in thread if m.role == "tool" and m.is_error]
+    assert 'goes in {"value": ...}' in error and "invoice, reason" in error
 
 
 def test_output_as_says_what_is_wrong_with_a_plain_answer():

@@ -15,9 +15,10 @@ the last stopped waiting), each carrying every step recorded so far:
   replaced: ``StaleAttemptError``. A heartbeat acknowledged less than ``fresh``
   seconds ago counts: the server cannot time the attempt out within its heartbeat
   timeout of that heartbeat, and ``fresh`` is a third of it at most;
-- ``keep_alive()`` sends one at once, then whenever none has been acknowledged for
-  ``interval`` (0.6 of the heartbeat timeout: 1.8 s at the default 3 s). The answers
-  bring cancellation (``TurnCancelled``) and "not found".
+- ``keep_alive()`` sends one whenever none has been acknowledged for ``interval``
+  (0.6 of the heartbeat timeout: 1.8 s at the default 3 s), the task's start
+  counting as the first. The answers bring cancellation (``TurnCancelled``) and
+  "not found".
 
 The worker's core still needs the SDK's heartbeats: it cancels an attempt that has
 had none of them acknowledged for the heartbeat timeout plus 5 s. So once one of the
@@ -126,7 +127,7 @@ class Heartbeats:
         await _answered(self._exclusive(needed, before))
 
     async def keep_alive(self) -> None:
-        """Heartbeat at once, then whenever one is due; runs until cancelled."""
+        """Heartbeat whenever one is due; runs until cancelled."""
         while True:
             await asyncio.sleep(max(0.0, self._due() - time.monotonic()))
             try:
@@ -142,10 +143,12 @@ class Heartbeats:
             activity.heartbeat(copy.copy(self._details()))
 
     def _due(self) -> float:
-        """When the next liveness heartbeat is due (monotonic seconds)."""
-        if not self._written:
-            return 0.0
+        """When the next liveness heartbeat is due (monotonic seconds). The task's
+        start counts as the first acknowledgement: a turn shorter than ``interval``
+        that records no step sends no heartbeat at all."""
         due = self._acked_at + self.interval
+        if not self._written:
+            return due
         if self.sdk_every is not None:
             due = min(due, self._sdk_at + self.sdk_every + SDK_SLACK)
         return due

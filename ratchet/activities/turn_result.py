@@ -47,6 +47,7 @@ def turn_output(
         shares=context.state.new_tokens,
         pending=[*context.pending, *result.pending],
         handoff=result.handoff,
+        decisions=result.decisions,
         attempts=attempts,
     )
 

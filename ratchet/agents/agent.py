@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 from .context import RunContext
 from .messages import Message
-from .pending import PendingAction
+from .pending import Decision, PendingAction
 from .serializers import StateSerializer
 from .thread import MESSAGES, ChatMessageThread, Thread
 from .tools import Tool
@@ -31,6 +31,9 @@ class Result(BaseModel):
     cannot be final."""
     handoff: str | None = None
     """Hand the run (and its thread) to this registered agent from the next turn on."""
+    decisions: list[Decision] = []
+    """Calls the agent's own approval policy allowed or denied in this turn, for the
+    audit trail (``decisions()``; ``by="policy"``, the rule in ``reason``)."""
 
     @property
     def done(self) -> bool:

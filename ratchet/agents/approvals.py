@@ -10,7 +10,11 @@
 
 Rules are read in order and the first that matches a call decides; a call no rule
 matches is asked about (``default="ask"``: safe by default). Names are globs
-(``fnmatch``); ``when`` is a predicate on the call's arguments.
+(``fnmatch``); ``when`` is a predicate on the call's arguments, which are validated
+against the tool's schema first (a call whose arguments are invalid is never asked
+about: it fails with a tool error the model reads). A rule is checked when it is
+built, and a predicate that raises fails the run with ``ApprovalRuleError`` naming
+the rule: it is a bug in the rule, which another attempt would not fix.
 
 A person can widen or narrow this for one session while it runs: approving a call
 with ``always=True`` ("always allow ``search`` here"), or changing the session's
@@ -28,7 +32,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from ratchet.errors import InvalidInputError
+from ratchet.errors import ApprovalRuleError, InvalidInputError
 
 from .compact import CompactModel
 
@@ -47,34 +51,48 @@ class Rule:
     def matches(self, name: str, arguments: dict[str, Any]) -> bool:
         if not any(fnmatch.fnmatchcase(name, pattern) for pattern in self.names):
             return False
-        return self.when is None or bool(self.when(arguments))
+        if self.when is None:
+            return True
+        return predicate(self.when, arguments, f"The approval rule {self.describe()}", name)
 
     def describe(self) -> str:
-        condition = " (when ...)" if self.when is not None else ""
+        condition = f" (when {_where(self.when)})" if self.when is not None else ""
         return f"{self.verdict} {', '.join(self.names)}{condition}"
 
 
 def allow(*names: str, when: Callable[[dict[str, Any]], bool] | None = None) -> Rule:
     """Run these calls without asking."""
-    return Rule("allow", _names(names), when)
+    return Rule("allow", _names(names), _when(when))
 
 
 def ask(*names: str, when: Callable[[dict[str, Any]], bool] | None = None) -> Rule:
     """Have a person approve these calls first (the run waits, durably)."""
-    return Rule("ask", _names(names), when)
+    return Rule("ask", _names(names), _when(when))
 
 
 def deny(
     *names: str, when: Callable[[dict[str, Any]], bool] | None = None, reason: str | None = None
 ) -> Rule:
     """Never run these calls: the model is told, with ``reason``."""
-    return Rule("deny", _names(names), when, reason)
+    return Rule("deny", _names(names), _when(when), reason)
 
 
 class ApprovalPolicy:
     """Rules by tool name and arguments; the first match decides (see the module)."""
 
     def __init__(self, *rules: Rule, default: Literal["allow", "ask"] = "ask") -> None:
+        for rule in rules:
+            if not isinstance(rule, Rule):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise ApprovalRuleError(
+                    f"ApprovalPolicy takes rules made with allow(...), ask(...) or deny(...), "
+                    f"not {rule!r} ({type(rule).__name__}): write "
+                    f"ApprovalPolicy(ask({rule!r})), for example."
+                )
+        if default not in ("allow", "ask"):
+            raise ApprovalRuleError(
+                f"ApprovalPolicy(default={default!r}): the default is 'ask' or 'allow' "
+                "(to refuse what no rule names, end with deny('*'))."
+            )
         self.rules = rules
         self.default: Verdict = default
 
@@ -164,7 +182,46 @@ def rule_change(
     return RuleChange(allow=list(allow), deny=list(deny), ask=list(ask), by=by, reason=reason)
 
 
+def predicate(
+    fn: Callable[[dict[str, Any]], Any], arguments: dict[str, Any], rule: str, tool: str
+) -> bool:
+    """``fn(arguments)``; a predicate that raises fails with ``ApprovalRuleError``
+    naming ``rule`` and the call, never as an error another attempt could fix."""
+    try:
+        return bool(fn(arguments))
+    except Exception as e:  # noqa: BLE001 - any exception of the rule's is its author's bug
+        raise ApprovalRuleError(
+            f"{rule} raised {type(e).__name__}: {e}, on a call to {tool} with arguments "
+            f"{arguments}. Fix the predicate (the arguments it gets are the tool's, validated "
+            "and with their defaults filled in); the run cannot go on until then."
+        ) from e
+
+
 def _names(names: tuple[str, ...]) -> tuple[str, ...]:
-    if not names or not all(names):
-        raise ValueError("A rule needs at least one tool name (or glob, such as 'read_*').")
+    # Callers without types pass anything.
+    valid = all(isinstance(n, str) and n for n in names)  # pyright: ignore[reportUnnecessaryIsInstance]
+    if not names or not valid:
+        raise ApprovalRuleError(
+            f"A rule needs at least one tool name (or glob, such as 'read_*'); got {names!r}."
+        )
     return names
+
+
+def _when(
+    when: Callable[[dict[str, Any]], bool] | None,
+) -> Callable[[dict[str, Any]], bool] | None:
+    if when is not None and not callable(when):
+        raise ApprovalRuleError(
+            f"when= takes a function of the call's arguments, such as "
+            f"when=lambda args: args['amount'] > 100; got {when!r}."
+        )
+    return when
+
+
+def _where(fn: Callable[..., Any]) -> str:
+    """``<lambda> at policies.py:12``: which predicate, for error messages."""
+    code = getattr(fn, "__code__", None)
+    name = getattr(fn, "__name__", None) or repr(fn)
+    if code is None:
+        return name
+    return f"{name} at {code.co_filename.rsplit('/', 1)[-1]}:{code.co_firstlineno}"

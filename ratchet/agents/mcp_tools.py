@@ -31,8 +31,10 @@ from ratchet.errors import RunError, ToolError
 from .tools import ApprovalRule, Tool
 
 try:
+    import anyio
     import httpx2
     from mcp import Client, MCPError, StdioServerParameters
+    from mcp.client.stdio import stdio_client
     from mcp.client.streamable_http import streamable_http_client
     from mcp.client.subscriptions import ListenNotSupportedError
     from mcp.types import CallToolResult, ToolListChangedNotification
@@ -45,8 +47,10 @@ logger = logging.getLogger(__name__)
 CACHE_TTL = 300.0
 """Seconds a server's tool list is used before it is read again."""
 IDLE_CHECK = 5.0
-"""A connection idle this long is pinged before a call, so a server that died
-between turns is started again instead of failing the call."""
+"""A connection idle this long is pinged before a call, so a server that went away
+between turns without closing the connection (an HTTP server that restarted) is
+reached again instead of failing the call. A stdio server that dies closes its
+output: the toolset notices at once and starts it again on the next call."""
 
 
 class MCPToolset:
@@ -226,19 +230,31 @@ class MCPToolset:
     def _changed(self) -> None:
         self._stale = True
 
-    def _client(self) -> Client:
-        server: Any = self._server
-        if isinstance(server, str) and self._headers:
-            server = streamable_http_client(
-                server, http_client=httpx2.AsyncClient(headers=self._headers)
-            )
+    @property
+    def connected(self) -> bool:
+        """Whether this worker holds an open connection to the server now (a stdio
+        server that died is noticed at once: its connection is closed)."""
+        return self._link is not None and self._link.alive
+
+    def _client(self, closed: Callable[[], None]) -> Client:
+        """A client on the server's transport; ``closed`` is called when the server
+        closes it (a stdio server's output ends when its process dies)."""
+        server = self._server
+        if isinstance(server, str):
+            http = httpx2.AsyncClient(headers=self._headers) if self._headers else None
+            transport = streamable_http_client(server, http_client=http)
+        else:
+            transport = stdio_client(server)
 
         async def on_message(message: object) -> None:
             if isinstance(message, ToolListChangedNotification):
                 self._changed()
 
         return Client(
-            server, message_handler=on_message, cache=None, read_timeout_seconds=self.timeout
+            _Watched(transport, closed),
+            message_handler=on_message,
+            cache=None,
+            read_timeout_seconds=self.timeout,
         )
 
 
@@ -253,7 +269,10 @@ class _Link:
     be left in the task that entered it, and calls come from many turns' tasks."""
 
     def __init__(
-        self, name: str, connect: Callable[[], Client], changed: Callable[[], None]
+        self,
+        name: str,
+        connect: Callable[[Callable[[], None]], Client],
+        changed: Callable[[], None],
     ) -> None:
         self.name = name
         self._connect = connect
@@ -272,9 +291,11 @@ class _Link:
         try:
             self.client = await self._ready
         except Exception as e:
+            # Cause first and no chained traceback: a turn's failure must stay short
+            # enough for the Temporal UI to show it (over 4 KB it shows none).
             raise ServerGoneError(
-                f"MCP server {self.name!r} could not be started or reached: {_reason(e)}"
-            ) from e
+                f"{_reason(e)}: MCP server {self.name!r} could not be started or reached"
+            ) from None
 
     async def answers(self) -> bool:
         try:
@@ -290,7 +311,7 @@ class _Link:
 
     async def _hold(self) -> None:
         try:
-            async with self._connect() as client:
+            async with self._connect(self._closing.set) as client:
                 self._ready.set_result(client)
                 listener = asyncio.create_task(self._listen(client))
                 try:
@@ -318,6 +339,59 @@ class _Link:
             pass  # an older server: its notifications reach on_message
         except Exception as e:  # noqa: BLE001 - the cache TTL still applies
             logger.debug("MCP server %r: no change events (%s)", self.name, e)
+
+
+class _Watched:
+    """A transport whose read stream calls ``closed`` when it ends: the server closed
+    the connection (a stdio server's process died)."""
+
+    def __init__(self, transport: Any, closed: Callable[[], None]) -> None:
+        self._transport = transport
+        self._closed = closed
+
+    async def __aenter__(self) -> tuple[Any, Any]:
+        read, write = await self._transport.__aenter__()
+        return _WatchedRead(read, self._closed), write
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        return await self._transport.__aexit__(*exc)
+
+
+class _WatchedRead:
+    """A read stream that calls ``closed`` at its end (``ReadStream`` of ``mcp``)."""
+
+    def __init__(self, stream: Any, closed: Callable[[], None]) -> None:
+        self._stream = stream
+        self._closed = closed
+
+    def __getattr__(self, name: str) -> Any:  # last_context, ...
+        return getattr(self._stream, name)
+
+    async def receive(self) -> Any:
+        try:
+            return await self._stream.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            self._closed()
+            raise
+
+    def __aiter__(self) -> _WatchedRead:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    async def __aenter__(self) -> _WatchedRead:
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        return await self._stream.__aexit__(*exc)
 
 
 def _result_text(server: str, tool: str, result: CallToolResult) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ratchet.errors import ConfigurationError
+from ratchet.errors import ApprovalRuleError, ConfigurationError
 
 from .agent import Agent, Result
 from .approvals import ApprovalPolicy
@@ -18,7 +18,7 @@ from .interceptors import intercepted
 from .messages import Message, ToolCall
 from .models.base import ModelClient, ModelResponse, empty_reply
 from .output import FINAL_RESULT, OutputSpec
-from .pending import PendingAction
+from .pending import Decision, PendingAction
 from .thread import Thread
 from .tools import Tool, Toolset, tool
 
@@ -65,6 +65,11 @@ class ToolCallingAgent(Agent):
             self.output = OutputSpec(output_type)
             self.tools[FINAL_RESULT] = self.output.tool
         self.instructions = instructions
+        if approval_policy is not None and not callable(approval_policy):
+            raise ApprovalRuleError(
+                f"approval_policy takes an ApprovalPolicy or a function (tool name, arguments) "
+                f"-> bool; got {approval_policy!r}."
+            )
         self.approval_policy = approval_policy
         """Called with each call's tool name and arguments: ``True`` asks for approval.
         An ``ApprovalPolicy`` can also deny a call: the model is told, it never runs."""
@@ -94,8 +99,9 @@ class ToolCallingAgent(Agent):
         pending: list[PendingAction] = []
         now: list[ToolCall] = []
         answered: list[Message] = []  # denied, or answered by the run's tool interceptor
+        audit: list[Decision] = []
         for call in reply.tool_calls:
-            route = self._route(call, tools.get(call.name), context)
+            route = self._route(call, tools.get(call.name), context, audit)
             if isinstance(route, Message):
                 answered.append(route)
             elif route is None:
@@ -104,26 +110,52 @@ class ToolCallingAgent(Agent):
                 pending.append(route)
         results = await asyncio.gather(*(self._call(c, tools, context) for c in now))
         await thread.on_new_messages([*answered, *results])
-        return Result(usage=response.usage, pending=pending, handoff=_handoff(reply, tools))
+        return Result(
+            usage=response.usage,
+            pending=pending,
+            handoff=_handoff(reply, tools),
+            decisions=audit,
+        )
 
     def _route(
-        self, call: ToolCall, tool: Tool | None, context: RunContext
+        self, call: ToolCall, tool: Tool | None, context: RunContext, audit: list[Decision]
     ) -> Message | PendingAction | None:
         """What becomes of one call: an answer now (the approval policy denies it, or
         the run's tool interceptor answers it), work for the engine (an approval, a
-        question, a durable tool, a sub-agent), or ``None``: it runs in this turn."""
-        if (denial := self._denied(call)) is not None:
-            return denial
+        question, a durable tool, a sub-agent), or ``None``: it runs in this turn.
+        The policy's allow or deny goes into ``audit``."""
+        arguments = tool.checked_arguments(call) if tool is not None else _parsed(call)
+        if arguments is None:
+            return None  # it fails in the turn, with a message the model reads
+        decision, policy = self._policy(call, arguments)
+        if decision is not None and not decision.approved:
+            audit.append(decision)
+            return Message.tool(call, f"Not run: {decision.reason}.", is_error=True)
         final = self.output is not None and call.name == FINAL_RESULT  # never approved
-        action = tool.pending_for(call, self.approval_policy) if tool and not final else None
-        seen = intercepted(call, tool, context)
-        asks = action is not None and action.kind == "approval"
-        if seen.answer is not None and not (asks if seen.ask is None else seen.ask):
-            return seen.answer  # nothing runs, nobody is asked
-        runs_now = action is None or action.kind == "tool"  # durable tools too
-        if seen.ask and tool is not None and runs_now:
-            return tool.pending_for(call, lambda name, args: True)  # a person decides
-        return action
+        action = tool.pending_for(call, arguments, policy) if tool and not final else None
+        if decision is not None and action is None:
+            audit.append(decision)  # allowed, and nobody else asks about it
+        return _intercept(call, tool, arguments, action, context)
+
+    def _policy(
+        self, call: ToolCall, arguments: dict[str, Any]
+    ) -> tuple[Decision | None, Callable[[str, dict[str, Any]], bool] | None]:
+        """The approval policy's decision on ``call`` if its rules allow or deny it, and
+        the policy left for the tool to ask (the plain function, or "ask" if the
+        rules said so)."""
+        policy = self.approval_policy
+        if not isinstance(policy, ApprovalPolicy):
+            return None, policy
+        verdict, rule = policy.decide(call.name, arguments)
+        if verdict == "ask":
+            return None, _always
+        if rule is None:
+            why = f"the approval policy's default allows {call.name}"
+        else:
+            said = "allows" if verdict == "allow" else "does not allow"
+            why = f"the approval policy {said} {call.name} (rule: {rule.describe()})"
+            why += f": {rule.reason}" if rule.reason else ""
+        return Decision(id=call.id, approved=verdict == "allow", reason=why, by="policy"), None
 
     async def _typed_answer(self, reply: Message, thread: Thread) -> Result | None:
         """The turn's result if ``reply`` gave (or failed to give) the typed answer;
@@ -152,21 +184,6 @@ class ToolCallingAgent(Agent):
         answer = self.output.message(value)
         await thread.on_new_messages([*answered, answer])
         return Result(final_response=answer)
-
-    def _denied(self, call: ToolCall) -> Message | None:
-        """The answer to a call the approval policy denies (it never runs)."""
-        policy = self.approval_policy
-        if not isinstance(policy, ApprovalPolicy):
-            return None
-        try:
-            verdict, rule = policy.decide(call.name, call.parsed_arguments())
-        except ValueError:
-            return None  # bad JSON: the call fails in the turn with a message saying so
-        if verdict != "deny":
-            return None
-        reason = f": {rule.reason}" if rule is not None and rule.reason else ""
-        text = f"Not run: the approval policy does not allow {call.name}{reason}."
-        return Message.tool(call, text, is_error=True)
 
     async def turn_tools(self) -> dict[str, Tool]:
         """This turn's tools: the agent's own, then each toolset's current list."""
@@ -211,6 +228,37 @@ class ToolCallingAgent(Agent):
                 is_error=True,
             )
         return await context.once(f"tool:{call.id}", lambda: tool.invoke(call, context), Message)
+
+
+def _intercept(
+    call: ToolCall,
+    tool: Tool | None,
+    arguments: dict[str, Any],
+    action: PendingAction | None,
+    context: RunContext,
+) -> Message | PendingAction | None:
+    """``action`` (what the call's route is so far) after the run's tool interceptor
+    has seen the call: it may answer it, or have a person decide first."""
+    seen = intercepted(call, tool, context)
+    asks = action is not None and action.kind == "approval"
+    if seen.answer is not None and not (asks if seen.ask is None else seen.ask):
+        return seen.answer  # nothing runs, nobody is asked
+    runs_now = action is None or action.kind == "tool"  # durable tools too
+    if seen.ask and tool is not None and runs_now:
+        return tool.pending_for(call, arguments, _always)  # a person decides
+    return action
+
+
+def _always(name: str, arguments: dict[str, Any]) -> bool:
+    return True
+
+
+def _parsed(call: ToolCall) -> dict[str, Any] | None:
+    """An unknown tool's arguments, for the rules that match it by name."""
+    try:
+        return call.parsed_arguments()
+    except ValueError:
+        return None
 
 
 def _handoff(reply: Message, tools: dict[str, Tool]) -> str | None:

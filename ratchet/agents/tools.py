@@ -11,8 +11,9 @@ from typing import Any, Literal, Protocol, get_args, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from ratchet.errors import ToolError
+from ratchet.errors import ApprovalRuleError, ToolError
 
+from .approvals import ApprovalPolicy, predicate
 from .context import RunContext
 from .messages import Message, ToolCall
 from .pending import PendingAction
@@ -52,26 +53,44 @@ class Tool:
     schema: dict[str, Any] | None = None
     """The arguments' JSON schema when there is no ``arguments_model``."""
 
+    def checked_arguments(self, call: ToolCall) -> dict[str, Any] | None:
+        """The call's arguments, validated and with their defaults filled in (as JSON
+        values), or ``None`` if they do not parse or validate: such a call runs in the
+        turn and fails with a message the model reads, so no rule or person is asked
+        about garbage. Without an ``arguments_model`` they are only parsed."""
+        try:
+            raw = call.parsed_arguments()
+            if self.arguments_model is None:
+                return raw
+            return self.arguments_model.model_validate(raw).model_dump(mode="json")
+        except ValueError:  # a ValidationError too
+            return None
+
     def pending_for(
         self,
         call: ToolCall,
+        arguments: dict[str, Any],
         policy: Callable[[str, dict[str, Any]], bool] | None = None,
     ) -> PendingAction | None:
-        """The engine's part in ``call``, or ``None`` if the turn should run it now.
-        Calls whose arguments do not parse run now (and fail with a message the
-        model reads), so nobody is asked to approve garbage."""
-        try:
-            args = call.parsed_arguments()
-        except ValueError:
-            return None
+        """The engine's part in ``call`` (whose ``arguments`` are checked), or ``None``
+        if the turn should run it now. A ``requires_approval`` function or a plain
+        ``policy`` that raises fails with ``ApprovalRuleError``."""
         if self.role == "ask_user":
-            question = str(args.get("question", "")).strip() or call.arguments
+            question = str(arguments.get("question", "")).strip() or call.arguments
             return PendingAction(id=call.id, kind="input", call=call, question=question)
         if self.role == "agent":
             return PendingAction(id=call.id, kind="agent", call=call, agent=self.agent)
         rule = self.requires_approval
-        needs = rule(args) if callable(rule) else rule
-        if needs or (policy is not None and policy(self.name, args)):
+        needs = (
+            predicate(
+                rule, arguments, f"The requires_approval function of tool {self.name}", self.name
+            )
+            if callable(rule)
+            else rule
+        )
+        if not needs and policy is not None:
+            needs = _policy_asks(policy, self.name, arguments)
+        if needs:
             kind = "approval"
         elif self.durable:
             kind = "tool"
@@ -84,7 +103,6 @@ class Tool:
             timeout_seconds=self.timeout,
             max_attempts=self.max_attempts,
         )
-        return None
 
     @property
     def parameters(self) -> dict[str, Any]:
@@ -170,6 +188,16 @@ class Tool:
         return {name: getattr(args, name) for name in type(args).model_fields}
 
 
+def _policy_asks(
+    policy: Callable[[str, dict[str, Any]], bool], name: str, arguments: dict[str, Any]
+) -> bool:
+    if isinstance(policy, ApprovalPolicy):  # its rules name themselves when they raise
+        return policy(name, arguments)
+    return predicate(
+        lambda args: policy(name, args), arguments, "The agent's approval_policy", name
+    )
+
+
 def _to_text(value: Any) -> str:
     if isinstance(value, str):
         return value
@@ -236,6 +264,11 @@ def tool(
     ``requires_approval`` and ``durable`` take the call out of the turn: see
     :class:`Tool`.
     """
+    if not isinstance(requires_approval, bool) and not callable(requires_approval):
+        raise ApprovalRuleError(
+            f"requires_approval takes True, False or a function of the call's arguments "
+            f"(such as lambda args: args['amount'] > 100); got {requires_approval!r}."
+        )
     options = dict(
         requires_approval=requires_approval,
         durable=durable,

@@ -4,7 +4,9 @@
 Like ``OpenAIServer``: each POST to ``/v1/messages`` is recorded and answered with
 the next scripted reply (JSON, or server-sent events with ``stream=True``); when the
 script runs out it answers 500. With ``context_window`` it refuses a longer prompt
-as Anthropic does (400 "prompt is too long: N tokens > M maximum"). Point
+as Anthropic does (400 "prompt is too long: N tokens > M maximum"), and like the
+real API it refuses ``tool_use`` or ``tool_result`` blocks in a request that defines
+no tools (400 ``invalid_request_error``). Point
 ``AnthropicModel(base_url=server.base_url)`` at it. Standard library only.
 """
 
@@ -17,6 +19,8 @@ from typing import Any
 from .openai_server import OpenAIServer, Reply, Request, json_reply, sse_reply
 
 MESSAGES_PATH = "/v1/messages"
+TOOL_BLOCKS = ("tool_use", "tool_result")
+TOOLS_REQUIRED = "Requests which include `tool_use` or `tool_result` blocks must define tools."
 
 
 def anthropic_error(
@@ -73,6 +77,18 @@ class AnthropicServer(OpenAIServer):
             return sse_reply(_events(body, output_tokens))
 
         self._script.append(reply)
+
+    def refusal(self, request: Request) -> Reply | None:
+        """Tool blocks without tools, refused as the Messages API refuses them."""
+        if request.body.get("tools"):
+            return None
+        for turn in request.body.get("messages") or []:
+            content = turn.get("content")
+            if isinstance(content, list) and any(
+                isinstance(b, dict) and b.get("type") in TOOL_BLOCKS for b in content
+            ):
+                return anthropic_error(400, TOOLS_REQUIRED, "invalid_request_error")
+        return None
 
     def overflow(self, path: str, tokens: int, window: int) -> Reply:
         """The refusal of a prompt of ``tokens`` over ``window``, as Anthropic words it."""

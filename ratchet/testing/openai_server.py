@@ -327,6 +327,11 @@ class OpenAIServer:
             lambda request: _completion_reply(request, message, finish_reason, usage, stream)
         )
 
+    def refusal(self, request: Request) -> Reply | None:
+        """The error the real service answers ``request`` with, if it refuses it
+        whatever the script says (``None``: it does not)."""
+        return None
+
     def overflow(self, path: str, tokens: int, window: int) -> Reply:
         """The refusal of a prompt of ``tokens`` over ``window``, as OpenAI words it."""
         if path == RESPONSES_PATH:
@@ -380,6 +385,10 @@ class OpenAIServer:
             if request.path not in self.paths:
                 served = " and ".join(self.paths)
                 return _error_reply(404, f"The test server serves {served}.", "not_found")
+            refusal = self.refusal(request)
+            if refusal is not None:
+                self.refused += 1
+                return refusal
             if self.context_window is not None:
                 request.tokens = max(1, request.size // self.BYTES_PER_TOKEN)
                 if request.tokens > self.context_window:

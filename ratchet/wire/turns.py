@@ -10,7 +10,7 @@ from ratchet.agents.compact import CompactModel
 from ratchet.agents.compaction import CompactionPolicy
 from ratchet.agents.fit_window import FitWindow
 from ratchet.agents.messages import Message, ToolCall
-from ratchet.agents.pending import PendingAction
+from ratchet.agents.pending import Decision, PendingAction
 from ratchet.agents.state import PromptSize, Span, ThreadBase, whole_log
 from ratchet.agents.state_context import (
     SharedEntry,
@@ -147,6 +147,9 @@ class TurnOutput(CompactModel):
     tool calls, sub-agents)."""
     handoff: str | None = None
     """The agent that takes the run over from the next turn."""
+    decisions: list[Decision] = Field(default_factory=list)
+    """Calls the agent's own approval policy allowed or denied (``Result.decisions``):
+    the workflow records them in the audit trail."""
     view: list[Span] | None = None
     """Set when the turn changed the view (it compacted it, or a service took the
     conversation up to a new cursor): the view from now on (a summary note, if any,

@@ -194,6 +194,12 @@ class PendingWork:
         entries = [*self._run.audit.recorded(), *self._decisions.values(), *changes]
         return sorted(entries, key=lambda d: d.at or workflow.now())
 
+    def record_policy(self, decisions: list[Decision]) -> None:
+        """Keep the calls a turn's agent policy allowed or denied in the audit trail."""
+        if decisions:
+            now = workflow.now()
+            self._run.audit.record([d.model_copy(update={"at": now}) for d in decisions])
+
     def _apply(self, rules: ApprovalRules) -> None:
         for action in self._waiting.values():
             if action.kind != "approval" or action.call is None or action.id in self._decisions:

@@ -19,6 +19,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from ratchet.agents.messages import Message
+    from ratchet.agents.output import missing_answer
     from ratchet.agents.state import (
         AgentSession,
         AgentState,
@@ -241,7 +242,8 @@ class AgentRunner:
                 ledger.show()
                 return self._result(next(m for m in added if m.id == output.final_id))
             pending, previous = await self._between_turns(turn, output), added
-        ledger.fail("MaxTurnsExceededError", str(MaxTurnsExceededError(options.max_turns)))
+        failure = MaxTurnsExceededError(options.max_turns, missing_answer(previous))
+        ledger.fail("MaxTurnsExceededError", str(failure))
 
     def _begin(self, resume: ExecutionState | None) -> None:
         """Start the execution (or take up the one carried over) and check the share
@@ -307,6 +309,7 @@ class AgentRunner:
         except ShareTokenError as e:
             ledger.fail("ShareTokenError", str(e))
         self._states.grant(output.shares)
+        self.pending.record_policy(output.decisions)
         ledger.record_turn(turn, added, output.usage, final=output.final_id is not None)
         fast = self.options.fast
         if not fast or output.final_id is not None or turn % FAST_DETAILS_EVERY == 0:

@@ -111,6 +111,12 @@ class AnthropicModel(ModelClient):
                 {"name": t.name, "description": t.description, "input_schema": t.parameters}
                 for t in tools
             ]
+        elif used := _tools_used(turns):
+            # The API refuses tool blocks without tools (after a handoff from an agent
+            # with tools to one without): describe the tools the blocks name, and let
+            # the model call none.
+            request["tools"] = [_unavailable(name) for name in used]
+            request["tool_choice"] = {"type": "none"}
         with anthropic_errors():
             if self.stream:
                 return await self._streamed(request, context)
@@ -162,6 +168,27 @@ class AnthropicModel(ModelClient):
             usage=one_request(input_tokens, output_tokens),
             model=model,
         )
+
+
+def _tools_used(turns: list[dict[str, Any]]) -> list[str]:
+    """The names of the tools the ``tool_use`` blocks of ``turns`` call, in order."""
+    names = [
+        block["name"]
+        for turn in turns
+        if turn["role"] == "assistant"
+        for block in turn["content"]
+        if block.get("type") == "tool_use"
+    ]
+    return list(dict.fromkeys(names))
+
+
+def _unavailable(name: str) -> dict[str, Any]:
+    """A tool of an earlier agent, described only so its blocks in the thread are valid."""
+    return {
+        "name": name,
+        "description": "A tool used earlier in this conversation; not available now.",
+        "input_schema": {"type": "object"},
+    }
 
 
 def to_anthropic_messages(messages: Sequence[Message]) -> tuple[str, list[dict[str, Any]]]:
