@@ -17,6 +17,8 @@ import traceback
 from collections.abc import Callable, Coroutine
 from typing import Any, NoReturn
 
+from ratchet.errors import RatchetError
+
 
 def hard_exit(code: int) -> NoReturn:
     from ratchet.telemetry import flush_tracing  # os._exit skips the SDK's own atexit flush
@@ -37,9 +39,11 @@ def run_main(main: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> NoRet
     Use it instead of ``asyncio.run(main())`` at the bottom of a script that talks to
     Temporal. The exit code is what ``main`` returns (an int; ``None`` is 0), the code
     of a ``SystemExit`` it raises, 1 after an uncaught exception (its traceback is
-    printed first) and 130 after Ctrl-C. Output is flushed, then the process leaves
-    without interpreter finalisation, which can otherwise abort with exit 134 while
-    Temporal's runtime threads are alive (temporalio/sdk-python#300).
+    printed first; a Ratchet error, whose message says what to change, is printed as
+    that message and the line of the script that met it) and 130 after Ctrl-C.
+    Output is flushed, then the process leaves without interpreter finalisation,
+    which can otherwise abort with exit 134 while Temporal's runtime threads are
+    alive (temporalio/sdk-python#300).
     """
     try:
         returned = asyncio.run(main(*args))
@@ -48,10 +52,25 @@ def run_main(main: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> NoRet
         code = _exit_code(stop.code)
     except KeyboardInterrupt:
         code = 130
+    except RatchetError as e:
+        print(f"error: {e}", file=sys.stderr)
+        if where := _script_line(e):
+            print(f"  (at {where})", file=sys.stderr)
+        code = 1
     except BaseException:
         traceback.print_exc()
         code = 1
     hard_exit(code)
+
+
+def _script_line(error: BaseException) -> str | None:
+    """``file:line in function`` of the innermost frame outside Ratchet and asyncio."""
+    ours = (os.path.dirname(__file__), os.path.dirname(asyncio.__file__))
+    found = None
+    for frame in traceback.extract_tb(error.__traceback__):
+        if not frame.filename.startswith(ours):
+            found = f"{frame.filename}:{frame.lineno} in {frame.name}"
+    return found
 
 
 def _exit_code(value: object) -> int:

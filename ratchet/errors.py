@@ -9,7 +9,9 @@ configuration change fixes, and failures of a run, which happen at run time::
     │   │   ├── InvalidOptionsError RunOptions / SessionOptions out of range (a ValueError)
     │   │   ├── PayloadDecryptionError  an encrypted payload whose key is missing or wrong
     │   │   ├── ApprovalRuleError       a malformed approval rule, or one whose predicate raised
-    │   │   └── ResourceNotFoundError   a worker resource no factory was given for
+    │   │   ├── ResourceNotFoundError   a worker resource no factory was given for
+    │   │   ├── ServerUnreachableError  no Temporal server answers at the address
+    │   │   └── AgentBuildError         an agent factory that fails or returns no Agent
     │   ├── AgentNotFoundError      an agent name no worker has registered
     │   ├── InvalidInputError       a prompt, message or argument Ratchet cannot run
     │   │   └── PayloadTooLargeError    over Temporal's 2 MB payload limit
@@ -72,6 +74,23 @@ class ApprovalRuleError(ConfigurationError):
     raised on a call (the run fails: it is the rule author's bug, never retried)."""
 
 
+class ServerUnreachableError(ConfigurationError):
+    """No Temporal server answers at the address a client connects to."""
+
+    def __init__(self, address: str, reason: str) -> None:
+        super().__init__(
+            f"No Temporal server answers at {address} ({reason}). Start one with "
+            "`ratchet server` (a local dev server), or point the client at yours: "
+            "AgentClient.connect(address), TEMPORAL_ADDRESS or a TEMPORAL_PROFILE."
+        )
+        self.address = address
+
+
+class AgentBuildError(ConfigurationError):
+    """A worker could not build a registered agent: its factory raised, or returned
+    something that is not an ``Agent``. Runs of that agent fail at once."""
+
+
 class AgentNotFoundError(UsageError):
     """No agent of that name is registered on the worker that took the turn."""
 
@@ -80,7 +99,8 @@ class AgentNotFoundError(UsageError):
         known = ", ".join(sorted(registered)) or "(none)"
         super().__init__(
             f'Agent "{name}" is not registered{where}; registered: {known}. '
-            "Pass it to build_worker(agents={...}) or fix the name."
+            "Add it to the agents its workers host (the dict `ratchet worker --agents "
+            "module:AGENTS` names, or build_worker(client, agents={...})), or fix the name."
         )
         self.name = name
         self.registered = registered

@@ -27,6 +27,7 @@ options they take.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import timedelta
@@ -44,6 +45,7 @@ from ratchet.activities.resources import ResourceFactory, WorkerResources
 from ratchet.activities.state_refs import StateCache
 from ratchet.activities.threads import ThreadCache
 from ratchet.activities.turn import AgentFactory, TurnActivities
+from ratchet.agents.agent import Agent
 from ratchet.agents.interceptors import InterceptorFactory
 from ratchet.agents.recording import RECORDING, recording_interceptor
 from ratchet.errors import PAYLOAD_LIMIT, ConfigurationError
@@ -110,6 +112,47 @@ def passed_through(runner: WorkflowRunner | None) -> WorkflowRunner:
     return runner
 
 
+def check_agents(agents: Mapping[str, AgentFactory]) -> None:
+    """Refuse, before the worker starts, an entry that can never become an agent: each
+    is an ``Agent``, or a factory (a function or class) called with no arguments
+    when a run first needs it. What a factory builds is checked then."""
+    if not isinstance(agents, Mapping) or not agents:
+        raise ConfigurationError(
+            f"A worker needs at least one agent, in a dict of name -> Agent or factory; "
+            f"got {agents!r:.60}. E.g. agents={{'support': make_support_agent}}."
+        )
+    for name, factory in agents.items():
+        if not isinstance(name, str) or not name:
+            raise ConfigurationError(f"Agent names are non-empty strings; got {name!r}.")
+        if isinstance(factory, Agent):
+            continue
+        if not callable(factory):
+            raise ConfigurationError(
+                f"Agent {name!r} is {factory!r:.60}, a {type(factory).__name__}: give an "
+                "Agent, or a function (or class) that builds one with no arguments."
+            )
+        try:
+            inspect.signature(factory).bind()
+        except TypeError:
+            label = getattr(factory, "__qualname__", repr(factory))
+            needed = ", ".join(_required(factory))
+            raise ConfigurationError(
+                f"Agent {name!r}: its factory {label} needs arguments ({needed}), but a "
+                f"factory is called with none: give them defaults, or wrap it "
+                f"(lambda: {label}(...))."
+            ) from None
+        except ValueError:
+            pass  # no signature to read (a builtin): it is called as it is
+
+
+def _required(factory: object) -> list[str]:
+    parameters = inspect.signature(factory).parameters.values()  # type: ignore[arg-type]
+    return [p.name for p in parameters if p.default is p.empty and p.kind not in _VARIADIC]
+
+
+_VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+
+
 class RatchetClientPlugin(SimplePlugin):
     """The client part: converter, codec, external payload storage, tracing."""
 
@@ -152,10 +195,7 @@ class RatchetPlugin(SimplePlugin):
         live_events: timedelta | None = DEFAULT_BATCH_INTERVAL,
         tool_interceptors: Mapping[str, InterceptorFactory] | None = None,
     ) -> None:
-        if not agents:
-            raise ConfigurationError(
-                "RatchetPlugin needs at least one agent: agents={'name': factory}."
-            )
+        check_agents(agents)
         self.agents = agents
         self.max_concurrent_turns = max_concurrent_turns
         self._task_queue = task_queue

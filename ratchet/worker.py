@@ -32,7 +32,7 @@ from ratchet.agents.interceptors import InterceptorFactory
 from ratchet.cli.worker import DEFAULT_GRACE_PERIOD
 from ratchet.client.client import DEFAULT_TASK_QUEUE, AgentClient
 from ratchet.errors import ConfigurationError
-from ratchet.plugin import RatchetPlugin, passed_through
+from ratchet.plugin import RatchetPlugin, check_agents, passed_through
 from ratchet.wire.search_attributes import ensure_search_attributes
 
 GRACE_PERIOD = timedelta(seconds=DEFAULT_GRACE_PERIOD)
@@ -139,6 +139,7 @@ def load_agents(spec: str) -> Mapping[str, AgentFactory]:
     agents = value() if callable(value) else value
     if not isinstance(agents, Mapping) or not agents:
         raise ConfigurationError(f"{spec!r} must be a non-empty dict of name -> agent or factory.")
+    check_agents(agents)
     return agents
 
 
@@ -228,11 +229,23 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_worker_command(args: argparse.Namespace) -> int:
+    from ratchet.cli.worker import AGENTS_ENV, DEMO_AGENTS
+
     logging.basicConfig(
-        level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        level=getattr(args, "log_level", "WARNING"),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    spec = args.agents or os.environ.get(AGENTS_ENV)
+    if not spec:  # never the demo's agents unasked: a worker hosts what it is told
+        print(
+            f"error: name the agents to host: --agents module:ATTR (or ${AGENTS_ENV}), a dict "
+            f"of name -> Agent or factory, e.g. --agents myapp.agents:AGENTS; the demo's "
+            f"agents are {DEMO_AGENTS}.",
+            file=sys.stderr,
+        )
+        return 2
     try:
-        agents = load_agents(args.agents)
+        agents = load_agents(spec)
         asyncio.run(
             serve(
                 agents,
@@ -244,15 +257,15 @@ def run_worker_command(args: argparse.Namespace) -> int:
                 metrics_address=args.metrics_address,
             )
         )
-    except ConfigurationError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except RuntimeError as e:
+    except (ConfigurationError, RuntimeError) as e:
         from ratchet.cli.common import is_connection_failure, no_server
 
-        if not is_connection_failure(e):
+        if is_connection_failure(e):
+            return no_server(args)
+        if not isinstance(e, ConfigurationError):
             raise
-        return no_server(args)
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -152,6 +152,16 @@ def web_queue() -> str:
 
 @pytest.fixture(scope="module")
 def web(temporal_server: DevServer, web_queue: str) -> Iterator[Web]:
+    yield from web_process(temporal_server, web_queue)
+
+
+@pytest.fixture(scope="module")
+def web_replica(temporal_server: DevServer, web_queue: str) -> Iterator[Web]:
+    """A second ``ratchet web`` in front of the same agents, as behind a load balancer."""
+    yield from web_process(temporal_server, web_queue)
+
+
+def web_process(temporal_server: DevServer, web_queue: str) -> Iterator[Web]:
     port = free_port()
     argv = [sys.executable, "-m", "ratchet.cli", "web", "--port", str(port)]
     argv += ["--agents", "tests.web_agents:AGENTS", "--task-queue", web_queue]

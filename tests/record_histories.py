@@ -11,7 +11,7 @@ Every workflow type and feature is covered: single runs (completed, failed, with
 state, approvals, sub-agents, fast mode and its fallback to a regular turn,
 compaction, the context window, continue-as-new, events and search attributes,
 a service-backed thread), sessions (sends, failures, compaction, continue-as-new,
-fast mode, approvals and their rules, steering, retried request ids, forks of a
+fast mode, approvals and their rules, client tools, steering, retried request ids, forks of a
 session and of a run), rerun batches and their cases, and workflows of your own.
 """
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,7 @@ from .test_rerun import recorded_session
 from .test_sessions import Echo
 from .test_user_workflow import agents
 from .user_workflows import ResearchAndReview, SharedPlan
+from .web_agents import CONFIRM, confirmer
 
 HISTORIES = Path(__file__).parent / "histories"
 Recorded = list[tuple[str, Any]]
@@ -62,7 +64,7 @@ Recorded = list[tuple[str, Any]]
 async def record() -> None:
     with DevServer.start(ui=False) as server:
         recorded: Recorded = []
-        for part in (_runs, _people, _watched, _sessions, _rules, _reruns, _service):
+        for part in (_runs, _people, _clients, _watched, _sessions, _rules, _reruns, _service):
             queue = f"record-{part.__name__.strip('_')}"
             client = await AgentClient.connect(server.address, task_queue=queue)
             recorded += await part(client)
@@ -200,6 +202,20 @@ async def _people(client: AgentClient) -> Recorded:
         ("fan_out", fan_out),
         ("agent_run_fast_mode_pages_in_as_an_activity", paged.workflow),
     ]
+
+
+async def _clients(client: AgentClient) -> Recorded:
+    """A client tool call answered by the caller, then one nobody answers in time."""
+    options = SessionOptions(run=RunOptions(client_tool_timeout=timedelta(seconds=2)))
+    async with build_worker(client, {"confirmer": confirmer}):
+        session = await client.start_session("confirmer", options=options)
+        request = await session.submit("v1", client_tools=[CONFIRM])
+        (view,) = await session.wait_for_pending()
+        await session.provide_tool_result(view.action.id, "yes", by="alice")
+        await session.send("v1", request_id=request)
+        await session.send("v2", client_tools=[CONFIRM])  # times out: the model reads why
+        await session.close()
+    return [("agent_session_client_tool", session.workflow)]
 
 
 async def _watched(client: AgentClient) -> Recorded:

@@ -20,11 +20,6 @@ from ag_ui.core import (
 )
 from pydantic import TypeAdapter
 
-from ratchet.agents import Message
-from ratchet.client import AgentClient
-from ratchet.web import agui_events as translate
-from ratchet.web.agui import SNAPSHOT_MESSAGES
-
 from .web_agents import WRITER_WORDS
 from .web_http import new_session, problem_of
 
@@ -209,6 +204,15 @@ async def test_bad_requests_get_clear_errors_and_start_nothing(alice: httpx.Asyn
         422,
         "InvalidInputError",
     )
+    tool = {"name": "confirm", "description": "", "parameters": {"type": "object"}}
+    for tools, why in [
+        ([{**tool, "name": "ask me"}], "1 to 64 letters"),
+        ([tool, tool], "offers 'confirm' twice"),
+    ]:
+        refused = await alice.post(
+            "/v1/agui/echo", json=run_input(thread, [user("hi")], tools=tools)
+        )
+        assert why in problem_of(refused, 422, "InvalidInputError")["detail"]
     assert (await alice.get(f"/v1/sessions/{thread}")).status_code == 404  # nothing started
 
     first = await run(alice, "echo", run_input(thread, [user("one")]))
@@ -231,41 +235,33 @@ async def test_bad_requests_get_clear_errors_and_start_nothing(alice: httpx.Asyn
     )
 
 
-async def test_a_long_thread_ends_each_run_with_its_latest_messages_and_takes_back_only_those(
-    alice: httpx.AsyncClient, client: AgentClient, web_queue: str
+async def test_a_lost_stream_of_an_answered_interrupt_resumes_to_that_interrupt(
+    alice: httpx.AsyncClient,
 ):
-    thread = f"agui-{uuid.uuid4().hex[:8]}"
-    session = await AgentClient(client.temporal, task_queue=web_queue).start_session(
-        "echo", session_id=thread
+    """Run 1 asks for an approval; the client lost its stream after the call, and run 2
+    answered it since. Run 1 again with its last event id: the rest of run 1 only, up
+    to the interrupt it ended with, not run 2's outcome."""
+    thread = await new_session(alice, "billing")
+    body = run_input(thread, [user("pay acme")])
+    seen: list[tuple[int | None, Any]] = []
+    async with alice.stream("POST", "/v1/agui/billing", json=body) as response:
+        async for event_id, event in frames(response):
+            seen.append((event_id, event))
+    (interrupt,) = seen[-1][1].outcome.interrupts
+    resume = [{"interruptId": interrupt.id, "status": "resolved", "payload": True}]
+    paid = await run(
+        alice, "billing", run_input(thread, snapshot_of([e for _, e in seen]), resume=resume)
     )
-    for n in range(60):
-        await session.send(f"m{n}")
-    latest = agui_messages((await session.thread(last=4)).messages)  # a client's snapshot
+    assert paid[-1].result == "Paid 500 euros to acme."
 
-    events = await run(alice, "echo", run_input(thread, [*latest, user("m60")]))
-    snapshot = snapshot_of(events)
-    assert len(snapshot) == SNAPSHOT_MESSAGES  # of 122
-    assert [m["content"] for m in snapshot[-2:]] == ["m60", "echo 61: m60"]
-    assert (await session.thread(last=0)).offset == 122  # nothing held was sent again
-
-    gap = [*latest[:1], *latest[2:], user("m61")]
-    problem_of(
-        await alice.post("/v1/agui/echo", json=run_input(thread, gap)),
-        409,
-        "ConversationConflictError",
-    )
-    behind = [*latest, user("m61")]  # without the messages the last run added
-    problem_of(
-        await alice.post("/v1/agui/echo", json=run_input(thread, behind)),
-        409,
-        "ConversationConflictError",
-    )
-    again = await run(alice, "echo", run_input(thread, [*snapshot[-3:], user("m61")]))
-    assert [m["content"] for m in snapshot_of(again)[-2:]] == ["m61", "echo 62: m61"]
-
-
-def agui_messages(messages: list[Message]) -> list[dict[str, Any]]:
-    return [
-        m.model_dump(mode="json", by_alias=True, exclude_none=True)
-        for m in translate.messages(messages)
-    ]
+    first_id = seen[0][0]  # RUN_STARTED's: the client got nothing after it
+    headers = {"Last-Event-ID": str(first_id)}
+    async with alice.stream("POST", "/v1/agui/billing", json=body, headers=headers) as response:
+        again = [event async for _, event in frames(response)]
+    check_order(again)
+    assert [e.tool_call_name for e in again if e.type == EventType.TOOL_CALL_START] == ["pay"]
+    finished = again[-1]
+    assert isinstance(finished.outcome, RunFinishedInterruptOutcome)
+    assert [i.id for i in finished.outcome.interrupts] == [interrupt.id]
+    assert [m["role"] for m in snapshot_of(again)] == ["user", "assistant"]
+    assert not [e for e in again if e.type == EventType.TOOL_CALL_RESULT]

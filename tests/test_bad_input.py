@@ -3,6 +3,7 @@ message names what to change, and leaves no workflow running or wedged."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import uuid
@@ -16,6 +17,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from ratchet.agents import Message, RunContext, ScriptedModel, ToolCallingAgent, tool
 from ratchet.client import AgentClient
 from ratchet.errors import (
+    AgentBuildError,
     AgentNotFoundError,
     AlreadyStartedError,
     BudgetExceededError,
@@ -25,6 +27,7 @@ from ratchet.errors import (
     InvalidOptionsError,
     MaxTurnsExceededError,
     ModelError,
+    NotFoundError,
     PayloadTooLargeError,
     RunFailedError,
     RunNotFoundError,
@@ -33,6 +36,7 @@ from ratchet.errors import (
     StateError,
     run_failed,
 )
+from ratchet.evals.rerun import rerun
 from ratchet.wire.options import RunOptions, SessionOptions
 from ratchet.wire.runs import RunInput
 from ratchet.worker import build_worker
@@ -259,6 +263,58 @@ async def test_a_session_with_an_unknown_agent_fails_its_message_and_can_be_clos
     await assert_closed(agent_client, session.id)
 
 
+def needs_a_model(model: str) -> ToolCallingAgent:
+    return ToolCallingAgent(ScriptedModel([model]), [])
+
+
+@pytest.mark.parametrize(
+    "entry, says",
+    [
+        (1, "Agent 'a' is 1, a int: give an Agent, or a function (or class) that builds one"),
+        (
+            needs_a_model,
+            "Agent 'a': its factory needs_a_model needs arguments (model), but a factory",
+        ),
+    ],
+)
+async def test_an_agent_entry_that_can_never_build_an_agent_is_refused_when_the_worker_starts(
+    agent_client: AgentClient, entry: object, says: str
+):
+    with pytest.raises(ConfigurationError) as e:
+        build_worker(agent_client, {"a": entry})  # type: ignore[dict-item]
+    assert says in str(e.value)
+
+
+def raises() -> ToolCallingAgent:
+    raise KeyError("OPENAI_API_KEY")
+
+
+@pytest.mark.parametrize(
+    "factory, says",
+    [
+        (lambda: 1, "Agent 'broken': its factory returned 1, a int, not an Agent: return one"),
+        (raises, "Agent 'broken' cannot be built: its factory raised KeyError: 'OPENAI_API_KEY'"),
+    ],
+)
+async def test_an_agent_that_cannot_be_built_fails_its_runs_at_once(
+    agent_client: AgentClient, factory: object, says: str
+):
+    # Retried for ever before (TypeError: 'int' object is not callable, on every attempt).
+    options = RunOptions(max_attempts=3, **RETRY_FAST)
+    async with build_worker(agent_client, agents(broken=factory)):
+        handle = await agent_client.start_run("broken", "hi", options=options)
+        with pytest.raises(AgentBuildError) as e:
+            await handle.result()
+        (turn,) = await handle.turns()
+        session = await agent_client.start_session("broken", options=SessionOptions(run=options))
+        with pytest.raises(AgentBuildError) as in_session:
+            await session.send("hi")
+        await session.close()
+    assert says in str(e.value) and says in str(in_session.value)
+    assert len(turn.attempts) == 1  # not retried
+    await assert_closed(agent_client, handle.id, session.id)
+
+
 async def test_a_model_that_refuses_the_key_fails_the_run_without_retrying(
     agent_client: AgentClient,
 ):
@@ -471,6 +527,11 @@ def test_the_cli_names_a_bad_status_filter(temporal_server):
     assert "awaiting_approval" in done.stderr
 
 
+def test_the_cli_refuses_an_agent_filter_that_would_end_its_quotes(temporal_server):
+    done = ratchet("sessions", "list", "--agent", "pay' OR 'x", address=temporal_server.address)
+    assert_one_clear_line(done, "quotes and backslashes are not allowed here")
+
+
 def test_the_cli_names_a_session_that_does_not_exist(temporal_server):
     done = ratchet("sessions", "show", "session-nobody", address=temporal_server.address)
     assert_one_clear_line(done, "session-nobody")
@@ -491,10 +552,62 @@ def test_the_cli_worker_names_a_missing_agents_attribute(temporal_server):
     assert_one_clear_line(done, "MISSING")
 
 
+def test_the_cli_worker_refuses_an_agent_that_is_no_factory_before_it_connects(tmp_path):
+    (tmp_path / "broken.py").write_text("AGENTS = {'a': 1}\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "ratchet", "worker", "--agents", "broken:AGENTS"],
+        cwd=tmp_path,  # "worker ready", then every run of 'a' retried a TypeError for ever
+        env={**os.environ, "TEMPORAL_ADDRESS": "127.0.0.1:1"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert_one_clear_line(done, "Agent 'a' is 1, a int: give an Agent")
+
+
+def test_the_cli_worker_hosts_no_agents_it_was_not_given():
+    env = {k: v for k, v in os.environ.items() if k != "RATCHET_AGENTS"}
+    done = subprocess.run(
+        [sys.executable, "-m", "ratchet", "worker", "--address", "127.0.0.1:1"],
+        cwd=ROOT,  # the demo's agents, silently, before
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert_one_clear_line(
+        done, "name the agents to host: --agents module:ATTR (or $RATCHET_AGENTS)"
+    )
+
+
 def test_the_cli_worker_refuses_a_grace_period_that_is_not_seconds():
     for value in ("-5", "soon", "inf"):
         done = ratchet("worker", "--grace-period", value, address="127.0.0.1:1")
         assert_one_clear_line(done, f"{value!r} is not a finite number of seconds >= 0")
+
+
+@pytest.mark.parametrize("verb", ["run", "rerun"])
+def test_the_cli_eval_names_a_directory_given_for_a_file(temporal_server, tmp_path, verb):
+    given = (
+        ["run", str(tmp_path), "--baseline", "a"]
+        if verb == "run"
+        else ["rerun", "--dataset", str(tmp_path)]
+    )
+    done = ratchet("eval", *given, "--agent", "b", address=temporal_server.address)
+    assert done.returncode == 2, done.stderr  # exit 1 and an IsADirectoryError traceback before
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert_one_clear_line(done, f"{tmp_path} is a directory: give the")
+
+
+async def test_rerunning_a_source_that_is_not_there_says_to_export_it_first(
+    agent_client: AgentClient,
+):
+    with pytest.raises(NotFoundError) as e:  # a raw temporalio RPCError before
+        await rerun(agent_client, "session-gone", agent="echo")
+    assert "There is no session or run 'session-gone'" in str(e.value)
+    assert "`ratchet eval export`" in str(e.value)
 
 
 async def test_build_worker_refuses_a_negative_grace_period(agent_client: AgentClient):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import json
 import os
 import signal
@@ -9,12 +11,20 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor, TimeoutError
 from pathlib import Path
+from typing import IO
 
 import pytest
 
 from ratchet import devserver
+from ratchet.cli import build_parser
+from ratchet.cli.waiting import poller_note
+from ratchet.client import AgentClient
 from ratchet.devserver import DevServer, free_port, temporal_binary
+from ratchet.testing import ChildProcess
 
 from .conftest import ROOT, release
 
@@ -117,37 +127,93 @@ def test_worker_with_a_bad_agents_spec_exits_with_a_clear_error():
     assert "Cannot load agents from 'no_such_module:AGENTS'" in done.stderr
 
 
-def test_run_says_when_no_worker_polls_its_task_queue(temporal_server: DevServer, task_queue: str):
+def start_run(server: DevServer, task_queue: str) -> tuple[subprocess.Popen[str], str]:
+    """``ratchet run steps`` in a child process, and its workflow id."""
     run = subprocess.Popen(
         [*RATCHET, "run", "steps", "do it", "--task-queue", task_queue],
         cwd=ROOT,
-        env={**os.environ, "TEMPORAL_ADDRESS": temporal_server.address},
+        env={**os.environ, "TEMPORAL_ADDRESS": server.address},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    assert run.stdout is not None and run.stderr is not None
-    workflow_id = run.stdout.readline().split()[1]
-    note = run.stderr.readline()  # it waited silently for ever before
+    assert run.stdout is not None
+    return run, run.stdout.readline().split()[1]
+
+
+def next_line(stream: IO[str], timeout: float = 60) -> str:
+    """The stream's next line; "" if none comes within ``timeout`` seconds."""
+    pool = ThreadPoolExecutor(1)
+    try:
+        return pool.submit(stream.readline).result(timeout)
+    except TimeoutError:
+        return ""
+    finally:
+        pool.shutdown(wait=False)  # a reader still waiting ends when its process does
+
+
+def stop_run(run: subprocess.Popen[str], workflow_id: str, server: DevServer) -> None:
     run.kill()
     run.communicate()
     subprocess.run(
-        [
-            temporal_binary(),
-            "workflow",
-            "terminate",
-            "--workflow-id",
-            workflow_id,
-            "--address",
-            temporal_server.address,
-            "--reason",
-            "test over",
-        ],
+        [temporal_binary(), "workflow", "terminate", "--workflow-id", workflow_id]
+        + ["--address", server.address, "--reason", "test over"],
         capture_output=True,
         check=True,
     )
-    assert note.startswith(f"note: no worker polls task queue '{task_queue}'")
+
+
+def test_run_says_when_no_worker_takes_its_task(temporal_server: DevServer, task_queue: str):
+    run, workflow_id = start_run(temporal_server, task_queue)
+    assert run.stderr is not None
+    note = next_line(run.stderr)  # it waited silently for ever before
+    stop_run(run, workflow_id, temporal_server)
+    assert note.startswith(
+        f"note: no worker has taken run {workflow_id}'s task in 5 s (task queue "
+        f"'{task_queue}': no worker has polled it lately). It waits until a worker does"
+    ), note
     assert f"ratchet worker --agents myapp.agents:AGENTS --task-queue {task_queue}" in note
+
+
+async def test_run_says_when_the_worker_of_its_task_queue_stopped_a_moment_ago(
+    temporal_server: DevServer, client: AgentClient, worker_processes, task_queue: str
+):
+    worker = worker_processes()
+    listed = f"last polled by {worker.pid}@"
+    for _ in range(600):  # until the queue lists it (a poll may reach another partition first)
+        if listed in await poller_note(client.temporal, task_queue):
+            break
+        await asyncio.sleep(0.2)
+    worker.kill()  # the queue goes on listing it for minutes: the run was silent before
+    run, workflow_id = start_run(temporal_server, task_queue)
+    assert run.stderr is not None
+    note = await asyncio.to_thread(next_line, run.stderr)
+    stop_run(run, workflow_id, temporal_server)
+    assert note.startswith(
+        f"note: no worker has taken run {workflow_id}'s task in 5 s (task queue "
+        f"'{task_queue}': {listed}"
+    ), note
+
+
+def test_ctrl_c_leaves_the_run_going_and_says_how_to_follow_it(
+    temporal_server: DevServer, worker_processes, task_queue: str, event_log: Path
+):
+    worker_processes()
+    run, workflow_id = start_run(temporal_server, task_queue)
+    run.send_signal(signal.SIGINT)
+    try:
+        _, err = run.communicate(timeout=60)
+    finally:
+        run.kill()
+    for n in (1, 2, 3):
+        release(event_log, workflow_id, n)
+    follow = f"ratchet watch {workflow_id}"
+    watched = ratchet(*follow.split()[1:], "--task-queue", task_queue, server=temporal_server)
+    assert run.returncode == 130
+    assert "Traceback" not in err
+    assert f"interrupted: run {workflow_id} goes on without this command." in err  # silent before
+    assert f"follow it: {follow}" in err
+    assert "status COMPLETED" in watched.stdout, watched.stdout + watched.stderr
 
 
 def no_answer_address() -> str:
@@ -163,7 +229,7 @@ def no_answer_address() -> str:
         ["sessions", "show", "session-x"],
         ["watch", "session-x"],
         ["setup"],
-        ["worker"],
+        ["worker", "--agents", "ratchet.examples:AGENTS"],
     ],
 )
 def test_without_a_server_a_command_prints_one_line_naming_the_address(command: list[str]):
@@ -310,3 +376,76 @@ def test_a_port_taken_before_the_server_binds_it_is_chosen_again(tmp_path: Path,
                 pass
         finally:
             server.stop()
+
+
+FAULTY_AGENTS = """
+from ratchet.agents import ScriptedModel, ToolCallingAgent, tool
+
+
+@tool
+def explode() -> str:
+    '''Always fails.'''
+    raise RuntimeError("the disk is full")
+
+
+def faulty():
+    model = ScriptedModel([ScriptedModel.call("explode"), "sorry, it failed"])
+    return ToolCallingAgent(model, [explode])
+
+
+AGENTS = {"faulty": faulty}
+"""
+
+
+@pytest.mark.parametrize("level, logged", [("warning", True), ("error", False)])
+def test_a_tool_that_raises_is_logged_on_the_worker_at_its_log_level(
+    temporal_server: DevServer, task_queue: str, tmp_path: Path, level: str, logged: bool
+):
+    (tmp_path / "faulty.py").write_text(FAULTY_AGENTS)
+    argv = [*RATCHET, "worker", "--agents", "faulty:AGENTS", "--task-queue", task_queue]
+    worker = ChildProcess([*argv, "--log-level", level], temporal_server, cwd=tmp_path)
+    try:
+        worker.wait_for("worker ready")
+        done = ratchet("run", "faulty", "go", "--task-queue", task_queue, server=temporal_server)
+    finally:
+        worker.stop()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.rstrip().endswith("sorry, it failed")  # the model read the error
+    # Nothing reached the worker's log before, and there was no --log-level.
+    line = "WARNING ratchet.agents.tools: Tool 'explode' (call "
+    assert (line in worker.output) is logged, worker.output
+    assert ("raised RuntimeError: the disk is full" in worker.output) is logged
+    assert ('raise RuntimeError("the disk is full")' in worker.output) is logged  # its traceback
+
+
+def every_option() -> Iterator[tuple[str, argparse.ArgumentParser, argparse.Action]]:
+    def walk(parser: argparse.ArgumentParser, path: str):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    yield from walk(sub, f"{path} {name}")
+            elif action.option_strings and not isinstance(action, argparse._HelpAction):
+                yield f"{path} {action.option_strings[-1]}", parser, action
+
+    return walk(build_parser(), "ratchet")
+
+
+def test_every_option_of_every_command_says_what_it_is_and_its_default():
+    for name, parser, action in every_option():
+        text = parser._get_formatter()._get_help_string(action)  # as --help prints it
+        assert text, f"{name} has no help"  # --port, --task-queue, --max-turns... before
+        if action.default not in (None, False, [], argparse.SUPPRESS):
+            assert "default" in text, f"{name}: its default {action.default!r} is not named"
+
+
+def test_web_logs_at_the_level_it_is_given(temporal_server: DevServer):
+    port = free_port()
+    argv = [*RATCHET, "web", "--no-auth", "--port", str(port), "--log-level", "info"]
+    web = ChildProcess(argv, temporal_server, cwd=ROOT)  # no --log-level before
+    try:
+        web.wait_for("ratchet web on")
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/agents", timeout=30) as answer:
+            assert answer.status == 200
+        web.wait_for('"GET /v1/agents HTTP/1.1" 200')  # uvicorn's access log, at INFO
+    finally:
+        web.stop()

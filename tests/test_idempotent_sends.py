@@ -73,6 +73,23 @@ async def test_a_request_id_sent_again_with_other_messages_is_refused(
     assert "pay 1000 EUR" not in [m.text for m in thread.messages]
 
 
+async def test_a_submit_with_a_request_id_taken_for_other_messages_raises(
+    agent_client: AgentClient,
+):
+    """``submit`` returns once the session took the message, and raises when it
+    refused it (its Update's validator), as ``send`` does."""
+    async with build_worker(agent_client, {"echo": Echo}):
+        session = await agent_client.start_session("echo")
+        assert await session.submit("pay 10 EUR", request_id="order-19") == "order-19"
+        assert await session.submit("pay 10 EUR", request_id="order-19") == "order-19"  # retried
+        with pytest.raises(ConversationConflictError, match="'order-19'"):
+            await session.submit("pay 1000 EUR", request_id="order-19")
+        await session.send("pay 10 EUR", request_id="order-19")  # its answer
+        thread = await session.thread()
+        await session.close()
+    assert [m.text for m in thread.messages if m.role == "user"] == ["pay 10 EUR"]
+
+
 @pytest.mark.slow  # starts its own dev server, whose clock the test moves
 async def test_a_retry_older_than_the_session_remembers_runs_nothing():
     """A day later the session has forgotten the id: a retry of it is refused (it may

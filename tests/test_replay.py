@@ -56,6 +56,7 @@ def test_histories_are_recorded():
         "agent_session_waiting_for_approval",
         "agent_session_interrupted",
         "agent_session_approval_rules",
+        "agent_session_client_tool",
         "agent_session_retried_request_id",
         "agent_session_forked",
         "agent_session_forked_from_a_run",

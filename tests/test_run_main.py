@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ratchet.devserver import DevServer
+from ratchet.devserver import DevServer, free_port
 
 from .conftest import ROOT
 
@@ -41,6 +41,7 @@ def run_script(source: str, tmp_path: Path, server: DevServer | None = None):
         ("raise SystemExit(4)", 4, ""),
         ("raise SystemExit('no agent named x')", 1, "no agent named x"),
         ("raise ValueError('bad prompt')", 1, "ValueError: bad prompt"),
+        ("raise ratchet.errors.InvalidInputError('bad')", 1, "error: bad\n  (at "),
         ("raise KeyboardInterrupt", 130, ""),
     ],
 )
@@ -49,6 +50,7 @@ def test_run_main_exits_with_what_main_returned_or_raised(
 ):
     source = (
         "import ratchet\n"
+        "import ratchet.errors\n"
         "async def main():\n"
         "    print('ran', flush=False)\n"
         f"    {body}\n"
@@ -72,3 +74,17 @@ def test_the_quickstart_exits_zero_every_time(temporal_server: DevServer, tmp_pa
         codes.append(done.returncode)
         assert done.stdout.count("\n") == 2 and "turns" in done.stdout
     assert codes == [0] * QUICKSTART_RUNS
+
+
+def test_the_quickstart_without_a_server_names_the_address_in_one_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    address = f"127.0.0.1:{free_port()}"
+    monkeypatch.setenv("TEMPORAL_ADDRESS", address)
+    done = run_script((ROOT / "examples" / "quickstart.py").read_text(), tmp_path)
+    assert done.returncode == 1
+    # One line saying what to do, and where (a 40-line traceback of three errors before).
+    error, where = done.stderr.splitlines()
+    assert error.startswith(f"error: No Temporal server answers at {address}"), done.stderr
+    assert "`ratchet server`" in error
+    assert where.startswith("  (at ") and "script.py:" in where and "in main)" in where

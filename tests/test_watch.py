@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
 from ratchet.worker import build_worker
 
-from .test_cli_sessions import ratchet
+from .test_cli_sessions import ratchet, read_until, spawn
 from .test_observability import listed, weather_agent
 
 
@@ -59,3 +60,23 @@ async def test_sessions_show_prints_the_runs_turns_as_a_table_and_list_filters_b
     assert listing[0] == 0, listing[2]
     found = [line.split() for line in listing[1].splitlines()[2:]]
     assert [session.id, "session", "weather", "PENDING", "2"] in [row[:5] for row in found]
+
+
+async def test_watch_says_when_no_worker_takes_the_task_and_that_the_run_goes_on_after_ctrl_c(
+    temporal_server: DevServer, agent_client: AgentClient, task_queue: str
+):
+    handle = await agent_client.start_run("weather", "weather in Oslo?")  # no worker
+    watch = await spawn(temporal_server, task_queue, "watch", handle.id)
+    try:
+        said = await read_until(watch.stdout, "\n")  # silent before
+        watch.send_signal(signal.SIGINT)
+        _, err = await asyncio.wait_for(watch.communicate(), 60)
+    finally:
+        if watch.returncode is None:
+            watch.kill()
+        await handle.workflow.terminate("test over")
+    assert said.startswith(f"note: no worker has taken {handle.id}'s task in 5 s"), said
+    text = err.decode()
+    assert watch.returncode == 130 and "Traceback" not in text, text
+    assert f"interrupted: {handle.id} goes on without this command." in text
+    assert f"watch it again: ratchet watch {handle.id}" in text

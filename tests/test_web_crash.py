@@ -12,13 +12,13 @@ from typing import Any
 
 import httpx2 as httpx
 import pytest
-from ag_ui.core import CustomEvent, TextMessageContentEvent
+from ag_ui.core import CustomEvent, MessagesSnapshotEvent, TextMessageContentEvent
 
 from ratchet.devserver import DevServer, free_port
 from ratchet.testing import ChildProcess, WorkerProcess
 
 from .conftest import ROOT
-from .test_agui import check_order, frames, run_input, snapshot_of, user
+from .test_agui import check_order, frames, run_input, user
 from .web_agents import SLOW_EVENTS
 from .web_http import ALICE, sse
 
@@ -124,8 +124,10 @@ async def test_a_worker_killed_mid_reply_shows_the_retry_and_the_answer(start):
 
 async def test_an_agui_run_whose_worker_dies_mid_reply_still_finishes(start):
     """The AG-UI stream of a reply whose worker is SIGKILLed after its first words:
-    the retry is announced, the retried attempt streams as a new message, and the
-    run finishes with the answer of attempt 2 in its result and snapshot."""
+    the retry is announced, a snapshot of the thread drops what the lost attempt
+    streamed, the retried attempt streams again under the same id (the one the
+    thread keeps the reply under), and the run finishes with the answer of attempt
+    2 in its result and snapshot."""
     web, worker = start
     first = worker()
     url, _ = web()
@@ -144,6 +146,11 @@ async def test_an_agui_run_whose_worker_dies_mid_reply_still_finishes(start):
     retries = [e for e in events if isinstance(e, CustomEvent) and e.name == "ratchet.retry"]
     assert len(retries) == 1
     streamed = {e.message_id for e in events if isinstance(e, TextMessageContentEvent)}
-    assert len(streamed) == 2  # the failed attempt's message, then the retried one's
+    retry = events.index(retries[0])
+    snapshots = [e for e in events if isinstance(e, MessagesSnapshotEvent)]
+    assert snapshots[0] is events[retry + 1]  # the lost attempt's text goes
+    assert [m.role for m in snapshots[0].messages] == ["user"]
     assert events[-1].result.endswith("(attempt 2)")
-    assert [m["role"] for m in snapshot_of(events)] == ["user", "assistant"]
+    final = snapshots[-1].messages
+    assert [m.role for m in final] == ["user", "assistant"]
+    assert streamed == {final[1].id}  # both attempts, under the id the thread keeps

@@ -94,3 +94,13 @@ async def test_a_server_without_reports_says_how_to_serve_them(agent_client: Age
     async for client in http(create_app(agent_client, auth=AUTH)):
         answer = await client.get("/v1/evals", headers=as_(ALICE))
     assert answer.status_code == 404 and "--reports DIR" in answer.json()["detail"]
+
+
+async def test_the_server_says_whom_it_serves_reports(agent_client: AgentClient, reports: Path):
+    served = create_app(agent_client, auth=AUTH, reports=reports, report_readers=["alice"])
+    for app, token, expected in [(served, ALICE, True), (served, BOB, False)] + [
+        (create_app(agent_client, auth=AUTH), ALICE, False)
+    ]:
+        async for client in http(app):
+            answer = await client.get("/v1/server", headers=as_(token))
+        assert answer.json()["reports"] is expected, token

@@ -4,6 +4,7 @@ reads their names; the test's own worker hosts them."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 from ratchet.agents import (
     Agent,
@@ -16,6 +17,7 @@ from ratchet.agents import (
     ToolCallingAgent,
     tool,
 )
+from ratchet.agents.client_tools import ClientTool
 
 CHATTY_EVENTS = 300
 SLOW_EVENTS = 40
@@ -83,7 +85,39 @@ def billing() -> ToolCallingAgent:
     return ToolCallingAgent(model, [pay])
 
 
-AGENTS = {"echo": Echo, "chatty": Chatty, "slow": Slow, "billing": billing, "writer": Writer}
+def _confirm(messages: Sequence[Message], context: RunContext) -> str | Message:
+    last = messages[-1]
+    if last.role == "tool":
+        return f"{'Not confirmed' if last.is_error else 'Confirmed'}: {last.text}"
+    return ScriptedModel.call("confirm", action=f"deploy {last.text}")
+
+
+CONFIRM = ClientTool(
+    name="confirm",
+    description="Ask the user to confirm an action.",
+    parameters={
+        "type": "object",
+        "properties": {"action": {"type": "string"}},
+        "required": ["action"],
+    },
+)
+"""The client tool ``confirmer`` calls (a frontend's, over AG-UI)."""
+
+
+def confirmer() -> ToolCallingAgent:
+    """Asks the client to run its ``confirm`` tool (a frontend tool it offers with the
+    run), then says what the client answered."""
+    return ToolCallingAgent(ScriptedModel(_confirm, stream=True))
+
+
+AGENTS = {
+    "echo": Echo,
+    "chatty": Chatty,
+    "slow": Slow,
+    "billing": billing,
+    "writer": Writer,
+    "confirmer": confirmer,
+}
 
 
 class SlowWriter(Writer):

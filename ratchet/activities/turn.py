@@ -29,6 +29,7 @@ from ratchet.agents.state_context import StateContext
 from ratchet.agents.thread import MESSAGES
 from ratchet.errors import (
     PAYLOAD_LIMIT,
+    AgentBuildError,
     AgentNotFoundError,
     ConfigurationError,
     IncompatibleThreadError,
@@ -91,7 +92,7 @@ class TurnActivities:
             if name not in self._factories:
                 raise AgentNotFoundError(name, self.agent_names, self._task_queue)
             factory = self._factories[name]
-            self._agents[name] = factory if isinstance(factory, Agent) else factory()
+            self._agents[name] = factory if isinstance(factory, Agent) else _built(name, factory)
         return self._agents[name]
 
     def interceptor(self, ref: InterceptorRef | None) -> ToolInterceptor | None:
@@ -185,6 +186,7 @@ class TurnActivities:
             checkpoint=attempt.checkpoint,
             resources=self.resources,
             tool_interceptor=self.interceptor(input.tool_interceptor),
+            client_tools=input.client_tools,
         )
         if attempt.beats is not None:
             context.acknowledge_hook = attempt.beats.write
@@ -281,6 +283,24 @@ _THREAD_HINTS = {
         "RunOptions(thread_kind=...) naming that service."
     ),
 }
+
+
+def _built(name: str, factory: Callable[[], Agent]) -> Agent:
+    """The agent ``factory`` builds; a factory that fails is the developer's to fix,
+    so the run fails at once (AgentBuildError is not retried)."""
+    try:
+        agent = factory()
+    except Exception as e:
+        raise AgentBuildError(
+            f"Agent {name!r} cannot be built: its factory raised {type(e).__name__}: {e}. "
+            "Fix the factory the worker hosts it with; its runs fail until then."
+        ) from e
+    if not isinstance(agent, Agent):
+        raise AgentBuildError(
+            f"Agent {name!r}: its factory returned {agent!r:.60}, a {type(agent).__name__}, "
+            "not an Agent: return one (e.g. ToolCallingAgent(model, tools))."
+        )
+    return agent
 
 
 def _describe_turn(input: TurnInput) -> str:

@@ -7,7 +7,7 @@ import json
 
 from ratchet.agents.agent import Result
 from ratchet.agents.context import RunContext
-from ratchet.agents.messages import Message, approximate_size, new_id
+from ratchet.agents.messages import Message, approximate_size, new_id, reply_id, result_id
 from ratchet.agents.state import Span
 from ratchet.agents.thread import MESSAGES
 from ratchet.agents.usage import Usage
@@ -27,7 +27,7 @@ def turn_output(
     """The turn's output from what the agent appended and returned."""
     result = _checked(input, fitted.result, context)
     thread, final = fitted.thread, result.final_response
-    added = _added(fitted, final)
+    added = _added(fitted, final, input)
     known = {m.id for m in fitted.new}
     view, note, compaction_usage = fitted.compacted or (None, None, Usage())
     if note is not None:
@@ -52,14 +52,28 @@ def turn_output(
     )
 
 
-def _added(fitted: Fitted, final: Message | None) -> list[Message]:
+def _added(fitted: Fitted, final: Message | None, input: TurnInput) -> list[Message]:
     """What the agent appended to its thread (its final response too), each with an id."""
     added = fitted.thread.messages[fitted.before :]
     if final is not None and all(m is not final for m in added):
         added.append(final)
-    for message in added:
-        message.id = message.id or new_id()
+    _give_ids(added, input.execution_id, input.turn)
     return added
+
+
+def _give_ids(added: list[Message], execution_id: str, turn: int) -> None:
+    """Ids for the messages the turn made without one: its reply and its tool results
+    get ids a watcher can tell while they stream (``reply_id``, ``result_id``)."""
+    reply = next((m for m in added if m.role == "assistant" and not m.id), None)
+    for message in added:
+        if message.id:
+            continue
+        if message is reply:
+            message.id = reply_id(execution_id, turn)
+        elif message.role == "tool" and message.tool_call_id:
+            message.id = result_id(execution_id, message.tool_call_id)
+        else:
+            message.id = new_id()
 
 
 def _checked(input: TurnInput, result: object, context: RunContext) -> Result:

@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import TypeAdapter
 
+from .client_tools import ClientTool
 from .compact import type_adapter
 from .events import EventBase, tool_answered, tool_called
 from .messages import Message
-from .pending import PendingAction
+from .pending import PendingAction, question_id
 from .state_context import StateContext
 
 if TYPE_CHECKING:
@@ -111,6 +112,9 @@ class RunContext:
     """The run's tool interceptor (``RunOptions.tool_interceptor``), built on the
     worker: ``ToolCallingAgent`` asks it about each tool call before the call runs
     (``ratchet.agents.interceptors``)."""
+    client_tools: list[ClientTool] = field(default_factory=list[ClientTool])
+    """Tools the run's caller runs (``ratchet.agents.client_tools``): ``ToolCallingAgent``
+    offers them to the model; a call to one is returned as pending work."""
     _recorded: dict[str, Any] = field(default_factory=dict[str, Any], init=False, repr=False)
     _announced: _Announcements = field(default_factory=_Announcements, init=False, repr=False)
     """Shared with the contexts ``for_call`` makes (a shallow copy)."""
@@ -191,7 +195,7 @@ class RunContext:
         next turn as a user message. Returns the question's id."""
         if not question.strip():
             raise ValueError("request_input needs a question; got an empty string.")
-        id = f"input_{self.execution_id}_{self.turn}_{len(self.pending) + 1}"
+        id = question_id(self.execution_id, self.turn, len(self.pending) + 1)
         self.pending.append(PendingAction(id=id, kind="input", question=question))
         return id
 

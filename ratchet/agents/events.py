@@ -51,6 +51,11 @@ class RunStartedData(CompactModel):
     in_session: bool = False
     """The run is a session's and runs in the session's workflow (its events are
     all in the session's stream)."""
+    execution_id: str | None = None
+    """The run's execution id (its reply and tool result messages' ids derive from it:
+    ``messages.reply_id``, ``messages.result_id``)."""
+    request_id: str | None = None
+    """A session's run: the request id of the send it runs."""
 
 
 class StatusData(CompactModel):
@@ -80,6 +85,9 @@ class ToolResultData(CompactModel):
     id: str | None = None
     """The id of the call it answers."""
     is_error: bool = False
+    message_id: str | None = None
+    """The result's id in the thread, when it has one already (a turn's own results
+    get ``messages.result_id`` when the turn ends)."""
 
 
 class StateChangedData(CompactModel):
@@ -215,7 +223,9 @@ def tool_called(call: ToolCall) -> ToolCalled:
 
 def tool_answered(message: Message) -> ToolResult:
     """The event for a tool's result (a ``tool`` message)."""
-    data = ToolResultData(id=message.tool_call_id, is_error=message.is_error)
+    data = ToolResultData(
+        id=message.tool_call_id, is_error=message.is_error, message_id=message.id or None
+    )
     return ToolResult(text=excerpt(message.text), data=data)
 
 

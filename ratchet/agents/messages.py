@@ -19,6 +19,18 @@ def new_id(prefix: str = "msg") -> str:
     return f"{prefix}_{uuid.uuid4().hex[:16]}"
 
 
+def reply_id(execution_id: str, turn: int) -> str:
+    """The id of a turn's reply: the first assistant message the turn adds without an
+    id of its own. Known before the turn ends, so a watcher shows the reply streaming
+    under the id the thread keeps it under (a client that stopped mid-reply holds it)."""
+    return f"msg_{execution_id}_{turn}"
+
+
+def result_id(execution_id: str, call_id: str) -> str:
+    """The id of the tool message a turn adds to answer ``call_id`` (as ``reply_id``)."""
+    return f"msg_{execution_id}_{call_id}"
+
+
 def approximate_size(message: Message) -> int:
     """About the JSON size of a message in bytes, without serialising it (budgets,
     cache accounting; within a few dozen bytes for ASCII text)."""

@@ -15,10 +15,25 @@ from typing import Literal
 from .compact import CompactModel
 from .messages import ToolCall
 
-PendingKind = Literal["approval", "input", "tool", "agent"]
+PendingKind = Literal["approval", "input", "tool", "agent", "client"]
 """``approval``: a tool call a person must approve first, then run as its own activity.
 ``input``: a question for the user. ``tool``: a durable tool call, run as its own
-activity. ``agent``: a sub-agent, run as a child workflow."""
+activity. ``agent``: a sub-agent, run as a child workflow. ``client``: a call of a
+tool the run's caller runs (``ratchet.agents.client_tools``), whose result it sends."""
+
+
+def question_id(execution_id: str, turn: int, n: int) -> str:
+    """The id of the ``n``-th question (from 1) a turn asks with ``request_input``."""
+    return f"input_{execution_id}_{turn}_{n}"
+
+
+def question_of(call: ToolCall) -> str:
+    """The question an ``ask_user`` call asks (its arguments, if they name none)."""
+    try:
+        question = str(call.parsed_arguments().get("question", "")).strip()
+    except ValueError:
+        question = ""
+    return question or call.arguments
 
 
 class PendingAction(CompactModel):

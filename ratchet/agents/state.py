@@ -28,6 +28,8 @@ class AgentStatus(StrEnum):
     RUNNING = "RUNNING"
     AWAITING_APPROVAL = "AWAITING_APPROVAL"
     AWAITING_INPUT = "AWAITING_INPUT"
+    AWAITING_CLIENT = "AWAITING_CLIENT"
+    """A call of a client tool waits for the result its caller runs it for."""
     COMPLETED = "COMPLETED"
     FAILED = "FAILED"
     CANCELLED = "CANCELLED"

@@ -20,7 +20,7 @@ from .models.base import ModelClient, ModelResponse, empty_reply
 from .output import FINAL_RESULT, OutputSpec
 from .pending import Decision, PendingAction
 from .thread import Thread
-from .tools import Tool, Toolset, tool
+from .tools import Tool, Toolset, client_tool, tool
 
 HANDOFF_PREFIX = "transfer_to_"
 
@@ -32,8 +32,9 @@ class ToolCallingAgent(Agent):
     arguments become error messages the model reads on its next turn.
 
     Calls that need a person (``requires_approval``, ``approval_policy``, ``ask_user``),
-    ``durable`` tools and sub-agents (``agent_tool``) are not run in the turn: they
-    go back to the engine as pending work, and their results arrive on the next turn.
+    ``durable`` tools, sub-agents (``agent_tool``) and the run's client tools
+    (``ratchet.agents.client_tools``) are not run in the turn: they go back to the
+    engine as pending work, and their results arrive on the next turn.
     ``handoffs`` names agents this one may hand the run to (a ``transfer_to_<name>``
     tool each). ``toolsets`` add tools listed at run time, such as an MCP server's
     (``ratchet.agents.mcp_tools``). ``output_type`` (a pydantic model, a dataclass, a
@@ -82,7 +83,8 @@ class ToolCallingAgent(Agent):
             prompt.insert(0, Message.system(self.instructions))
         # Not waited for: if the reply is final, the turn's result records it; if it
         # asks for tools, the check before the first tool writes it.
-        tools = await self.turn_tools()
+        tools = {t.name: t for t in map(client_tool, context.client_tools)}
+        tools.update(await self.turn_tools())  # the agent's own tool wins a name
         response = await context.once(
             "model", lambda: self._ask(prompt, tools, context), ModelResponse, wait=False
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol, get_args, get_type_hints, overload
@@ -14,10 +15,13 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from ratchet.errors import ApprovalRuleError, ToolError
 
 from .approvals import ApprovalPolicy, predicate
+from .client_tools import ClientTool
 from .context import RunContext
 from .messages import Message, ToolCall
-from .pending import PendingAction
+from .pending import PendingAction, question_of
 from .tracing import Span, mark_failed, tool_span
+
+logger = logging.getLogger(__name__)
 
 ApprovalRule = bool | Callable[[dict[str, Any]], bool]
 """``True``: every call needs approval; a function: the calls (by arguments) that do."""
@@ -45,10 +49,11 @@ class Tool:
     max_attempts: int | None = None
     """Attempts of the tool's own activity before its error goes to the model
     (default: the run's ``max_attempts``)."""
-    role: Literal["function", "ask_user", "agent", "handoff"] = "function"
+    role: Literal["function", "ask_user", "agent", "handoff", "client"] = "function"
     """``ask_user``: the call is a question for the user; ``agent``: the call runs the
     registered agent named ``agent`` as a sub-agent; ``handoff``: the call hands the
-    run to ``agent`` from the next turn on."""
+    run to ``agent`` from the next turn on; ``client``: the run's caller runs it
+    (``client_tool``)."""
     agent: str | None = None
     schema: dict[str, Any] | None = None
     """The arguments' JSON schema when there is no ``arguments_model``."""
@@ -76,10 +81,11 @@ class Tool:
         if the turn should run it now. A ``requires_approval`` function or a plain
         ``policy`` that raises fails with ``ApprovalRuleError``."""
         if self.role == "ask_user":
-            question = str(arguments.get("question", "")).strip() or call.arguments
-            return PendingAction(id=call.id, kind="input", call=call, question=question)
+            return PendingAction(id=call.id, kind="input", call=call, question=question_of(call))
         if self.role == "agent":
             return PendingAction(id=call.id, kind="agent", call=call, agent=self.agent)
+        if self.role == "client":
+            return PendingAction(id=call.id, kind="client", call=call)
         rule = self.requires_approval
         needs = (
             predicate(
@@ -172,11 +178,20 @@ class Tool:
                 value = await asyncio.to_thread(self.fn, **kwargs)
         except ToolError as e:  # the tool's own account of what failed: never retried
             mark_failed(span, type(e).__qualname__)
+            logger.info("%s: %s (the model reads it)", _where(self.name, call, context), e)
             return Message.tool(call, f"Error: {e}", is_error=True)
         except Exception as e:  # noqa: BLE001 - the model decides what to do with a failed tool
             if raise_errors:
                 raise
             mark_failed(span, type(e).__qualname__)
+            # The model reads it, but a raising tool is often a bug: its developer sees it.
+            logger.warning(
+                "%s raised %s: %s (the model reads it as the call's result)",
+                _where(self.name, call, context),
+                type(e).__name__,
+                e,
+                exc_info=e,
+            )
             return Message.tool(
                 call, f"Error: {self.name} failed: {type(e).__name__}: {e}", is_error=True
             )
@@ -186,6 +201,13 @@ class Tool:
         assert self.arguments_model is not None
         args = self.arguments_model.model_validate(raw)
         return {name: getattr(args, name) for name in type(args).model_fields}
+
+
+def _where(name: str, call: ToolCall, context: RunContext) -> str:
+    return (
+        f"Tool {name!r} (call {call.id}, turn {context.turn} of agent {context.agent!r} "
+        f"in run {context.run_id})"
+    )
 
 
 def _policy_asks(
@@ -289,6 +311,22 @@ def _ask_user(question: str) -> str:
 ask_user: Tool = replace(_build(_ask_user, "ask_user", None), role="ask_user")
 """A tool the model calls to ask the user something; the run waits for the answer
 (status AWAITING_INPUT) and the answer is the tool's result."""
+
+
+def _run_by_client(**arguments: Any) -> str:
+    raise RuntimeError("a client tool is run by the run's caller, through the engine")
+
+
+def client_tool(spec: ClientTool) -> Tool:
+    """The tool the model is offered for a client tool (see ``client_tools``)."""
+    return Tool(
+        name=spec.name,
+        description=spec.description,
+        fn=_run_by_client,
+        arguments_model=None,
+        schema=spec.parameters or {"type": "object", "properties": {}},
+        role="client",
+    )
 
 
 def _delegate(input: str) -> str:

@@ -28,7 +28,28 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
         importlib.import_module(f"ratchet.cli.{name}").register(commands)
+    for each in _parsers(parser):
+        each.formatter_class = DefaultsHelp
     return parser
+
+
+class DefaultsHelp(argparse.HelpFormatter):
+    """Adds ``(default: X)`` to an option's help when it has a default to name and
+    its help does not name it already."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if action.default in (None, False, [], argparse.SUPPRESS) or "default" in text:
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+def _parsers(parser: argparse.ArgumentParser):
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _parsers(sub)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,11 +73,11 @@ def _report(error: Exception, args: argparse.Namespace) -> int:
 
     from .common import is_connection_failure, no_server
 
+    if is_connection_failure(error):
+        return no_server(args)
     if isinstance(error, RatchetError):
         print(f"error: {error}", file=sys.stderr)
         return 1
-    if is_connection_failure(error):
-        return no_server(args)
     if type(error).__module__.startswith("temporalio"):
         cause = getattr(error, "cause", None)
         print(f"error: {getattr(cause, 'message', None) or error}", file=sys.stderr)

@@ -30,8 +30,8 @@ def new_key(args: argparse.Namespace) -> int:
 
 
 def add_codec_server_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8081)
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind")
+    parser.add_argument("--port", type=int, default=8081, help="port to serve on")
     parser.add_argument(
         "--ui-origin",
         default="http://localhost:8233",

@@ -17,7 +17,12 @@ if TYPE_CHECKING:
 DEFAULT_ADDRESS = "localhost:7233"
 
 
-def add_connection_arguments(parser: argparse.ArgumentParser, *, task_queue: bool = True) -> None:
+def add_connection_arguments(
+    parser: argparse.ArgumentParser,
+    *,
+    task_queue: bool = True,
+    queue_help: str = "the task queue runs start on: the one the agents' workers poll",
+) -> None:
     parser.add_argument(
         "--address", help=f"Temporal address (default: TEMPORAL_ADDRESS or {DEFAULT_ADDRESS})"
     )
@@ -25,7 +30,11 @@ def add_connection_arguments(parser: argparse.ArgumentParser, *, task_queue: boo
         "--namespace", help="Temporal namespace (default: TEMPORAL_NAMESPACE or default)"
     )
     if task_queue:
-        parser.add_argument("--task-queue", default="ratchet")
+        parser.add_argument(
+            "--task-queue",
+            default="ratchet",
+            help=f"{queue_help} (default: ratchet)",
+        )
 
 
 def address_of(args: argparse.Namespace) -> str:
@@ -44,10 +53,14 @@ async def connect(args: argparse.Namespace, **options: object) -> AgentClient:
 
 
 def is_connection_failure(error: BaseException) -> bool:
-    """Temporal's client says it could not reach the server (no server running there)."""
+    """No server running there: connecting failed (``ServerUnreachableError``), or
+    Temporal's client lost the server later."""
+    from ratchet.errors import ServerUnreachableError
+
     text = str(error)
-    return isinstance(error, RuntimeError) and (
-        "Failed client connect" in text or "transport error" in text.lower()
+    return isinstance(error, ServerUnreachableError) or (
+        isinstance(error, RuntimeError)
+        and ("Failed client connect" in text or "transport error" in text.lower())
     )
 
 

@@ -91,7 +91,9 @@ def register(commands: argparse._SubParsersAction) -> None:
             "--evaluators",
             help="module:NAME of a list of evaluators (or a function returning one)",
         )
-        parser.add_argument("--min-score", type=float)
+        parser.add_argument(
+            "--min-score", type=float, help="fail (exit 1) when the new agent scores less"
+        )
         parser.add_argument(
             "--max-cost-increase", type=_fraction, help="e.g. 10%% or 0.1 (of the old cost)"
         )
@@ -124,9 +126,11 @@ async def _evaluate(args: argparse.Namespace) -> int:
     if args.min_score is not None and not evaluators:
         print("error: --min-score needs --evaluators to score with", file=sys.stderr)
         return 2
+    # Files first: a wrong path is named before anything connects or starts.
+    cases = load_cases(args.cases) if args.verb == "run" else []
+    dataset = load_dataset(args.dataset) if getattr(args, "dataset", None) else None
     client = await connect(args)
     if args.verb == "run":
-        cases = load_cases(args.cases)
         report = await compare(
             client, cases, old=args.baseline, new=args.agent, evaluators=evaluators
         )
@@ -142,8 +146,8 @@ async def _evaluate(args: argparse.Namespace) -> int:
         report = await _batches_report(client, batches, evaluators)
     else:
         sources: list[Source] = list(args.sources)
-        if args.dataset:
-            sources += load_dataset(args.dataset).snapshots
+        if dataset is not None:
+            sources += dataset.snapshots
         if args.query:
             sources += await find_sources(client, args.query, limit=args.limit)
         if not sources:
@@ -224,7 +228,7 @@ async def _batches_report(
 async def _decide_at_terminal(client: AgentClient, batches: list[RerunBatch]) -> None:
     """Ask at the terminal about each call a case's run waits on; end of input
     refuses the rest (an unattended run never hangs on a question)."""
-    from .sessions import decide, read_line
+    from .terminal import decide, read_line
 
     asked: set[str] = set()
     closed = False

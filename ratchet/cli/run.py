@@ -11,9 +11,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ratchet.wire.runs import RunResult
 
-NO_WORKER_AFTER = 5.0
-"""Seconds without a worker polling the task queue before ``run`` says so."""
-
 
 def register(commands: argparse._SubParsersAction) -> None:
     from .common import add_connection_arguments
@@ -22,7 +19,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     run.add_argument("agent")
     run.add_argument("prompt")
     add_connection_arguments(run)
-    run.add_argument("--max-turns", type=int, default=25)
+    run.add_argument("--max-turns", type=int, default=25, help="turns the run may take")
     run.add_argument(
         "--json",
         action="store_true",
@@ -42,6 +39,13 @@ async def run_once(args: argparse.Namespace) -> int:
     from ratchet.wire.options import RunOptions
 
     from .common import connect, default_ui_url
+    from .waiting import (
+        announce_decisions,
+        connection_flags,
+        interrupted,
+        warn_without_worker,
+        watching,
+    )
 
     client = await connect(args, ui_url=args.ui_url or default_ui_url(args.address))
     handle = await client.start_run(
@@ -51,14 +55,28 @@ async def run_once(args: argparse.Namespace) -> int:
     print(f"workflow: {handle.id}", file=notes, flush=True)
     if handle.ui_url:
         print(f"ui: {handle.ui_url}", file=notes, flush=True)
-    watchdog = asyncio.create_task(warn_without_worker(client.temporal, args.task_queue))
+    flags = connection_flags(args)
     try:
-        result = await handle.result()
+        async with watching(
+            asyncio.create_task(
+                warn_without_worker(client.temporal, handle.id, f"run {handle.id}")
+            ),
+            asyncio.create_task(announce_decisions(handle, flags, notes)),
+        ):
+            result = await handle.result()
     except RunFailedError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    finally:
-        watchdog.cancel()
+    except asyncio.CancelledError:  # Ctrl-C: the run is a workflow; it does not stop
+        interrupted(
+            f"run {handle.id}",
+            [
+                f"follow it: ratchet watch {handle.id}{flags}",
+                f"see it: ratchet sessions show {handle.id}{flags}",
+                f"stop it: ratchet sessions cancel {handle.id}{flags}",
+            ],
+        )
+        raise
     if args.json:
         print(json.dumps(as_json(result), indent=2))
         return 0
@@ -69,43 +87,13 @@ async def run_once(args: argparse.Namespace) -> int:
 
 def as_json(result: RunResult) -> dict[str, Any]:
     """A run's result for ``--json``: ``output`` is the answer's JSON value when the
-    answer is JSON (what an agent with an ``output_type`` gives), else its text."""
-    try:
-        output: Any = json.loads(result.output)
-    except ValueError:
-        output = result.output
+    answer is JSON (what an agent with an ``output_type`` gives), else its text, as
+    the HTTP API returns it (``RunResult.output_value``)."""
     return {
         "workflow_id": result.workflow_id,
         "agent": result.agent,
         "status": result.status.value,
         "turns": result.turns,
         "usage": result.usage.model_dump(mode="json"),
-        "output": output,
+        "output": result.output_value,
     }
-
-
-async def warn_without_worker(temporal: object, task_queue: str) -> None:
-    """After NO_WORKER_AFTER seconds, say so if no worker polls ``task_queue``
-    (the run waits for one; it does not fail)."""
-    from temporalio.api.enums.v1 import TaskQueueType
-    from temporalio.api.taskqueue.v1 import TaskQueue
-    from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
-    from temporalio.client import Client
-
-    assert isinstance(temporal, Client)
-    await asyncio.sleep(NO_WORKER_AFTER)
-    answer = await temporal.workflow_service.describe_task_queue(
-        DescribeTaskQueueRequest(
-            namespace=temporal.namespace,
-            task_queue=TaskQueue(name=task_queue),
-            task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-        )
-    )
-    if not answer.pollers:
-        print(
-            f"note: no worker polls task queue {task_queue!r}; the run waits until one "
-            f"does. Start one: ratchet worker --agents myapp.agents:AGENTS "
-            f"--task-queue {task_queue}",
-            file=sys.stderr,
-            flush=True,
-        )

@@ -10,8 +10,12 @@ from pathlib import Path
 
 def register(commands: argparse._SubParsersAction) -> None:
     server = commands.add_parser("server", help="run the embedded Temporal dev server and Web UI")
-    server.add_argument("--port", type=int, default=7233)
-    server.add_argument("--ui-port", type=int, default=8233)
+    server.add_argument(
+        "--port", type=int, default=7233, help="the Temporal frontend's port (default: 7233)"
+    )
+    server.add_argument(
+        "--ui-port", type=int, default=8233, help="the Web UI's port (default: 8233)"
+    )
     server.add_argument("--ip", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     server.add_argument("--headless", action="store_true", help="no Web UI")
     server.add_argument("--db-file", type=Path, help="keep state in this SQLite file")

@@ -4,31 +4,29 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import getpass
 import json
 import sys
-import threading
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, cast
 
 from .common import add_connection_arguments, connect
+from .terminal import Prompt, decide, read_line
 
 if TYPE_CHECKING:
     from ratchet.agents.pending import PendingView
-    from ratchet.agents.state import ExecutionState
-    from ratchet.client import RunHandle, SessionHandle
+    from ratchet.agents.state import ExecutionState, ThreadData
+    from ratchet.client import AgentClient, SessionHandle
 
-STATUSES = (
-    "running",
-    "awaiting_approval",
-    "awaiting_input",
-    "completed",
-    "failed",
-    "cancelled",
-    "pending",
-)
-"""What ``sessions list --status`` accepts (AgentStatus values, any case)."""
+
+def agent_status(text: str) -> str:
+    """What ``sessions list --status`` accepts: an AgentStatus value, in any case."""
+    from ratchet.agents.state import AgentStatus  # here: `ratchet --help` loads no pydantic
+
+    names = [status.value for status in AgentStatus]
+    if text.upper() not in names:
+        choices = ", ".join(name.lower() for name in names)
+        raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from {choices})")
+    return text.upper()
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -46,10 +44,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     listing = verbs.add_parser("list", help="sessions and runs, newest first")
     listing.add_argument(
         "--status",
-        type=str.lower,
-        choices=STATUSES,
-        help="only those with this AgentStatus (e.g. awaiting_approval)",
+        type=agent_status,
+        help="only those with this AgentStatus, e.g. awaiting_approval or interrupted",
     )
+    listing.add_argument("--agent", help="only those of this agent")
     listing.add_argument("--sessions-only", action="store_true", help="leave standalone runs out")
     add_connection_arguments(listing)
     show = verbs.add_parser("show", help="a session's status, pending work, turns and thread")
@@ -61,8 +59,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     fork = verbs.add_parser("fork", help="a new session from the checkpoint after a turn")
     fork.add_argument("session")
     where = fork.add_mutually_exclusive_group()
-    where.add_argument("--at-turn", type=int)
-    where.add_argument("--at-message")
+    where.add_argument("--at-turn", type=int, help="after this turn (from 1; default: the last)")
+    where.add_argument("--at-message", help="after the turn that added this message id")
     fork.add_argument("--id", help="the new session's id")
     approve = verbs.add_parser("approve", help="approve a pending tool call (session or run)")
     approve.add_argument("session", help="a session id or a run's workflow id")
@@ -75,7 +73,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     reject = verbs.add_parser("reject", help="reject a pending tool call (session or run)")
     reject.add_argument("session", help="a session id or a run's workflow id")
     reject.add_argument("call_id")
-    reject.add_argument("--reason")
+    reject.add_argument("--reason", help="what the agent is told")
     answer = verbs.add_parser("answer", help="answer a question the agent asked")
     answer.add_argument("session", help="a session id or a run's workflow id")
     answer.add_argument("question_id")
@@ -95,48 +93,58 @@ def _user() -> str:
         return "cli"
 
 
-Prompt = Callable[[str], Awaitable[str]]
-
-
-async def read_line(prompt: str) -> str:
-    """A line from stdin without blocking the event loop; EOF reads as ``/quit``. Read
-    on a daemon thread, so a prompt left open does not hold the process at exit."""
-    print(prompt, end="", flush=True)
-    loop = asyncio.get_running_loop()
-    answer: asyncio.Future[str] = loop.create_future()
-
-    def read() -> None:
-        line = sys.stdin.readline()
-        with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
-            loop.call_soon_threadsafe(lambda: answer.done() or answer.set_result(line))
-
-    threading.Thread(target=read, daemon=True).start()
-    line = await answer
-    return line.rstrip("\n") if line else "/quit"
-
-
 async def chat_command(args: argparse.Namespace) -> int:
     return await chat(args)
 
 
 async def chat(args: argparse.Namespace, ask: Prompt = read_line) -> int:
-    from ratchet.errors import RunFailedError
+    from .waiting import connection_flags, interrupted
 
     client = await connect(args)
     session = (
         client.get_session(args.session) if args.session else await client.start_session(args.agent)
     )
     print(f"session: {session.id} (continue it with --session {session.id}; /quit leaves)")
+    try:
+        await converse(client, session, args, ask)
+    except asyncio.CancelledError:  # Ctrl-C: the session is a workflow; it does not stop
+        flags = connection_flags(args)
+        interrupted(
+            f"session {session.id}",
+            [
+                f"continue it: ratchet chat {args.agent} --session {session.id}{flags}",
+                f"what it waits for: ratchet sessions show {session.id}{flags}",
+            ],
+        )
+        raise
+    if args.close:
+        await session.close()
+        print(f"session {session.id} closed")
+    return 0
+
+
+async def converse(
+    client: AgentClient, session: SessionHandle, args: argparse.Namespace, ask: Prompt
+) -> None:
+    """Message after message until ``/quit``; says so when no worker takes them."""
+    from ratchet.errors import RunFailedError
+
+    from .waiting import answered, warn_without_worker, watching
+
+    what = f"session {session.id}"
     while True:
         text = (await ask("you> ")).strip()
         if text in ("/quit", "/exit"):
-            break
+            return
         if not text:
             continue
         reply = Reply(args.agent)
-        follow = asyncio.create_task(reply.follow(session, await session.event_offset()))
+        offset = await answered(session.event_offset, client.temporal, session.id, what)
+        follow = asyncio.create_task(reply.follow(session, offset))
+        stalls = warn_without_worker(client.temporal, session.id, what)
         try:
-            result = await send_and_decide(session, text, ask, by=getattr(args, "by", _user()))
+            async with watching(asyncio.create_task(stalls)):
+                result = await send_and_decide(session, text, ask, by=getattr(args, "by", _user()))
         except RunFailedError as e:
             await reply.finish(follow)
             print(f"error: {e.cause}", file=sys.stderr)
@@ -144,10 +152,6 @@ async def chat(args: argparse.Namespace, ask: Prompt = read_line) -> int:
         await reply.finish(follow)
         if not reply.streamed:  # the model did not stream: the answer comes whole
             print(f"{result.agent}> {result.output or f'({result.status.value})'}")
-    if args.close:
-        await session.close()
-        print(f"session {session.id} closed")
-    return 0
 
 
 class Reply:
@@ -196,7 +200,7 @@ async def send_and_decide(session: SessionHandle, text: str, ask: Prompt, *, by:
     """Send ``text`` and, while the run waits for someone, ask at the terminal."""
     sent = asyncio.create_task(session.send(text))
     while True:
-        waiting = asyncio.create_task(session.wait_for_pending())
+        waiting = asyncio.create_task(_waits_for(session))
         done, _ = await asyncio.wait({sent, waiting}, return_when=asyncio.FIRST_COMPLETED)
         if sent in done:
             # The cancelled wait ends with an error of its own: collect it, or asyncio
@@ -208,38 +212,27 @@ async def send_and_decide(session: SessionHandle, text: str, ask: Prompt, *, by:
             await decide(session, item, ask, by=by)
 
 
-async def decide(
-    session: SessionHandle | RunHandle, item: PendingView, ask: Prompt, *, by: str = "cli"
-) -> None:
-    from ratchet.errors import DecisionError
-
-    action = item.action
-    try:
-        if action.kind == "input":
-            answer = await ask(f"{action.question}\nanswer> ")
-            if answer == "/quit":  # end of input: no answer, rather than "/quit" as one
-                await session.reject(action.id, "no answer at the terminal", by=by)
-            else:
-                await session.provide_input(action.id, answer, by=by)
-            return
-        reply = await ask(f"approve {action.call.describe() if action.call else action.id}? [y/n] ")
-        if reply.strip().lower() in ("y", "yes"):
-            await session.approve(action.id, by=by)
-        else:
-            await session.reject(action.id, "declined at the terminal", by=by)
-    except DecisionError as e:  # decided elsewhere in the meantime
-        print(f"note: {e}", file=sys.stderr)
+async def _waits_for(session: SessionHandle) -> list[PendingView]:
+    """What the session's run waits for, once it waits; asked again while no worker
+    answers (the send says what became of the message)."""
+    while True:
+        try:
+            return await session.wait_for_pending()
+        except Exception:  # noqa: BLE001 - a worker restarting, say: look again
+            await asyncio.sleep(1.0)
 
 
 async def sessions_command(args: argparse.Namespace) -> int:
     client = await connect(args)
     if args.verb == "list":
-        from ratchet.client.listing import list_workflows, type_clause
+        from ratchet.client.listing import agent_clause, list_workflows, type_clause
 
         # Newest first; a session's runs are its own, standalone runs are listed too.
         query = type_clause(runs=not args.sessions_only)
         if args.status:
-            query += f" AND AgentStatus = '{args.status.upper()}'"
+            query += f" AND AgentStatus = '{args.status}'"
+        if args.agent:
+            query += f" AND {agent_clause(args.agent)}"
         rows = [["id", "kind", "agent", "status", "turns", "tokens", "started"]]
         for row in await list_workflows(client.temporal, query):
             counts = ["" if n is None else str(n) for n in (row.turns, row.tokens)]
@@ -247,23 +240,37 @@ async def sessions_command(args: argparse.Namespace) -> int:
             rows.append([row.id, row.kind, row.agent or "?", row.status, *counts, started])
         print(table(rows))
         return 0
-    if args.verb == "fork":
+    if args.verb == "fork":  # from a session or a single run
         fork = await client.fork(
             args.session, at_turn=args.at_turn, at_message=args.at_message, session_id=args.id
         )
         print(fork.id)
         return 0
+    from ratchet.client import RunHandle
+
+    from .targets import cancel_run, export_run, show_run, target
+
+    found = await target(client, args.session)
     if args.verb in ("approve", "reject", "answer"):
-        target = await _decider(client, args.session)
-        if args.verb == "approve":
-            await target.approve(args.call_id, by=args.by, always=args.always)
-        elif args.verb == "reject":
-            await target.reject(args.call_id, args.reason, by=args.by)
-        else:
-            await target.provide_input(args.question_id, args.text, by=args.by)
+        from .waiting import warn_without_worker, watching
+
+        # The decision is an Update: it waits for a worker to take it; say so if none does.
+        noun = "run" if isinstance(found, RunHandle) else "session"
+        stalls = warn_without_worker(client.temporal, found.id, f"{noun} {found.id}")
+        async with watching(asyncio.create_task(stalls)):
+            if args.verb == "approve":
+                await found.approve(args.call_id, by=args.by, always=args.always)
+            elif args.verb == "reject":
+                await found.reject(args.call_id, args.reason, by=args.by)
+            else:
+                await found.provide_input(args.question_id, args.text, by=args.by)
         print("ok")
         return 0
-    session = client.get_session(args.session)
+    if isinstance(found, RunHandle):
+        if args.verb == "show":
+            return await show_run(found, args.messages)
+        return await (export_run(found) if args.verb == "export" else cancel_run(found))
+    session = found
     if args.verb == "show":
         return await show(session, args.messages, run=args.run)
     if args.verb == "export":
@@ -284,17 +291,6 @@ async def sessions_command(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _decider(client: object, workflow_id: str) -> SessionHandle | RunHandle:
-    """The session or the standalone run with that id (decisions work on both)."""
-    from ratchet.client import AgentClient
-
-    assert isinstance(client, AgentClient)
-    description = await client.get_session(workflow_id).workflow.describe()
-    if description.workflow_type == "AgentRunWorkflow":
-        return client.get_run(workflow_id)
-    return client.get_session(workflow_id)
-
-
 async def show(session: SessionHandle, last: int, *, run: int | None = None) -> int:
     status = await session.status()
     budget = f" of {status.token_budget}" if status.token_budget is not None else ""
@@ -305,8 +301,7 @@ async def show(session: SessionHandle, last: int, *, run: int | None = None) -> 
         print(f"cost: ${status.cost_usd:.4f}")
     if status.current_run:
         print(f"run in progress: {status.current_run}")
-    for item in await session.pending():
-        print(f"waiting for {item.action.kind}: {item.action.id} · {item.action.describe()}")
+    print_pending(await session.pending())
     number = run or status.runs
     if number:
         if run is not None and run != status.runs:
@@ -318,13 +313,24 @@ async def show(session: SessionHandle, last: int, *, run: int | None = None) -> 
         if execution is not None and execution.step_results:
             print(f"\nturns of {session.id}-run-{status.runs} ({execution.status.value}):")
             print(turns_table(execution))
-    latest = await session.thread(last=last)  # read alone: a long thread is not paged in
-    if latest.offset:
-        print(f"… {latest.offset} earlier messages")
-    for message in latest.messages:
+    print_last(await session.thread(last=last), last)  # read alone: not paged in whole
+    return 0
+
+
+def print_pending(pending: list[PendingView]) -> None:
+    for item in pending:
+        print(f"waiting for {item.action.kind}: {item.action.id} · {item.action.describe()}")
+
+
+def print_last(thread: ThreadData, last: int) -> None:
+    """The thread's ``last`` messages, after how many came before them (``thread``
+    may be its latest part only: ``offset`` counts the messages before it)."""
+    messages = thread.messages[-last:]
+    if thread.length > len(messages):
+        print(f"… {thread.length - len(messages)} earlier messages")
+    for message in messages:
         text = message.text or ", ".join(c.describe() for c in message.tool_calls)
         print(f"{message.role}: {text}")
-    return 0
 
 
 def turns_table(execution: ExecutionState) -> str:

@@ -26,6 +26,7 @@ STATUS_COLOUR = {
     "INTERRUPTED": "yellow",
     "AWAITING_APPROVAL": "yellow",
     "AWAITING_INPUT": "yellow",
+    "AWAITING_CLIENT": "yellow",
 }
 
 
@@ -152,16 +153,28 @@ class Printer:
         self._stop_spinner()
         if self._streaming:
             self.out.write("\n")
+            self._streaming = False
         self.out.flush()
 
 
 async def watch(client: Client, args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+    from .waiting import connection_flags, interrupted, warn_without_worker, watching
+
     tty = out.isatty()
     colour = tty and not args.no_color and "NO_COLOR" not in os.environ
     printer = Printer(out, colour=colour, spinner=tty)
+    events = await events_of(client, args.id)
+    stalls = warn_without_worker(
+        client, args.id, args.id, say=lambda note: printer.line(printer.paint(note, "yellow"))
+    )
     try:
-        async for event in await events_of(client, args.id):
-            printer.show(event)
+        async with watching(asyncio.create_task(stalls)):
+            async for event in events:
+                printer.show(event)
+    except asyncio.CancelledError:  # Ctrl-C: only the watching stops
+        printer.close()
+        interrupted(args.id, [f"watch it again: ratchet watch {args.id}{connection_flags(args)}"])
+        raise
     finally:
         printer.close()
     return 0

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import logging
 import os
 import sys
 from pathlib import Path
 
 from .common import add_connection_arguments, connect
+from .worker import add_log_level
 
 LOOPBACK_NAMES = ("localhost",)
 
@@ -16,8 +18,8 @@ LOOPBACK_NAMES = ("localhost",)
 def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser("web", help="serve sessions over HTTP (needs ratchet[web])")
     add_connection_arguments(parser)
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="port to serve on (default: 8000)")
     parser.add_argument(
         "--agents",
         help="module:ATTR naming the workers' agents (as for `ratchet worker`); sessions "
@@ -48,6 +50,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="identities that may read them, comma-separated (they quote conversations; "
         "default: $RATCHET_WEB_REPORT_READERS)",
     )
+    add_log_level(parser)
     parser.set_defaults(func=serve)
 
 
@@ -96,8 +99,15 @@ async def serve(args: argparse.Namespace) -> int:
         reports=Path(args.reports) if args.reports else None,
         report_readers=readers,
     )
+    logging.basicConfig(
+        level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     config = uvicorn.Config(
-        app, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=5
+        app,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level.lower(),
+        timeout_graceful_shutdown=5,
     )
     url = f"http://{args.host}:{args.port}"
 

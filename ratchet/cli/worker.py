@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import math
 
-DEFAULT_AGENTS = "ratchet.examples:AGENTS"
+AGENTS_ENV = "RATCHET_AGENTS"
+DEMO_AGENTS = "ratchet.examples:AGENTS"
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 MAX_SECONDS = 10**9  # about 31 years: within timedelta's range
 DEFAULT_GRACE_PERIOD = 20.0
 """Seconds a stopping worker gives its turns in flight (``build_worker``'s default too).
@@ -21,9 +23,16 @@ def register(commands: argparse._SubParsersAction) -> None:
 def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
     from .common import add_connection_arguments
 
-    parser.add_argument("--agents", default=DEFAULT_AGENTS, help="module:ATTR dict of agents")
-    add_connection_arguments(parser)
-    parser.add_argument("--max-concurrent-turns", type=int, default=50)
+    parser.add_argument(
+        "--agents",
+        metavar="MODULE:ATTR",
+        help="the dict of agents to host, name -> Agent or factory, e.g. "
+        f"myapp.agents:AGENTS (default: ${AGENTS_ENV}; the demo's: {DEMO_AGENTS})",
+    )
+    add_connection_arguments(parser, queue_help="the task queue this worker polls")
+    parser.add_argument(
+        "--max-concurrent-turns", type=int, default=50, help="turns and tools run at once"
+    )
     parser.add_argument(
         "--grace-period",
         type=seconds,
@@ -39,7 +48,22 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
         help="serve Prometheus metrics on HOST:PORT at /metrics "
         "(default: RATCHET_METRICS_ADDRESS; none: off)",
     )
+    add_log_level(
+        parser,
+        "WARNING shows tools that raised and failed turns; INFO adds "
+        "the errors tools report on purpose (ToolError)",
+    )
     parser.set_defaults(func=run_worker)
+
+
+def add_log_level(parser: argparse.ArgumentParser, shows: str = "") -> None:
+    parser.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=LOG_LEVELS,
+        default="WARNING",
+        help=f"least severe log records printed (default: WARNING){'; ' if shows else ''}{shows}",
+    )
 
 
 def seconds(text: str) -> float:

@@ -6,6 +6,7 @@ return: a run's ``AgentState`` (status, turns, the thread), committed state
 yields (``RunEvent``: one class per kind, each with typed ``data``).
 """
 
+from ratchet.agents.client_tools import ClientTool
 from ratchet.agents.events import (
     CustomEvent,
     EventBase,
@@ -54,6 +55,7 @@ __all__ = [
     "AgentStateExport",
     "AgentStatus",
     "Checkpoint",
+    "ClientTool",
     "CustomEvent",
     "Decision",
     "EventBase",

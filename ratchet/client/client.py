@@ -16,6 +16,7 @@ from temporalio.client import (
     WorkflowHandle,
     WorkflowUpdateFailedError,
 )
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.converter import (
     ExternalStorage,
     PayloadCodec,
@@ -34,12 +35,26 @@ from ratchet.agents.pending import Decision, PendingView
 from ratchet.agents.state import AgentSession, AgentState, ThreadBase, ThreadData
 from ratchet.agents.state_context import StateChanged
 from ratchet.agents.state_export import StateExport
-from ratchet.errors import DecisionError, InvalidInputError, RunFailedError, run_failed
+from ratchet.errors import (
+    DecisionError,
+    InvalidInputError,
+    RunFailedError,
+    ServerUnreachableError,
+    run_failed,
+)
 from ratchet.payloads.converter import RatchetPayloadConverter
 from ratchet.plugin import RatchetClientPlugin, ratchet_converter
 from ratchet.wire.names import PAGE_BYTES, RUN_WORKFLOW, SESSION_WORKFLOW, STATE_QUERY
 from ratchet.wire.options import RunOptions, SessionOptions
-from ratchet.wire.runs import DecisionRequest, RunInput, RunResult, Verdict, new_messages
+from ratchet.wire.runs import (
+    DecisionRequest,
+    RunInput,
+    RunResult,
+    ToolResultRequest,
+    Verdict,
+    new_messages,
+)
+from ratchet.wire.search_attributes import AGENT_NAME, AGENT_STATUS
 from ratchet.wire.sessions import CheckpointAnswer, SessionInput, TurnMark
 from ratchet.workflows.agent_run import AgentRunWorkflow
 from ratchet.workflows.progress import run_details
@@ -223,6 +238,27 @@ class RunHandle:
         """Answer a question the agent asked."""
         return await self._decide("answer", DecisionRequest(id=question_id, answer=answer, by=by))
 
+    async def provide_tool_result(
+        self,
+        call_id: str,
+        result: str,
+        *,
+        is_error: bool = False,
+        by: str | None = None,
+        message_id: str | None = None,
+    ) -> Decision:
+        """Send the result of a client tool call the run waits for (``pending()`` lists
+        it, kind ``client``; see ``RunOptions.client_tools``); ``is_error``: the tool
+        failed, and ``result`` says how; ``message_id``: the result's id in the thread.
+        A call nothing waits for, or one answered already, raises ``InvalidInputError``."""
+        request = ToolResultRequest(
+            call_id=call_id, content=result, is_error=is_error, by=by, message_id=message_id
+        )
+        try:
+            return await self._handle.execute_update(AgentRunWorkflow.provide_tool_result, request)
+        except WorkflowUpdateFailedError as e:
+            raise _run_failed(self.id, e) from e
+
     async def _decide(self, verdict: Verdict, request: DecisionRequest) -> Decision:
         update = {
             "approve": AgentRunWorkflow.approve,
@@ -259,7 +295,7 @@ class AgentClient:
         """Closed workflow runs' parts of session logs this client has read from their
         histories (a closed run never changes), the most recently used 64 MiB."""
 
-    def result_poller(self, session_id: str) -> ResultPoller:
+    def _result_poller(self, session_id: str) -> ResultPoller:
         """Polls for this client's queued sends to one session, all in one query."""
         poller = self._pollers.get(session_id)
         if poller is None:
@@ -267,7 +303,7 @@ class AgentClient:
             poller = self._pollers[session_id] = ResultPoller(handle)
         return poller
 
-    def update_slot(self, session_id: str) -> asyncio.Semaphore:
+    def _update_slot(self, session_id: str) -> asyncio.Semaphore:
         """Bounds the Updates this client has in flight to one session."""
         slot = self._slots.get(session_id)
         if slot is None:
@@ -290,6 +326,7 @@ class AgentClient:
     ) -> AgentClient:
         """Connect using ``temporalio.envconfig`` (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
         TLS and API-key settings, config-file profiles); arguments override it.
+        Raises ``ServerUnreachableError`` naming the address when no server answers.
 
         ``payload_storage`` (a directory, a driver, or an ``ExternalStorage``) keeps
         payloads over 256 KiB out of history, so a turn may carry more than
@@ -314,7 +351,13 @@ class AgentClient:
         config.update(connect_options)
         plugin = RatchetClientPlugin(payload_storage=payload_storage, codec=codec, tracing=tracing)
         config["plugins"] = [plugin, *config.get("plugins", [])]
-        client = await Client.connect(**config)
+        try:
+            client = await Client.connect(**config)
+        except RuntimeError as e:
+            if "Failed client connect" not in str(e):
+                raise
+            # One error a user can act on, not the SDK's chain (its reason is kept).
+            raise ServerUnreachableError(config["target_host"], _connect_reason(e)) from None
         return cls(client, task_queue=task_queue, ui_url=ui_url)
 
     async def start_run(
@@ -340,17 +383,37 @@ class AgentClient:
         if state is not None:
             session = _with_state(agent, session, StateExport.load(state), options)
         with translated("run", workflow_id):
-            handle = await self.temporal.start_workflow(
+            handle = await self._start(
                 AgentRunWorkflow.run,
                 RunInput(agent=agent, messages=messages, session=session, options=options),
                 id=workflow_id,
-                task_queue=self.task_queue,
+                agent=agent,
                 static_summary=f"{agent}: {_excerpt(messages)}",
                 static_details=run_details(
                     agent, messages, session=session.info.id if session else None, parent=None
                 ),
             )
         return RunHandle(handle, self.ui_url, self.temporal.namespace)
+
+    async def _start(
+        self, run: Any, arg: Any, *, id: str, agent: str, **options: Any
+    ) -> WorkflowHandle[Any, Any]:
+        """Start a run or session indexed from the start (its agent, status PENDING),
+        so a list shows what it is before a worker has taken it. A namespace without
+        Ratchet's search attributes gets them from its first worker; until then the
+        workflow starts unindexed."""
+        indexed = TypedSearchAttributes(
+            [SearchAttributePair(AGENT_NAME, agent), SearchAttributePair(AGENT_STATUS, "PENDING")]
+        )
+        start = self.temporal.start_workflow
+        try:
+            return await start(
+                run, arg, id=id, task_queue=self.task_queue, search_attributes=indexed, **options
+            )
+        except RPCError as e:
+            if e.status != RPCStatusCode.INVALID_ARGUMENT or "search attribute" not in e.message:
+                raise
+            return await start(run, arg, id=id, task_queue=self.task_queue, **options)
 
     async def run(
         self,
@@ -388,11 +451,11 @@ class AgentClient:
                 update={"info": session.info.model_copy(update={"id": workflow_id})}
             )
         with translated("session", workflow_id):
-            handle = await self.temporal.start_workflow(
+            handle = await self._start(
                 AgentSessionWorkflow.run,
                 SessionInput(agent=agent, session=session, options=options, session_id=workflow_id),
                 id=workflow_id,
-                task_queue=self.task_queue,
+                agent=agent,
                 static_summary=f"{agent} session",
             )
         return SessionHandle(handle, self)
@@ -485,11 +548,11 @@ class AgentClient:
             }
         )
         with translated("session", session_id):
-            handle = await self.temporal.start_workflow(
+            handle = await self._start(
                 AgentSessionWorkflow.run,
                 SessionInput(agent=agent, session=session, options=options, session_id=session_id),
                 id=session_id,
-                task_queue=self.task_queue,
+                agent=agent,
                 static_summary=f"{agent} session, forked from {source} at turn {turn}",
             )
         return SessionHandle(handle, self)
@@ -500,6 +563,13 @@ class AgentClient:
     def get_run(self, workflow_id: str) -> RunHandle:
         handle = self.temporal.get_workflow_handle_for(AgentRunWorkflow.run, workflow_id)
         return RunHandle(handle, self.ui_url, self.temporal.namespace)
+
+
+def _connect_reason(error: RuntimeError) -> str:
+    """``Connection refused`` out of the SDK's ``Failed client connect: ...`` text."""
+    text = str(error)
+    found = re.search(r'message: "([^"]+)"', text)
+    return found.group(1) if found else text.removeprefix("Failed client connect: ")
 
 
 def _run_failed(

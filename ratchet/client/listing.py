@@ -9,6 +9,8 @@ from typing import Literal
 from pydantic import BaseModel
 from temporalio.client import Client, WorkflowExecutionStatus
 
+from ratchet.errors import InvalidInputError
+
 SESSION_TYPES = (
     "AgentSession",
     "AgentSessionWorkflow",
@@ -36,8 +38,17 @@ def type_clause(runs: bool) -> str:
     return f"WorkflowType IN ({', '.join(repr(t) for t in types)})"
 
 
+def agent_clause(agent: str) -> str:
+    """``AgentName = '...'``, refusing what would end the quoted value."""
+    if "'" in agent or "\\" in agent:
+        raise InvalidInputError(f"{agent!r}: quotes and backslashes are not allowed here.")
+    return f"AgentName = '{agent}'"
+
+
 async def list_workflows(client: Client, query: str, *, limit: int = 100) -> list[WorkflowSummary]:
-    """The workflows ``query`` finds, newest first."""
+    """The workflows ``query`` finds, newest (latest started) first: of the ``limit``
+    the server lists first (its own order puts open ones first, then the latest
+    closed; visibility queries on SQL stores take no ORDER BY)."""
     rows: list[WorkflowSummary] = []
     async for info in client.list_workflows(query, limit=limit):
         found = {p.key.name: p.value for p in info.typed_search_attributes}
@@ -56,7 +67,7 @@ async def list_workflows(client: Client, query: str, *, limit: int = 100) -> lis
                 started=info.start_time,
             )
         )
-    return rows
+    return sorted(rows, key=lambda row: row.started, reverse=True)
 
 
 def _str(value: object) -> str | None:

@@ -41,7 +41,10 @@ PASSING = frozenset(
 
 def passing(error: BaseException) -> bool:
     """Whether ``error`` may pass if the call is made again (no worker answered in
-    time, Temporal was out of reach): never a refusal or a failure of the request."""
+    time, Temporal was out of reach): never a refusal or a failure of the request,
+    nor the caller being cancelled (see ``cancelled``)."""
+    if cancelled():
+        return False
     if isinstance(error, RPCTimeoutOrCancelledError):
         return True
     if isinstance(error, RPCError):
@@ -55,14 +58,25 @@ def passing(error: BaseException) -> bool:
     return False
 
 
+def cancelled() -> bool:
+    """The running task is being cancelled (Ctrl-C, a caller's timeout): the SDK
+    reports a cancelled Update as ``RPCTimeoutOrCancelledError``, which would read
+    as a moment's outage and be retried for minutes."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
 async def retrying(call: Callable[[], Awaitable[T]], *, until: float) -> T:
     """``call()``, again after each failure that may pass, until ``until`` (a
-    ``time.monotonic()``); then the last failure is raised."""
+    ``time.monotonic()``); then the last failure is raised. A cancelled caller
+    stops at once, cancelled."""
     delay = FIRST_DELAY
     while True:
         try:
             return await call()
         except Exception as e:
+            if cancelled():
+                raise asyncio.CancelledError() from e
             if not passing(e) or time.monotonic() + delay > until:
                 raise
         await asyncio.sleep(delay)

@@ -23,6 +23,7 @@ from temporalio.client import (
 )
 
 from ratchet.agents.approvals import ApprovalRules, rule_change
+from ratchet.agents.client_tools import ClientTool, tool_problems
 from ratchet.agents.events import RunEvent
 from ratchet.agents.messages import Message, new_id
 from ratchet.agents.pending import Decision, PendingView
@@ -38,7 +39,13 @@ from ratchet.errors import (
     run_failed,
 )
 from ratchet.wire.names import OFFSET_QUERY, STATE_QUERY
-from ratchet.wire.runs import DecisionRequest, RunResult, Verdict, new_messages
+from ratchet.wire.runs import (
+    DecisionRequest,
+    RunResult,
+    ToolResultRequest,
+    Verdict,
+    new_messages,
+)
 from ratchet.wire.sessions import (
     SendOutcome,
     SendRequest,
@@ -145,7 +152,11 @@ class SessionHandle:
         return await self._handle.query(OFFSET_QUERY, result_type=int)
 
     async def send(
-        self, prompt: str | Sequence[Message], *, request_id: str | None = None
+        self,
+        prompt: str | Sequence[Message],
+        *,
+        request_id: str | None = None,
+        client_tools: Sequence[ClientTool] = (),
     ) -> RunResult:
         """Run the agent on ``prompt`` as the session's next execution and wait for it.
 
@@ -162,8 +173,12 @@ class SessionHandle:
         Failures that pass (no worker answers, Temporal out of reach) are retried
         for up to two minutes; past that ``AnswerUnavailableError`` says whether the
         message was taken and carries the request id to send again with.
+
+        ``client_tools`` are tools the caller runs, offered to the model for this
+        message's run (``ratchet.agents.client_tools``): the run waits for each call's
+        result (``pending()`` lists it; send it with ``provide_tool_result``).
         """
-        request = self._send_request(prompt, request_id or new_request_id())
+        request = self._send_request(prompt, request_id or new_request_id(), client_tools)
         until = deadline()
         rid = request.request_id or ""
         try:
@@ -177,7 +192,7 @@ class SessionHandle:
             raise AnswerUnavailableError(self.id, rid, None, str(e)) from e
         try:
             if outcome.state in ("queued", "running"):
-                outcome = await self._client.result_poller(self.id).wait(outcome.ticket, until)
+                outcome = await self._client._result_poller(self.id).wait(outcome.ticket, until)
             return await self._result(outcome, until)
         except Exception as e:
             if not passing(e):
@@ -185,12 +200,16 @@ class SessionHandle:
             raise AnswerUnavailableError(self.id, rid, True, str(e)) from e
 
     async def submit(
-        self, prompt: str | Sequence[Message], *, request_id: str | None = None
+        self,
+        prompt: str | Sequence[Message],
+        *,
+        request_id: str | None = None,
+        client_tools: Sequence[ClientTool] = (),
     ) -> str:
         """``send`` without waiting for the run: returns the request id once the
         session has accepted the message (it is in history; bad input raises here, as
         with ``send``). ``send`` with the same prompt and id waits for its answer."""
-        request = self._send_request(prompt, request_id or new_request_id())
+        request = self._send_request(prompt, request_id or new_request_id(), client_tools)
         stage = WorkflowUpdateStage.ACCEPTED
         try:
             await retrying(
@@ -205,11 +224,17 @@ class SessionHandle:
             raise AnswerUnavailableError(self.id, request.request_id or "", None, str(e)) from e
         return request.request_id or ""
 
-    def _send_request(self, prompt: str | Sequence[Message], request_id: str) -> SendRequest:
-        request = SendRequest(messages=new_messages(prompt, new_id), request_id=request_id)
+    def _send_request(
+        self, prompt: str | Sequence[Message], request_id: str, tools: Sequence[ClientTool] = ()
+    ) -> SendRequest:
+        request = SendRequest(
+            messages=new_messages(prompt, new_id), request_id=request_id, client_tools=list(tools)
+        )
         check_prompt_size(self._client.temporal, request.messages, "session", self.id)
         if not 0 < len(request_id) <= 200:
             raise InvalidInputError("request_id must be 1 to 200 characters long.")
+        if wrong := tool_problems(request.client_tools):
+            raise InvalidInputError(f"{wrong[0]}.")
         return request
 
     async def _result(self, outcome: SendOutcome, until: float) -> RunResult:
@@ -243,14 +268,19 @@ class SessionHandle:
         *,
         wait_for_stage: WorkflowUpdateStage | None = None,
     ) -> Any:
-        async with self._client.update_slot(self.id):
+        async with self._client._update_slot(self.id):
             for attempt in range(BUSY_RETRIES + 1):
                 try:
                     if wait_for_stage is not None:
                         stage = wait_for_stage
-                        return await self._handle.start_update(
+                        handle = await self._handle.start_update(
                             name, arg, id=update_id, result_type=result_type, wait_for_stage=stage
                         )
+                        # A validator's refusal comes back as the Update's outcome, which
+                        # start_update keeps without raising: raise it here.
+                        if handle._known_outcome is not None:  # noqa: SLF001 - no public view
+                            await handle.result()
+                        return handle
                     return await self._handle.execute_update(
                         name, arg, id=update_id, result_type=result_type
                     )
@@ -334,7 +364,7 @@ class SessionHandle:
         return await self._update("cancel", None, SessionStatus)
 
     async def pending(self) -> list[PendingView]:
-        """What the run in progress waits for (approvals, questions)."""
+        """What the run in progress waits for (approvals, questions, client tool calls)."""
         return await self._handle.query("pending", result_type=list[PendingView])
 
     async def wait_for_pending(self) -> list[PendingView]:
@@ -386,6 +416,25 @@ class SessionHandle:
         self, question_id: str, answer: str, *, by: str | None = None
     ) -> Decision:
         return await self._decide("answer", DecisionRequest(id=question_id, answer=answer, by=by))
+
+    async def provide_tool_result(
+        self,
+        call_id: str,
+        result: str,
+        *,
+        is_error: bool = False,
+        by: str | None = None,
+        message_id: str | None = None,
+    ) -> Decision:
+        """Send the result of a client tool call the run in progress waits for
+        (``pending()`` lists it, kind ``client``); ``is_error``: the tool failed, and
+        ``result`` says how; ``message_id``: the result's id in the thread (default: one
+        the session makes). A call nothing waits for, or one answered already, raises
+        ``InvalidInputError``."""
+        request = ToolResultRequest(
+            call_id=call_id, content=result, is_error=is_error, by=by, message_id=message_id
+        )
+        return await self._update("provide_tool_result", request, Decision)
 
     async def _decide(self, verdict: Verdict, request: DecisionRequest) -> Decision:
         name = {"approve": "approve", "reject": "reject", "answer": "provide_input"}[verdict]

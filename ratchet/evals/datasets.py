@@ -24,6 +24,7 @@ from ratchet.client import AgentClient
 from ratchet.errors import InvalidInputError
 from ratchet.wire.rerun import SourceSnapshot
 
+from .report import read_input
 from .rerun import RecordedCase, read_recorded, read_source, split_cases
 
 READERS = 10
@@ -76,10 +77,9 @@ async def export_dataset(
 
 def load_dataset(path: str | Path) -> Dataset:
     """A dataset file, with an error that says what is wrong with it."""
+    text = read_input(path, "dataset file", "written by `ratchet eval export --out`")
     try:
-        return Dataset.model_validate_json(Path(path).read_text())
-    except FileNotFoundError:
-        raise InvalidInputError(f"There is no dataset file {path}.") from None
+        return Dataset.model_validate_json(text)
     except ValidationError as e:
         raise InvalidInputError(
             f"{path} is not a dataset written by `ratchet eval export`: {e.errors()[0]['msg']} "

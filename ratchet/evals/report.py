@@ -157,13 +157,27 @@ def assert_gate(
         raise AssertionError(f"{report.agent} fails the gate: " + "; ".join(failures))
 
 
+def read_input(path: str | Path, kind: str, written_by: str) -> str:
+    """The text of the ``kind`` (e.g. "cases file") at ``path``, or an error saying why
+    it cannot be read (``written_by`` says what the file should be, for a directory)."""
+    try:
+        return Path(path).read_text()
+    except FileNotFoundError:
+        raise InvalidInputError(f"There is no {kind} {path}.") from None
+    except IsADirectoryError:
+        raise InvalidInputError(
+            f"{path} is a directory: give the {kind} in it ({written_by})."
+        ) from None
+    except OSError as e:
+        raise InvalidInputError(f"Cannot read the {kind} {path}: {e.strerror}.") from None
+
+
 def load_cases(path: str | Path) -> list[Case]:
     """Cases from a JSON file: a list of ``{"id", "prompt", "expected"?, "weights"?}``
     (an ``id`` may be left out: the position is used)."""
+    text = read_input(path, "cases file", "a JSON list of cases")
     try:
-        raw = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise InvalidInputError(f"There is no cases file {path}.") from None
+        raw = json.loads(text)
     except json.JSONDecodeError as e:
         raise InvalidInputError(f"{path} is not JSON: {e}.") from None
     if isinstance(raw, dict) and "snapshots" in raw:

@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from temporalio.service import RPCError, RPCStatusCode
+
 from ratchet.activities.histories import recorded_turns, usage_per_user_message
 from ratchet.agents.messages import Message
 from ratchet.agents.recording import (
@@ -34,7 +36,7 @@ from ratchet.agents.recording import (
 from ratchet.agents.usage import Usage
 from ratchet.client import AgentClient
 from ratchet.client.listing import list_workflows, type_clause
-from ratchet.errors import InvalidInputError, RatchetError
+from ratchet.errors import InvalidInputError, NotFoundError, RatchetError
 from ratchet.wire.names import SESSION_WORKFLOW
 from ratchet.wire.options import RunOptions, SessionOptions
 from ratchet.wire.rerun import RecordedSide, replaying
@@ -84,8 +86,18 @@ def split_cases(source: str, messages: Sequence[Message]) -> list[RecordedCase]:
 
 
 async def read_source(client: AgentClient, source: str) -> list[Message]:
-    """The whole thread of a session, or of a run, by its id."""
-    description = await client.temporal.get_workflow_handle(source).describe()
+    """The whole thread of a session, or of a run, by its id (NotFoundError when
+    Temporal has no such workflow)."""
+    try:
+        description = await client.temporal.get_workflow_handle(source).describe()
+    except RPCError as e:
+        if e.status != RPCStatusCode.NOT_FOUND:
+            raise
+        raise NotFoundError(
+            f"There is no session or run {source!r}: a wrong id, or one past the namespace's "
+            "retention. Snapshot conversations while Temporal holds them (`ratchet eval "
+            "export`, or export_dataset()) and rerun the dataset."
+        ) from None
     if description.workflow_type == SESSION_WORKFLOW:
         return list((await client.get_session(source).thread()).messages)
     return list((await client.get_run(source).thread()).messages)
@@ -115,7 +127,8 @@ async def find_sources(client: AgentClient, query: str, *, limit: int = 100) -> 
 
 async def rerun(client: AgentClient, source: str, *, agent: str, **options: Any) -> Report:
     """Rerun every user message of session (or run) ``source`` on ``agent`` (see
-    ``rerun_many`` for the options)."""
+    ``rerun_many`` for the options). Raises ``NotFoundError`` when Temporal no longer
+    holds ``source``: rerun a dataset snapshot of it instead (``export_dataset``)."""
     return await rerun_many(client, [source], agent=agent, **options)
 
 

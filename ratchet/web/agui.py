@@ -2,52 +2,41 @@
 
 An AG-UI thread is a Ratchet session (``threadId`` is its id; the first run
 starts it with the agent named in the URL or in ``forwardedProps.agent``), and
-one POST is one run. AG-UI clients send the conversation as they hold it every
-time: messages whose ids the session holds are skipped, the rest are sent. The
-held ones must be consecutive messages of the thread and new ones must follow its
-last message, so a history that skips or reorders held messages, or adds new ones
-before the thread's end, is refused (409); one that leaves out the earliest
-messages is not (a long thread is read only as far back as the POST reaches).
-``runId`` is the send's Update id, so a retried POST sends nothing twice, and a
-POST with ``Last-Event-ID`` re-attaches to the run and continues after that event.
+one POST is one run. AG-UI clients send the whole conversation every time: the
+user messages the session does not hold are sent (see ``agui_history`` for what
+else a client may hold). ``runId`` names the send (its request id is
+``agui-<runId>``), so a retried POST sends nothing twice and re-attaches to the
+run it names: from ``Last-Event-ID`` on if given, else from now on, or with how
+that run ended if it has (see ``agui_runs``). A message sent while a run is in
+progress waits for it, as the session's ``steering`` says (``queue`` by default).
 
-A run that stops for an approval or a question finishes with an ``interrupt``
-outcome; the next run's ``resume`` entries answer it (``resolved`` with ``true``
-/ ``{"approved": true}`` or ``false`` / ``{"approved": false, "reason": ...}``
+The run's ``tools`` (frontend tools) are offered to the model for the run its POST
+sends; a call to one finishes the AG-UI run with the call in ``pendingToolCallIds``
+while the session's run waits for its result, which the next run's ``tool`` message
+brings (see ``ratchet.agents.client_tools``). A run that stops for an approval or a
+question finishes with an ``interrupt`` outcome; the next run's ``resume`` entries
+answer it (``resolved`` with ``true`` / ``{"approved": true}`` or ``false`` /
+``{"approved": false, "reason": ...}``
 for a tool call, the answer's text or ``{"answer": ...}`` for a question;
 ``cancelled`` rejects a call and cancels a run waiting for an answer). Each run
-ends with a ``MESSAGES_SNAPSHOT`` of the thread's latest messages (at most
-``SNAPSHOT_MESSAGES``; ``GET /v1/sessions/{id}/thread`` pages back through the
-rest), which replaces what was streamed (a retried turn's text included).
+ends with a ``MESSAGES_SNAPSHOT`` of the session's thread, which replaces what
+was streamed (a retried turn's text included).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from typing import Annotated
 
-from ag_ui.core import (
-    BaseEvent,
-    MessagesSnapshotEvent,
-    ResumeEntry,
-    RunAgentInput,
-    RunErrorEvent,
-    RunFinishedCancelledOutcome,
-    RunFinishedEvent,
-    RunFinishedInterruptOutcome,
-    RunStartedEvent,
-    StateSnapshotEvent,
-)
-from ag_ui.core import Message as AguiMessage
+from ag_ui.core import ResumeEntry, RunAgentInput
 from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import StreamingResponse
+from pydantic import ValidationError
 
-from ratchet.agents.events import RunFinished, StateChangedEvent, StatusChanged
+from ratchet.agents.client_tools import ClientTool, tool_problems
 from ratchet.agents.messages import Message
 from ratchet.agents.pending import PendingView
-from ratchet.agents.state import AgentStatus, ThreadData
+from ratchet.agents.state import AgentStatus
 from ratchet.client import AgentClient, SessionHandle
-from ratchet.client.events import read_events
 from ratchet.errors import (
     AgentNotFoundError,
     ConversationConflictError,
@@ -59,18 +48,14 @@ from ratchet.errors import (
 from ratchet.wire.sessions import SessionStatus
 
 from . import agui_events as translate
-from . import sse
-from .hub import Hub
+from . import agui_history, agui_runs, sse
+from .agui_runs import WAITING, Follow, request_id
+from .agui_stream import stream
 from .routes import Who, client_of, identity
 
 SSE = "text/event-stream"
-SNAPSHOT_MESSAGES = 100
-"""A ``MESSAGES_SNAPSHOT`` holds the thread's latest messages, this many at most."""
-BEHIND_MAX = 1000
-"""How many messages past those it sent a POST's first message may be (a retried
-POST's run may have added some) before it no longer counts as held."""
-WAITING = (AgentStatus.AWAITING_APPROVAL, AgentStatus.AWAITING_INPUT)
-_STOPPED = "\0stopped"  # a run label no run has: nothing to follow
+MAX_ID = 200
+"""Characters in a ``threadId`` (a session id) and in a ``runId`` with its prefix."""
 
 agui = APIRouter(prefix="/v1/agui", dependencies=[Depends(identity)], tags=["AG-UI"])
 
@@ -86,19 +71,36 @@ async def run_agent(
 ) -> StreamingResponse:
     """Runs the agent on the thread (an AG-UI ``RunAgentInput``); the response is the
     run's AG-UI events as SSE, each with the session event's offset as its ``id``."""
+    _check_ids(body)
     client = client_of(request)
     name = _agent(request, agent, body)
-    session, status = await _session(client, body, name)
-    state = translate.state_of(await session.read_state(), name)  # before the run changes it
     after = sse.event_id(last_event_id)
-    if after is not None:  # re-attach: the run of that event, from just after it
-        start, label, follow = after + 1, await _run_of(client, session, after), True
+    session, status = await _session(client, body, name)
+    held = (await session.thread()).messages if status is not None else []
+    sent = agui_history.read(body.messages, held, waiting=await _client_calls(session, status))
+    tools = _client_tools(body)
+    if status is None:  # the input is sound: now the thread's session starts
+        session = await client.start_session(name, session_id=body.thread_id)
+    state = translate.state_of(await session.read_state(), name)  # before the run changes it
+    if after is not None:
+        follow = await _reattach(client, session, body, after, started=not sent.new)
     else:
-        start = await session.event_offset()
-        label, follow = await _prepare(session, status, body, who)
-    hub: Hub = request.app.state.hub
-    stream = _stream(hub, session, body, (start, label if follow else _STOPPED), (name, state))
-    return StreamingResponse(stream, media_type=SSE, headers={"Cache-Control": "no-cache"})
+        follow = await _prepare(client, session, status, body, (sent, tools), who)
+    events = stream(request.app.state.hub, session, body, follow, (name, state))
+    return StreamingResponse(events, media_type=SSE, headers={"Cache-Control": "no-cache"})
+
+
+def _check_ids(body: RunAgentInput) -> None:
+    if not 0 < len(body.thread_id) <= MAX_ID:
+        raise InvalidInputError(
+            f"threadId must be 1 to {MAX_ID} characters long (it is the session's id); "
+            f"got {len(body.thread_id)}."
+        )
+    if not 0 < len(request_id(body.run_id)) <= MAX_ID:
+        raise InvalidInputError(
+            f"runId must be 1 to {MAX_ID - len(request_id(''))} characters long; "
+            f"got {len(body.run_id)}."
+        )
 
 
 def _agent(request: Request, agent: str | None, body: RunAgentInput) -> str:
@@ -117,13 +119,12 @@ def _agent(request: Request, agent: str | None, body: RunAgentInput) -> str:
 async def _session(
     client: AgentClient, body: RunAgentInput, agent: str
 ) -> tuple[SessionHandle, SessionStatus | None]:
-    """The thread's session, started on its first run, and its status (``None``:
-    just started, nothing in progress)."""
+    """The thread's session and its status (``None``: there is none yet)."""
     session = client.get_session(body.thread_id)
     try:
         status = await session.status()
     except SessionNotFoundError:
-        return await client.start_session(agent, session_id=body.thread_id), None
+        return session, None
     if status.agent != agent:
         raise ConversationConflictError(
             f"Thread {body.thread_id} is a session of agent {status.agent!r}, not {agent!r}."
@@ -131,91 +132,102 @@ async def _session(
     return session, status
 
 
+async def _client_calls(session: SessionHandle, status: SessionStatus | None) -> set[str]:
+    """The frontend tool calls the thread's run waits for (their results may come)."""
+    if status is None or status.run_status != AgentStatus.AWAITING_CLIENT:
+        return set()
+    return {v.action.id for v in await session.pending() if v.action.kind == "client"}
+
+
 async def _prepare(
-    session: SessionHandle, status: SessionStatus | None, body: RunAgentInput, who: str
-) -> tuple[str | None, bool]:
-    """Answer the interrupts in ``resume``, or send the messages the session does not
-    hold. The run to follow (``None``: the one the send starts), and whether there
-    is anything to follow (not when the run waits, or none is in progress)."""
-    status = status or await session.status()
-    if body.resume:
-        await _resume(session, body.resume, who)
-        return status.current_run, not await session.pending()
-    new = _new_messages(body.messages, await _latest(session, body.messages))
-    if not new:  # a retried POST: its message was sent, follow its run (if still going)
-        going = status.current_run is not None and status.run_status not in WAITING
-        return status.current_run, going
-    if status.current_run is not None:
-        raise SessionBusyError(
-            f"Session {session.id} has a run in progress"
-            + (
-                f" that waits for {'; '.join(status.waiting_for)}: answer it with resume entries."
-                if status.waiting_for
-                else "; send again when it has finished."
-            )
-        )
-    await session.submit(new, request_id=f"agui-{body.run_id}")
-    return None, True
-
-
-async def _run_of(client: AgentClient, session: SessionHandle, offset: int) -> str:
-    """The run the event at ``offset`` belongs to (a re-attaching client's last id)."""
-    found = await read_events(client.temporal, session.id, offset, until=offset + 500)
-    if not found or found[0][0] != offset:
-        raise InvalidInputError(f"Last-Event-ID {offset} is not an event of session {session.id}.")
-    # A turn's events name the session; the workflow's name the run.
-    named = next((event.run_id for _, event in found if not event.attempt), None)
-    return named or (await session.status()).current_run or session.id
-
-
-async def _latest(session: SessionHandle, sent: list[AguiMessage]) -> ThreadData:
-    """The thread's latest messages, as many as it takes to find the first message
-    sent (a client holds the latest ones a snapshot gave it, and a retried POST may
-    lack the reply it never got), up to ``BEHIND_MAX`` more than were sent."""
-    first = sent[0].id if sent else None
-    count = len(sent) + 1
-    while True:
-        latest = await session.thread(last=count)
-        if latest.offset == 0 or count >= len(sent) + BEHIND_MAX:
-            return latest
-        if any(m.id == first for m in latest.messages):
-            return latest
-        count = min(2 * count, len(sent) + BEHIND_MAX)
-
-
-def _new_messages(sent: list[AguiMessage], latest: ThreadData) -> list[Message]:
-    """The messages to send: those the session does not hold. The held ones sent
-    must be consecutive messages of the thread, in order (``latest`` holds the
-    thread's latest ones), and new ones may only follow its last message."""
-    held = [m.id for m in latest.messages]
-    where = {id_: n for n, id_ in enumerate(held)}
-    seen = [m.id for m in sent if m.id in where]
-    fresh = [m for m in sent if m.id not in where]
-    if seen and seen != held[where[seen[0]] : where[seen[0]] + len(seen)]:
-        start = where[seen[0]]
-        at = next(n for n, (a, b) in enumerate(zip(seen, held[start:], strict=False)) if a != b)
-        raise ConversationConflictError(
-            f"The messages sent do not match this thread's from message "
-            f"{latest.offset + start + at + 1} on. Send the thread as the last "
-            "MESSAGES_SNAPSHOT gave it, with new messages after it."
-        )
-    up_to_date = not held or (bool(seen) and where[seen[-1]] == len(held) - 1)
-    if fresh and (not up_to_date or sent.index(fresh[0]) < len(seen)):
-        raise ConversationConflictError(
-            f"The thread holds {latest.length} messages and the new ones must follow all of "
-            "them: send its latest messages first, as the last MESSAGES_SNAPSHOT gave them."
-        )
-    for m in fresh:
-        if m.role != "user" or not isinstance(m.content, str):
+    client: AgentClient,
+    session: SessionHandle,
+    status: SessionStatus | None,
+    body: RunAgentInput,
+    given: tuple[agui_history.Sent, list[ClientTool]],
+    who: str,
+) -> Follow:
+    """Answer the interrupts in ``resume`` or the frontend tool calls, or send the new
+    messages (with the run's frontend tools); what to stream."""
+    (sent, tools), status = given, status or await session.status()
+    if body.resume or sent.results:
+        if sent.new:
             raise InvalidInputError(
-                f"Message {m.id!r}: only new user messages with text content can be sent "
-                f"(got a {m.role} message); frontend tools and attachments are not supported."
+                "This run sends the results of frontend tool calls and new messages: "
+                "send the results alone (the run they answer goes on), then new messages."
             )
-    return [
-        Message(role="user", content=m.content, id=m.id)
-        for m in fresh
-        if isinstance(m.content, str)
-    ]
+        start = await session.event_offset()
+        if body.resume:
+            await _resume(session, body.resume, who)
+        for result in sent.results:  # kept under the ids the client holds them under
+            assert result.tool_call_id is not None
+            await session.provide_tool_result(
+                result.tool_call_id,
+                result.text,
+                is_error=result.is_error,
+                by=who,
+                message_id=result.id,
+            )
+        run = await agui_runs.current(session, status.current_run)
+        run.sent_results = {r.tool_call_id for r in sent.results if r.tool_call_id}
+        return Follow(run, start, live=not await session.pending())
+    if not sent.new:  # a retried POST: its message was sent; re-attach from now on
+        after = await session.event_offset() - 1
+        return await agui_runs.send_run(client, session, body.run_id, after, started=True)
+    if status.current_run is not None and status.run_status in WAITING:
+        how = (
+            "send each call's result as a tool message"
+            if status.run_status == AgentStatus.AWAITING_CLIENT
+            else "answer it with resume entries"
+        )
+        raise SessionBusyError(
+            f"Session {session.id} has a run in progress that waits for "
+            f"{'; '.join(status.waiting_for)}: {how}."
+        )
+    start = await session.event_offset()
+    await _send(session, sent.new, body.run_id, tools)
+    run = translate.Translation(session.id, None, request_id=request_id(body.run_id))
+    return Follow(run, start)
+
+
+def _client_tools(body: RunAgentInput) -> list[ClientTool]:
+    """The run's frontend tools, which its send offers to the model."""
+    tools: list[ClientTool] = []
+    for given in body.tools or []:
+        if given.parameters is not None and not isinstance(given.parameters, dict):
+            raise InvalidInputError(
+                f"Tool {given.name!r}: parameters must be a JSON Schema object; "
+                f"got {type(given.parameters).__name__}."
+            )
+        fields = given.model_dump(include={"name", "description", "parameters"})
+        try:
+            tools.append(ClientTool(**fields))
+        except ValidationError as e:
+            raise InvalidInputError(f"tools: {e.errors()[0]['msg']}.") from e
+    if wrong := tool_problems(tools):
+        raise InvalidInputError(f"tools: {wrong[0]}.")
+    return tools
+
+
+async def _send(
+    session: SessionHandle, new: list[Message], run_id: str, tools: list[ClientTool]
+) -> None:
+    try:
+        await session.submit(new, request_id=request_id(run_id), client_tools=tools)
+    except ConversationConflictError as e:
+        raise ConversationConflictError(
+            f"runId {run_id!r} was used already, for another message: every run that sends "
+            f"a message needs a runId of its own. ({e})"
+        ) from e
+
+
+async def _reattach(
+    client: AgentClient, session: SessionHandle, body: RunAgentInput, after: int, *, started: bool
+) -> Follow:
+    """A client that lost the stream: the run its input names, after event ``after``."""
+    if body.resume:  # a resumed run is named by where it was: its last event's run
+        return await agui_runs.run_at(client, session, after)
+    return await agui_runs.send_run(client, session, body.run_id, after, started=started)
 
 
 async def _resume(session: SessionHandle, entries: list[ResumeEntry], who: str) -> None:
@@ -259,97 +271,3 @@ async def _answer(session: SessionHandle, view: PendingView, entry: ResumeEntry,
     else:
         reason = payload.get("reason") if isinstance(payload, dict) else None
         await session.reject(id_, reason if isinstance(reason, str) else None, by=who)
-
-
-async def _stream(
-    hub: Hub,
-    session: SessionHandle,
-    body: RunAgentInput,
-    where: tuple[int, str | None],
-    agent_state: tuple[str, dict[str, Any]],
-) -> AsyncIterator[str]:
-    """The run's AG-UI events: from the session's events at offset ``start`` on, of the
-    run ``label`` (``None``: the next run; ``_STOPPED``: none to follow)."""
-    (start, label), (agent, state) = where, agent_state
-    run = translate.Translation(session.id, label)
-    yield _sse(RunStartedEvent(thread_id=body.thread_id, run_id=body.run_id, input=body))
-    yield _sse(StateSnapshotEvent(snapshot=state))
-    ending: list[BaseEvent] = []
-    if label == _STOPPED:
-        ending = await _ending(session, body, run, None)  # nothing left to follow
-    else:
-        try:
-            async for item in hub.watch(session.id, start):
-                if item is None:
-                    yield ": keep-alive\n\n"
-                    continue
-                offset, event = item
-                if not run.mine(event):
-                    continue
-                out = list(run.events(event))
-                if isinstance(event, StateChangedEvent):
-                    after = translate.state_of(await session.read_state(), agent)
-                    if (change := translate.delta(state, after)) is not None:
-                        out.append(change)
-                    state = after
-                if isinstance(event, RunFinished) or (
-                    isinstance(event, StatusChanged) and event.status in WAITING
-                ):
-                    ending = await _ending(session, body, run, event)
-                    for e in out:
-                        yield _sse(e)
-                    break
-                for n, e in enumerate(out):
-                    yield _sse(e, offset if n == len(out) - 1 else None)
-        except Exception as e:  # noqa: BLE001 - the stream ends with the error, as AG-UI says
-            ending = [*run.end_text(), RunErrorEvent(message=str(e), code=type(e).__name__)]
-    for e in ending:
-        yield _sse(e)
-
-
-async def _ending(
-    session: SessionHandle,
-    body: RunAgentInput,
-    run: translate.Translation,
-    event: RunFinished | StatusChanged | None,
-) -> list[BaseEvent]:
-    """How the run ends: its open text closed, the thread, then RUN_FINISHED with the
-    outcome (an interrupt while something waits) or RUN_ERROR."""
-    out: list[BaseEvent] = list(run.end_text())
-    pending = await session.pending() if not isinstance(event, RunFinished) else []
-    for view in pending:
-        if view.action.call is not None:
-            out.extend(run.call(view.action.call))  # streamed before the interrupt about it
-    thread = (await session.thread(last=SNAPSHOT_MESSAGES)).messages
-    out.append(MessagesSnapshotEvent(messages=translate.messages(thread)))
-    thread_id, run_id = body.thread_id, body.run_id
-    status = event.status if isinstance(event, RunFinished) else None
-    if status == AgentStatus.FAILED:
-        out.append(
-            RunErrorEvent(
-                message=(event.text if event else None) or "The run failed.", code="RunFailedError"
-            )
-        )
-    elif status == AgentStatus.CANCELLED:
-        out.append(
-            RunFinishedEvent(
-                thread_id=thread_id, run_id=run_id, outcome=RunFinishedCancelledOutcome()
-            )
-        )
-    elif interrupts := translate.interrupts(pending):
-        out.append(
-            RunFinishedEvent(
-                thread_id=thread_id,
-                run_id=run_id,
-                outcome=RunFinishedInterruptOutcome(interrupts=interrupts),
-            )
-        )
-    else:
-        final = next((m.text for m in reversed(thread) if m.role == "assistant" and m.text), None)
-        out.append(RunFinishedEvent(thread_id=thread_id, run_id=run_id, result=final))
-    return out
-
-
-def _sse(event: BaseEvent, event_id: int | None = None) -> str:
-    head = f"id: {event_id}\n" if event_id is not None else ""
-    return f"{head}data: {event.model_dump_json(by_alias=True, exclude_none=True)}\n\n"

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from ratchet.errors import NotFoundError
 
 from .problems import Forbidden
-from .routes import Who, identity
+from .routes import Who, identity, may_read_reports
 
 evals = APIRouter(prefix="/v1/evals", dependencies=[Depends(identity)])
 
@@ -61,8 +61,7 @@ def _reports(request: Request, who: str) -> Path:
             "This server serves no evaluation reports: start it with --reports DIR "
             "(the directory `ratchet eval ... --out DIR/NAME` writes into)."
         )
-    readers: frozenset[str] = request.app.state.report_readers
-    if request.app.state.auth is not None and who not in readers:
+    if not may_read_reports(request, who):
         raise Forbidden(
             f"{who} may not read evaluation reports (they quote other people's "
             "conversations); the server's --report-readers names who may."

@@ -9,9 +9,9 @@ from fastapi import APIRouter, Depends, Header, Query, Request, status
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from ratchet.agents.pending import Decision, PendingView
-from ratchet.agents.state import ThreadData
+from ratchet.agents.state import AgentStatus, ThreadData
 from ratchet.client import AgentClient, RunHandle, SessionHandle
-from ratchet.client.listing import WorkflowSummary, list_workflows, type_clause
+from ratchet.client.listing import WorkflowSummary, agent_clause, list_workflows, type_clause
 from ratchet.client.turns import TurnRecord
 from ratchet.errors import AgentNotFoundError, EventsExpiredError, InvalidInputError
 from ratchet.wire.sessions import SessionStatus
@@ -23,16 +23,7 @@ from .problems import Gone
 SSE = "text/event-stream"
 SNAPSHOT_MESSAGES = 100
 """A 410's snapshot holds the thread's latest messages, this many at most."""
-STATUSES = (
-    "RUNNING",
-    "AWAITING_APPROVAL",
-    "AWAITING_INPUT",
-    "PENDING",
-    "COMPLETED",
-    "FAILED",
-    "CANCELLED",
-    "INTERRUPTED",
-)
+STATUSES = tuple(status.value for status in AgentStatus)
 
 
 async def identity(
@@ -64,12 +55,20 @@ async def list_agents(request: Request) -> dict[str, list[str] | None]:
     return {"agents": request.app.state.agents}
 
 
+def may_read_reports(request: Request, who: str) -> bool:
+    """Whether ``who`` may read evaluation reports here (anyone, without tokens)."""
+    state = request.app.state
+    return state.auth is None or who in state.report_readers
+
+
 @api.get("/server")
-async def server(request: Request) -> dict[str, int]:
+async def server(request: Request, who: Who) -> dict[str, int | bool]:
     """This process's live streams: ``subscriptions`` to Temporal (one per watched
-    session or run) shared by its ``watchers``."""
+    session or run) shared by its ``watchers``; and whether ``GET /v1/evals`` serves
+    the caller ``reports`` (so a page asks for none where it would get a 404 or 403)."""
     hub = request.app.state.hub
-    return {"subscriptions": hub.subscriptions, "watchers": hub.watchers}
+    reports = request.app.state.reports is not None and may_read_reports(request, who)
+    return {"subscriptions": hub.subscriptions, "watchers": hub.watchers, "reports": reports}
 
 
 @api.post("/sessions", status_code=status.HTTP_201_CREATED, response_model=Created)
@@ -100,7 +99,7 @@ async def list_sessions(
             raise InvalidInputError(f"status must be one of {', '.join(STATUSES)}.")
         clauses.append(f"AgentStatus = '{status_.upper()}'")
     if agent is not None:
-        clauses.append(f"AgentName = {_quoted(agent)}")
+        clauses.append(agent_clause(agent))
     if min_tokens is not None:
         clauses.append(f"AgentTokens >= {min_tokens}")
     if min_cost_usd is not None:
@@ -288,12 +287,6 @@ async def _snapshot(target: SessionHandle | RunHandle) -> dict[str, Any]:
             "thread": _thread_json(thread_),
         }
     return {"state": full(await target.state())}
-
-
-def _quoted(value: str) -> str:
-    if "'" in value or "\\" in value:
-        raise InvalidInputError(f"{value!r}: quotes and backslashes are not allowed here.")
-    return f"'{value}'"
 
 
 def _no_buffering() -> dict[str, str]:

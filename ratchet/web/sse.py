@@ -40,8 +40,10 @@ def event_id(value: str | None) -> int | None:
 
 
 def result_json(result: RunResult) -> dict[str, Any]:
-    """A run's result as the API returns it: ``output`` is the answer's text."""
-    return {**full(result), "output": result.output}
+    """A run's result as the API returns it: ``output`` is the answer's JSON value
+    when it is JSON (a typed answer: an object for a model or dataclass), else its
+    text, as ``ratchet run --json`` prints it; ``final_response`` holds the text."""
+    return {**full(result), "output": result.output_value}
 
 
 def event_frame(offset: int, event: RunEvent) -> str:

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from ratchet.agents.client_tools import ClientTool, tool_problems
 from ratchet.agents.compact import CompactModel, is_decoding
 from ratchet.agents.compaction import CompactionPolicy
 from ratchet.agents.fit_window import FitWindow
@@ -113,6 +114,12 @@ class RunOptions(CheckedOptions):
     """Sees each tool call of the run before it runs, and may answer it without
     running the tool (``ratchet.agents.interceptors``; an evaluation's rerun answers
     calls from its recording this way)."""
+    client_tools: list[ClientTool] = Field(default_factory=list[ClientTool])
+    """Tools the run's caller runs (an AG-UI frontend's): offered to the model with
+    every turn; the run waits for each call's result (``provide_tool_result``)."""
+    client_tool_timeout: timedelta = timedelta(minutes=10)
+    """How long a run waits for a client tool call's result; then the model reads an
+    error saying none came."""
 
     def problems(self) -> list[str]:
         found = [
@@ -122,6 +129,8 @@ class RunOptions(CheckedOptions):
             *at_least("max_attempts", self.max_attempts, 0, " (0 means unlimited)"),
             *positive("initial_retry_interval", self.initial_retry_interval, "1 second"),
             *positive("approval_timeout", self.approval_timeout, "timedelta(hours=24), or None"),
+            *positive("client_tool_timeout", self.client_tool_timeout, "timedelta(minutes=10)"),
+            *tool_problems(self.client_tools),
             *at_least("token_budget", self.token_budget, 1, " (None: no budget)"),
             *at_least("continue_as_new_after_turns", self.continue_as_new_after_turns, 1),
         ]

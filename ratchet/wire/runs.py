@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeVar, overload
 
@@ -63,6 +64,16 @@ class RunResult(CompactModel):
     @property
     def output(self) -> str:
         return self.final_response.text if self.final_response else ""
+
+    @property
+    def output_value(self) -> Any:
+        """``output`` as its JSON value when it is JSON (a typed answer, of an agent
+        with an ``output_type``, always is), else its text: the ``output`` of the HTTP
+        API's results and of ``ratchet run --json``."""
+        try:
+            return json.loads(self.output)
+        except ValueError:
+            return self.output
 
     @overload
     def output_as(self, output_type: type[T]) -> T: ...
@@ -127,6 +138,21 @@ class DecisionRequest(CompactModel):
     """Who decided, kept with the decision."""
     always: bool = False
     """With an approval: allow this tool without asking for the rest of the session."""
+
+
+class ToolResultRequest(CompactModel):
+    """A ``provide_tool_result`` Update's argument: what a client tool call returned."""
+
+    call_id: str
+    """The pending call's id, as ``pending()`` lists it."""
+    content: str
+    is_error: bool = False
+    """The tool failed: ``content`` says how (the model reads it as an error)."""
+    by: str | None = None
+    """Who sent it, kept with the result in the audit trail."""
+    message_id: str | None = None
+    """The result's id in the thread (a client that holds it under an id of its own
+    sends it); by default the workflow makes one."""
 
 
 class StopRequest(CompactModel):

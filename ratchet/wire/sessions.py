@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 from temporalio.contrib.workflow_streams import WorkflowStreamState
 
+from ratchet.agents.client_tools import ClientTool
 from ratchet.agents.compact import CompactModel
 from ratchet.agents.messages import Message, ToolCall
 from ratchet.agents.state import AgentSession, AgentStatus, PromptSize, Span, ThreadBase, whole_log
@@ -26,6 +27,8 @@ class SendRequest(BaseModel):
     request_id: str | None = None
     """The send's idempotency key: a send with an id the session has taken answers
     that message (see ``RecentRequests``)."""
+    client_tools: list[ClientTool] = Field(default_factory=list)
+    """Tools the caller runs, offered for this send's run (``RunOptions.client_tools``)."""
 
 
 def new_request_id() -> str:
@@ -70,6 +73,9 @@ class RecentRequests(CompactModel):
 class Queued(CompactModel):
     ticket: int
     messages: list[Message]
+    request_id: str | None = None
+    """The request id the send came with (its run's ``run_started`` event names it)."""
+    client_tools: list[ClientTool] = Field(default_factory=list)
 
 
 class SendOutcome(CompactModel):
@@ -219,6 +225,10 @@ class SessionStatus(CompactModel):
     waiting_for: list[str] = Field(default_factory=list)
     """What the run in progress waits for (approvals, questions), one line each."""
     turns: int = 0
+    """Turns of the runs that finished."""
+    run_turns: int = 0
+    """Turns the run in progress has finished (the session's turn numbers go on from
+    ``turns``: its next turn is ``turns + run_turns + 1``)."""
     cost_usd: float = 0.0
     approval_rules: list[str] = Field(default_factory=list)
     """The session's own approval rules, one line each (``allow pay``)."""

@@ -6,6 +6,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
+from ratchet.agents.client_tools import ClientTool
 from ratchet.agents.compact import CompactModel
 from ratchet.agents.compaction import CompactionPolicy
 from ratchet.agents.fit_window import FitWindow
@@ -110,6 +111,8 @@ class TurnInput(CompactModel):
     """The last prompt over this thread as its model counted it (the count's start)."""
     tool_interceptor: InterceptorRef | None = None
     """The run's tool interceptor (``RunOptions.tool_interceptor``)."""
+    client_tools: list[ClientTool] = Field(default_factory=list[ClientTool])
+    """The run's client tools (``RunOptions.client_tools``), offered to the model."""
 
 
 class AttemptRecord(CompactModel):

@@ -12,7 +12,7 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.agents.approvals import ApprovalRules, RuleChange
     from ratchet.agents.pending import Decision
     from ratchet.agents.state import AgentState
-    from ratchet.wire.runs import DecisionRequest, Verdict
+    from ratchet.wire.runs import DecisionRequest, ToolResultRequest, Verdict
 
     from .pending import PendingWork
 
@@ -27,8 +27,9 @@ class _Runner(Protocol):
 
 
 class DecisionHandlers:
-    """``approve`` / ``reject`` / ``provide_input``, ``set_approvals``,
-    ``approval_rules`` and ``decisions``, on the runner's pending work."""
+    """``approve`` / ``reject`` / ``provide_input``, ``provide_tool_result``,
+    ``set_approvals``, ``approval_rules`` and ``decisions``, on the runner's pending
+    work."""
 
     @property
     def _decider(self) -> _Runner:
@@ -70,6 +71,16 @@ class DecisionHandlers:
     @provide_input.validator
     def _validate_provide_input(self, request: DecisionRequest) -> None:
         self._check_decision(request, "answer")
+
+    @workflow.update
+    def provide_tool_result(self, request: ToolResultRequest) -> Decision:
+        """The result of a client tool call the run waits for (``RunOptions.client_tools``)."""
+        self._decision_received()
+        return self._decider.pending.clients.take(request)
+
+    @provide_tool_result.validator
+    def _validate_provide_tool_result(self, request: ToolResultRequest) -> None:
+        self._decider.pending.clients.validate(request)
 
     @workflow.update
     def set_approvals(self, change: RuleChange) -> ApprovalRules:

@@ -54,7 +54,11 @@ JSON_PLAIN = {"encoding": b"json/plain"}
 FLUSH_TURNS = 10
 EVENTS_KEPT = 2000
 """Events a workflow keeps for late watchers; older ones are dropped at turn ends."""
-WAITING = (AgentStatus.AWAITING_APPROVAL, AgentStatus.AWAITING_INPUT)
+WAITING = (
+    AgentStatus.AWAITING_APPROVAL,
+    AgentStatus.AWAITING_INPUT,
+    AgentStatus.AWAITING_CLIENT,
+)
 TOOL_KINDS = ("tool_call", "tool_result")
 INDEXED = {
     "agent": AGENT_NAME,
@@ -183,6 +187,8 @@ class RunObserver:
         """The run the events belong to (a session names each of its runs)."""
         self.in_session = in_session
         """The run is a session's, in the session's workflow (its events are all here)."""
+        self.request_id: str | None = None
+        """The request id of the send the session's current run runs."""
         self._turn_from = 0
         """Where the turn in progress started in the stream (its own events follow)."""
 
@@ -214,8 +220,12 @@ class RunObserver:
         """The execution's first change in this workflow run."""
         self.index.update(agent=agent, session_id=self.session_id)
         if execution.step_count == 0:  # a new run, not one resumed after continue-as-new
-            inline = RunStartedData(in_session=True) if self.in_session else None
-            self._publish(RunStarted(text=agent, data=inline), agent)
+            data = RunStartedData(
+                in_session=self.in_session,
+                execution_id=execution.execution_id,
+                request_id=self.request_id,
+            )
+            self._publish(RunStarted(text=agent, data=data), agent)
 
     def _turn_completed(self, change: ExecutionChange) -> None:
         step = change.new.step_results[-1]

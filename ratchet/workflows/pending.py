@@ -26,8 +26,9 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.wire.names import TOOL_ACTIVITY
     from ratchet.wire.turns import ToolInput
 
+    from .client_calls import ClientCalls
     from .failures import failure_text
-    from .presets import tool_retry_policy
+    from .presets import spoken, tool_retry_policy
 
 if TYPE_CHECKING:
     from ratchet.wire.options import RunOptions
@@ -85,6 +86,10 @@ class SessionAudit:
         )
 
 
+PEOPLE = ("approval", "input")
+"""The kinds of pending work a person decides."""
+
+
 class PendingWork:
     """What one run waits for, and what it was told."""
 
@@ -97,10 +102,12 @@ class PendingWork:
         self._decisions: dict[str, Decision] = {}
         self.decided: dict[str, Decision] = {}
         """Every decision this run took, by id (the audit trail, and for validators)."""
+        self.clients = ClientCalls(run)
+        """The client tool calls the run waits for (their results come by Update)."""
 
     def view(self) -> list[PendingView]:
         run_id = workflow.info().workflow_id
-        return [
+        people = [
             PendingView(
                 action=a,
                 run_id=run_id,
@@ -111,6 +118,7 @@ class PendingWork:
             for a in self._waiting.values()
             if a.id not in self._decisions
         ]
+        return [*people, *self.clients.view()]
 
     def validate(self, request: DecisionRequest, verdict: Verdict) -> None:
         """Raise (rejecting the Update) unless ``request`` decides something waiting."""
@@ -216,31 +224,39 @@ class PendingWork:
                 )
 
     async def settle(self, turn: int, actions: list[PendingAction]) -> list[Message]:
-        """Wait for decisions, run what they allow; the results, in the order of
-        ``actions``, each with a workflow-made id (in a session's log, a tool
-        activity's result keeps its own)."""
-        human = [a for a in actions if a.kind in ("approval", "input")]
+        """Wait for decisions, run what they allow, then wait for the client's tool
+        results (a run waits for one thing at a time); the results, in the order of
+        ``actions``, each with a workflow-made id (a client's keeps the one it sent, and
+        in a session's log a tool activity's result its own)."""
+        decisions = await self._decide(turn, [a for a in actions if a.kind in PEOPLE])
+        stopped = self._run.stopped()
+        await self.clients.wait(turn, [a for a in actions if a.kind == "client"])
+        results = await asyncio.gather(
+            *(self._resolve(turn, a, decisions.get(a.id), stopped) for a in actions)
+        )
+        for action, message in zip(actions, results, strict=True):
+            if action.kind == "client" and message.id:
+                continue  # a client's result keeps the id it sent
+            if self._run.held is not None and message.id:  # a tool activity's, as history has it
+                self._run.held([message])  # in a session's log it keeps its own id
+            else:
+                message.id = f"msg_{workflow.uuid4().hex[:16]}"
+        return list(results)
+
+    async def _decide(self, turn: int, human: list[PendingAction]) -> dict[str, Decision]:
+        """The decisions on ``human`` (the session's rules', then people's), audited."""
         rules = self._run.audit.rules()
         if human and (rules.allow or rules.deny):
             self._waiting = {a.id: a for a in human}
             self._apply(rules)
         if any(a.id not in self._decisions for a in human):
             await self._wait_for_people(turn, human)
-        stopped = self._run.stopped()
         decisions = {a.id: self._decisions.pop(a.id) for a in human}
         self.decided.update(decisions)
         if decisions:
             self._run.audit.record(list(decisions.values()))
         self._waiting = {}
-        results = await asyncio.gather(
-            *(self._resolve(turn, a, decisions.get(a.id), stopped) for a in actions)
-        )
-        for message in results:
-            if self._run.held is not None and message.id:  # a tool activity's, as history has it
-                self._run.held([message])
-            else:
-                message.id = f"msg_{workflow.uuid4().hex[:16]}"
-        return list(results)
+        return decisions
 
     async def _wait_for_people(self, turn: int, human: list[PendingAction]) -> None:
         run = self._run
@@ -263,7 +279,7 @@ class PendingWork:
             )
             reason, by = "the run was stopped before anyone decided", "stop"
         except TimeoutError:
-            reason, by = f"nobody decided within {_duration(timeout)}", "timeout"
+            reason, by = f"nobody decided within {spoken(timeout)}", "timeout"
         for action in human:
             if action.id not in self._decisions:
                 self._decisions[action.id] = Decision(
@@ -275,6 +291,8 @@ class PendingWork:
         self, turn: int, action: PendingAction, decision: Decision | None, stopped: bool
     ) -> Message:
         call = action.call
+        if action.kind == "client":
+            return self.clients.result(action.id)
         if action.kind == "input":
             assert decision is not None
             if decision.answer is None:
@@ -344,14 +362,3 @@ def _mismatch(action: PendingAction, request: DecisionRequest, verdict: Verdict)
     if verdict == "answer" and not (request.answer or "").strip():
         return f"The answer to {request.id} is empty; send some text."
     return None
-
-
-def _duration(value: timedelta | None) -> str:
-    if value is None:
-        return "ever"
-    seconds = int(value.total_seconds())
-    if seconds % 3600 == 0:
-        return f"{seconds // 3600} h"
-    if seconds % 60 == 0:
-        return f"{seconds // 60} min"
-    return f"{value.total_seconds():g} s"

@@ -25,3 +25,15 @@ def turn_retry_policy(options: RunOptions) -> RetryPolicy:
         maximum_interval=timedelta(minutes=1),
         maximum_attempts=options.max_attempts,
     )
+
+
+def spoken(value: timedelta | None) -> str:
+    """A timeout as people read it: ``10 min``, ``24 h``, ``90 s``, ``ever``."""
+    if value is None:
+        return "ever"
+    seconds = int(value.total_seconds())
+    if seconds % 3600 == 0:
+        return f"{seconds // 3600} h"
+    if seconds % 60 == 0:
+        return f"{seconds // 60} min"
+    return f"{value.total_seconds():g} s"

@@ -95,7 +95,12 @@ class SendBook:
             self.requests.add(request.request_id, digest, self.tickets, _now_ms())
         ticket = self.tickets
         self.tickets += 1
-        item = Queued(ticket=ticket, messages=request.messages)
+        item = Queued(
+            ticket=ticket,
+            messages=request.messages,
+            request_id=request.request_id,
+            client_tools=request.client_tools,
+        )
         self._queue.append(item)
         return ticket, True
 

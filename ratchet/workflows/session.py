@@ -243,6 +243,7 @@ class AgentSessionWorkflow(DecisionHandlers):
             run_status=execution.status if execution is not None else None,
             waiting_for=self._runner.waiting,
             turns=totals.turns,
+            run_turns=execution.step_count if running and execution is not None else 0,
             cost_usd=totals.cost_usd,
             approval_rules=self.state.session.approvals.lines(),
         )

@@ -82,10 +82,12 @@ class SessionRuns:
             options = options.model_copy(update={"compaction": self._options.compaction})
         if budget is not None:
             options = options.model_copy(update={"token_budget": budget - totals.used_tokens})
+        if item.client_tools:  # the send's own, for its run
+            options = options.model_copy(update={"client_tools": item.client_tools})
         self._runner.reset(agent=totals.agent, options=options)
         if (index := self._runner.log_index) is not None:
             index.held(item.messages)  # as its send (or this run's input) holds them
-        self._observer.run_id = label
+        self._observer.run_id, self._observer.request_id = label, item.request_id
         self._sends.start(item, label)
         self._display.run_progress = ""
         self._show()

@@ -15,7 +15,11 @@ with workflow.unsafe.imports_passed_through():
 
     from .observe import Index
 
-WAITING = (AgentStatus.AWAITING_APPROVAL, AgentStatus.AWAITING_INPUT)
+WAITING = (
+    AgentStatus.AWAITING_APPROVAL,
+    AgentStatus.AWAITING_INPUT,
+    AgentStatus.AWAITING_CLIENT,
+)
 
 
 @dataclass

@@ -79,6 +79,7 @@ class TurnInputs:
             fit_window=options.fit_window,
             prompt=thread.prompt,
             tool_interceptor=options.tool_interceptor,
+            client_tools=options.client_tools,
             conflicts=self._states.undelivered,
             shared=self._states.shared_entries() if self._states.shared else [],
             **self._states.turn_input(inline=options.fast),

@@ -44,6 +44,12 @@ export async function* stream(path, body, signal) {
   yield* frames(response.body);
 }
 
+// GETs an event stream (a session's events) and yields its frames as they arrive.
+export async function* follow(path, signal) {
+  const response = await request("GET", path, undefined, "text/event-stream", signal);
+  yield* frames(response.body);
+}
+
 export function sessionPath(id, ...rest) {
   return ["/v1/sessions", encodeURIComponent(id), ...rest].join("/");
 }

@@ -49,7 +49,11 @@ const chat = new ChatView(
     message: byId("message"),
     send: byId("send"),
   },
-  { onError: showError, onChanged: () => afterChange() },
+  {
+    onError: showError,
+    onChanged: () => afterChange(),
+    onLive: (id, status) => sessions.live(id, status),
+  },
 );
 const inspector = new Inspector(
   { state: byId("state"), turns: byId("turns") },

@@ -1,7 +1,8 @@
 // The open session: its history, the message box, the reply streaming in, and
-// what its run waits for.
+// what its run waits for. A session opened while a reply is in progress (the page
+// was reloaded, or it was opened in another tab) follows that reply as it goes on.
 
-import { get, sessionPath, stream } from "./api.js";
+import { follow, get, sessionPath, stream } from "./api.js";
 import { describeCall, h } from "./dom.js";
 import { PendingList } from "./pending.js";
 import { Reply } from "./reply.js";
@@ -11,10 +12,11 @@ import { Reply } from "./reply.js";
 const PAGE = 50;
 
 export class ChatView {
-  constructor(elements, { onError, onChanged }) {
+  constructor(elements, { onError, onChanged, onLive = () => {} }) {
     this.ui = elements; // title, hint, thread, pending, composer, message, send
     this.onError = onError;
     this.onChanged = onChanged; // a reply ended or a decision was made
+    this.onLive = onLive; // (session id, its run's status while a reply streams, else null)
     this.sessionId = null;
     this.start = 0; // the position of the first message shown
     this.earlier = h(
@@ -33,7 +35,8 @@ export class ChatView {
     });
   }
 
-  // Shows the session's history; the message box opens once it is shown.
+  // Shows the session's history; the message box opens once it is shown, unless a
+  // reply is in progress: then that reply shows as it goes on.
   async open(sessionId) {
     this.streaming?.abort();
     this.streaming = null;
@@ -43,12 +46,16 @@ export class ChatView {
     this.ui.thread.replaceChildren();
     this.pending.clear();
     this.setBusy(true);
-    const latest = threadPath(sessionId, { last: PAGE });
-    const [thread] = await Promise.all([get(latest), this.loadPending()]);
+    const [thread, status] = await Promise.all([
+      get(threadPath(sessionId, { last: PAGE })),
+      get(sessionPath(sessionId)),
+      this.loadPending(),
+    ]);
     if (this.sessionId !== sessionId) return;
     this.ui.thread.replaceChildren(this.earlier, ...thread.messages.map(messageElement));
     this.shownFrom(thread.start);
     this.setBusy(false);
+    if (status.status === "RUNNING") this.follow(status);
   }
 
   // Loads the page of messages before the first one shown.
@@ -81,28 +88,70 @@ export class ChatView {
   }
 
   async send(text) {
+    this.ui.thread.append(messageElement({ role: "user", content: text }));
+    const path = sessionPath(this.sessionId, "messages");
+    await this.show(new Reply(this.replyOptions()), (signal) => stream(path, { text }, signal));
+    this.onChanged();
+  }
+
+  // The run in progress (or the queued one next to start), from the session's
+  // events: those before its `run_started` are skipped. When it ends, the session
+  // is opened again, to show the answer as the thread keeps it.
+  async follow(status) {
+    const sessionId = this.sessionId;
+    const runId = status.current_run ?? `${sessionId}-run-${status.runs + 1}`;
+    let ours = false;
+    const frames = async function* (signal) {
+      for await (const frame of follow(sessionPath(sessionId, "events"), signal)) {
+        // A turn's events name the session; the run's own events name the run.
+        ours ||= frame.data?.run_id === runId;
+        if (!ours) continue;
+        yield frame;
+        if (frame.event === "run_finished" && frame.data.run_id === runId) return;
+      }
+    };
+    const reply = new Reply({ ...this.replyOptions(), runId });
+    const ended = await this.show(reply, frames, { untilFinished: true });
+    if (ended && this.sessionId === sessionId) await this.open(sessionId).catch(this.onError);
+    this.onChanged();
+  }
+
+  // Streams `frames(signal)` into `reply`, the message box busy meanwhile, until the
+  // reply's result (or, `untilFinished`, its run's end); whether it got there.
+  async show(reply, frames, { untilFinished = false } = {}) {
     const controller = new AbortController();
+    const sessionId = this.sessionId;
     this.streaming = controller;
     this.setBusy(true);
-    const reply = new Reply({ onStatus: (_, waiting) => this.statusChanged(waiting) });
-    this.ui.thread.append(messageElement({ role: "user", content: text }), reply.element);
+    this.onLive(sessionId, "RUNNING");
+    this.ui.thread.append(reply.element);
     reply.element.scrollIntoView({ block: "end" });
+    let done = false;
     try {
-      const path = sessionPath(this.sessionId, "messages");
-      for await (const frame of stream(path, { text }, controller.signal)) {
-        reply.handle(frame);
-      }
-      reply.interrupted();
+      for await (const frame of frames(controller.signal)) reply.handle(frame);
+      done = untilFinished ? reply.element.dataset.state !== "streaming" : reply.ended;
+      if (!done) reply.interrupted();
     } catch (error) {
-      if (error.name === "AbortError") return;
+      if (error.name === "AbortError") return false;
       reply.failed(error.problem ?? { title: "Error", detail: String(error.message ?? error) });
     } finally {
+      this.onLive(sessionId, null);
       if (this.streaming === controller) {
         this.streaming = null;
         this.setBusy(false);
       }
     }
-    this.onChanged();
+    return done;
+  }
+
+  replyOptions() {
+    const sessionId = this.sessionId;
+    return {
+      onStatus: (status, waiting) => {
+        this.onLive(sessionId, status);
+        this.statusChanged(waiting);
+      },
+    };
   }
 
   statusChanged(waiting) {

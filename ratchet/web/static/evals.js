@@ -15,11 +15,16 @@ export class EvalsPanel {
   }
 
   async refresh() {
+    // Asked first, so a server without --reports (404) or a caller who may not read
+    // them (403) costs no failed request in the browser's console.
+    const { reports: served } = await get("/v1/server");
     let reports;
     try {
-      reports = await get("/v1/evals");
+      reports = served ? await get("/v1/evals") : null;
     } catch (error) {
-      if (error.status !== 403 && error.status !== 404) throw error;
+      if (error.status !== 403 && error.status !== 404) throw error; // the token changed
+    }
+    if (!reports) {
       this.ui.panel.hidden = true; // none served, or not for this identity
       return;
     }

@@ -22,7 +22,7 @@ export class Inspector {
   async loadState(load) {
     if (!this.sessionId) return;
     const state = await get(sessionPath(this.sessionId, "state"));
-    if (load === this.loads) this.ui.state.textContent = JSON.stringify(state, null, 2);
+    if (load === this.loads) this.ui.state.textContent = JSON.stringify(values(state), null, 2);
   }
 
   async loadTurns(load) {
@@ -34,10 +34,12 @@ export class Inspector {
     ]);
     if (load !== this.loads) return; // a later load (or another session's) is under way
     this.agent = status.agent;
-    // Fork points count turns across the session's runs; the records are those of
-    // its current workflow run, whose completed turns are the session's last ones.
+    // Fork points count turns across the session's runs, from 1; the records are
+    // those of its current workflow run, whose completed turns are the session's
+    // last ones (the run in progress's included).
     const completed = records.filter((record) => record.status === "completed");
-    const first = (status.turns ?? completed.length) - completed.length + 1;
+    const done = (status.turns ?? 0) + (status.run_turns ?? 0);
+    const first = Math.max(1, done - completed.length + 1);
     let next = first;
     const items = records.map((record) =>
       this.item(record, record.status === "completed" ? next++ : null),
@@ -73,4 +75,20 @@ export class Inspector {
     const { id } = await post(sessionPath(this.sessionId, "fork"), { at_turn: turn });
     this.onFork(id, this.agent);
   }
+}
+
+// The agents' state as their code sees it, each key's value by agent, out of the
+// export's envelope (format, versions, serializers: GET .../state has them all). A
+// value another serializer than JSON stored is named, not shown.
+function values(state) {
+  const value = (entry) =>
+    entry.serializer === undefined || entry.serializer === "json"
+      ? entry.data
+      : `(stored by the ${entry.serializer} serializer)`;
+  return Object.fromEntries(
+    (state.agents ?? []).map((agent) => [
+      agent.agent,
+      Object.fromEntries(Object.entries(agent.entries ?? {}).map(([key, e]) => [key, value(e)])),
+    ]),
+  );
 }

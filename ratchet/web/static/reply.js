@@ -8,10 +8,10 @@ const WAITING = new Set(["AWAITING_APPROVAL", "AWAITING_INPUT"]);
 const TEST_IDS = { text: "reply-text", retry: "retry-notice", error: "reply-error" };
 
 export class Reply {
-  constructor({ onStatus = () => {} } = {}) {
+  constructor({ onStatus = () => {}, runId = null } = {}) {
     this.onStatus = onStatus;
     this.steps = []; // {kind, runId, turn, attempt, element}
-    this.runId = null; // the run answering the message: the first one to start
+    this.runId = runId; // the run answering the message: given, or the first one to start
     this.body = h("div", { class: "steps" });
     this.status = h("p", { class: "run-status muted", testid: "run-status", role: "status" });
     this.element = h(
@@ -92,7 +92,9 @@ export class Reply {
   }
 
   result(result) {
-    this.showAnswer(result.output ?? "", "final");
+    // A typed answer's output is its JSON value (an object, a number...): shown as JSON.
+    const output = result.output ?? "";
+    this.showAnswer(typeof output === "string" ? output : JSON.stringify(output, null, 2), "final");
     this.end("done", result.status ?? "COMPLETED");
   }
 

@@ -1,4 +1,6 @@
-// The session list (newest first) and the form that starts a session.
+// The session list (newest first) and the form that starts a session. Statuses come
+// from visibility, where a session at work stays PENDING (its index does not flip on
+// every message); the session whose reply this page streams shows its run's status.
 
 import { get, post } from "./api.js";
 import { h } from "./dom.js";
@@ -12,6 +14,7 @@ export class SessionsPanel {
     this.rows = [];
     this.shown = ""; // what the list shows, to redraw only when it changed
     this.unlisted = new Map(); // started here, not yet in the (eventually consistent) list
+    this.running = new Map(); // session id -> the status of the run this page streams
     elements.form.addEventListener("submit", (event) => {
       event.preventDefault();
       this.create().catch(this.onError);
@@ -53,8 +56,17 @@ export class SessionsPanel {
     this.render();
   }
 
+  // `status`: the run's status while this page streams its reply; null: it ended.
+  live(id, status) {
+    if (status) this.running.set(id, status);
+    else this.running.delete(id);
+    this.render();
+  }
+
   render() {
-    const rows = [...this.unlisted.values(), ...this.rows];
+    const rows = [...this.unlisted.values(), ...this.rows].map((row) =>
+      this.running.has(row.id) ? { ...row, status: this.running.get(row.id) } : row,
+    );
     const shown = JSON.stringify([this.selected, rows]);
     if (shown === this.shown) return;
     this.shown = shown;
@@ -78,7 +90,11 @@ export class SessionsPanel {
         },
         h("span", { class: "session-id" }, row.id),
         h("span", { class: "muted" }, row.agent ?? ""),
-        h("span", { class: "status", "data-status": row.status }, row.status),
+        h(
+          "span",
+          { class: "status", testid: "session-status", "data-status": row.status },
+          row.status,
+        ),
       ),
     );
   }
