@@ -293,6 +293,20 @@ def session_figures(data: Data) -> str:
             for row in data["realistic"]
         ],
     )
+    reads = table(
+        ["sends", "messages", "whole thread", "page by page (500)", "latest 50", "the same"],
+        [
+            [
+                count(row["sends"]),
+                count(row["messages"]),
+                seconds(row["read_seconds"], 2),
+                seconds(row["read_by_pages_seconds"], 2),
+                seconds(row["read_latest_50_seconds"], 3),
+                "yes" if row["reads_agree"] else "**no**",
+            ]
+            for row in data["realistic"]
+        ],
+    )
     answered = (
         "all queued and answered once"
         if concurrent["all_queued_and_answered_once"]
@@ -315,7 +329,9 @@ def session_figures(data: Data) -> str:
         f"{ms(latency['bare_update_to_activity_ms'])} for a bare Update running one activity: "
         f"{ratio(latency['ratio'])} (medians of {count(latency['rounds'])})",
     ]
-    return paragraphs(grid, "\n".join(bullets))
+    return paragraphs(
+        grid, "Reading the thread, by a client that has read none of it:", reads, "\n".join(bullets)
+    )
 
 
 def render_sessions(results: Path) -> str:

@@ -8,6 +8,9 @@ every third send makes one tool call whose result is ~1,000 characters. No
 watcher, no streaming. At checkpoints it reads every workflow run of the session
 (``DescribeWorkflowExecution``: history bytes and events; the started event: the
 continue-as-new input) and divides their total by the JSON bytes of the thread.
+It times reading the thread there, each time with a client that has read none of
+it yet: whole (``thread()``), page by page (``messages()``, 500 a page), and only
+the latest 50 messages (``thread(last=50)``).
 
 Then: ``--tiny`` one-word sends (bytes and events per send); 150 concurrent
 sends to one session (answered in order; the client keeps at most 3 Updates in
@@ -27,7 +30,8 @@ from pathlib import Path
 from temporalio.worker import Worker
 
 from ratchet.agents import Agent, Message, Result, RunContext, Thread
-from ratchet.client import AgentClient
+from ratchet.agents.state import ThreadData
+from ratchet.client import AgentClient, SessionHandle
 from ratchet.devserver import DevServer
 from ratchet.worker import build_worker
 
@@ -102,7 +106,7 @@ async def long_session(client: AgentClient, sends: int, checkpoints: list[int]) 
     for i in range(1, sends + 1):
         await session.send(f"{i} {USER}")
         if i in checkpoints:
-            thread = await session.thread()
+            thread, reads = await timed_reads(client, session.id)
             message_bytes = sum(len(m.model_dump_json()) for m in thread.messages)
             history = await session_history(client, session.id)
             in_order = [int(m.text.split()[0]) for m in thread.messages if m.role == "user"]
@@ -118,11 +122,37 @@ async def long_session(client: AgentClient, sends: int, checkpoints: list[int]) 
                         (history["history_bytes"] - message_bytes) / i, 1
                     ),
                     "events_per_send": round(history["history_events"] / i, 2),
+                    **reads,
                     "seconds": round(time.perf_counter() - started, 1),
                 }
             )
             print(json.dumps(rows[-1]), flush=True)
     return rows
+
+
+async def timed_reads(client: AgentClient, session_id: str) -> tuple[ThreadData, dict]:
+    """The thread, read whole, page by page and only its latest messages, each by a
+    client that has read none of it yet (nothing cached), and the seconds each took."""
+
+    def reader() -> SessionHandle:
+        return AgentClient(client.temporal, task_queue=client.task_queue).get_session(session_id)
+
+    started = time.perf_counter()
+    thread = await reader().thread()
+    whole = time.perf_counter() - started
+    started = time.perf_counter()
+    paged = [m async for m in reader().messages(page=500)]
+    pages = time.perf_counter() - started
+    started = time.perf_counter()
+    latest = await reader().thread(last=50)
+    tail = time.perf_counter() - started
+    same = paged == thread.messages and latest.messages == thread.messages[-50:]
+    return thread, {
+        "read_seconds": round(whole, 2),
+        "read_by_pages_seconds": round(pages, 2),
+        "read_latest_50_seconds": round(tail, 3),
+        "reads_agree": same,
+    }
 
 
 async def tiny_session(client: AgentClient, sends: int) -> dict:

@@ -109,6 +109,7 @@ TURN_PATH = [
             "ledger",
             "marks",
             "threads",
+            "log_index",
         )
     ),
     *(
@@ -121,6 +122,8 @@ TURN_PATH = [
             "turn_result",
             "threads",
             "thread_log",
+            "log_history",
+            "log_segments",
             "heartbeats",
         )
     ),

@@ -87,6 +87,14 @@ async def test_sessions_show_export_fork_and_decide(
         code, out, err = await ratchet(temporal_server, task_queue, "sessions", "show", two.id)
         assert code == 0, err
         assert "agent: two · PENDING · 2 runs" in out and "assistant: beta: turn 4" in out
+        code, out, err = await ratchet(
+            temporal_server, task_queue, "sessions", "show", two.id, "--messages", "2"
+        )
+        assert out.splitlines()[-3:] == [
+            "… 4 earlier messages",
+            "assistant: thinking about beta",
+            "assistant: beta: turn 4",
+        ]
 
         code, out, err = await ratchet(temporal_server, task_queue, "sessions", "export", two.id)
         exported = json.loads(out)

@@ -147,15 +147,17 @@ def test_a_session_remembers_its_latest_ids_and_refuses_uuid7_ids_it_forgot():
 async def test_sends_under_worker_kills_and_continue_as_new_run_each_message_once(
     temporal_server, task_queue: str, event_log
 ):
-    """5 sessions x 20 sends with a tool call each, two workers, one SIGKILLed every
+    """5 sessions x 30 sends with a tool call each, two workers, one SIGKILLed every
     3-6 s (seeded), sessions continuing as new every 5 messages, clients retrying
-    with the same request id: no message runs twice, none is lost."""
+    with the same request id: no message runs twice, none is lost. (30 sends: a
+    fresh worker reads closed runs from history, and 20 were over before 5 kills.)"""
     report = await chaos_sends(
         temporal_server,
         task_queue,
         event_log,
         lambda: worker_process(temporal_server, task_queue, event_log),
         seed=28,
+        sends=30,
     )
     assert report.kills >= 5, report
     assert (report.run_twice, report.lost, report.errors) == ([], [], []), report

@@ -42,6 +42,19 @@ async def test_a_session_over_http_from_start_to_close(alice: httpx.AsyncClient)
         "again",
         "echo 2: again",
     ]
+    path = f"/v1/sessions/{session}/thread"
+    latest = (await alice.get(path, params={"last": 1})).json()
+    assert (latest["start"], [m["content"] for m in latest["messages"]]) == (3, ["echo 2: again"])
+    middle = (await alice.get(path, params={"after": 1, "limit": 2})).json()
+    assert (middle["start"], [m["content"] for m in middle["messages"]]) == (
+        1,
+        ["echo 1: hello", "again"],
+    )
+    assert thread["start"] == 0
+    both = problem_of(
+        await alice.get(path, params={"after": 1, "last": 1}), 422, "InvalidInputError"
+    )
+    assert "not both" in both["detail"]
     state = (await alice.get(f"/v1/sessions/{session}/state")).json()
     assert json.dumps(state).count('"count"') == 1
     turns = (await alice.get(f"/v1/sessions/{session}/turns")).json()

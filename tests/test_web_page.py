@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from ratchet.client import AgentClient
 from ratchet.devserver import DevServer, free_port
 from ratchet.testing import ChildProcess, WorkerProcess
 from ratchet.web.guards import OriginCheck
@@ -227,7 +228,7 @@ async def test_a_session_opened_while_the_page_still_loads_keeps_the_reply_it_st
         await route.continue_()
 
     await page.route("**/v1/evals", hold)  # the lists finish loading only when let go
-    page.on("request", lambda r: r.url.endswith("/thread") and thread_reads.append(r.url))
+    page.on("request", lambda r: "/thread?" in r.url and thread_reads.append(r.url))
     await sign_in(page, stack.url)
     await new_session(page, "billing")
     reply = await send(page, "pay acme")
@@ -241,6 +242,31 @@ async def test_a_session_opened_while_the_page_still_loads_keeps_the_reply_it_st
     await expect(reply.get_by_test_id("reply-text")).to_have_text("Paid 500 euros to acme.")
     await expect(page.get_by_test_id("reply")).to_have_count(1)
     assert len(thread_reads) == 1, thread_reads  # opened once, by "New session"
+
+
+async def test_a_long_session_opens_at_its_latest_messages_and_shows_earlier_ones_on_demand(
+    stack, page, capsys
+):
+    client = await AgentClient.connect(stack.server.address, task_queue=stack.queue)
+    session = await client.start_session("echo")
+    for n in range(30):
+        await session.send(f"m{n}")
+    reads: list[str] = []
+    page.on("request", lambda r: "/thread?" in r.url and reads.append(r.url.split("?")[1]))
+    await sign_in(page, stack.url, session=session.id)
+    messages = page.get_by_test_id("thread").get_by_test_id("message")
+    await expect(messages).to_have_count(50)
+    await expect(messages.first).to_have_text("youm5")  # the latest 50 of 60
+    earlier = page.get_by_test_id("earlier")
+    await expect(earlier).to_have_text("Show 10 earlier of 10")
+    await screenshot(page, "long-session-latest", capsys)
+
+    await earlier.get_by_role("button").click()
+    await expect(messages).to_have_count(60)
+    await expect(messages.first).to_have_text("youm0")
+    await expect(messages.nth(10)).to_have_text("youm5")
+    await expect(earlier).to_be_hidden()
+    assert set(reads[:-1]) == {"last=50"} and reads[-1] == "after=0&limit=10"
 
 
 async def test_a_worker_killed_mid_reply_shows_the_retry_and_the_second_attempts_answer(

@@ -128,14 +128,30 @@ async def _read_run(
 async def _local_turn(marker: Any, done: datetime, converter: DataConverter) -> RecordedTurn | None:
     """A turn run as a local activity (fast mode): the SDK records it as a marker,
     when the workflow task that ran it completes (``done``)."""
+    found = await _local_turn_data(marker, converter)
+    if found is None:
+        return None
+    data, output = found
+    started = _timestamp(data.get("original_schedule_time")) or done
+    return RecordedTurn(min(started, done), done, output)
+
+
+async def local_turn_output(marker: Any, converter: DataConverter) -> TurnOutput | None:
+    """The output of a turn run as a local activity, if ``marker`` records one."""
+    found = await _local_turn_data(marker, converter)
+    return found[1] if found is not None else None
+
+
+async def _local_turn_data(
+    marker: Any, converter: DataConverter
+) -> tuple[dict[str, Any], TurnOutput] | None:
     if marker.marker_name != LOCAL_ACTIVITY_MARKER or "result" not in marker.details:
         return None
     (data,) = await converter.decode(marker.details["data"].payloads, [dict])
     if data.get("activity_type") != TURN_ACTIVITY:
         return None
     (output,) = await converter.decode(marker.details["result"].payloads, [TurnOutput])
-    started = _timestamp(data.get("original_schedule_time")) or done
-    return RecordedTurn(min(started, done), done, output)
+    return data, output
 
 
 def _timestamp(value: Any) -> datetime | None:

@@ -6,8 +6,9 @@ the earlier ones (a continued run's, a fork's or a rerun's source). A turn's
 input carries a ``ThreadRef`` (log id, length, id of the last message) and the
 view of the log it sends; the worker takes those positions from its cache or
 pages them in with the ``ratchet.thread`` query, following the chain of runs back
-as far as needed (a closed run still answers: Temporal replays it to answer a
-query).
+as far as needed. A closed run answers a query only by a worker replaying it, so
+a closed session run's part is read from its history instead (``log_history``)
+when the run indexed it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from ratchet.errors import ThreadResolutionError
 from ratchet.wire.names import THREAD_QUERY
 from ratchet.wire.turns import ThreadPage, ThreadPageRequest
 
+from .log_history import Segment
+from .log_segments import SegmentCache, closed_segment, read_ahead
 from .threads import CacheStats, LogEntry, ThreadCache, unstick
 
 
@@ -55,33 +58,31 @@ async def fetch_range(
     *,
     page_bytes: int,
     stats: CacheStats | None = None,
+    segments: SegmentCache | None = None,
     depth: int = 0,
 ) -> tuple[list[Message], str | None]:
     """Messages ``start`` to ``end`` of the log ``holder`` holds (following its
-    bases), and the id of message ``start - 1`` when the holder knows it."""
+    bases), and the id of message ``start - 1`` when the holder knows it. A run
+    named by its id that has closed is read from its history (``segments`` keeps
+    what was read)."""
     if depth > MAX_CHAIN:
         raise ThreadResolutionError(f"Thread {holder.thread_id!r}: its chain of runs loops.")
-    handle = client.get_workflow_handle(holder.workflow_id, run_id=holder.run_id)
+    segment = await _from_history(client, holder, segments, stats)
     messages: list[Message] = []
     before_id: str | None = None
     position = start
     while position < end:
-        request = ThreadPageRequest(
-            thread_id=holder.thread_id, start=position, end=end, max_bytes=page_bytes
-        )
-        try:
-            page = await handle.query(THREAD_QUERY, request, result_type=ThreadPage)
-        except (WorkflowQueryFailedError, RPCError) as e:
-            raise ThreadResolutionError(
-                f"Workflow {holder.workflow_id!r} (run {holder.run_id}) could not give messages "
-                f"{position}-{end} of thread {holder.thread_id!r}: {e}"
-            ) from e
-        if stats is not None:
-            stats.pages += 1
+        if segment is not None:
+            page = segment.page(position, end)
+        else:
+            page = await _query(client, holder, position, end, page_bytes, stats)
         if position == start:
             before_id = page.before_id
         if page.base is not None and position < page.base.version:
             upto = min(end, page.base.version)
+            if segments is not None and depth == 0:
+                continued = page.base.workflow_id == holder.workflow_id
+                await read_ahead(client, page.base, position, upto, segments, continued=continued)
             earlier, earlier_before = await fetch_range(
                 client,
                 Holder.of_base(page.base, holder.thread_id),
@@ -89,6 +90,7 @@ async def fetch_range(
                 upto,
                 page_bytes=page_bytes,
                 stats=stats,
+                segments=segments,
                 depth=depth + 1,
             )
             if position == start:
@@ -104,6 +106,51 @@ async def fetch_range(
         messages += page.messages
         position = page.next
     return messages, before_id
+
+
+async def _query(
+    client: Client,
+    holder: Holder,
+    start: int,
+    end: int,
+    page_bytes: int,
+    stats: CacheStats | None,
+) -> ThreadPage:
+    """The holder's answer to the ``ratchet.thread`` query for ``start`` to ``end``."""
+    handle = client.get_workflow_handle(holder.workflow_id, run_id=holder.run_id)
+    request = ThreadPageRequest(
+        thread_id=holder.thread_id, start=start, end=end, max_bytes=page_bytes
+    )
+    try:
+        page = await handle.query(THREAD_QUERY, request, result_type=ThreadPage)
+    except (WorkflowQueryFailedError, RPCError) as e:
+        raise ThreadResolutionError(
+            f"Workflow {holder.workflow_id!r} (run {holder.run_id}) could not give messages "
+            f"{start}-{end} of thread {holder.thread_id!r}: {e}"
+        ) from e
+    if stats is not None:
+        stats.pages += 1
+    return page
+
+
+async def _from_history(
+    client: Client, holder: Holder, segments: SegmentCache | None, stats: CacheStats | None
+) -> Segment | None:
+    """The holder's part of the log read from its history, if it is a closed run
+    named by its id that indexed it (else it is asked by query)."""
+    if holder.run_id is None:
+        return None
+    segment = await closed_segment(client, holder.workflow_id, holder.run_id, segments)
+    if segment is None:
+        return None
+    if segment.info.thread_id != holder.thread_id:
+        raise ThreadResolutionError(
+            f"Workflow {holder.workflow_id!r} (run {holder.run_id}) holds thread "
+            f"{segment.info.thread_id!r}, not {holder.thread_id!r}."
+        )
+    if stats is not None:
+        stats.histories += 1
+    return segment
 
 
 async def resolve_log(
@@ -155,10 +202,17 @@ async def _page_in(
     """The ``missing`` ranges, paged in; ``None`` when the cache turns out to hold
     another log's messages next to them."""
     await unstick(client, holder.workflow_id, holder.run_id)
+    segments = SegmentCache()  # closed runs of this log, read ahead for its ranges
     found: dict[int, Message] = {}
     for start, end in missing:
         messages, before_id = await fetch_range(
-            client, holder, start, end, page_bytes=cache.page_bytes, stats=cache.stats
+            client,
+            holder,
+            start,
+            end,
+            page_bytes=cache.page_bytes,
+            stats=cache.stats,
+            segments=segments,
         )
         if start and not log.confirm(start - 1, before_id):
             return None

@@ -32,6 +32,8 @@ class CacheStats:
     evictions: int = 0
     pages: int = 0
     """Query answers fetched from workflows on misses."""
+    histories: int = 0
+    """Closed workflow runs whose part of a log was read from their history."""
 
 
 class ThreadCache:

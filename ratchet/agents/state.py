@@ -110,7 +110,8 @@ class ThreadBase(CompactModel):
     A thread is never copied from one workflow run to the next: the newer run
     holds only the messages it adds, and workers read the rest from the run that
     holds them (``workflow_id``, ``run_id``), by reference. That run may have
-    closed (a session's earlier run, continued as new); it still answers.
+    closed (a session's earlier run, continued as new): it still answers a query,
+    and a session's closed runs are read from their history instead.
     """
 
     workflow_id: str

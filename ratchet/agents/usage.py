@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from pydantic import ConfigDict
+
 from .compact import CompactModel
 
 
 class Usage(CompactModel):
-    """What a model call, a turn or a run consumed."""
+    """What a model call, a turn or a run consumed. Immutable (add them with ``+``),
+    so a field that defaults to ``Usage()`` is not deep-copied for every instance
+    decoded (a history holds one per turn)."""
+
+    model_config = ConfigDict(frozen=True)
 
     requests: int = 0
     input_tokens: int = 0

@@ -313,7 +313,7 @@ async def show(session: SessionHandle, last: int, *, run: int | None = None) -> 
         if execution is not None and execution.step_results:
             print(f"\nturns of {session.id}-run-{status.runs} ({execution.status.value}):")
             print(turns_table(execution))
-    print_last(await session.thread(), last)
+    print_last(await session.thread(last=last), last)  # read alone: not paged in whole
     return 0
 
 
@@ -323,11 +323,12 @@ def print_pending(pending: list[PendingView]) -> None:
 
 
 def print_last(thread: ThreadData, last: int) -> None:
-    """The thread's ``last`` messages, after how many came before them."""
-    messages = thread.messages
-    if len(messages) > last:
-        print(f"… {len(messages) - last} earlier messages")
-    for message in messages[-last:]:
+    """The thread's ``last`` messages, after how many came before them (``thread``
+    may be its latest part only: ``offset`` counts the messages before it)."""
+    messages = thread.messages[-last:]
+    if thread.length > len(messages):
+        print(f"… {thread.length - len(messages)} earlier messages")
+    for message in messages:
         text = message.text or ", ".join(c.describe() for c in message.tool_calls)
         print(f"{message.role}: {text}")
 

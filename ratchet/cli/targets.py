@@ -38,7 +38,7 @@ async def show_run(run: RunHandle, last: int) -> int:
     if execution is not None and execution.step_results:
         print(f"\nturns of {run.id} ({execution.status.value}):")
         print(turns_table(execution))
-    print_last(await run.thread(), last)
+    print_last(await run.thread(last=last), last)  # read alone: not paged in whole
     return 0
 
 

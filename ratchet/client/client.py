@@ -26,6 +26,7 @@ from temporalio.envconfig import ClientConfig
 from temporalio.exceptions import ApplicationError, FailureError
 from temporalio.service import RPCError, RPCStatusCode
 
+from ratchet.activities.log_segments import SegmentCache
 from ratchet.activities.thread_log import Holder, fetch_range
 from ratchet.agents.approvals import ApprovalRules, rule_change
 from ratchet.agents.events import RunEvent
@@ -63,7 +64,7 @@ from .checkpoints import Checkpoint, not_run, read_mark
 from .errors import GuardedHandle, check_prompt_size, translated
 from .events import run_events
 from .sessions import UPDATES_IN_FLIGHT, ResultPoller, SessionHandle
-from .threads import read_thread
+from .threads import iter_messages, read_thread
 from .turns import TurnRecord, read_turns
 
 if TYPE_CHECKING:
@@ -137,11 +138,21 @@ class RunHandle:
         """Session and execution as the run holds them now."""
         return await self._handle.query(AgentRunWorkflow.state)
 
-    async def thread(self) -> ThreadData:
+    async def thread(
+        self, *, after: int | None = None, last: int | None = None, limit: int | None = None
+    ) -> ThreadData:
         """The whole thread, paged in (any length, across continue-as-new): every
         message the run has had, in order; ``view`` says which of them its turns send
-        now (``state()`` holds only the latest workflow run's messages)."""
-        return await read_thread(self._handle._client, self._handle)
+        now (``state()`` holds only the latest workflow run's messages). Or a part of
+        it, read alone, as ``SessionHandle.thread`` names it."""
+        return await read_thread(
+            self._handle._client, self._handle, after=after, last=last, limit=limit
+        )
+
+    def messages(self, *, after: int = 0, page: int = 500) -> AsyncIterator[Message]:
+        """The thread's messages from position ``after`` on, as far as the thread
+        reached when the iteration began, read ``page`` messages at a time."""
+        return iter_messages(self._handle._client, self._handle, after=after, page=page)
 
     async def read_state(self) -> StateExport:
         """The committed state of every agent of the run (works after it ended, too).
@@ -280,6 +291,9 @@ class AgentClient:
         self.ui_url = ui_url
         self._slots: dict[str, asyncio.Semaphore] = {}
         self._pollers: dict[str, ResultPoller] = {}
+        self.segments = SegmentCache()
+        """Closed workflow runs' parts of session logs this client has read from their
+        histories (a closed run never changes), the most recently used 64 MiB."""
 
     def _result_poller(self, session_id: str) -> ResultPoller:
         """Polls for this client's queued sends to one session, all in one query."""
@@ -468,6 +482,7 @@ class AgentClient:
             0,
             mark.length,
             page_bytes=PAGE_BYTES,
+            segments=self.segments,
         )
         seen = ThreadData(messages=log, view=mark.view).visible()
         return Checkpoint(

@@ -16,7 +16,11 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError, WorkflowUpdateStage
+from temporalio.client import (
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateStage,
+)
 
 from ratchet.agents.approvals import ApprovalRules, rule_change
 from ratchet.agents.client_tools import ClientTool, tool_problems
@@ -53,7 +57,7 @@ from ratchet.wire.sessions import (
 from .errors import GuardedHandle, check_prompt_size, translated
 from .events import session_events
 from .retries import deadline, passing, retrying
-from .threads import log_info, read_messages, read_thread
+from .threads import iter_messages, log_info, read_messages, read_thread
 from .turns import TurnRecord, read_turns
 
 if TYPE_CHECKING:
@@ -306,10 +310,37 @@ class SessionHandle:
         messages; ``thread()`` reads them all."""
         return await self._handle.query("session", result_type=AgentState)
 
-    async def thread(self) -> ThreadData:
-        """The whole thread, paged in (any length): every message the session has
-        had, in order; ``view`` says which of them the agent sees now."""
-        return await read_thread(self._client.temporal, self._handle)
+    async def thread(
+        self, *, after: int | None = None, last: int | None = None, limit: int | None = None
+    ) -> ThreadData:
+        """The thread: every message the session has had, in order; ``view`` says
+        which of them the agent sees now (log positions, from 0).
+
+        Or a part of it, read alone: ``after=n`` the messages after the first ``n``,
+        ``last=n`` the latest ``n``; ``limit`` at most that many. A part that starts
+        later than the first message names the ones before it in ``base``: its
+        ``offset`` is the position of its first message (``thread(last=0).offset``
+        is the thread's length). ``messages()`` reads it page by page.
+        """
+        return await read_thread(
+            self._client.temporal,
+            self._handle,
+            after=after,
+            last=last,
+            limit=limit,
+            segments=self._client.segments,
+        )
+
+    def messages(self, *, after: int = 0, page: int = 500) -> AsyncIterator[Message]:
+        """The thread's messages from position ``after`` on, as far as the thread
+        reached when the iteration began, read ``page`` messages at a time."""
+        return iter_messages(
+            self._client.temporal,
+            self._handle,
+            after=after,
+            page=page,
+            segments=self._client.segments,
+        )
 
     async def read_state(self) -> StateExport:
         return await self._handle.query(STATE_QUERY, result_type=StateExport)

@@ -218,18 +218,21 @@ async def _free_running(
     run = replaying(options, recording)
     session = await client.start_session(agent, options=SessionOptions(run=run))
     outcomes: list[Outcome] = []
+    end = 0  # where the session's thread ends: each case reads only what its send added
     try:
         for case in cases:
-            before = len((await session.thread()).messages)
             started = time.monotonic()
             try:
                 result = await session.send([_fresh(case.prompt)])
             except RatchetError as e:
                 latency = time.monotonic() - started
                 outcomes.append(Outcome(error=f"{type(e).__name__}: {e}", latency_s=latency))
+                end = (await session.thread(last=0)).offset
                 continue
             latency = time.monotonic() - started
-            added = list((await session.thread()).messages)[before + 1 :]
+            sent = await session.thread(after=end)
+            end = sent.length
+            added = sent.messages[1:]  # after the prompt
             outcomes.append(outcome_of(result.output, result.usage, latency, added, recording))
     finally:
         await session.close()

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Header, Query, Request, status
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from ratchet.agents.pending import Decision, PendingView
-from ratchet.agents.state import AgentStatus
+from ratchet.agents.state import AgentStatus, ThreadData
 from ratchet.client import AgentClient, RunHandle, SessionHandle
 from ratchet.client.listing import WorkflowSummary, agent_clause, list_workflows, type_clause
 from ratchet.client.turns import TurnRecord
@@ -21,6 +21,8 @@ from .bodies import Created, NewDecision, NewFork, NewMessage, NewSession, full,
 from .problems import Gone
 
 SSE = "text/event-stream"
+SNAPSHOT_MESSAGES = 100
+"""A 410's snapshot holds the thread's latest messages, this many at most."""
 STATUSES = tuple(status.value for status in AgentStatus)
 
 
@@ -205,9 +207,22 @@ async def decide(session_id: str, body: NewDecision, request: Request, who: Who)
 
 
 @api.get("/sessions/{session_id}/thread")
-async def thread(session_id: str, request: Request) -> dict[str, Any]:
-    """Every message of the session, in order (failed sends' included: see ``view``)."""
-    return full(await client_of(request).get_session(session_id).thread())
+async def thread(
+    session_id: str,
+    request: Request,
+    after: Annotated[int | None, Query(ge=0)] = None,
+    last: Annotated[int | None, Query(ge=0)] = None,
+    limit: Annotated[int | None, Query(ge=0)] = None,
+) -> dict[str, Any]:
+    """The session's messages, in order (failed sends' included: see ``view``):
+    every one, or those after the first ``after``, or the latest ``last``; at most
+    ``limit``. ``start`` is the position of the first one returned (from 0)."""
+    session = client_of(request).get_session(session_id)
+    return _thread_json(await session.thread(after=after, last=last, limit=limit))
+
+
+def _thread_json(thread: ThreadData) -> dict[str, Any]:
+    return {**full(thread), "start": thread.offset}
 
 
 @api.get("/sessions/{session_id}/state")
@@ -266,10 +281,10 @@ async def _follow(
 async def _snapshot(target: SessionHandle | RunHandle) -> dict[str, Any]:
     if isinstance(target, SessionHandle):
         status_ = await target.status()
-        thread_ = await target.thread()
+        thread_ = await target.thread(last=SNAPSHOT_MESSAGES)
         return {
             "status": full(status_),
-            "thread": full(thread_),
+            "thread": _thread_json(thread_),
         }
     return {"state": full(await target.state())}
 

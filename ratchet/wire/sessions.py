@@ -119,6 +119,48 @@ class LogInfo(CompactModel):
     kind: str = "messages"
     cursor: str | None = None
     view: list[Span] = Field(default_factory=whole_log)
+    base: ThreadBase | None = None
+    """The workflow run that holds the messages before the answering run's own (a
+    reader reads those from it without asking the answering run again); ``None``
+    in a ``LogIndex``, whose run names it in its own input."""
+
+
+class LogIndex(CompactModel):
+    """Where a closed workflow run's part of a session's log is in that run's own
+    history, so a reader takes it from there: a query to a closed run costs a
+    worker a replay of the whole run. The run writes it as it ends, in its
+    continue-as-new input (``SessionInput.previous_log``) or its result
+    (``SessionStatus.log``)."""
+
+    info: LogInfo
+    """The log as the run left it (its length, view and cursor)."""
+    start: int
+    """Position of the run's first message (its base's length)."""
+    entries: list[Message | str] = Field(default_factory=list)
+    """The run's messages in log order, as pieces of its history: batches the
+    history holds as they are (a send's messages, a turn's output, a tool
+    activity's result, the thread the run started with), each by the ``batch_key``
+    of its last message's id, several keys to a string; and, whole, the messages
+    the workflow made itself (a rejection, an answer, a note)."""
+    digest: str
+    """``ids_digest`` of the run's messages: what a reader assembles must match it."""
+
+
+KEY_CHARS = 8
+
+
+def batch_key(message_id: str) -> str:
+    """A batch's key in a ``LogIndex``: a short hash of its last message's id (a
+    reader that finds two batches with one key asks the run instead)."""
+    return hashlib.sha256(message_id.encode()).hexdigest()[:KEY_CHARS]
+
+
+def ids_digest(messages: list[Message]) -> str:
+    """A hash of the ids of ``messages``, in order."""
+    digest = hashlib.sha256()
+    for message in messages:
+        digest.update(message.id.encode() + b"\n")
+    return digest.hexdigest()[:16]
 
 
 class CheckpointRequest(CompactModel):
@@ -163,6 +205,9 @@ class SessionInput(BaseModel):
     requests: RecentRequests = Field(default_factory=RecentRequests)
     """The request ids of recent sends, so a retry after a continue-as-new answers
     the message it first sent instead of sending it again."""
+    previous_log: LogIndex | None = None
+    """Where the workflow run before this one (which continued as new) holds its
+    part of the log in its history; for readers only (see ``LogIndex``)."""
 
 
 class SessionStatus(CompactModel):
@@ -187,3 +232,6 @@ class SessionStatus(CompactModel):
     cost_usd: float = 0.0
     approval_rules: list[str] = Field(default_factory=list)
     """The session's own approval rules, one line each (``allow pay``)."""
+    log: LogIndex | None = None
+    """Only in the result of the session's last workflow run: where that run holds
+    its part of the log in its history (see ``LogIndex``)."""

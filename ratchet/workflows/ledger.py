@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.wire.options import RunOptions
 
     from .failures import run_failure
+    from .log_index import LogIndexer
     from .progress import ShowDetails, progress_markdown
 
 
@@ -67,6 +68,8 @@ class RunLedger:
         self.state = state
         self._observers = list(observers)
         self._show = show or workflow.set_current_details
+        self.index: LogIndexer | None = None
+        """Records where each message appended to a session's log is in history."""
         self._waiting: list[str] = []
 
     @property
@@ -126,6 +129,12 @@ class RunLedger:
         self.show(error=message)
         raise run_failure(kind, message)
 
+    def held(self, messages: Sequence[Message]) -> None:
+        """``messages`` reached the workflow as one batch of its history (a tool
+        activity's result), so a session's log index can point to them there."""
+        if self.index is not None:
+            self.index.held(messages)
+
     def append(
         self,
         messages: Sequence[Message],
@@ -133,9 +142,15 @@ class RunLedger:
         cursor: str | None = None,
         view: list[Span] | None = None,
         prompt: PromptSize | None = None,
+        held: bool = False,
     ) -> None:
         """Append ``messages`` to the thread's log; a turn's new cursor, view and
-        prompt size come with the messages it added."""
+        prompt size come with the messages it added. ``held``: the messages are, as
+        they are, one batch of this workflow run's history (a turn's output)."""
+        if held:
+            self.held(messages)
+        if self.index is not None:
+            self.index.appended(messages)
         session = self.state.session
         update: dict = {"messages": [*session.thread.messages, *messages]}
         if cursor is not None:

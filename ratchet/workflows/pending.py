@@ -10,7 +10,7 @@ so they are written to history once, in that turn's input.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -50,6 +50,9 @@ class RunSide:
     """``set_status(status, waiting=[...])``: the run's status while it waits."""
     run_sub_agent: Callable[[int, PendingAction], Awaitable[Message]]
     audit: SessionAudit
+    held: Callable[[Sequence[Message]], None] | None = None
+    """Set for a session's log: told of each tool activity's result, which keeps its
+    id so that the log's index can point to it in history."""
 
 
 @dataclass(frozen=True)
@@ -223,7 +226,8 @@ class PendingWork:
     async def settle(self, turn: int, actions: list[PendingAction]) -> list[Message]:
         """Wait for decisions, run what they allow, then wait for the client's tool
         results (a run waits for one thing at a time); the results, in the order of
-        ``actions``, each with a workflow-made id (a client's keeps the one it sent)."""
+        ``actions``, each with a workflow-made id (a client's keeps the one it sent, and
+        in a session's log a tool activity's result its own)."""
         decisions = await self._decide(turn, [a for a in actions if a.kind in PEOPLE])
         stopped = self._run.stopped()
         await self.clients.wait(turn, [a for a in actions if a.kind == "client"])
@@ -231,7 +235,11 @@ class PendingWork:
             *(self._resolve(turn, a, decisions.get(a.id), stopped) for a in actions)
         )
         for action, message in zip(actions, results, strict=True):
-            if action.kind != "client" or not message.id:  # a client's result keeps its id
+            if action.kind == "client" and message.id:
+                continue  # a client's result keeps the id it sent
+            if self._run.held is not None and message.id:  # a tool activity's, as history has it
+                self._run.held([message])  # in a session's log it keeps its own id
+            else:
                 message.id = f"msg_{workflow.uuid4().hex[:16]}"
         return list(results)
 

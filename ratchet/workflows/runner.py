@@ -42,6 +42,7 @@ with workflow.unsafe.imports_passed_through():
 
     from .failures import run_failure
     from .ledger import Observer, RunLedger, initial_session, workflow_message_id
+    from .log_index import LogIndexer
     from .pending import PendingWork, RunSide, SessionAudit
     from .progress import ShowDetails, turn_summary
     from .state import AgentStateKeeper, StateHook
@@ -68,6 +69,9 @@ class RunHooks:
     """Awaited after each non-final turn (AgentRunWorkflow continues-as-new there)."""
     live_events: bool = False
     """Turns send their live events to this workflow's event stream."""
+    log_index: LogIndexer | None = None
+    """Records where each message appended to a session's log is in this workflow
+    run's history."""
 
 
 @dataclass
@@ -110,6 +114,7 @@ class AgentRunner:
         self._ledger = RunLedger(
             agent, AgentState(session=start), observers=hooks.observers, show=hooks.details
         )
+        self._ledger.index = self.log_index = hooks.log_index
         self._states = AgentStateKeeper(self._ledger, shared=shared, hooks=hooks.state_hooks)
         ledger = self._ledger
         thread_registry().register(lambda: ledger.state.session.thread)
@@ -203,6 +208,7 @@ class AgentRunner:
                 set_status=ledger.set_status,
                 run_sub_agent=SubAgents(self.options, ledger, lambda: stint.stop_request).run,
                 audit=SessionAudit.of(lambda: ledger.state),
+                held=ledger.held if ledger.index is not None else None,
             )
         )
 
@@ -295,7 +301,9 @@ class AgentRunner:
         added = [by_id[a] if isinstance(a, str) else a for a in output.added]
         # The log holds the turn's new messages already; the turn may have changed the view.
         fresh = [a for a in output.added if not isinstance(a, str)]
-        ledger.append(fresh, cursor=output.cursor, view=output.view, prompt=output.prompt)
+        ledger.append(
+            fresh, cursor=output.cursor, view=output.view, prompt=output.prompt, held=True
+        )
         try:
             self._states.commit(turn, output.state, output.write_id)
         except ShareTokenError as e:

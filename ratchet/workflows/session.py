@@ -8,11 +8,12 @@ positions, never messages, and the worker reads them from its cache or pages
 them in with the ``ratchet.thread`` query (see ``ratchet.agents.views``).
 
 Continue-as-new carries no thread: the new workflow run names the previous one
-for the earlier messages, and a closed run still answers the query. The input
-stays small at any session length (queue, recent results and recent events
-only). Sub-agents still run as child workflows. The parts: the queue of sends
-(``sends``), turn marks for forks (``marks``), totals and what the UI shows
-(``session_view``).
+for the earlier messages. A closed run answers a query only by a replay, so each
+run, as it ends, writes where its messages are in its history (``log_index``)
+and readers read closed runs from there. The input stays small at any session
+length (queue, recent results and events, and that index only). Sub-agents still
+run as child workflows. The parts: the queue of sends (``sends``), turn marks for
+forks (``marks``), totals and what the UI shows (``session_view``).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ with workflow.unsafe.imports_passed_through():
 
     from .decisions import DecisionHandlers
     from .ledger import ExecutionChange
+    from .log_index import LogIndexer
     from .marks import TurnMarks, turn_mark
     from .observe import EventStream, Index, RunObserver
     from .runner import AgentRunner, RunHooks
@@ -76,6 +78,10 @@ class AgentSessionWorkflow(DecisionHandlers):
             requests=input.requests,
         )
         self._display = SessionDisplay()
+        log = session.thread.kind == "messages"  # a service's thread is not indexed
+        index = LogIndexer(session.thread.offset) if log else None
+        if index is not None:
+            index.held(session.thread.messages)  # the thread this run started with
         self._events = EventStream(WorkflowStream(input.stream))
         observer = RunObserver(
             self._events,
@@ -92,8 +98,11 @@ class AgentSessionWorkflow(DecisionHandlers):
                 state_hooks=[observer.state_changed],
                 details=self._run_details,
                 live_events=True,
+                log_index=index,
             ),
         )
+        if index is not None:
+            index.appended(self.state.session.thread.messages)
         self._runs = SessionRuns(
             self._runner,
             self._options,
@@ -134,7 +143,7 @@ class AgentSessionWorkflow(DecisionHandlers):
             self._show()
             self._events.stream.detach_pollers()
             await workflow.wait_condition(workflow.all_handlers_finished)
-            return self.status()
+            return self.status().model_copy(update={"log": self._runs.log_index()})
 
     def _progress(self, change: ExecutionChange) -> None:
         if getattr(change.old, "status", None) != change.new.status:

@@ -13,13 +13,15 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.errors import BudgetExceededError
     from ratchet.wire.options import SessionOptions
     from ratchet.wire.runs import RunResult
-    from ratchet.wire.sessions import Queued, SendOutcome, SessionInput
+    from ratchet.wire.sessions import LogIndex, Queued, SendOutcome, SessionInput
 
     from .failures import first_application_error
+    from .log_index import INDEX_BYTES_CARRIED
     from .observe import EventStream, RunObserver
     from .runner import AgentRunner
     from .sends import SendBook
     from .session_view import SessionDisplay, SessionTotals, position, rolled_back
+    from .threads import log_info
 
 
 EVENTS_CARRIED = 500
@@ -83,6 +85,8 @@ class SessionRuns:
         if item.client_tools:  # the send's own, for its run
             options = options.model_copy(update={"client_tools": item.client_tools})
         self._runner.reset(agent=totals.agent, options=options)
+        if (index := self._runner.log_index) is not None:
+            index.held(item.messages)  # as its send (or this run's input) holds them
         self._observer.run_id, self._observer.request_id = label, item.request_id
         self._sends.start(item, label)
         self._display.run_progress = ""
@@ -144,7 +148,7 @@ class SessionRuns:
         )
 
     def continue_as_new_due(self) -> bool:
-        info = workflow.info()
+        info, index = workflow.info(), self._runner.log_index
         limit = self._options.continue_as_new_after_runs
         return (
             info.is_continue_as_new_suggested()
@@ -152,7 +156,13 @@ class SessionRuns:
             or info.get_current_history_size() > HISTORY_BYTES
             or self._totals.updates_this_workflow_run >= UPDATES_PER_RUN
             or (limit is not None and self._totals.runs_this_workflow_run >= limit)
+            or (index is not None and index.bytes > INDEX_BYTES_CARRIED)
         )
+
+    def log_index(self) -> LogIndex | None:
+        """Where this workflow run's part of the log is in its history, as it ends."""
+        index, thread = self._runner.log_index, self._runner.state.session.thread
+        return index.index(thread, log_info(thread, base=False)) if index is not None else None
 
     async def continue_as_new(self) -> None:
         """A fresh workflow run: the thread stays here by reference; the input holds
@@ -179,5 +189,6 @@ class SessionRuns:
                 queue=self._sends.queue(),
                 results=self._sends.carried(),
                 requests=self._sends.requests.carried(),
+                previous_log=self.log_index(),
             )
         )

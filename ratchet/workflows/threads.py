@@ -66,14 +66,16 @@ class ThreadRegistry:
         )
 
 
-def log_info(thread: ThreadData) -> LogInfo:
-    """Where ``thread`` is (id, length, view, cursor), without its messages."""
+def log_info(thread: ThreadData, *, base: bool = True) -> LogInfo:
+    """Where ``thread`` is (id, length, view, cursor, and with ``base`` the run that
+    holds its earlier messages), without its messages."""
     return LogInfo(
         thread_id=thread.id,
         length=thread.length,
         kind=thread.kind,
         cursor=thread.cursor,
         view=thread.view,
+        base=thread.base if base else None,
     )
 
 

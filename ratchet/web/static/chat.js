@@ -7,6 +7,10 @@ import { describeCall, h } from "./dom.js";
 import { PendingList } from "./pending.js";
 import { Reply } from "./reply.js";
 
+// Messages shown when a session opens, and how many more each "Show earlier" loads:
+// a long session's thread is read a page at a time, never whole.
+const PAGE = 50;
+
 export class ChatView {
   constructor(elements, { onError, onChanged, onLive = () => {} }) {
     this.ui = elements; // title, hint, thread, pending, composer, message, send
@@ -14,6 +18,12 @@ export class ChatView {
     this.onChanged = onChanged; // a reply ended or a decision was made
     this.onLive = onLive; // (session id, its run's status while a reply streams, else null)
     this.sessionId = null;
+    this.start = 0; // the position of the first message shown
+    this.earlier = h(
+      "li",
+      { class: "earlier", testid: "earlier" },
+      h("button", { type: "button", onclick: () => this.showEarlier().catch(onError) }),
+    );
     this.streaming = null; // the AbortController of the reply in progress
     this.pending = new PendingList(elements.pending, { onDecided: () => onChanged() });
     elements.composer.addEventListener("submit", (event) => {
@@ -37,14 +47,31 @@ export class ChatView {
     this.pending.clear();
     this.setBusy(true);
     const [thread, status] = await Promise.all([
-      get(sessionPath(sessionId, "thread")),
+      get(threadPath(sessionId, { last: PAGE })),
       get(sessionPath(sessionId)),
       this.loadPending(),
     ]);
     if (this.sessionId !== sessionId) return;
-    this.ui.thread.replaceChildren(...thread.messages.map(messageElement));
+    this.ui.thread.replaceChildren(this.earlier, ...thread.messages.map(messageElement));
+    this.shownFrom(thread.start);
     this.setBusy(false);
     if (status.status === "RUNNING") this.follow(status);
+  }
+
+  // Loads the page of messages before the first one shown.
+  async showEarlier() {
+    const sessionId = this.sessionId;
+    const after = Math.max(0, this.start - PAGE);
+    const page = await get(threadPath(sessionId, { after, limit: this.start - after }));
+    if (this.sessionId !== sessionId || page.start !== after) return;
+    this.earlier.after(...page.messages.map(messageElement));
+    this.shownFrom(after);
+  }
+
+  shownFrom(start) {
+    this.start = start;
+    this.earlier.hidden = start === 0;
+    this.earlier.firstChild.textContent = `Show ${Math.min(start, PAGE)} earlier of ${start}`;
   }
 
   async loadPending() {
@@ -140,6 +167,10 @@ export class ChatView {
     this.ui.send.disabled = busy || !this.sessionId;
     this.ui.send.textContent = busy && this.streaming ? "Replying…" : "Send";
   }
+}
+
+function threadPath(sessionId, params) {
+  return `${sessionPath(sessionId, "thread")}?${new URLSearchParams(params)}`;
 }
 
 function messageElement(message) {
