@@ -15,12 +15,14 @@ from typing import Any
 import httpx2 as httpx
 import pytest
 
+from ratchet.client import AgentClient
 from ratchet.devserver import DevServer, free_port
 from ratchet.testing import ChildProcess
 from ratchet.wire.options import SessionOptions
+from ratchet.worker import build_worker
 
 from .conftest import ROOT
-from .web_agents import CHATTY_EVENTS
+from .web_agents import CHATTY_EVENTS, billing
 from .web_http import APP_ORIGIN, BOB, Web, new_session, problem_of, sse
 
 
@@ -291,3 +293,32 @@ async def test_no_auth_serves_loopback_with_a_warning(temporal_server: DevServer
     finally:
         process.stop()
     assert "warning: --no-auth" in process.output
+
+
+async def test_the_inbox_leaves_out_a_session_whose_worker_is_gone(
+    alice: httpx.AsyncClient, agent_client: AgentClient
+):
+    """One session left waiting for approval with no worker (another task queue) made
+    GET /v1/approvals a 500 for everyone ("no poller seen")."""
+    async with build_worker(agent_client, {"billing": billing}):
+        orphan = await agent_client.start_session("billing")
+        await orphan.submit("pay acme")
+        await orphan.wait_for_pending()
+    session = await new_session(alice, "billing")
+    sending = asyncio.ensure_future(
+        alice.post(f"/v1/sessions/{session}/messages", json={"text": "pay acme"})
+    )
+    async with alice.stream("GET", f"/v1/sessions/{session}/events") as events:
+        async for _, kind, data in sse(events):
+            if kind == "status" and data.get("text") == "AWAITING_APPROVAL":
+                break
+    inbox = await alice.get("/v1/approvals")
+    assert inbox.status_code == 200, inbox.text
+    listed = [view["run_id"] for view in inbox.json()]
+    assert any(session in run for run in listed)
+    assert not any(orphan.id in run for run in listed)
+    (call,) = (await alice.get(f"/v1/sessions/{session}/pending")).json()
+    await alice.post(
+        f"/v1/sessions/{session}/decisions", json={"id": call["action"]["id"], "decision": "reject"}
+    )
+    await sending

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -21,6 +23,9 @@ from .bodies import Created, NewDecision, NewFork, NewMessage, NewSession, full,
 from .problems import Gone
 
 SSE = "text/event-stream"
+INBOX_WAIT = 5.0
+"""Seconds the approvals inbox waits for one workflow's pending work."""
+log = logging.getLogger("ratchet.web")
 SNAPSHOT_MESSAGES = 100
 """A 410's snapshot holds the thread's latest messages, this many at most."""
 STATUSES = tuple(status.value for status in AgentStatus)
@@ -113,13 +118,24 @@ async def list_sessions(
 async def approvals_inbox(
     request: Request, limit: Annotated[int, Query(ge=1, le=500)] = 100
 ) -> JSONResponse:
-    """Everything any session or run waits for a person to decide, oldest first."""
+    """Everything any session or run waits for a person to decide, oldest first.
+    Read from each at once; one whose worker does not answer within
+    ``INBOX_WAIT`` seconds is left out (and logged), not the whole inbox."""
     client = client_of(request)
     query = "AgentStatus IN ('AWAITING_APPROVAL', 'AWAITING_INPUT') AND ExecutionStatus = 'Running'"
-    waiting: list[PendingView] = []
-    for row in await list_workflows(client.temporal, query, limit=limit):
+    rows = await list_workflows(client.temporal, query, limit=limit)
+
+    async def pending_of(row: WorkflowSummary) -> list[PendingView]:
         target = client.get_session(row.id) if row.kind == "session" else client.get_run(row.id)
-        waiting.extend(await target.pending())
+        try:
+            async with asyncio.timeout(INBOX_WAIT):
+                return await target.pending()
+        except Exception as e:  # noqa: BLE001 - one silent workflow must not hide the rest
+            log.warning("approvals inbox: left out %s (%s: %s)", row.id, type(e).__name__, e)
+            return []
+
+    found = await asyncio.gather(*(pending_of(row) for row in rows))
+    waiting = [view for views in found for view in views]
     return out(sorted(waiting, key=lambda view: view.waiting_since))
 
 
