@@ -12,6 +12,11 @@ summaries. Fast mode (local activities) is compared with a bare local-activity
 loop the same way. Rounds alternate the engines' order (ABBA); figures are
 medians of the rounds; ratios are of the medians. Then throughput: ``--concurrent``
 runs of 20 steps started at once on the one worker, steps per second.
+
+The worker runs in its own process (``--serve``), apart from the dev server and
+from this one, which starts the runs: each figure also has the worker process's
+user + system CPU per turn (from ``/proc``), which depends far less on the
+machine's load than wall time.
 """
 
 from __future__ import annotations
@@ -20,7 +25,12 @@ import argparse
 import asyncio
 import json
 import logging
+import os
+import signal
 import statistics
+import subprocess
+import sys
+import threading
 import time
 import uuid
 from datetime import timedelta
@@ -83,6 +93,55 @@ def scripted(steps: int) -> ScriptedModel:
 CONCURRENT_STEPS = 20
 
 
+ENGINES = ("ratchet", "bare", "ratchet_fast", "bare_local")
+TASK_QUEUE = "overhead"
+
+
+async def serve(address: str, steps: int) -> None:
+    """The bench's worker process: Ratchet's agents and the bare loops, until SIGTERM."""
+    client = await AgentClient.connect(address, task_queue=TASK_QUEUE)
+    agents = {
+        f"pager{n}": ToolCallingAgent(scripted(n), [fetch]) for n in (steps, CONCURRENT_STEPS)
+    }
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    async with build_worker(client, agents, workflows=[BareLoop], activities=[bare_turn]):
+        print("ready", flush=True)
+        await stop.wait()
+
+
+class WorkerProcess:
+    """``--serve`` in a child process, and its CPU time."""
+
+    def __init__(self, address: str, steps: int) -> None:
+        command = [sys.executable, "-m", "bench.overhead", "--serve", address]
+        command += ["--steps", str(steps)]
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+        assert self.process.stdout is not None
+        if self.process.stdout.readline().strip() != "ready":
+            raise RuntimeError(f"the bench's worker did not start (exit {self.process.wait()})")
+        # Whatever else it prints is read, so a full pipe never blocks it.
+        threading.Thread(target=self.process.stdout.read, daemon=True).start()
+
+    def cpu(self) -> float:
+        """User + system CPU seconds the worker process has used so far."""
+        with open(f"/proc/{self.process.pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(timeout=60)
+
+
+async def timed(worker: WorkerProcess, turns: int, work) -> tuple[float, float]:
+    """Wall ms and worker CPU ms per turn of ``work``."""
+    cpu, started = worker.cpu(), time.perf_counter()
+    await work
+    wall = (time.perf_counter() - started) * 1000 / turns
+    return wall, (worker.cpu() - cpu) * 1000 / turns
+
+
 async def one_run(client: AgentClient, name: str, steps: int) -> None:
     if name.startswith("ratchet"):
         options = RunOptions(max_turns=steps + 5, fast=name.endswith("fast"))
@@ -93,57 +152,73 @@ async def one_run(client: AgentClient, name: str, steps: int) -> None:
             BareLoop.run,
             args=[steps, name.endswith("local")],
             id=f"bare-{uuid.uuid4().hex[:8]}",
-            task_queue="overhead",
+            task_queue=TASK_QUEUE,
         )
 
 
+def median(values: list[float], digits: int = 2) -> float:
+    return round(statistics.median(values), digits)
+
+
+def ratio(medians: dict[str, float], engine: str, bare: str) -> float:
+    return round(medians[engine] / medians[bare], 2)
+
+
 async def measure(steps: int, rounds: int, concurrent: int, concurrent_rounds: int) -> dict:
-    times: dict[str, list[float]] = {
-        "ratchet": [],
-        "bare": [],
-        "ratchet_fast": [],
-        "bare_local": [],
-    }
+    wall: dict[str, list[float]] = {name: [] for name in ENGINES}
+    cpu: dict[str, list[float]] = {name: [] for name in ENGINES}
+    rate: dict[str, list[float]] = {name: [] for name in ENGINES}
+    rate_cpu: dict[str, list[float]] = {name: [] for name in ENGINES}
     with DevServer.start(ui=False) as server:
-        client = await AgentClient.connect(server.address, task_queue="overhead")
-        agents = {
-            f"pager{n}": ToolCallingAgent(scripted(n), [fetch]) for n in (steps, CONCURRENT_STEPS)
-        }
-        async with build_worker(client, agents, workflows=[BareLoop], activities=[bare_turn]):
-            names = list(times)
+        client = await AgentClient.connect(server.address, task_queue=TASK_QUEUE)
+        worker = WorkerProcess(server.address, steps)
+        try:
             for lap in range(rounds + 1):  # round 0 warms up and is not counted
                 # ABBA: whichever engine runs first in a round is faster on this machine.
-                for name in names if lap % 2 else names[::-1]:
-                    started = time.perf_counter()
-                    await one_run(client, name, steps)
+                for name in ENGINES if lap % 2 else ENGINES[::-1]:
+                    ms, cpu_ms = await timed(worker, steps + 1, one_run(client, name, steps))
                     if lap:
-                        times[name].append((time.perf_counter() - started) * 1000 / (steps + 1))
-            throughput: dict[str, list[float]] = {name: [] for name in names}
+                        wall[name].append(ms)
+                        cpu[name].append(cpu_ms)
+            turns = concurrent * (CONCURRENT_STEPS + 1)
             for lap in range(concurrent_rounds):
-                for name in names if lap % 2 else names[::-1]:
-                    started = time.perf_counter()
-                    await asyncio.gather(
-                        *(one_run(client, name, CONCURRENT_STEPS) for _ in range(concurrent))
-                    )
-                    elapsed = time.perf_counter() - started
-                    throughput[name].append(concurrent * (CONCURRENT_STEPS + 1) / elapsed)
-    medians = {name: round(statistics.median(values), 2) for name, values in times.items()}
-    rates = {name: round(statistics.median(values), 1) for name, values in throughput.items()}
+                for name in ENGINES if lap % 2 else ENGINES[::-1]:
+                    runs = (one_run(client, name, CONCURRENT_STEPS) for _ in range(concurrent))
+                    ms, cpu_ms = await timed(worker, turns, asyncio.gather(*runs))
+                    rate[name].append(1000 / ms)
+                    rate_cpu[name].append(cpu_ms)
+        finally:
+            worker.stop()
+    ms_per_turn = {name: median(values) for name, values in wall.items()}
+    cpu_per_turn = {name: median(values) for name, values in cpu.items()}
+    rates = {name: median(values, 1) for name, values in rate.items()}
+    rate_cpus = {name: median(values) for name, values in rate_cpu.items()}
+    rounded = lambda table, digits=2: {  # noqa: E731
+        k: [round(v, digits) for v in vs] for k, vs in table.items()
+    }
     return {
         "concurrent_runs": concurrent,
         "concurrent_steps": CONCURRENT_STEPS,
         "steps_per_second_median": rates,
-        "steps_per_second_all": {k: [round(v, 1) for v in vs] for k, vs in throughput.items()},
-        "throughput_ratio_default": round(rates["ratchet"] / rates["bare"], 2),
-        "throughput_ratio_fast": round(rates["ratchet_fast"] / rates["bare_local"], 2),
+        "steps_per_second_all": rounded(rate, 1),
+        "throughput_ratio_default": ratio(rates, "ratchet", "bare"),
+        "throughput_ratio_fast": ratio(rates, "ratchet_fast", "bare_local"),
+        "concurrent_worker_cpu_ms_per_turn_median": rate_cpus,
+        "concurrent_worker_cpu_ms_per_turn_all": rounded(rate_cpu),
+        "concurrent_cpu_ratio_default": ratio(rate_cpus, "ratchet", "bare"),
+        "concurrent_cpu_ratio_fast": ratio(rate_cpus, "ratchet_fast", "bare_local"),
         "steps": steps,
         "rounds": rounds,
-        "ms_per_turn_median": medians,
-        "ms_per_turn_all": {k: [round(v, 2) for v in vs] for k, vs in times.items()},
-        "ratio_ratchet_to_bare_activity_loop": round(medians["ratchet"] / medians["bare"], 2),
-        "ratio_fast_mode_to_bare_local_activity_loop": round(
-            medians["ratchet_fast"] / medians["bare_local"], 2
+        "ms_per_turn_median": ms_per_turn,
+        "ms_per_turn_all": rounded(wall),
+        "ratio_ratchet_to_bare_activity_loop": ratio(ms_per_turn, "ratchet", "bare"),
+        "ratio_fast_mode_to_bare_local_activity_loop": ratio(
+            ms_per_turn, "ratchet_fast", "bare_local"
         ),
+        "worker_cpu_ms_per_turn_median": cpu_per_turn,
+        "worker_cpu_ms_per_turn_all": rounded(cpu),
+        "cpu_ratio_default": ratio(cpu_per_turn, "ratchet", "bare"),
+        "cpu_ratio_fast": ratio(cpu_per_turn, "ratchet_fast", "bare_local"),
     }
 
 
@@ -153,8 +228,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--concurrent", type=int, default=50)
     parser.add_argument("--concurrent-rounds", type=int, default=4)
+    parser.add_argument("--serve", metavar="ADDRESS", help=argparse.SUPPRESS)
     args = parser.parse_args()
     logging.getLogger("temporalio").setLevel(logging.ERROR)
+    if args.serve:
+        asyncio.run(serve(args.serve, args.steps))
+        return
     result = asyncio.run(measure(args.steps, args.rounds, args.concurrent, args.concurrent_rounds))
     result["command"] = (
         f"python -m bench.overhead --steps {args.steps} --rounds {args.rounds} "

@@ -112,7 +112,7 @@ class Heartbeats:
     async def write(self) -> None:
         """Return once the server has acknowledged every step recorded so far."""
         target = self._version
-        await _answered(self._exclusive(lambda: self._acked_version < target))
+        await self._when(lambda: self._acked_version < target)
 
     async def confirm(self, before: str) -> None:
         """Return once the server has confirmed, within ``fresh`` seconds, that this
@@ -124,7 +124,7 @@ class Heartbeats:
         def needed() -> bool:
             return self._acked_version < target or self._acked_at < asked - self.fresh
 
-        await _answered(self._exclusive(needed, before))
+        await self._when(needed, before)
 
     async def keep_alive(self) -> None:
         """Heartbeat whenever one is due; runs until cancelled."""
@@ -152,6 +152,12 @@ class Heartbeats:
         if self.sdk_every is not None:
             due = min(due, self._sdk_at + self.sdk_every + SDK_SLACK)
         return due
+
+    async def _when(self, needed: Callable[[], bool], before: str = "") -> None:
+        """Send a heartbeat if ``needed`` holds once none is in flight (none when it
+        does not hold now, and none is: most checks before a step)."""
+        if self._lock.locked() or needed():
+            await _answered(self._exclusive(needed, before))
 
     async def _exclusive(self, needed: Callable[[], bool], before: str = "") -> None:
         async with self._lock:

@@ -110,7 +110,9 @@ class ToolCallingAgent(Agent):
                 now.append(call)
             else:
                 pending.append(route)
-        results = await asyncio.gather(*(self._call(c, tools, context) for c in now))
+        # A turn's only tool call is its last step: the turn's result records it.
+        last = len(now) == 1
+        results = await asyncio.gather(*(self._call(c, tools, context, last) for c in now))
         await thread.on_new_messages([*answered, *results])
         return Result(
             usage=response.usage,
@@ -220,7 +222,9 @@ class ToolCallingAgent(Agent):
             raise empty_reply(response.model)
         return response
 
-    async def _call(self, call: ToolCall, tools: dict[str, Tool], context: RunContext) -> Message:
+    async def _call(
+        self, call: ToolCall, tools: dict[str, Tool], context: RunContext, last: bool = False
+    ) -> Message:
         tool = tools.get(call.name)
         if tool is None:
             known = ", ".join(sorted(tools)) or "(none)"
@@ -229,7 +233,9 @@ class ToolCallingAgent(Agent):
                 f"Error: there is no tool named {call.name!r}. Available tools: {known}.",
                 is_error=True,
             )
-        return await context.once(f"tool:{call.id}", lambda: tool.invoke(call, context), Message)
+        return await context.once(
+            f"tool:{call.id}", lambda: tool.invoke(call, context), Message, wait=not last
+        )
 
 
 def _intercept(
