@@ -192,12 +192,55 @@ def render_overhead(results: Path) -> str:
             ),
         ],
     )
+    cpu, cpu_all = data["worker_cpu_ms_per_turn_median"], data["worker_cpu_ms_per_turn_all"]
+    busy = data["concurrent_worker_cpu_ms_per_turn_median"]
+    busy_all = data["concurrent_worker_cpu_ms_per_turn_all"]
+    worker_cpu = table(
+        [
+            "worker CPU ms per turn",
+            "Ratchet",
+            "bare loop",
+            "ratio",
+            "Ratchet's rounds",
+            "bare's rounds",
+        ],
+        [
+            row("default, one run", "ratchet", "bare", cpu, cpu_all, data["cpu_ratio_default"]),
+            row(
+                "fast mode, one run",
+                "ratchet_fast",
+                "bare_local",
+                cpu,
+                cpu_all,
+                data["cpu_ratio_fast"],
+            ),
+            row(
+                f"default, {count(data['concurrent_runs'])} runs at once",
+                "ratchet",
+                "bare",
+                busy,
+                busy_all,
+                data["concurrent_cpu_ratio_default"],
+            ),
+            row(
+                f"fast mode, {count(data['concurrent_runs'])} runs at once",
+                "ratchet_fast",
+                "bare_local",
+                busy,
+                busy_all,
+                data["concurrent_cpu_ratio_fast"],
+            ),
+        ],
+    )
     return paragraphs(
         f"Per turn, N={count(data['steps'])}, medians of {count(data['rounds'])} rounds:",
         per_turn,
         f"Throughput, {count(data['concurrent_runs'])} runs of {count(data['concurrent_steps'])}"
         f" steps at once on one worker, medians of {count(rounds)} rounds:",
         throughput,
+        "The worker process's user + system CPU per turn (its own process: not the dev "
+        "server's, not the client's), in the same rounds:",
+        worker_cpu,
         command(data),
     )
 

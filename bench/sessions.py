@@ -2,10 +2,12 @@
 
     .venv/bin/python -m bench.sessions [--sends 1000] [--tiny 1000] [--latency 60]
 
-One session, driven through the public API only, with a scripted agent whose
-messages look real: the user writes ~300 characters, the answer is ~1,500, and
-every third send makes one tool call whose result is ~1,000 characters. No
-watcher, no streaming. At checkpoints it reads every workflow run of the session
+One session, driven through the public API only, with a ToolCallingAgent whose
+scripted model writes messages that look real: the user writes ~300 characters,
+the answer is ~1,500, and every third send the model first calls a tool, which
+runs and returns ~1,000 characters (two turns). The model's context window is
+32,000 tokens, so the session fits each prompt to it. No watcher, no streaming.
+At checkpoints it reads every workflow run of the session
 (``DescribeWorkflowExecution``: history bytes and events; the started event: the
 continue-as-new input) and divides their total by the JSON bytes of the thread.
 It times reading the thread there, each time with a client that has read none of
@@ -25,11 +27,21 @@ import asyncio
 import json
 import statistics
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from temporalio.worker import Worker
 
-from ratchet.agents import Agent, Message, Result, RunContext, Thread
+from ratchet.agents import (
+    Agent,
+    Message,
+    Result,
+    RunContext,
+    ScriptedModel,
+    Thread,
+    ToolCallingAgent,
+    tool,
+)
 from ratchet.agents.state import ThreadData
 from ratchet.client import AgentClient, SessionHandle
 from ratchet.devserver import DevServer
@@ -48,30 +60,31 @@ class Tiny(Agent):
         return Result(final_response=Message.assistant("ok"))
 
 
-class Realistic(Agent):
-    """Every third send: a tool call and its ~1,000-character result, then the answer."""
+WINDOW = 32_000
+"""The scripted model's context window, in tokens: a session's prompt is fitted to it,
+as to a real model's."""
 
-    def __init__(self, called: asyncio.Queue | None = None) -> None:
-        self.called = called
 
-    async def run(self, messages: list[Message], thread: Thread, context: RunContext) -> Result:
-        if self.called is not None:
-            self.called.put_nowait(time.perf_counter())
-        await thread.on_new_messages(messages)
-        number = sum(1 for m in thread.messages if m.role == "user")
-        if number % 3 == 0:
-            call = Message.model_validate(
-                {
-                    "role": "assistant",
-                    "content": "",
-                    "tool_calls": [{"id": f"c{number}", "name": "lookup", "arguments": "{}"}],
-                }
-            )
-            result = Message.model_validate(
-                {"role": "tool", "content": TOOL, "tool_call_id": f"c{number}", "name": "lookup"}
-            )
-            await thread.on_new_messages([call, result])
-        return Result(final_response=Message.assistant(f"{number} {ANSWER}"))
+@tool
+def lookup() -> str:
+    """Look something up (~1,000 characters)."""
+    return TOOL
+
+
+def realistic(called: asyncio.Queue | None = None) -> ToolCallingAgent:
+    """A ToolCallingAgent whose scripted model answers each send ("<n> uuu...") with
+    "<n> aaa..."; every third send it first calls the ``lookup`` tool, which runs."""
+
+    def reply(messages: Sequence[Message], context: RunContext) -> str | Message:
+        if called is not None and messages[-1].role == "user":
+            called.put_nowait(time.perf_counter())
+        last_user = next(m for m in reversed(messages) if m.role == "user")
+        number = last_user.text.split()[0]  # "t7": a latency round's send
+        if messages[-1].role == "user" and number.isdigit() and int(number) % 3 == 0:
+            return ScriptedModel.call("lookup")
+        return f"{number} {ANSWER}"
+
+    return ToolCallingAgent(ScriptedModel(reply, context_window=WINDOW), [lookup])
 
 
 async def session_history(client: AgentClient, session_id: str) -> dict:
@@ -175,7 +188,7 @@ async def tiny_session(client: AgentClient, sends: int) -> dict:
 async def concurrent_sends(client: AgentClient, count: int) -> dict:
     session = await client.start_session("tiny")
     peak = 0
-    slot = client.update_slot(session.id)
+    slot = client._update_slot(session.id)  # the bench reads its count
 
     async def watch() -> None:
         nonlocal peak
@@ -255,7 +268,7 @@ async def main(sends: int, tiny: int, rounds: int, concurrent: int) -> dict:
     CALLED[:] = [called]
     with DevServer.start(ui=False) as server:
         client = await AgentClient.connect(server.address, task_queue="sessions")
-        agents = {"real": Realistic, "tiny": Tiny, "timed": lambda: Realistic(called)}
+        agents = {"real": realistic, "tiny": Tiny, "timed": lambda: realistic(called)}
         async with (
             build_worker(client, agents),
             Worker(

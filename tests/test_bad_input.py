@@ -630,3 +630,14 @@ def test_every_failure_of_a_type_is_catchable_as_that_type_not_only_the_first():
     second = run_failed("run-b", "answered 500", "ModelError")
     assert isinstance(first, ModelError) and isinstance(second, ModelError)
     assert isinstance(second, RunFailedError) and type(first) is type(second)
+
+
+async def test_an_empty_agent_name_is_refused_before_anything_starts(agent_client: AgentClient):
+    # `ratchet run "" hi` started a run that failed only on its worker.
+    for name in ("", "  "):
+        with pytest.raises(InvalidInputError, match="agent's name is empty"):
+            await agent_client.start_run(name, "hi", workflow_id=f"run-empty-{len(name)}")
+        await assert_never_started(agent_client, f"run-empty-{len(name)}")
+        with pytest.raises(InvalidInputError, match="agent's name is empty"):
+            await agent_client.start_session(name, session_id=f"session-empty-{len(name)}")
+        await assert_never_started(agent_client, f"session-empty-{len(name)}")

@@ -12,6 +12,7 @@ from temporalio.api.enums.v1 import EventType
 from ratchet.activities.threads import ThreadCache
 from ratchet.agents import Message, ScriptedModel, ToolCallingAgent, tool
 from ratchet.agents.messages import approximate_size
+from ratchet.agents.state import Span, ThreadData
 from ratchet.client import AgentClient, RunHandle
 from ratchet.errors import RunFailedError
 from ratchet.wire.options import RunOptions
@@ -233,3 +234,18 @@ async def test_fast_mode_on_a_worker_without_the_thread_takes_the_turn_again_as_
     # Turn 1 had its one message inline; each later one paged the log in, as an activity.
     scheduled = of_type(await events(handle), EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
     assert len(scheduled) == 4 and cache.stats.pages >= 4
+
+
+def test_a_message_and_a_view_are_written_without_their_defaults():
+    # Every turn's input and output carry them into history: "tool_calls":[] and
+    # "parts":[] on each message, or a view's spans as objects, are pure overhead.
+    written = [json.loads(m.model_dump_json()) for m in conversation_sample()]
+    assert written[0] == {"role": "user", "content": "Read the pages.", "id": "msg_1"}
+    assert "tool_calls" in written[1] and "parts" not in written[1]
+    view = [Span(start=0, end=1), Span(start=688, end=689, drop=True), Span(start=700)]
+    data = ThreadData(id="t", messages=[], view=view)
+    assert json.loads(data.model_dump_json())["view"] == ["0-1", "688-689!", "700-"]
+    assert ThreadData.model_validate_json(data.model_dump_json()) == data
+    assert ThreadData.model_validate({"id": "t", "view": [{"start": 3, "drop": True}]}).view == [
+        Span(start=3, drop=True)
+    ]

@@ -44,7 +44,8 @@ class CompactModel(BaseModel):
 def _is_default(field: FieldInfo) -> Callable[[Any], bool] | None:
     if get_origin(field.annotation) is Literal:
         return None
-    if field.default_factory in (list, dict):
+    factory = field.default_factory
+    if factory in (list, dict) or get_origin(factory) in (list, dict):  # list[ToolCall] too
         return _is_empty
     if field.default_factory is not None or field.is_required():
         return None

@@ -13,7 +13,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_serializer, model_validator
 
 from .approvals import ApprovalRules
 from .compact import CompactModel
@@ -125,12 +125,30 @@ class ThreadBase(CompactModel):
 
 class Span(CompactModel):
     """Messages ``start`` to ``end`` (exclusive; ``None``: to the end) of a thread's
-    log, as one piece of its working view."""
+    log, as one piece of its working view.
+
+    Written as a string, ``"688-694"``, ``"767-"`` (to the end) or ``"694-695!"``
+    (dropped tool results): a fitted view has a span per trimmed tool result, and
+    every turn's input carries the view."""
 
     start: int
     end: int | None = None
     drop: bool = False
     """Tool results in this span are shown as a one-line note (compaction)."""
+
+    @model_serializer(mode="plain")
+    def _written(self) -> str:
+        end = "" if self.end is None else str(self.end)
+        return f"{self.start}-{end}{'!' if self.drop else ''}"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        drop = value.endswith("!")
+        start, _, end = value.removesuffix("!").partition("-")
+        return {"start": int(start), "end": int(end) if end else None, "drop": drop}
 
 
 class PromptSize(CompactModel):

@@ -73,6 +73,16 @@ if TYPE_CHECKING:
 DEFAULT_TASK_QUEUE = "ratchet"
 
 
+def check_agent_name(agent: str) -> None:
+    """Refuse an empty agent name before anything starts (a workflow started with one
+    would fail only on its worker)."""
+    if not isinstance(agent, str) or not agent.strip():
+        raise InvalidInputError(
+            f"The agent's name is empty ({agent!r}): name an agent your workers host "
+            "(the names `ratchet worker` prints when it is ready)."
+        )
+
+
 def run_workflow_id(agent: str) -> str:
     """A readable id: ``run-<agent>-<short id>``."""
     slug = re.sub(r"[^a-z0-9]+", "-", agent.lower()).strip("-") or "agent"
@@ -375,6 +385,7 @@ class AgentClient:
         ``state`` (an export from ``RunHandle.export_state()``, or its JSON) starts the
         agent with that state: the entry for this agent's name, or the only one.
         """
+        check_agent_name(agent)
         messages = new_messages(prompt, new_id)
         options = options or RunOptions()
         options.check()
@@ -448,6 +459,7 @@ class AgentClient:
         state: StateExport | dict[str, Any] | str | None = None,
     ) -> SessionHandle:
         """Start a long-lived session with ``agent``; each ``send`` runs one execution."""
+        check_agent_name(agent)
         options = options or SessionOptions()
         options.check()
         session = None
