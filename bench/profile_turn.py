@@ -5,10 +5,15 @@
 One N-step run of ``bench.overhead``'s agent (a ToolCallingAgent, a scripted model,
 a tool returning 2,000 characters) and one of its bare activity loop, each under
 cProfile, worker in this process, dev server in its own. Busy time is the profile's
-total less the event loop's idle wait (``epoll``). The busy time is split into the
-worker core's calls (the Rust bridge: heartbeats, completions), the workflow
-sandbox, Ratchet's own modules, and the rest (asyncio, the SDK's Python). Prints a
-table per engine; ``bench/results/turn_profile.md`` is a run of it, annotated.
+total less the event loop's idle wait (``epoll``). The busy time is split by own
+time into the worker core's calls (the Rust bridge: heartbeats, completions), the
+workflow sandbox, Ratchet's own modules, asyncio, the SDK's Python, pydantic and
+the rest. cProfile follows the event loop's thread: workflow code, which the SDK
+runs in threads of its own, is mostly out of sight (both engines have one workflow
+activation per turn).
+cProfile also adds a cost per Python call, more to the engine that makes more
+calls: read the table as where time goes, not as absolute figures (those are
+``bench.overhead``'s). ``bench/results/turn_profile.md`` is a run of it, annotated.
 """
 
 from __future__ import annotations
@@ -46,8 +51,16 @@ def attribute(stats: pstats.Stats) -> dict[str, float]:
             part = "ratchet: " + path.split("/ratchet/", 1)[1].split("/")[0].removesuffix(".py")
         elif "workflow_sandbox" in path or "_workflow_instance" in path:
             part = "workflow code and sandbox (SDK)"
+        elif "/asyncio/" in path or "selectors" in path:
+            part = "asyncio"
+        elif "/temporalio/" in path:
+            part = "SDK Python (activities, client, converters)"
+        elif "pydantic" in path or "pydantic" in name:
+            part = "pydantic"
+        elif "/site-packages/" in path:
+            part = "other libraries"
         else:
-            part = "other (asyncio, SDK Python, pydantic)"
+            part = "builtins and the standard library"
         parts[part] = parts.get(part, 0.0) + own
     return parts
 

@@ -72,7 +72,8 @@ async def test_each_message_runs_in_the_session_and_is_written_to_history_once(
 ):
     async with build_worker(agent_client, {"echo": Echo}):
         session = await agent_client.start_session("echo")
-        outputs = [(await session.send(f"unique-{i}-text")).output for i in range(3)]
+        results = [await session.send(f"unique-{i}-text") for i in range(3)]
+        outputs = [result.output for result in results]
         thread = await session.thread()
         state = await session.state()
         status = await session.status()
@@ -93,6 +94,16 @@ async def test_each_message_runs_in_the_session_and_is_written_to_history_once(
     ]
     assert state.execution is None and state.status.value == "PENDING"
     assert (status.status, status.runs) == ("PENDING", 3)
+    # A send's result names the session; its history holds only what the client
+    # cannot know (no answer text, no session id, no thread end).
+    assert all(r.session_id == session.id and r.workflow_id == session.id for r in results)
+    completed = [
+        e.workflow_execution_update_completed_event_attributes.outcome.success.payloads[0].data
+        for e in history
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED
+    ]
+    assert len(completed) == 3
+    assert not any(b"session_id" in c or b"thread_end" in c or b"unique-" in c for c in completed)
     # No child workflows; each message is in the session's history once: the user's
     # in the send Update, the answer in the result of the turn that wrote it.
     kinds = {e.event_type for e in history}

@@ -246,7 +246,7 @@ class SessionHandle:
                 "holds its result (it keeps its latest results only); its answer is in the "
                 "thread: read it with thread()."
             )
-        result = outcome.result
+        result = outcome.result.model_copy(update={"session_id": self.id})
         if outcome.final_at is not None:
             at = outcome.final_at
             if self._thread_id is None:  # a session's thread keeps its id for ever

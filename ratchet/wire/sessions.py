@@ -86,7 +86,8 @@ class SendOutcome(CompactModel):
     """``forgotten``: the message ran, but the session no longer holds its result."""
     result: RunResult | None = None
     """The run's result without its answer's text, which is in the thread once
-    (``final_at``)."""
+    (``final_at``), and without ``session_id`` and ``thread_end`` (the client knows
+    the one; the other is for a rerun's runs)."""
     final_at: int | None = None
     """Position of the final response in the session's thread."""
     error: str | None = None

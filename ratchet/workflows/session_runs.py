@@ -123,7 +123,9 @@ class SessionRuns:
         totals.agent = result.agent  # a handoff moves the session to another agent
         final_at = position(self._runner.state.session.thread, result.final_response)
         self._finished(label, result.status, result.output)
-        short = {"final_response": None, "thread": None}
+        # What the client knows or reads anyway stays out of history: the answer (read
+        # from the thread at final_at), the session's id, the thread's end.
+        short = {"final_response": None, "thread": None, "session_id": None, "thread_end": None}
         self._settle(
             SendOutcome(
                 ticket=item.ticket,
