@@ -368,7 +368,7 @@ def session_figures(data: Data) -> str:
         f"{count(concurrent['answered'])} answered, {answered}; errors: {errors}; at most "
         f"{count(concurrent['peak_updates_in_flight_from_client'])} Updates in flight from the "
         f"client; {seconds(concurrent['seconds'])}",
-        f"- `send` until the agent is called: {ms(latency['session_send_to_model_ms'])} against "
+        f"- `send` until the model is called: {ms(latency['session_send_to_model_ms'])} against "
         f"{ms(latency['bare_update_to_activity_ms'])} for a bare Update running one activity: "
         f"{ratio(latency['ratio'])} (medians of {count(latency['rounds'])})",
     ]
