@@ -90,14 +90,7 @@ def load(results: Path, name: str) -> Any:
 
 
 def render_history_growth(results: Path) -> str:
-    """history_growth_ratchet.json (the later run: Ratchet's engines and the naive
-    loop), and the integrations from the full run in history_growth.json (Ratchet's
-    rows there are of an earlier Ratchet, some with options it no longer has)."""
-    later = load(results, "history_growth_ratchet")
-    earlier = load(results, "history_growth")
-    later_engines = {row["engine"] for row in later}
-    ours = ("ratchet", "bare temporalio")
-    rows = later + [row for row in earlier if not row["engine"].startswith(ours)]
+    rows = load(results, "history_growth")
     steps = sorted({row["steps"] for row in rows})
     engines = list(dict.fromkeys(row["engine"] for row in rows))
     by_key = {(row["engine"], row["steps"]): row for row in rows}
@@ -111,17 +104,8 @@ def render_history_growth(results: Path) -> str:
         return ratio(row["ratio"]) + runs
 
     grid = table(
-        ["history ÷ message bytes", *(f"N={n}" for n in steps), "from"],
-        [
-            [
-                engine,
-                *(cell(by_key.get((engine, n))) for n in steps),
-                "`history_growth_ratchet.json`"
-                if engine in later_engines
-                else "`history_growth.json`",
-            ]
-            for engine in engines
-        ],
+        ["history ÷ message bytes", *(f"N={n}" for n in steps)],
+        [[engine, *(cell(by_key.get((engine, n))) for n in steps)] for engine in engines],
     )
     largest = steps[-1]
     bullets = []
@@ -889,7 +873,6 @@ RENDERERS: dict[str, Renderer] = {
     "context_window": render_context_window,
 }
 RENDERED_WITHIN = {
-    "history_growth_ratchet": "history_growth",
     "followers_before": "followers",
 }  # files another section reads
 
