@@ -106,6 +106,21 @@ def test_run_of_an_unknown_agent_exits_non_zero_with_the_reason(
     assert "registered: chaos, crash, invoice, noter, noter-v2, pair, steps" in done.stderr
 
 
+def test_an_empty_or_unknown_id_is_refused_with_what_to_do(temporal_server: DevServer):
+    # Raw Temporal errors before: "WorkflowId is not set on request.", "workflow not
+    # found for ID: nosuch"; and `ratchet run "" hi` started a run that could only fail.
+    cases = {
+        ("sessions", "show", ""): "The session id is empty ('')",
+        ("watch", ""): "The run or session id is empty ('')",
+        ("watch", "nosuch"): "No run or session with id 'nosuch' in this namespace",
+        ("run", "", "hi"): "The agent's name is empty ('')",
+    }
+    for args, said in cases.items():
+        done = ratchet(*args, server=temporal_server)
+        assert done.returncode == 1, (args, done.stderr)
+        assert said in done.stderr and "Traceback" not in done.stderr, (args, done.stderr)
+
+
 def test_run_json_prints_a_typed_answer_as_its_value(
     temporal_server: DevServer, worker_processes, task_queue: str
 ):

@@ -83,6 +83,15 @@ def check_agent_name(agent: str) -> None:
         )
 
 
+def check_id(noun: str, workflow_id: str) -> None:
+    """Refuse an empty id at once (Temporal answers "WorkflowId is not set")."""
+    if not isinstance(workflow_id, str) or not workflow_id.strip():
+        raise InvalidInputError(
+            f"The {noun} id is empty ({workflow_id!r}): pass the id of a {noun} "
+            "(`ratchet sessions list` lists them)."
+        )
+
+
 def run_workflow_id(agent: str) -> str:
     """A readable id: ``run-<agent>-<short id>``."""
     slug = re.sub(r"[^a-z0-9]+", "-", agent.lower()).strip("-") or "agent"
@@ -582,9 +591,11 @@ class AgentClient:
         return SessionHandle(handle, self)
 
     def get_session(self, session_id: str) -> SessionHandle:
+        check_id("session", session_id)
         return SessionHandle(self.temporal.get_workflow_handle(session_id), self)
 
     def get_run(self, workflow_id: str) -> RunHandle:
+        check_id("run", workflow_id)
         handle = self.temporal.get_workflow_handle_for(AgentRunWorkflow.run, workflow_id)
         return RunHandle(handle, self.ui_url, self.temporal.namespace)
 
