@@ -76,20 +76,25 @@ DEFAULT_TASK_QUEUE = "ratchet"
 def check_agent_name(agent: str) -> None:
     """Refuse an empty agent name before anything starts (a workflow started with one
     would fail only on its worker)."""
-    if not isinstance(agent, str) or not agent.strip():
-        raise InvalidInputError(
-            f"The agent's name is empty ({agent!r}): name an agent your workers host "
-            "(the names `ratchet worker` prints when it is ready)."
-        )
+    _not_empty(
+        agent,
+        "agent's name",
+        "name an agent your workers host (the names `ratchet worker` prints when it is ready)",
+    )
 
 
 def check_id(noun: str, workflow_id: str) -> None:
     """Refuse an empty id at once (Temporal answers "WorkflowId is not set")."""
-    if not isinstance(workflow_id, str) or not workflow_id.strip():
-        raise InvalidInputError(
-            f"The {noun} id is empty ({workflow_id!r}): pass the id of a {noun} "
-            "(`ratchet sessions list` lists them)."
-        )
+    _not_empty(
+        workflow_id,
+        f"{noun} id",
+        f"pass the id of a {noun} (`ratchet sessions list` lists them)",
+    )
+
+
+def _not_empty(value: str, what: str, fix: str) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInputError(f"The {what} is empty ({value!r}): {fix}.")
 
 
 def run_workflow_id(agent: str) -> str:
