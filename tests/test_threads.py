@@ -11,7 +11,7 @@ from temporalio.api.enums.v1 import EventType
 
 from ratchet.activities.threads import ThreadCache
 from ratchet.agents import Message, ScriptedModel, ToolCallingAgent, tool
-from ratchet.agents.messages import approximate_size
+from ratchet.agents.messages import approximate_size, id_tag
 from ratchet.agents.state import Span, ThreadData
 from ratchet.client import AgentClient, RunHandle
 from ratchet.errors import RunFailedError
@@ -118,11 +118,11 @@ def test_a_cached_log_trusts_a_turns_own_result_only_once_a_later_turn_names_it(
     log.put(2, messages[2:], provisional=True)  # a turn's result, before it is committed
 
     assert log.has(0, 2) and not log.has(2, 4)
-    assert log.confirm(3, "id3") and log.has(0, 4)  # a later turn names its last message
+    assert log.confirm(3, id_tag("id3")) and log.has(0, 4)  # a later turn names its last message
     other = ThreadCache().log("t")
     other.put(2, messages[2:], provisional=True)
     # The workflow committed another attempt's result there: the cache must start over.
-    assert not other.confirm(3, "elsewhere") and not other.has(2, 4)
+    assert not other.confirm(3, id_tag("elsewhere")) and not other.has(2, 4)
 
 
 def test_approximate_size_is_close_to_the_json_size():
@@ -244,7 +244,17 @@ def test_a_message_and_a_view_are_written_without_their_defaults():
     assert "tool_calls" in written[1] and "parts" not in written[1]
     view = [Span(start=0, end=1), Span(start=688, end=689, drop=True), Span(start=700)]
     data = ThreadData(id="t", messages=[], view=view)
-    assert json.loads(data.model_dump_json())["view"] == ["0-1", "688-689!", "700-"]
+    assert json.loads(data.model_dump_json())["view"] == "0-1,688-689!,700-"
+    assert ThreadData.model_validate_json(data.model_dump_json()) == data
+    # A fitted view drops a tool result every few turns: a range names its drops.
+    fitted = [Span(start=0, end=1), Span(start=186, end=190)]
+    for at in range(190, 270, 8):
+        fitted += [Span(start=at, end=at + 1, drop=True), Span(start=at + 1, end=at + 8)]
+    fitted[-1] = Span(start=fitted[-1].start)
+    data = ThreadData(id="t", messages=[], view=fitted)
+    assert json.loads(data.model_dump_json())["view"] == "0-1,186-," + ",".join(
+        f"!{at}" for at in range(190, 270, 8)
+    )
     assert ThreadData.model_validate_json(data.model_dump_json()) == data
     assert ThreadData.model_validate({"id": "t", "view": [{"start": 3, "drop": True}]}).view == [
         Span(start=3, drop=True)

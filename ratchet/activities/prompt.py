@@ -94,7 +94,7 @@ async def load_prompt(cache: ThreadCache, input: TurnInput) -> LogPrompt:
     ref, info = input.thread, activity.info()
     start, length = ref.length, ref.length + input.new_count
     # Inline (a local activity), or handed over by the workflow in this process.
-    handed = input.new_messages or HANDOFF.take(ref.id, start, input.new_last_id) or []
+    handed = input.new_messages or HANDOFF.take(ref.id, start, input.new_last_tag) or []
     known = dict(enumerate(handed, start)) if len(handed) == input.new_count else {}
     try:
         message_at = await resolve_log(
@@ -102,7 +102,7 @@ async def load_prompt(cache: ThreadCache, input: TurnInput) -> LogPrompt:
             None if info.is_local else activity.client(),
             Holder(*workflow_of(info), ref.id),
             length=start,
-            last_id=ref.last_id,
+            last_tag=ref.last_tag,
             ranges=[*views.ranges(input.view, start), (start, length)],
             known=known,
         )

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from temporalio.client import Client, WorkflowQueryFailedError
 from temporalio.service import RPCError
 
-from ratchet.agents.messages import Message
+from ratchet.agents.messages import Message, id_tag
 from ratchet.agents.state import ThreadBase
 from ratchet.errors import ThreadResolutionError
 from ratchet.wire.names import THREAD_QUERY
@@ -159,18 +159,18 @@ async def resolve_log(
     holder: Holder,
     *,
     length: int,
-    last_id: str | None,
+    last_tag: str | None,
     ranges: Sequence[tuple[int, int]],
     known: Mapping[int, Message] | None = None,
 ) -> Callable[[int], Message]:
     """Find the log positions in ``ranges`` (the log has ``length`` messages, the
-    last one ``last_id``): in ``known`` (handed over by the workflow), in the
-    worker's cache, else paged in (``client``; ``None``: a local activity, which
-    raises ``LogNotCached``). Returns a lookup by position; the cache keeps what
-    was found."""
+    last one's ``id_tag`` is ``last_tag``): in ``known`` (handed over by the
+    workflow), in the worker's cache, else paged in (``client``; ``None``: a local
+    activity, which raises ``LogNotCached``). Returns a lookup by position; the
+    cache keeps what was found."""
     found = dict(known or {})  # and what is paged in; the rest is the log entry's
     log = cache.log(holder.thread_id)
-    if length and not log.confirm(length - 1, last_id):
+    if length and not log.confirm(length - 1, last_tag):
         cache.drop_log(holder.thread_id)  # it held another message there: start over
         log = cache.log(holder.thread_id)
     missing = _missing(log, ranges, found)
@@ -184,7 +184,7 @@ async def resolve_log(
         if paged is None:
             cache.drop_log(holder.thread_id)  # it held another log's messages: start over
             return await resolve_log(
-                cache, client, holder, length=length, last_id=None, ranges=ranges, known=known
+                cache, client, holder, length=length, last_tag=None, ranges=ranges, known=known
             )
         found.update(paged)
     for start, batch in _runs(found, ranges, log):
@@ -214,7 +214,7 @@ async def _page_in(
             stats=cache.stats,
             segments=segments,
         )
-        if start and not log.confirm(start - 1, before_id):
+        if start and before_id and not log.confirm(start - 1, id_tag(before_id)):
             return None
         found.update(enumerate(messages, start))
     return found

@@ -21,7 +21,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 
 from ratchet.activities.owner import workflow_of
-from ratchet.agents.messages import Message, approximate_size
+from ratchet.agents.messages import Message, approximate_size, id_tag
 from ratchet.wire.names import PAGE_BYTES
 
 
@@ -105,14 +105,14 @@ class LogEntry:
         messages = self.messages
         return all(p in messages for p in range(start, end))
 
-    def confirm(self, position: int, message_id: str | None) -> bool:
-        """Check the cached message at ``position`` against the id the workflow gave
-        for it: a match confirms the provisional batch holding it; ``False`` when
-        the cache holds another message there (it must be dropped)."""
+    def confirm(self, position: int, tag: str | None) -> bool:
+        """Check the cached message at ``position`` against the ``id_tag`` the
+        workflow gave for it: a match confirms the provisional batch holding it;
+        ``False`` when the cache holds another message there (it must be dropped)."""
         cached = self.messages.get(position)
-        if cached is None or message_id is None:
+        if cached is None or tag is None:
             return True
-        if cached.id != message_id:
+        if id_tag(cached.id) != tag:
             return False
         self.provisional = [(a, b) for a, b in self.provisional if not a <= position < b]
         return True

@@ -11,7 +11,7 @@ from .context import RunContext
 from .messages import Message
 from .pending import Decision, PendingAction
 from .serializers import StateSerializer
-from .thread import MESSAGES, ChatMessageThread, Thread
+from .thread import MESSAGES, Thread
 from .tools import Tool
 from .usage import Usage
 
@@ -34,10 +34,6 @@ class Result(BaseModel):
     decisions: list[Decision] = []
     """Calls the agent's own approval policy allowed or denied in this turn, for the
     audit trail (``decisions()``; ``by="policy"``, the rule in ``reason``)."""
-
-    @property
-    def done(self) -> bool:
-        return self.final_response is not None
 
 
 class Agent(ABC):
@@ -71,7 +67,3 @@ class Agent(ABC):
             return None
         found = cast(dict[str, Any], tools).get(name)
         return found if isinstance(found, Tool) else None
-
-    def create_thread(self) -> Thread:
-        """A new, empty thread this agent can work with."""
-        return ChatMessageThread()

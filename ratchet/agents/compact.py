@@ -47,9 +47,27 @@ def _is_default(field: FieldInfo) -> Callable[[Any], bool] | None:
     factory = field.default_factory
     if factory in (list, dict) or get_origin(factory) in (list, dict):  # list[ToolCall] too
         return _is_empty
-    if field.default_factory is not None or field.is_required():
+    if factory is not None:
+        return _is_constant(factory)
+    if field.is_required():
         return None
     default = field.default
+    return lambda value: type(value) is type(default) and value == default
+
+
+def _is_constant(factory: Callable[..., Any]) -> Callable[[Any], bool] | None:
+    """The test for a function that always makes the same value (a whole-log view);
+    ``None`` for one that does not (ids, times) or that needs its arguments. A
+    model class as factory keeps its field written: web clients read those
+    (``event.data``) without Ratchet's defaults."""
+    if isinstance(factory, type):
+        return None
+    try:
+        default, again = factory(), factory()
+    except Exception:  # takes the model's data, or needs a workflow
+        return None
+    if default != again:
+        return None
     return lambda value: type(value) is type(default) and value == default
 
 

@@ -117,12 +117,15 @@ def kept(messages: Sequence[Message], plan: Plan) -> list[Message]:
 def measured(
     usage: Usage, estimate: int, window: int | None, declared: int | None
 ) -> PromptSize | None:
-    """What a turn reports of its prompt: its model calls' average prompt tokens
-    (``None`` if it reported none)."""
-    if usage.requests <= 0 or usage.input_tokens <= 0:
+    """What a turn reports of its prompt: its model calls' average prompt tokens.
+    ``None`` if it reported none, or if there is no window to keep the next prompt
+    within (the model declares none and has refused none): nothing would read it,
+    and it would be written to history twice a turn."""
+    if usage.requests <= 0 or usage.input_tokens <= 0 or (window is None and declared is None):
         return None
     tokens = usage.input_tokens // usage.requests
-    return PromptSize(tokens=tokens, estimate=estimate, window=window, declared=declared)
+    lower = window if window != declared else None
+    return PromptSize(tokens=tokens, estimate=estimate, window=lower, declared=declared)
 
 
 def refused(

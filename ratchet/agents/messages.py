@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import uuid
 from typing import Any, Literal, cast
@@ -29,6 +30,13 @@ def reply_id(execution_id: str, turn: int) -> str:
 def result_id(execution_id: str, call_id: str) -> str:
     """The id of the tool message a turn adds to answer ``call_id`` (as ``reply_id``)."""
     return f"msg_{execution_id}_{call_id}"
+
+
+def id_tag(message_id: str) -> str:
+    """A short tag of a message id (8 hex characters): enough to tell whether a
+    cached message is the one a turn names, in a fraction of the id's bytes (a turn
+    input names its log's last message on every turn)."""
+    return hashlib.blake2b(message_id.encode(), digest_size=4).hexdigest()
 
 
 def approximate_size(message: Message) -> int:

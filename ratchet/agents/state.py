@@ -11,9 +11,16 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, model_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    Field,
+    PlainSerializer,
+    model_serializer,
+    model_validator,
+)
 
 from .approvals import ApprovalRules
 from .compact import CompactModel
@@ -137,7 +144,8 @@ class Span(CompactModel):
     """Tool results in this span are shown as a one-line note (compaction)."""
 
     @model_serializer(mode="plain")
-    def _written(self) -> str:
+    def written(self) -> str:
+        """The span as it is written: ``"688-694"``, ``"767-"``, ``"694-695!"``."""
         end = "" if self.end is None else str(self.end)
         return f"{self.start}-{end}{'!' if self.drop else ''}"
 
@@ -160,14 +168,15 @@ class PromptSize(CompactModel):
     estimate: int
     """Ratchet's estimate of the thread messages that prompt carried."""
     window: int | None = None
-    """The prompt window in force (the model's, or lower, as a service's refusal said)."""
+    """The prompt window in force when it is not the declared one (a service's
+    refusal said it is lower); ``None``: the declared one."""
     declared: int | None = None
     """The window the agent's model declared then: while it declares the same, the
     window in force stands (a window learnt from a refusal is kept)."""
 
     def window_for(self, declared: int | None) -> int | None:
         """The window in force for a model that declares ``declared``."""
-        return self.window if declared == self.declared else declared
+        return (self.window or declared) if declared == self.declared else declared
 
     @property
     def overhead(self) -> int:
@@ -178,6 +187,77 @@ class PromptSize(CompactModel):
 def whole_log() -> list[Span]:
     """The view of a whole log."""
     return [Span(start=0)]
+
+
+def _write_view(spans: list[Span]) -> str:
+    """A view as one string: ``"0-1,186-,!190,!198"`` is messages 0 and 186 on,
+    with the tool results at 190 and 198 dropped. A fitted view drops a tool result
+    every few turns; as spans, each drop would split its range in three."""
+    items: list[str] = []
+    group: list[Span] = []
+    for span in spans:
+        if group and not _joins(group[-1], span):
+            items += _group(group)
+            group = []
+        group.append(span)
+    return ",".join(items + _group(group))
+
+
+def _joins(last: Span, span: Span) -> bool:
+    """``span`` goes on ``last``'s range: it starts where ``last`` ends, and one of
+    the two is a drop (two kept spans side by side stay apart, as written)."""
+    return last.end == span.start and (last.drop or span.drop)
+
+
+def _group(group: list[Span]) -> list[str]:
+    drops = [span for span in group if span.drop]
+    if len(drops) in (0, len(group)) or (group[-1].end is None and group[-1].drop):
+        return [span.written() for span in group]
+    whole = Span(start=group[0].start, end=group[-1].end).written()
+    return [
+        whole,
+        *(f"!{d.start}" if d.end == d.start + 1 else f"!{d.start}-{d.end}" for d in drops),
+    ]
+
+
+def _read_view(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value  # a list of spans
+    spans: list[Span] = []
+    kept: Span | None = None
+    drops: list[Span] = []
+    for item in value.split(",") if value else []:
+        if item.startswith("!"):
+            start, _, end = item[1:].partition("-")
+            drops.append(Span(start=int(start), end=int(end) if end else int(start) + 1, drop=True))
+            continue
+        spans += _split(kept, drops)
+        kept, drops = Span.model_validate(item), []
+    return spans + _split(kept, drops)
+
+
+def _split(kept: Span | None, drops: list[Span]) -> list[Span]:
+    """A range written whole with the drops inside it, as spans again."""
+    if kept is None:
+        return []
+    if not drops or kept.drop:
+        return [kept]
+    out: list[Span] = []
+    at = kept.start
+    for drop in drops:
+        if drop.start > at:
+            out.append(Span(start=at, end=drop.start))
+        out.append(drop)
+        at = drop.end or at
+    if kept.end is None or at < kept.end:
+        out.append(Span(start=at, end=kept.end))
+    return out
+
+
+View = Annotated[
+    list[Span], PlainSerializer(_write_view, return_type=str), BeforeValidator(_read_view)
+]
+"""The spans of a log that a turn sends, written as one string (``_write_view``)."""
 
 
 class ThreadData(BaseModel):
@@ -200,7 +280,7 @@ class ThreadData(BaseModel):
     base: ThreadBase | None = None
     """Set when the thread's first messages are held by another workflow run;
     ``messages`` are then only the ones after them."""
-    view: list[Span] = Field(default_factory=whole_log)
+    view: View = Field(default_factory=whole_log)
     """The log positions a turn sends, in order. On a "messages" thread that is what
     the model sees; on a service-backed thread, what the service has not seen yet
     (it holds the rest under ``cursor``). The last span is open: messages appended

@@ -6,7 +6,7 @@ import asyncio
 import inspect
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol, get_args, get_type_hints, overload
 
@@ -352,6 +352,3 @@ class Toolset(Protocol):
     async def aclose(self) -> None:
         """Release what the toolset holds; it may be used again afterwards."""
         ...
-
-
-ToolFunction = Callable[..., Any] | Callable[..., Awaitable[Any]]

@@ -50,6 +50,7 @@ async def events_of(client: Client, workflow_id: str) -> AsyncIterator[RunEvent]
     from ratchet.client.client import check_id
     from ratchet.client.events import run_events, session_events
     from ratchet.errors import NotFoundError
+    from ratchet.wire.names import SESSION_WORKFLOW
 
     check_id("run or session", workflow_id)
     try:
@@ -61,7 +62,7 @@ async def events_of(client: Client, workflow_id: str) -> AsyncIterator[RunEvent]
             f"No run or session with id {workflow_id!r} in this namespace ({e.message}); "
             "check the id (`ratchet sessions list` lists both) and the namespace."
         ) from e
-    if description.workflow_type in ("AgentSession", "AgentSessionWorkflow"):
+    if description.workflow_type == SESSION_WORKFLOW:
         return session_events(client, workflow_id)
     return run_events(client, workflow_id)
 

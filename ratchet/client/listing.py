@@ -10,12 +10,9 @@ from pydantic import BaseModel
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from ratchet.errors import InvalidInputError
+from ratchet.wire.names import RUN_WORKFLOW, SESSION_WORKFLOW
 
-SESSION_TYPES = (
-    "AgentSession",
-    "AgentSessionWorkflow",
-)  # the latter: sessions of an earlier release
-RUN_TYPE = "AgentRunWorkflow"
+RUN_TYPE = RUN_WORKFLOW
 
 
 class WorkflowSummary(BaseModel):
@@ -34,7 +31,7 @@ class WorkflowSummary(BaseModel):
 
 def type_clause(runs: bool) -> str:
     """The ``WorkflowType`` clause for sessions (and single runs with ``runs``)."""
-    types = [*SESSION_TYPES, RUN_TYPE] if runs else list(SESSION_TYPES)
+    types = [SESSION_WORKFLOW, RUN_TYPE] if runs else [SESSION_WORKFLOW]
     return f"WorkflowType IN ({', '.join(repr(t) for t in types)})"
 
 

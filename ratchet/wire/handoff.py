@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from ratchet.agents.messages import Message, approximate_size
+from ratchet.agents.messages import Message, approximate_size, id_tag
 
 
 class Handoff:
@@ -31,13 +31,13 @@ class Handoff:
             _, (_, evicted) = self._batches.popitem(last=False)
             self._bytes -= evicted
 
-    def take(self, thread_id: str, start: int, last_id: str | None) -> list[Message] | None:
+    def take(self, thread_id: str, start: int, last_tag: str | None) -> list[Message] | None:
         found = self._batches.pop((thread_id, start), None)
         if found is None:
             return None
         self._bytes -= found[1]
         messages = found[0]
-        return messages if last_id is not None and messages[-1].id == last_id else None
+        return messages if last_tag is not None and id_tag(messages[-1].id) == last_tag else None
 
 
 HANDOFF = Handoff()

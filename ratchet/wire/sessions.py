@@ -15,7 +15,7 @@ from temporalio.contrib.workflow_streams import WorkflowStreamState
 from ratchet.agents.client_tools import ClientTool
 from ratchet.agents.compact import CompactModel
 from ratchet.agents.messages import Message, ToolCall
-from ratchet.agents.state import AgentSession, AgentStatus, PromptSize, Span, ThreadBase, whole_log
+from ratchet.agents.state import AgentSession, AgentStatus, PromptSize, ThreadBase, View, whole_log
 from ratchet.agents.state_context import StateEntry
 
 from .options import SessionOptions
@@ -102,7 +102,7 @@ class TurnMark(CompactModel):
     length: int
     """Messages in the log after the turn."""
     last_id: str | None = None
-    view: list[Span] = Field(default_factory=whole_log)
+    view: View = Field(default_factory=whole_log)
     cursor: str | None = None
     agent: str
     state: dict[str, StateEntry] = Field(default_factory=dict)
@@ -119,7 +119,7 @@ class LogInfo(CompactModel):
     length: int
     kind: str = "messages"
     cursor: str | None = None
-    view: list[Span] = Field(default_factory=whole_log)
+    view: View = Field(default_factory=whole_log)
     base: ThreadBase | None = None
     """The workflow run that holds the messages before the answering run's own (a
     reader reads those from it without asking the answering run again); ``None``

@@ -12,7 +12,7 @@ from ratchet.agents.compaction import CompactionPolicy
 from ratchet.agents.fit_window import FitWindow
 from ratchet.agents.messages import Message, ToolCall
 from ratchet.agents.pending import Decision, PendingAction
-from ratchet.agents.state import PromptSize, Span, ThreadBase, whole_log
+from ratchet.agents.state import PromptSize, ThreadBase, View, whole_log
 from ratchet.agents.state_context import (
     SharedEntry,
     ShareToken,
@@ -33,9 +33,9 @@ class ThreadRef(CompactModel):
     id: str
     length: int
     """Messages in the log before the turn's new ones."""
-    last_id: str | None = None
-    """Id of message ``length - 1``: proves that a worker's cached message at that
-    position is this log's."""
+    last_tag: str | None = None
+    """``id_tag`` of message ``length - 1``'s id: tells whether a worker's cached
+    message at that position is this log's."""
     kind: str = "messages"
     """Where the conversation lives (``ThreadData.kind``)."""
     cursor: str | None = None
@@ -81,7 +81,7 @@ class TurnInput(CompactModel):
     """The turn's number in its execution, from 1."""
     thread: ThreadRef
     """The log before the turn's new messages."""
-    view: list[Span] = Field(default_factory=whole_log)
+    view: View = Field(default_factory=whole_log)
     """The spans of the log the turn sends, before its new messages (see
     ``ThreadData.view``)."""
     new_count: int = 0
@@ -89,8 +89,9 @@ class TurnInput(CompactModel):
     new_messages: list[Message] = Field(default_factory=list)
     """The new messages themselves, only when the turn is a local activity (fast
     mode): its input is not written to history, and it cannot page them in."""
-    new_last_id: str | None = None
-    """Id of the last new message (checks a batch handed over in the same process)."""
+    new_last_tag: str | None = None
+    """``id_tag`` of the last new message's id (checks a batch handed over in the
+    same process)."""
     state: dict[str, StateEntry] = Field(default_factory=dict)
     """The agent's committed values sent inline (nothing for an agent without state)."""
     state_refs: dict[str, str] = Field(default_factory=dict)
@@ -101,7 +102,7 @@ class TurnInput(CompactModel):
     """Other agents' keys this run holds share tokens for."""
     conflicts: list[StateConflict] = Field(default_factory=list)
     """State changes of the previous turn that were not committed."""
-    events: bool = False
+    events: bool = True
     """The run's workflow hosts an event stream: send the turn's events to it."""
     compaction: CompactionPolicy | None = None
     """Compact the view first when it is over this budget (``RunOptions.compaction``)."""
@@ -153,7 +154,7 @@ class TurnOutput(CompactModel):
     decisions: list[Decision] = Field(default_factory=list)
     """Calls the agent's own approval policy allowed or denied (``Result.decisions``):
     the workflow records them in the audit trail."""
-    view: list[Span] | None = None
+    view: View | None = None
     """Set when the turn changed the view (it compacted it, or a service took the
     conversation up to a new cursor): the view from now on (a summary note, if any,
     is the first new message of ``added``)."""

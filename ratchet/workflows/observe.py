@@ -13,6 +13,7 @@ attributes are commands, so they are batched (see ``Index``).
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
 from pydantic_core import to_json
@@ -52,6 +53,7 @@ with workflow.unsafe.imports_passed_through():
 
 JSON_PLAIN = {"encoding": b"json/plain"}
 FLUSH_TURNS = 10
+FLUSH_INTERVAL = timedelta(seconds=10)
 EVENTS_KEPT = 2000
 """Events a workflow keeps for late watchers; older ones are dropped at turn ends."""
 WAITING = (
@@ -74,41 +76,60 @@ class Index:
     """Upserts search attributes whose values changed.
 
     Names and counters (turns, tokens, cost) go only along with a change of status,
-    or once the counters are ``FLUSH_TURNS`` turns behind: a ten-turn run upserts
-    about twice, not once a turn.
+    or once the counters are ``FLUSH_TURNS`` turns and ``FLUSH_INTERVAL`` behind:
+    a run upserts when it starts, when it waits or ends, and at most every ten
+    seconds between (the index is read by people), not once a turn.
     """
 
     def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled
         """``False``: upsert nothing (a session's runs: the session indexes its totals)."""
-        self._values: dict[str, Any] = {}
+        self._values: dict[str, Any] = _indexed_already()
+        """What the index holds: set by the client at start or carried over by
+        continue-as-new, then what this run upserted."""
         self._dirty: dict[str, Any] = {}
         self._flushed_turns = 0
+        self._flushed_at = workflow.now()
 
     def update(self, *, flush: bool = False, **values: Any) -> None:
         """``flush``: send counters now (a session at rest, whose numbers an operator
         reads), not with the next change of status."""
         for name, value in values.items():
-            if value is None or self._values.get(name) == value:
-                continue
-            if name == "cost_usd" and not value:
-                continue  # no prices configured: leave the attribute unset
-            self._values[name] = value
-            self._dirty[name] = value
+            if self._changes(name, value):
+                self._values[name] = value
+                self._dirty[name] = value
         if not self._dirty or not self.enabled:
             return
         turns = self._dirty.get("turns")
-        if (
-            not flush
-            and "status" not in self._dirty
-            and (turns is None or turns - self._flushed_turns < FLUSH_TURNS)
-        ):
+        behind = turns is not None and turns - self._flushed_turns >= FLUSH_TURNS
+        if not flush and "status" not in self._dirty and not (behind and self._stale()):
             return  # names and counters go with the next status change
         workflow.upsert_search_attributes(
             [INDEXED[name].value_set(value) for name, value in self._dirty.items()]
         )
         self._dirty.clear()
         self._flushed_turns = self._values.get("turns", 0)
+        self._flushed_at = workflow.now()
+
+    def _changes(self, name: str, value: Any) -> bool:
+        if value is None or self._values.get(name) == value:
+            return False
+        if name == "cost_usd" and not value:
+            return False  # no prices configured: leave the attribute unset
+        # No turn or token yet: a list shows an unset counter as 0.
+        return bool(value) or name in self._values
+
+    def _stale(self) -> bool:
+        return workflow.now() - self._flushed_at >= FLUSH_INTERVAL
+
+
+def _indexed_already() -> dict[str, Any]:
+    keys = {key.name: name for name, key in INDEXED.items()}
+    return {
+        keys[pair.key.name]: pair.value
+        for pair in workflow.info().typed_search_attributes
+        if pair.key.name in keys
+    }
 
 
 class EventStream:

@@ -28,7 +28,7 @@ with workflow.unsafe.imports_passed_through():
 
     from .client_calls import ClientCalls
     from .failures import failure_text
-    from .presets import spoken, tool_retry_policy
+    from .presets import retry_policy, spoken
 
 if TYPE_CHECKING:
     from ratchet.wire.options import RunOptions
@@ -331,7 +331,7 @@ class PendingWork:
                 result_type=Message,
                 task_queue=run.options.task_queue,
                 start_to_close_timeout=timeout,
-                retry_policy=tool_retry_policy(run.options, action.max_attempts),
+                retry_policy=retry_policy(run.options, action.max_attempts),
                 summary=f"tool · {call.describe(50)}",
             )
         except ActivityError as e:

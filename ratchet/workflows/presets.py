@@ -9,21 +9,13 @@ from temporalio.common import RetryPolicy
 from ratchet.wire.options import RunOptions
 
 
-def tool_retry_policy(options: RunOptions, max_attempts: int | None) -> RetryPolicy:
+def retry_policy(options: RunOptions, max_attempts: int | None = None) -> RetryPolicy:
+    """A turn's or a tool's retries: ``max_attempts`` (a tool's own) or the run's."""
     return RetryPolicy(
         initial_interval=options.initial_retry_interval,
         backoff_coefficient=2.0,
         maximum_interval=timedelta(minutes=1),
         maximum_attempts=max_attempts if max_attempts is not None else options.max_attempts,
-    )
-
-
-def turn_retry_policy(options: RunOptions) -> RetryPolicy:
-    return RetryPolicy(
-        initial_interval=options.initial_retry_interval,
-        backoff_coefficient=2.0,
-        maximum_interval=timedelta(minutes=1),
-        maximum_attempts=options.max_attempts,
     )
 
 

@@ -11,7 +11,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.agents.messages import Message
+    from ratchet.agents.messages import Message, id_tag
     from ratchet.agents.state import AgentStatus
     from ratchet.wire.handoff import HANDOFF
     from ratchet.wire.names import THREAD_NOT_CACHED, TURN_ACTIVITY
@@ -20,7 +20,7 @@ with workflow.unsafe.imports_passed_through():
 
     from .failures import cancelled, turn_failure
     from .ledger import RunLedger
-    from .presets import turn_retry_policy
+    from .presets import retry_policy
     from .state import AgentStateKeeper
 
 
@@ -55,7 +55,7 @@ class TurnInputs:
         ref = ThreadRef(
             id=thread.id,
             length=thread.length,
-            last_id=thread.last_id,
+            last_tag=id_tag(thread.last_id) if thread.last_id else None,
             kind=thread.kind,
             cursor=thread.cursor,
         )
@@ -72,7 +72,7 @@ class TurnInputs:
             view=thread.view,
             new_count=len(pending),
             new_messages=pending if options.fast else [],
-            new_last_id=pending[-1].id if pending else None,
+            new_last_tag=id_tag(pending[-1].id) if pending else None,
             # A local activity (fast mode) holds the workflow task its signals would need.
             events=self._setup.live_events and not options.fast,
             compaction=options.compaction,
@@ -145,7 +145,7 @@ class TurnCalls:
             task_queue=self._options.task_queue,
             start_to_close_timeout=self._options.turn_timeout,
             heartbeat_timeout=self._options.heartbeat_timeout,
-            retry_policy=turn_retry_policy(self._options),
+            retry_policy=retry_policy(self._options),
             summary=summary,
         )
 
@@ -155,6 +155,6 @@ class TurnCalls:
             input,
             result_type=TurnOutput,
             start_to_close_timeout=self._options.turn_timeout,
-            retry_policy=turn_retry_policy(self._options),
+            retry_policy=retry_policy(self._options),
             summary=summary,
         )
