@@ -1,10 +1,13 @@
-"""The shape of the workflow package, checked from its source: small classes,
-and no part of the agent loop holding the loop itself."""
+"""The shape of the code, checked from its source: no module importing itself
+through others; in the workflow package, small classes and no part of the agent
+loop holding the loop itself."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+
+import grimp
 
 import ratchet.workflows
 
@@ -179,3 +182,48 @@ def test_the_function_measure_counts_lines_and_branches():
         assert _functions(path) == [("f", 33, 17)]
     finally:
         path.unlink()
+
+
+def _import_cycles(graph: grimp.ImportGraph) -> list[tuple[str, ...]]:
+    """One shortest cycle through each import that is part of one, as the modules
+    in order (the first again at the end); each set of modules once."""
+    cycles: dict[frozenset[str], tuple[str, ...]] = {}
+    for module in sorted(graph.modules):
+        for imported in sorted(graph.find_modules_directly_imported_by(module)):
+            back = graph.find_shortest_chain(importer=imported, imported=module)
+            if back is not None:
+                cycles.setdefault(frozenset(back), (module, *back))
+    return list(cycles.values())
+
+
+def _import_lines(graph: grimp.ImportGraph, cycle: tuple[str, ...]) -> list[str]:
+    return [
+        f"  {importer} -> {imported}  line {d['line_number']}: {d['line_contents']}"
+        for importer, imported in zip(cycle, cycle[1:], strict=False)
+        for d in graph.get_import_details(importer=importer, imported=imported)
+    ]
+
+
+def test_no_module_imports_itself_through_others():
+    """A cycle makes import order matter (a name read before its module has run is
+    missing) and ties the modules on it into one that cannot be read or changed
+    alone; imports inside functions count, annotation-only ones do not."""
+    graph = grimp.build_graph("ratchet", exclude_type_checking_imports=True, cache_dir=None)
+    assert len(graph.modules) > 100  # the walk found the package
+    cycles = _import_cycles(graph)
+    report = ["\n".join([" -> ".join(cycle), *_import_lines(graph, cycle)]) for cycle in cycles]
+    assert not cycles, "modules that import themselves through others:\n" + "\n".join(report)
+
+
+def test_the_cycle_finder_finds_a_cycle_and_its_import_lines():
+    graph = grimp.ImportGraph()
+    for module in ("pkg", "pkg.a", "pkg.b", "pkg.c"):
+        graph.add_module(module)
+    graph.add_import(importer="pkg.a", imported="pkg.b", line_number=3, line_contents="import b")
+    graph.add_import(importer="pkg.b", imported="pkg.a", line_number=7, line_contents="import a")
+    graph.add_import(importer="pkg.b", imported="pkg.c", line_number=8, line_contents="import c")
+    assert _import_cycles(graph) == [("pkg.a", "pkg.b", "pkg.a")]
+    assert _import_lines(graph, ("pkg.a", "pkg.b", "pkg.a")) == [
+        "  pkg.a -> pkg.b  line 3: import b",
+        "  pkg.b -> pkg.a  line 7: import a",
+    ]

@@ -12,7 +12,8 @@ from temporalio.api.enums.v1 import EventType
 from ratchet.activities.threads import ThreadCache
 from ratchet.agents import Message, ScriptedModel, ToolCallingAgent, tool
 from ratchet.agents.messages import approximate_size, id_tag
-from ratchet.agents.state import Span, ThreadData
+from ratchet.agents.spans import Span
+from ratchet.agents.state import ThreadData
 from ratchet.client import AgentClient, RunHandle
 from ratchet.errors import RunFailedError
 from ratchet.wire.options import RunOptions

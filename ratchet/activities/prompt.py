@@ -23,7 +23,7 @@ from ratchet.agents.compaction import Compaction, Summarize
 from ratchet.agents.context import RunContext
 from ratchet.agents.fit_window import Plan, kept
 from ratchet.agents.messages import Message, new_id
-from ratchet.agents.state import Span
+from ratchet.agents.spans import Span
 from ratchet.agents.thread import MESSAGES, ChatMessageThread, ServiceThread, Thread
 from ratchet.agents.usage import Usage
 from ratchet.errors import UsageError

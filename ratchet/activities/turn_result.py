@@ -8,7 +8,7 @@ import json
 from ratchet.agents.agent import Result
 from ratchet.agents.context import RunContext
 from ratchet.agents.messages import Message, approximate_size, new_id, reply_id, result_id
-from ratchet.agents.state import Span
+from ratchet.agents.spans import Span
 from ratchet.agents.thread import MESSAGES
 from ratchet.agents.usage import Usage
 from ratchet.errors import PayloadTooLargeError, UsageError

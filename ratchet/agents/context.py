@@ -13,6 +13,7 @@ from .client_tools import ClientTool
 from .compact import type_adapter
 from .events import EventBase, tool_answered, tool_called
 from .messages import Message
+from .model_response import ModelResponse
 from .pending import PendingAction, question_id
 from .state_context import StateContext
 
@@ -52,8 +53,6 @@ class _Announcements:
 def tool_events(value: Any) -> list[EventBase]:
     """What watchers are told of a recorded step: the tool calls of a model's reply,
     or a tool's result."""
-    from .models.base import ModelResponse  # it imports this module
-
     message = value.message if isinstance(value, ModelResponse) else value
     if not isinstance(message, Message):
         return []

@@ -30,7 +30,7 @@ from pydantic import Field
 
 from .compact import CompactModel
 from .messages import Message, ToolCall
-from .state import AgentStatus
+from .status import AgentStatus
 
 
 class EventBase(CompactModel):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from .compaction import Compaction, DropToolResults, Summarize, dropped
 from .messages import Message
-from .state import Span
+from .spans import Span
 
 
 def normalize(spans: Iterable[Span]) -> list[Span]:

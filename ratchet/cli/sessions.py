@@ -10,11 +10,11 @@ import sys
 from typing import TYPE_CHECKING, cast
 
 from .common import add_connection_arguments, connect
+from .printing import print_last, print_pending, table, turns_table
 from .terminal import Prompt, decide, read_line
 
 if TYPE_CHECKING:
     from ratchet.agents.pending import PendingView
-    from ratchet.agents.state import ExecutionState, ThreadData
     from ratchet.client import AgentClient, SessionHandle
 
 
@@ -315,49 +315,3 @@ async def show(session: SessionHandle, last: int, *, run: int | None = None) -> 
             print(turns_table(execution))
     print_last(await session.thread(last=last), last)  # read alone: not paged in whole
     return 0
-
-
-def print_pending(pending: list[PendingView]) -> None:
-    for item in pending:
-        print(f"waiting for {item.action.kind}: {item.action.id} · {item.action.describe()}")
-
-
-def print_last(thread: ThreadData, last: int) -> None:
-    """The thread's ``last`` messages, after how many came before them (``thread``
-    may be its latest part only: ``offset`` counts the messages before it)."""
-    messages = thread.messages[-last:]
-    if thread.length > len(messages):
-        print(f"… {thread.length - len(messages)} earlier messages")
-    for message in messages:
-        text = message.text or ", ".join(c.describe() for c in message.tool_calls)
-        print(f"{message.role}: {text}")
-
-
-def turns_table(execution: ExecutionState) -> str:
-    """A run's turns: when, how long, tokens, cost and what each did."""
-    rows = [["turn", "started", "took", "tokens", "cost", "did"]]
-    for step in execution.step_results:
-        took = (step.completed_at - step.started_at).total_seconds()
-        did = "final answer" if step.final else ", ".join(step.tool_calls) or "(no tools)"
-        rows.append(
-            [
-                str(step.turn),
-                step.started_at.strftime("%H:%M:%S"),
-                f"{took:.1f}s",
-                str(step.usage.total_tokens),
-                f"${step.usage.cost_usd:.4f}" if step.usage.cost_usd else "-",
-                did,
-            ]
-        )
-    return table(rows)
-
-
-def table(rows: list[list[str]]) -> str:
-    """Rows as aligned columns, the first row a header."""
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = [
-        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    ]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)

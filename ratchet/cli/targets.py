@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+from .printing import print_last, print_pending, turns_table
+
 if TYPE_CHECKING:
     from ratchet.client import AgentClient, RunHandle, SessionHandle
 
@@ -26,8 +28,6 @@ async def target(client: AgentClient, workflow_id: str) -> SessionHandle | RunHa
 
 async def show_run(run: RunHandle, last: int) -> int:
     """A run's agent, status, pending work, turns and last messages."""
-    from .sessions import print_last, print_pending, turns_table
-
     state = await run.state()
     execution = state.execution
     print(f"run: {run.id}")

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import logging
 import math
+import os
+import sys
+from datetime import timedelta
+
+from ratchet.grace_period import DEFAULT_GRACE_PERIOD
 
 AGENTS_ENV = "RATCHET_AGENTS"
 DEMO_AGENTS = "ratchet.examples:AGENTS"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 MAX_SECONDS = 10**9  # about 31 years: within timedelta's range
-DEFAULT_GRACE_PERIOD = 20.0
-"""Seconds a stopping worker gives its turns in flight (``build_worker``'s default too).
-Docker Compose (``stop_grace_period``) and Kubernetes (``terminationGracePeriodSeconds``)
-kill a container 30 s after SIGTERM by default; the last 10 s are for cancelling what
-is still running, reporting it, closing resources and flushing traces."""
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -78,7 +80,51 @@ def seconds(text: str) -> float:
     return value
 
 
-def run_worker(args: argparse.Namespace) -> int:
-    from ratchet.worker import run_worker_command
+def main(argv: list[str] | None = None) -> int:
+    """``python -m ratchet.worker``: this command without the rest of the CLI."""
+    parser = argparse.ArgumentParser(prog="ratchet worker", description="Run a Ratchet worker.")
+    add_worker_arguments(parser)
+    args = parser.parse_args(argv)
+    return run_worker(args)
 
-    return run_worker_command(args)
+
+def run_worker(args: argparse.Namespace) -> int:
+    from ratchet.errors import ConfigurationError
+    from ratchet.worker import load_agents, serve
+
+    from .common import is_connection_failure, no_server
+
+    logging.basicConfig(
+        level=getattr(args, "log_level", "WARNING"),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    spec = args.agents or os.environ.get(AGENTS_ENV)
+    if not spec:  # never the demo's agents unasked: a worker hosts what it is told
+        print(
+            f"error: name the agents to host: --agents module:ATTR (or ${AGENTS_ENV}), a dict "
+            f"of name -> Agent or factory, e.g. --agents myapp.agents:AGENTS; the demo's "
+            f"agents are {DEMO_AGENTS}.",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        agents = load_agents(spec)
+        asyncio.run(
+            serve(
+                agents,
+                target=args.address,
+                namespace=args.namespace,
+                task_queue=args.task_queue,
+                max_concurrent_turns=args.max_concurrent_turns,
+                graceful_shutdown_timeout=timedelta(seconds=args.grace_period),
+                metrics_address=args.metrics_address,
+            )
+        )
+    except (ConfigurationError, RuntimeError) as e:
+        if is_connection_failure(e):
+            return no_server(args)
+        if not isinstance(e, ConfigurationError):
+            raise
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0

@@ -23,7 +23,6 @@ from temporalio.converter import (
     StorageDriver,
 )
 from temporalio.envconfig import ClientConfig
-from temporalio.exceptions import ApplicationError, FailureError
 from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet.activities.log_segments import SegmentCache
@@ -38,9 +37,7 @@ from ratchet.agents.state_export import StateExport
 from ratchet.errors import (
     DecisionError,
     InvalidInputError,
-    RunFailedError,
     ServerUnreachableError,
-    run_failed,
 )
 from ratchet.payloads.converter import RatchetPayloadConverter
 from ratchet.plugin import RatchetClientPlugin, ratchet_converter
@@ -61,7 +58,7 @@ from ratchet.workflows.progress import run_details
 from ratchet.workflows.session import AgentSessionWorkflow
 
 from .checkpoints import Checkpoint, not_run, read_mark
-from .errors import GuardedHandle, check_prompt_size, translated
+from .errors import GuardedHandle, check_prompt_size, failed_run, translated
 from .events import run_events
 from .sessions import UPDATES_IN_FLIGHT, ResultPoller, SessionHandle
 from .threads import iter_messages, read_thread
@@ -150,7 +147,7 @@ class RunHandle:
         try:
             return await self._handle.result()
         except WorkflowFailureError as e:
-            raise _run_failed(self.id, e) from e
+            raise failed_run(self.id, e) from e
 
     async def turns(self) -> list[TurnRecord]:
         """Each turn so far: its attempts (which worker ran each, when, why one
@@ -245,7 +242,7 @@ class RunHandle:
         try:
             return await self._handle.execute_update(AgentRunWorkflow.set_approvals, change)
         except WorkflowUpdateFailedError as e:
-            raise InvalidInputError(_run_failed(self.id, e).cause) from e
+            raise InvalidInputError(failed_run(self.id, e).cause) from e
 
     async def approval_rules(self) -> ApprovalRules:
         return await self._handle.query(AgentRunWorkflow.approval_rules)
@@ -281,7 +278,7 @@ class RunHandle:
         try:
             return await self._handle.execute_update(AgentRunWorkflow.provide_tool_result, request)
         except WorkflowUpdateFailedError as e:
-            raise _run_failed(self.id, e) from e
+            raise failed_run(self.id, e) from e
 
     async def _decide(self, verdict: Verdict, request: DecisionRequest) -> Decision:
         update = {
@@ -292,7 +289,7 @@ class RunHandle:
         try:
             return await self._handle.execute_update(update, request)
         except WorkflowUpdateFailedError as e:
-            raise DecisionError(_run_failed(self.id, e).cause) from e
+            raise DecisionError(failed_run(self.id, e).cause) from e
         except RPCError as e:
             if e.status != RPCStatusCode.NOT_FOUND:
                 raise
@@ -610,23 +607,6 @@ def _connect_reason(error: RuntimeError) -> str:
     text = str(error)
     found = re.search(r'message: "([^"]+)"', text)
     return found.group(1) if found else text.removeprefix("Failed client connect: ")
-
-
-def _run_failed(
-    workflow_id: str, error: WorkflowFailureError | WorkflowUpdateFailedError
-) -> RunFailedError:
-    """The first application failure under ``error`` (or the deepest cause), as a
-    RunFailedError naming its message and type."""
-    cause: BaseException | None = error.cause
-    while (
-        isinstance(cause, FailureError)
-        and cause.cause is not None
-        and not isinstance(cause, ApplicationError)
-    ):
-        cause = cause.cause
-    message = cause.message if isinstance(cause, FailureError) else str(error)
-    kind = cause.type if isinstance(cause, ApplicationError) else type(cause).__name__
-    return run_failed(workflow_id, message, kind)
 
 
 def _with_state(

@@ -12,8 +12,14 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
-from temporalio.client import Client, WorkflowHandle, WorkflowQueryFailedError
-from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.client import (
+    Client,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowQueryFailedError,
+    WorkflowUpdateFailedError,
+)
+from temporalio.exceptions import ApplicationError, FailureError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet.agents import parts
@@ -23,6 +29,7 @@ from ratchet.errors import (
     AlreadyStartedError,
     PayloadDecryptionError,
     PayloadTooLargeError,
+    RunFailedError,
     RunNotFoundError,
     SessionNotFoundError,
     run_failed,
@@ -157,3 +164,20 @@ class GuardedHandle:
                     raise
 
         return call
+
+
+def failed_run(
+    workflow_id: str, error: WorkflowFailureError | WorkflowUpdateFailedError
+) -> RunFailedError:
+    """The first application failure under ``error`` (or the deepest cause), as a
+    RunFailedError naming its message and type."""
+    cause: BaseException | None = error.cause
+    while (
+        isinstance(cause, FailureError)
+        and cause.cause is not None
+        and not isinstance(cause, ApplicationError)
+    ):
+        cause = cause.cause
+    message = cause.message if isinstance(cause, FailureError) else str(error)
+    kind = cause.type if isinstance(cause, ApplicationError) else type(cause).__name__
+    return run_failed(workflow_id, message, kind)

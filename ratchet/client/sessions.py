@@ -54,7 +54,7 @@ from ratchet.wire.sessions import (
     send_digest,
 )
 
-from .errors import GuardedHandle, check_prompt_size, translated
+from .errors import GuardedHandle, check_prompt_size, failed_run, translated
 from .events import session_events
 from .retries import deadline, passing, retrying
 from .threads import iter_messages, log_info, read_messages, read_thread
@@ -285,9 +285,7 @@ class SessionHandle:
                         name, arg, id=update_id, result_type=result_type
                     )
                 except WorkflowUpdateFailedError as e:
-                    from .client import _run_failed
-
-                    raise _run_failed(self.id, e) from e
+                    raise failed_run(self.id, e) from e
                 except SessionBusyError:
                     if attempt == BUSY_RETRIES:
                         raise

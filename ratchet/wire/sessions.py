@@ -15,7 +15,8 @@ from temporalio.contrib.workflow_streams import WorkflowStreamState
 from ratchet.agents.client_tools import ClientTool
 from ratchet.agents.compact import CompactModel
 from ratchet.agents.messages import Message, ToolCall
-from ratchet.agents.state import AgentSession, AgentStatus, PromptSize, ThreadBase, View, whole_log
+from ratchet.agents.spans import View, whole_log
+from ratchet.agents.state import AgentSession, AgentStatus, PromptSize, ThreadBase
 from ratchet.agents.state_context import StateEntry
 
 from .options import SessionOptions

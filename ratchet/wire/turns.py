@@ -12,7 +12,8 @@ from ratchet.agents.compaction import CompactionPolicy
 from ratchet.agents.fit_window import FitWindow
 from ratchet.agents.messages import Message, ToolCall
 from ratchet.agents.pending import Decision, PendingAction
-from ratchet.agents.state import PromptSize, ThreadBase, View, whole_log
+from ratchet.agents.spans import View, whole_log
+from ratchet.agents.state import PromptSize, ThreadBase
 from ratchet.agents.state_context import (
     SharedEntry,
     ShareToken,

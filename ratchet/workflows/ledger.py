@@ -12,13 +12,13 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from ratchet.agents.messages import Message
+    from ratchet.agents.spans import Span
     from ratchet.agents.state import (
         AgentSession,
         AgentState,
         AgentStatus,
         ExecutionState,
         PromptSize,
-        Span,
         StepResult,
         ThreadData,
     )

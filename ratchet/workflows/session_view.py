@@ -10,7 +10,8 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from ratchet.agents import views
     from ratchet.agents.messages import Message
-    from ratchet.agents.state import AgentSession, AgentStatus, ExecutionState, Span, ThreadData
+    from ratchet.agents.spans import Span
+    from ratchet.agents.state import AgentSession, AgentStatus, ExecutionState, ThreadData
     from ratchet.wire.sessions import SessionInput, SessionStatus
 
     from .observe import Index

@@ -7,26 +7,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from pydantic import BaseModel
-
 from ...errors import ModelError
 from ..context import RunContext
 from ..messages import Message
+from ..model_response import ModelResponse
 from ..pricing import ModelPrice
 from ..thread import MESSAGES
 from ..tools import Tool
 from ..tracing import chat_span, record_response
-from ..usage import Usage
-
-
-class ModelResponse(BaseModel):
-    """One model reply: an assistant message (text and/or tool calls) and its cost."""
-
-    message: Message
-    usage: Usage = Usage()
-    model: str | None = None
-    cursor: str | None = None
-    """For a service-backed thread: the service's id for the conversation after this reply."""
 
 
 class ModelClient(ABC):

@@ -2,15 +2,16 @@
 
     python -m ratchet.worker --agents myapp.agents:AGENTS    (or: ratchet worker)
 
+The command itself (its options, loading ``--agents``) is ``ratchet.cli.worker``;
+this package's ``__main__`` hands ``python -m ratchet.worker`` to it.
+
 ``AGENTS`` is a dict of agent name to an ``Agent`` or a zero-argument factory.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import importlib
-import logging
 import os
 import signal
 import sys
@@ -29,9 +30,9 @@ from ratchet.activities.state_refs import StateCache
 from ratchet.activities.threads import ThreadCache
 from ratchet.activities.turn import AgentFactory
 from ratchet.agents.interceptors import InterceptorFactory
-from ratchet.cli.worker import DEFAULT_GRACE_PERIOD
 from ratchet.client.client import DEFAULT_TASK_QUEUE, AgentClient
 from ratchet.errors import ConfigurationError
+from ratchet.grace_period import DEFAULT_GRACE_PERIOD
 from ratchet.plugin import RatchetPlugin, check_agents, passed_through
 from ratchet.wire.search_attributes import ensure_search_attributes
 
@@ -217,57 +218,3 @@ async def serve(
             print("worker stopped", flush=True)
     finally:
         await asyncio.to_thread(telemetry.flush_tracing)  # spans still in the batch
-
-
-def main(argv: list[str] | None = None) -> int:
-    from ratchet.cli.worker import add_worker_arguments
-
-    parser = argparse.ArgumentParser(prog="ratchet worker", description="Run a Ratchet worker.")
-    add_worker_arguments(parser)
-    args = parser.parse_args(argv)
-    return run_worker_command(args)
-
-
-def run_worker_command(args: argparse.Namespace) -> int:
-    from ratchet.cli.worker import AGENTS_ENV, DEMO_AGENTS
-
-    logging.basicConfig(
-        level=getattr(args, "log_level", "WARNING"),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    spec = args.agents or os.environ.get(AGENTS_ENV)
-    if not spec:  # never the demo's agents unasked: a worker hosts what it is told
-        print(
-            f"error: name the agents to host: --agents module:ATTR (or ${AGENTS_ENV}), a dict "
-            f"of name -> Agent or factory, e.g. --agents myapp.agents:AGENTS; the demo's "
-            f"agents are {DEMO_AGENTS}.",
-            file=sys.stderr,
-        )
-        return 2
-    try:
-        agents = load_agents(spec)
-        asyncio.run(
-            serve(
-                agents,
-                target=args.address,
-                namespace=args.namespace,
-                task_queue=args.task_queue,
-                max_concurrent_turns=args.max_concurrent_turns,
-                graceful_shutdown_timeout=timedelta(seconds=args.grace_period),
-                metrics_address=args.metrics_address,
-            )
-        )
-    except (ConfigurationError, RuntimeError) as e:
-        from ratchet.cli.common import is_connection_failure, no_server
-
-        if is_connection_failure(e):
-            return no_server(args)
-        if not isinstance(e, ConfigurationError):
-            raise
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    hard_exit(main())
