@@ -98,7 +98,7 @@ async def test_a_service_thread_sends_only_new_items_and_keeps_only_the_id(
         scheduled[1].activity_task_scheduled_event_attributes.input.payloads[0].data
     )
     assert second_input["thread"]["cursor"] == first_id
-    assert second_input["thread"]["length"] == 3 and second_input["view"] == ["2-"]
+    assert second_input["thread"]["length"] == 3 and second_input["view"] == "2-"
     assert "snow" not in json.dumps(second_input)
 
 
