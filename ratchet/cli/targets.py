@@ -55,13 +55,13 @@ async def export_run(run: RunHandle) -> int:
     return 0
 
 
-async def cancel_run(run: RunHandle) -> int:
+async def stop_run(run: RunHandle) -> int:
     from temporalio.client import WorkflowExecutionStatus
 
     status = (await run.workflow.describe()).status
     if status != WorkflowExecutionStatus.RUNNING:
-        print(f"run {run.id} has ended ({status.name if status else 'unknown'}); nothing to cancel")
+        print(f"run {run.id} has ended ({status.name if status else 'unknown'}); nothing to stop")
         return 0
-    await run.cancel()
+    await run.stop()
     print("ok")
     return 0

@@ -132,7 +132,7 @@ _WRAPPED = frozenset(
 _ENDING = frozenset({"cancel", "terminate"})
 
 
-def _already_ended(e: RPCError) -> bool:
+def already_ended(e: RPCError) -> bool:
     return e.status == RPCStatusCode.NOT_FOUND and "completed" in (e.message or "")
 
 
@@ -159,7 +159,7 @@ class GuardedHandle:
                 try:
                     return await attr(*args, **kwargs)
                 except RPCError as e:
-                    if name in _ENDING and _already_ended(e):
+                    if name in _ENDING and already_ended(e):
                         return None  # ending what has ended is done already
                     raise
 
