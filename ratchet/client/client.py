@@ -48,7 +48,7 @@ from ratchet.workflows.progress import run_details
 from ratchet.workflows.session import AgentSessionWorkflow
 
 from .checkpoints import Checkpoint, not_run, read_mark
-from .errors import check_prompt_size, translated
+from .errors import check_agent_name, check_id, check_prompt_size, translated
 from .runs import RunHandle
 from .sessions import UPDATES_IN_FLIGHT, ResultPoller, SessionHandle
 
@@ -56,30 +56,6 @@ if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
 DEFAULT_TASK_QUEUE = "ratchet"
-
-
-def check_agent_name(agent: str) -> None:
-    """Refuse an empty agent name before anything starts (a workflow started with one
-    would fail only on its worker)."""
-    _not_empty(
-        agent,
-        "agent's name",
-        "name an agent your workers host (the names `ratchet worker` prints when it is ready)",
-    )
-
-
-def check_id(noun: str, workflow_id: str) -> None:
-    """Refuse an empty id at once (Temporal answers "WorkflowId is not set")."""
-    _not_empty(
-        workflow_id,
-        f"{noun} id",
-        f"pass the id of a {noun} (`ratchet sessions list` lists them)",
-    )
-
-
-def _not_empty(value: str, what: str, fix: str) -> None:
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidInputError(f"The {what} is empty ({value!r}): {fix}.")
 
 
 def run_workflow_id(agent: str) -> str:
