@@ -2,7 +2,7 @@
 
 ``context.state`` reads and writes the agent's own state; a change becomes real
 only with the turn that made it (a failed attempt's changes are dropped). From
-outside, ``read_state()`` returns every agent's state, also after the run ended.
+outside, ``agent_state()`` returns every agent's state, also after the run ended.
 """
 
 from cart import Cart  # examples/cart.py: stored types live in an importable module
@@ -27,7 +27,7 @@ async def main() -> int:
         session = await client.start_session("shop")
         await session.send("a book")
         print((await session.send("a lamp")).output)
-        cart = (await session.read_state()).get("cart", Cart)
+        cart = (await session.agent_state()).get("cart", Cart)
         print("from outside:", cart)
         saved = await session.export_state()  # JSON-ready: keep it, start from it later
         await session.close()

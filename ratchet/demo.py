@@ -17,7 +17,7 @@ from temporalio.api.enums.v1 import EventType
 
 from ratchet.agents.messages import Message
 from ratchet.client import AgentClient
-from ratchet.client.client import RunHandle
+from ratchet.client.runs import RunHandle
 from ratchet.devserver import DevServer
 from ratchet.examples import DEMO_PROMPT
 from ratchet.testing import WorkerProcess

@@ -62,7 +62,7 @@ async def test_failed_attempt_is_discarded_and_only_changed_keys_travel(
     async with build_worker(agent_client, agents):
         handle = await agent_client.start_run("counter", "count", options=FAST_RETRY)
         await handle.result()
-        state = await handle.read_state()
+        state = await handle.agent_state()
         changes = await handle.state_changes()
 
     # Attempt 2 of turn 2 saw turn 1's committed value, not attempt 1's update.
@@ -99,7 +99,7 @@ async def test_rich_types_round_trip_through_a_run(agent_client: AgentClient):
     async with build_worker(agent_client, {"rich": lambda: StepAgent(store, load)}):
         handle = await agent_client.start_run("rich", "store")
         await handle.result()
-        export = await handle.read_state()
+        export = await handle.agent_state()
 
     for key, value in values.items():
         for got in (read_back[key], export.get(key)):
@@ -145,7 +145,7 @@ async def test_signed_pickle_round_trips_and_tampered_or_unsigned_state_is_refus
     async with build_worker(agent_client, agents):
         first = await agent_client.start_run("vault", "store")
         await first.result()
-        export = (await first.read_state()).model_dump(mode="json")
+        export = (await first.agent_state()).model_dump(mode="json")
         assert read == ["s3cret"]
         assert StateExport.load(export).get("opaque", serializers=[signer]).secret == "s3cret"
 
@@ -188,7 +188,7 @@ async def test_exported_state_loads_into_a_new_session_and_continues(agent_clien
 
         second = await agent_client.start_run("shop2", "add", state=saved)
         await second.result()
-        before, after = StateExport.load(saved), await second.read_state()
+        before, after = StateExport.load(saved), await second.agent_state()
 
     assert after.get("cart") == Cart(items=["book", "pen"], currency="NOK")
     assert after.get("visits") == 2

@@ -110,7 +110,8 @@ def test_an_empty_or_unknown_id_is_refused_with_what_to_do(temporal_server: DevS
     # Raw Temporal errors before: "WorkflowId is not set on request.", "workflow not
     # found for ID: nosuch"; and `ratchet run "" hi` started a run that could only fail.
     cases = {
-        ("sessions", "show", ""): "The session id is empty ('')",
+        ("sessions", "show", ""): "The run or session id is empty ('')",
+        ("sessions", "show", "nosuch"): "No run or session with id 'nosuch' in this namespace",
         ("watch", ""): "The run or session id is empty ('')",
         ("watch", "nosuch"): "No run or session with id 'nosuch' in this namespace",
         ("run", "", "hi"): "The agent's name is empty ('')",

@@ -49,7 +49,7 @@ async def test_fork_at_turn_n_equals_the_sources_checkpoint_even_after_it_closed
             checkpoints.append(
                 (
                     [m.model_dump() for m in (await source.thread()).messages],
-                    await source.read_state(),
+                    await source.agent_state(),
                 )
             )
         await source.close()
@@ -57,7 +57,7 @@ async def test_fork_at_turn_n_equals_the_sources_checkpoint_even_after_it_closed
 
         fork = await agent_client.fork(source.id, at_turn=4)  # the end of the second run
         forked_thread = (await fork.thread()).messages
-        forked_state = await fork.read_state()
+        forked_state = await fork.agent_state()
         mid = await agent_client.checkpoint(source.id, at_turn=3)  # inside the second run
         by_message = await agent_client.checkpoint(source.id, at_message=source_thread[2].id)
         continued = await fork.send("delta")

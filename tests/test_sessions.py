@@ -123,7 +123,7 @@ async def test_a_session_continues_as_new_and_keeps_its_thread_and_state(
         for i in range(50):
             await session.send(f"m{i}")
         thread = await session.thread()
-        export = await session.read_state()
+        export = await session.agent_state()
         workflow_runs = await chain_length(agent_client, session.id, session.first_temporal_run_id)
     assert len(thread.messages) == 250  # 50 × (prompt, 3 notes, answer)
     assert [m.text for m in thread.messages[0::5]] == [f"m{i}" for i in range(50)]
@@ -236,7 +236,7 @@ async def test_cancel_stops_the_run_in_progress_and_the_session_stays_usable(
         session = await agent_client.start_session("blocker", options=options)
         first = asyncio.create_task(session.send("block"))
         await agent.blocked.wait()
-        await session.cancel()
+        await session.stop()
         cancelled = await first
         after = await session.send("next")
         status = await session.status()

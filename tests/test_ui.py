@@ -119,7 +119,7 @@ async def scene(ui_server: DevServer) -> AsyncIterator[Scene]:
             approved = True
         finally:
             if not approved:  # leave nothing wedged: close() would wait for the run
-                await session.cancel()
+                await session.stop()
             sent = await send
             await session.close()
     assert sent.output == "Paid acme." and ledger.payments == [("acme", 500, 1)]

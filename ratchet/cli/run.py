@@ -73,7 +73,7 @@ async def run_once(args: argparse.Namespace) -> int:
             [
                 f"follow it: ratchet watch {handle.id}{flags}",
                 f"see it: ratchet sessions show {handle.id}{flags}",
-                f"stop it: ratchet sessions cancel {handle.id}{flags}",
+                f"stop it: ratchet sessions stop {handle.id}{flags}",
             ],
         )
         raise

@@ -78,11 +78,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     answer.add_argument("session", help="a session id or a run's workflow id")
     answer.add_argument("question_id")
     answer.add_argument("text")
-    cancel = verbs.add_parser("cancel", help="stop the run in progress (the session stays)")
-    cancel.add_argument("session")
+    stop = verbs.add_parser("stop", help="stop the run in progress (the session stays)")
+    stop.add_argument("session")
     for parser in (approve, reject, answer):
         parser.add_argument("--by", default=_user(), help="who decides (default: you)")
-    for parser in (show, export, fork, approve, reject, answer, cancel):
+    for parser in (show, export, fork, approve, reject, answer, stop):
         add_connection_arguments(parser)
 
 
@@ -248,7 +248,7 @@ async def sessions_command(args: argparse.Namespace) -> int:
         return 0
     from ratchet.client import RunHandle
 
-    from .targets import cancel_run, export_run, show_run, target
+    from .targets import export_run, show_run, stop_run, target
 
     found = await target(client, args.session)
     if args.verb in ("approve", "reject", "answer"):
@@ -269,7 +269,7 @@ async def sessions_command(args: argparse.Namespace) -> int:
     if isinstance(found, RunHandle):
         if args.verb == "show":
             return await show_run(found, args.messages)
-        return await (export_run(found) if args.verb == "export" else cancel_run(found))
+        return await (export_run(found) if args.verb == "export" else stop_run(found))
     session = found
     if args.verb == "show":
         return await show(session, args.messages, run=args.run)
@@ -282,8 +282,8 @@ async def sessions_command(args: argparse.Namespace) -> int:
         }
         print(json.dumps(data, indent=2))
         return 0
-    if args.verb == "cancel":
-        status = await session.cancel()
+    if args.verb == "stop":
+        status = await session.stop()
         if status.current_run is None:
             print(f"session {session.id} has no run in progress")
             return 0

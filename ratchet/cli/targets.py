@@ -13,15 +13,10 @@ if TYPE_CHECKING:
 
 
 async def target(client: AgentClient, workflow_id: str) -> SessionHandle | RunHandle:
-    """The session or the single run with that id (raises SessionNotFoundError)."""
-    from ratchet.client.client import check_id
-    from ratchet.client.errors import translated
-    from ratchet.client.listing import RUN_TYPE
+    """The session or the single run with that id (raises NotFoundError)."""
+    from ratchet.client.listing import kind_of
 
-    check_id("session", workflow_id)
-    with translated("session", workflow_id):
-        description = await client.temporal.get_workflow_handle(workflow_id).describe()
-    if description.workflow_type == RUN_TYPE:
+    if await kind_of(client.temporal, workflow_id) == "run":
         return client.get_run(workflow_id)
     return client.get_session(workflow_id)
 
@@ -55,13 +50,13 @@ async def export_run(run: RunHandle) -> int:
     return 0
 
 
-async def cancel_run(run: RunHandle) -> int:
+async def stop_run(run: RunHandle) -> int:
     from temporalio.client import WorkflowExecutionStatus
 
     status = (await run.workflow.describe()).status
     if status != WorkflowExecutionStatus.RUNNING:
-        print(f"run {run.id} has ended ({status.name if status else 'unknown'}); nothing to cancel")
+        print(f"run {run.id} has ended ({status.name if status else 'unknown'}); nothing to stop")
         return 0
-    await run.cancel()
+    await run.stop()
     print("ok")
     return 0

@@ -45,24 +45,10 @@ async def watch_command(args: argparse.Namespace) -> int:
 
 async def events_of(client: Client, workflow_id: str) -> AsyncIterator[RunEvent]:
     """A session's events with its runs', or a single run's."""
-    from temporalio.service import RPCError, RPCStatusCode
-
-    from ratchet.client.client import check_id
     from ratchet.client.events import run_events, session_events
-    from ratchet.errors import NotFoundError
-    from ratchet.wire.names import SESSION_WORKFLOW
+    from ratchet.client.listing import kind_of
 
-    check_id("run or session", workflow_id)
-    try:
-        description = await client.get_workflow_handle(workflow_id).describe()
-    except RPCError as e:
-        if e.status != RPCStatusCode.NOT_FOUND:
-            raise
-        raise NotFoundError(
-            f"No run or session with id {workflow_id!r} in this namespace ({e.message}); "
-            "check the id (`ratchet sessions list` lists both) and the namespace."
-        ) from e
-    if description.workflow_type == SESSION_WORKFLOW:
+    if await kind_of(client, workflow_id) == "session":
         return session_events(client, workflow_id)
     return run_events(client, workflow_id)
 

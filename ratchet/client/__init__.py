@@ -44,7 +44,8 @@ from ratchet.agents.state_export import AgentStateExport, StateExport
 from ratchet.wire.sessions import SessionStatus, new_request_id
 
 from .checkpoints import Checkpoint
-from .client import AgentClient, RunHandle
+from .client import AgentClient
+from .runs import RunHandle
 from .sessions import SessionHandle
 from .turns import TurnRecord
 

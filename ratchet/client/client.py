@@ -5,16 +5,14 @@ from __future__ import annotations
 import asyncio
 import re
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from temporalio.client import (
     Client,
-    WorkflowFailureError,
     WorkflowHandle,
-    WorkflowUpdateFailedError,
 )
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.converter import (
@@ -27,28 +25,20 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet.activities.log_segments import SegmentCache
 from ratchet.activities.thread_log import Holder, fetch_range
-from ratchet.agents.approvals import ApprovalRules, rule_change
-from ratchet.agents.events import RunEvent
 from ratchet.agents.messages import Message, new_id
-from ratchet.agents.pending import Decision, PendingView
-from ratchet.agents.state import AgentSession, AgentState, ThreadBase, ThreadData
-from ratchet.agents.state_context import StateChanged
+from ratchet.agents.state import AgentSession, ThreadBase, ThreadData
 from ratchet.agents.state_export import StateExport
 from ratchet.errors import (
-    DecisionError,
     InvalidInputError,
     ServerUnreachableError,
 )
 from ratchet.payloads.converter import RatchetPayloadConverter
 from ratchet.plugin import RatchetClientPlugin, ratchet_converter
-from ratchet.wire.names import PAGE_BYTES, RUN_WORKFLOW, SESSION_WORKFLOW, STATE_QUERY
+from ratchet.wire.names import PAGE_BYTES, RUN_WORKFLOW, SESSION_WORKFLOW
 from ratchet.wire.options import RunOptions, SessionOptions
 from ratchet.wire.runs import (
-    DecisionRequest,
     RunInput,
     RunResult,
-    ToolResultRequest,
-    Verdict,
     new_messages,
 )
 from ratchet.wire.search_attributes import AGENT_NAME, AGENT_STATUS
@@ -58,11 +48,9 @@ from ratchet.workflows.progress import run_details
 from ratchet.workflows.session import AgentSessionWorkflow
 
 from .checkpoints import Checkpoint, not_run, read_mark
-from .errors import GuardedHandle, check_prompt_size, failed_run, translated
-from .events import run_events
+from .errors import check_agent_name, check_id, check_prompt_size, translated
+from .runs import RunHandle
 from .sessions import UPDATES_IN_FLIGHT, ResultPoller, SessionHandle
-from .threads import iter_messages, read_thread
-from .turns import TurnRecord, read_turns
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -70,232 +58,10 @@ if TYPE_CHECKING:
 DEFAULT_TASK_QUEUE = "ratchet"
 
 
-def check_agent_name(agent: str) -> None:
-    """Refuse an empty agent name before anything starts (a workflow started with one
-    would fail only on its worker)."""
-    _not_empty(
-        agent,
-        "agent's name",
-        "name an agent your workers host (the names `ratchet worker` prints when it is ready)",
-    )
-
-
-def check_id(noun: str, workflow_id: str) -> None:
-    """Refuse an empty id at once (Temporal answers "WorkflowId is not set")."""
-    _not_empty(
-        workflow_id,
-        f"{noun} id",
-        f"pass the id of a {noun} (`ratchet sessions list` lists them)",
-    )
-
-
-def _not_empty(value: str, what: str, fix: str) -> None:
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidInputError(f"The {what} is empty ({value!r}): {fix}.")
-
-
 def run_workflow_id(agent: str) -> str:
     """A readable id: ``run-<agent>-<short id>``."""
     slug = re.sub(r"[^a-z0-9]+", "-", agent.lower()).strip("-") or "agent"
     return f"run-{slug}-{uuid.uuid4().hex[:10]}"
-
-
-class RunHandle:
-    """A started run."""
-
-    def __init__(
-        self, handle: WorkflowHandle[Any, RunResult], ui_url: str | None, namespace: str
-    ) -> None:
-        self._handle = GuardedHandle(handle, "run")
-        self._ui_url = ui_url
-        self._namespace = namespace
-
-    @property
-    def id(self) -> str:
-        return self._handle.id
-
-    @property
-    def temporal_run_id(self) -> str | None:
-        """Temporal's id of the workflow run this handle started (``id`` is the
-        workflow id, which Ratchet calls a run's id everywhere)."""
-        return self._handle.result_run_id or self._handle.run_id
-
-    @property
-    def workflow(self) -> WorkflowHandle[Any, RunResult]:
-        """The Temporal handle, for anything this class does not wrap."""
-        return self._handle.unguarded
-
-    def events(self, *, from_offset: int = 0, strict: bool = True) -> AsyncIterator[RunEvent]:
-        """The run's live events in order (status, turns, streamed text, tool calls,
-        ``context.emit``), ending when the run ends. A retried turn's events come
-        after a ``retry`` event: drop the text and custom events the failed attempt
-        showed. Raises ``EventsExpiredError`` at an event the run no longer holds
-        (``strict=False``: skips ahead), never skipping silently."""
-        client = self._handle._client  # the handle keeps the client it was made with
-        return run_events(client, self.id, from_offset=from_offset, strict=strict)
-
-    @property
-    def ui_url(self) -> str | None:
-        if not self._ui_url:
-            return None
-        ns = self._namespace
-        tail = f"/{self.temporal_run_id}" if self.temporal_run_id else ""
-        return f"{self._ui_url.rstrip('/')}/namespaces/{ns}/workflows/{self.id}{tail}/history"
-
-    async def result(self) -> RunResult:
-        """Wait for the run; raise :class:`RunFailedError` with the cause if it failed."""
-        try:
-            return await self._handle.result()
-        except WorkflowFailureError as e:
-            raise failed_run(self.id, e) from e
-
-    async def turns(self) -> list[TurnRecord]:
-        """Each turn so far: its attempts (which worker ran each, when, why one
-        failed), timings, outcome and tokens, read from the run's history."""
-        with translated("run", self.id):
-            return await read_turns(self._handle.unguarded)
-
-    async def state(self) -> AgentState:
-        """Session and execution as the run holds them now."""
-        return await self._handle.query(AgentRunWorkflow.state)
-
-    async def thread(
-        self, *, after: int | None = None, last: int | None = None, limit: int | None = None
-    ) -> ThreadData:
-        """The whole thread, paged in (any length, across continue-as-new): every
-        message the run has had, in order; ``view`` says which of them its turns send
-        now (``state()`` holds only the latest workflow run's messages). Or a part of
-        it, read alone, as ``SessionHandle.thread`` names it."""
-        return await read_thread(
-            self._handle._client, self._handle, after=after, last=last, limit=limit
-        )
-
-    def messages(self, *, after: int = 0, page: int = 500) -> AsyncIterator[Message]:
-        """The thread's messages from position ``after`` on, as far as the thread
-        reached when the iteration began, read ``page`` messages at a time."""
-        return iter_messages(self._handle._client, self._handle, after=after, page=page)
-
-    async def read_state(self) -> StateExport:
-        """The committed state of every agent of the run (works after it ended, too).
-        ``read_state().get("cart", Cart, agent="shop")`` decodes one value."""
-        return await self._handle.query(STATE_QUERY, result_type=StateExport)
-
-    async def export_state(self) -> dict[str, Any]:
-        """The run's state as JSON-ready data, to keep or to load into a new session
-        with ``AgentClient.start_run(..., state=...)``."""
-        return (await self.read_state()).model_dump(mode="json")
-
-    async def state_changes(self) -> list[StateChanged]:
-        """The latest committed state changes (an ``AgentRunWorkflow`` keeps 100)."""
-        return await self._handle.query(AgentRunWorkflow.state_changes)
-
-    async def cancel(self) -> None:
-        """Cancel the run through Temporal: the turn in flight sees it at its next
-        heartbeat and the workflow ends CANCELLED. A run that has ended already is
-        left as it ended."""
-        await self._handle.cancel()
-
-    async def pending(self) -> list[PendingView]:
-        """The approvals and questions the run waits for now."""
-        return await self._handle.query(AgentRunWorkflow.pending)
-
-    async def wait_for_pending(self) -> list[PendingView]:
-        """Wait until the run waits for someone and list what for; ``[]`` if it ends first."""
-        while True:
-            try:
-                found = await self._handle.execute_update(AgentRunWorkflow.wait_pending)
-            except RPCError as e:
-                if e.status != RPCStatusCode.NOT_FOUND:
-                    raise
-                return []  # the run has ended
-            if found:
-                return found
-            description = await self._handle.describe()
-            if description.status is None or description.status.name != "RUNNING":
-                return []
-            # Continued as new: ask the new workflow run.
-
-    async def decisions(self) -> list[Decision]:
-        """The audit trail: every decision and change to the approval rules, by time."""
-        return await self._handle.query(AgentRunWorkflow.decisions)
-
-    async def approve(
-        self, call_id: str, *, by: str | None = None, always: bool = False
-    ) -> Decision:
-        """Approve a pending tool call; it then runs as its own activity. ``always``:
-        allow this tool without asking for the rest of the run."""
-        request = DecisionRequest(id=call_id, by=by, always=always)
-        return await self._decide("approve", request)
-
-    async def set_approvals(
-        self,
-        *,
-        allow: Sequence[str] = (),
-        deny: Sequence[str] = (),
-        ask: Sequence[str] = (),
-        by: str | None = None,
-        reason: str | None = None,
-    ) -> ApprovalRules:
-        """Change the run's own approval rules (tool names or globs): ``allow`` or
-        ``deny`` without asking, ``ask`` again. Waiting calls they cover are decided."""
-        change = rule_change(allow, deny, ask, by, reason)
-        try:
-            return await self._handle.execute_update(AgentRunWorkflow.set_approvals, change)
-        except WorkflowUpdateFailedError as e:
-            raise InvalidInputError(failed_run(self.id, e).cause) from e
-
-    async def approval_rules(self) -> ApprovalRules:
-        return await self._handle.query(AgentRunWorkflow.approval_rules)
-
-    async def reject(
-        self, call_id: str, reason: str | None = None, *, by: str | None = None
-    ) -> Decision:
-        """Reject a pending tool call; the agent is told, with ``reason``."""
-        return await self._decide("reject", DecisionRequest(id=call_id, reason=reason, by=by))
-
-    async def provide_input(
-        self, question_id: str, answer: str, *, by: str | None = None
-    ) -> Decision:
-        """Answer a question the agent asked."""
-        return await self._decide("answer", DecisionRequest(id=question_id, answer=answer, by=by))
-
-    async def provide_tool_result(
-        self,
-        call_id: str,
-        result: str,
-        *,
-        is_error: bool = False,
-        by: str | None = None,
-        message_id: str | None = None,
-    ) -> Decision:
-        """Send the result of a client tool call the run waits for (``pending()`` lists
-        it, kind ``client``; see ``RunOptions.client_tools``); ``is_error``: the tool
-        failed, and ``result`` says how; ``message_id``: the result's id in the thread.
-        A call nothing waits for, or one answered already, raises ``InvalidInputError``."""
-        request = ToolResultRequest(
-            call_id=call_id, content=result, is_error=is_error, by=by, message_id=message_id
-        )
-        try:
-            return await self._handle.execute_update(AgentRunWorkflow.provide_tool_result, request)
-        except WorkflowUpdateFailedError as e:
-            raise failed_run(self.id, e) from e
-
-    async def _decide(self, verdict: Verdict, request: DecisionRequest) -> Decision:
-        update = {
-            "approve": AgentRunWorkflow.approve,
-            "reject": AgentRunWorkflow.reject,
-            "answer": AgentRunWorkflow.provide_input,
-        }[verdict]
-        try:
-            return await self._handle.execute_update(update, request)
-        except WorkflowUpdateFailedError as e:
-            raise DecisionError(failed_run(self.id, e).cause) from e
-        except RPCError as e:
-            if e.status != RPCStatusCode.NOT_FOUND:
-                raise
-            raise DecisionError(
-                f"Run {self.id} is not running, so nothing waits for {request.id}."
-            ) from e
 
 
 class AgentClient:

@@ -27,6 +27,8 @@ from ratchet.agents.messages import Message, approximate_size
 from ratchet.errors import (
     PAYLOAD_LIMIT,
     AlreadyStartedError,
+    InvalidInputError,
+    NotFoundError,
     PayloadDecryptionError,
     PayloadTooLargeError,
     RunFailedError,
@@ -35,12 +37,36 @@ from ratchet.errors import (
     run_failed,
 )
 
-Noun = Literal["run", "session"]
+Noun = Literal["run", "session", "run or session"]
 PAYLOAD_LIMIT_TEXT = (
     "Temporal refuses payloads over 2 MB. Send less (store large data elsewhere and "
     "pass a reference), or give the client external payload storage: "
     "AgentClient.connect(..., payload_storage=...)."
 )
+
+
+def check_agent_name(agent: str) -> None:
+    """Refuse an empty agent name before anything starts (a workflow started with one
+    would fail only on its worker)."""
+    _not_empty(
+        agent,
+        "agent's name",
+        "name an agent your workers host (the names `ratchet worker` prints when it is ready)",
+    )
+
+
+def check_id(noun: str, workflow_id: str) -> None:
+    """Refuse an empty id at once (Temporal answers "WorkflowId is not set")."""
+    _not_empty(
+        workflow_id,
+        f"{noun} id",
+        f"pass the id of a {noun} (`ratchet sessions list` lists them)",
+    )
+
+
+def _not_empty(value: str, what: str, fix: str) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInputError(f"The {what} is empty ({value!r}): {fix}.")
 
 
 def check_prompt_size(client: Client, messages: Sequence[Message], noun: Noun, id: str) -> None:
@@ -105,7 +131,7 @@ def _from_rpc(e: RPCError, noun: Noun, workflow_id: str) -> BaseException:
             "SessionClosedError",
         )
     if e.status == RPCStatusCode.NOT_FOUND and "completed" not in text:
-        cls = SessionNotFoundError if noun == "session" else RunNotFoundError
+        cls = {"session": SessionNotFoundError, "run": RunNotFoundError}.get(noun, NotFoundError)
         return cls(
             f"No {noun} with id {workflow_id!r} in this namespace ({text}); check the id "
             f"(`ratchet sessions list` lists them) and the namespace the client connects to."
@@ -132,7 +158,7 @@ _WRAPPED = frozenset(
 _ENDING = frozenset({"cancel", "terminate"})
 
 
-def _already_ended(e: RPCError) -> bool:
+def already_ended(e: RPCError) -> bool:
     return e.status == RPCStatusCode.NOT_FOUND and "completed" in (e.message or "")
 
 
@@ -159,7 +185,7 @@ class GuardedHandle:
                 try:
                     return await attr(*args, **kwargs)
                 except RPCError as e:
-                    if name in _ENDING and _already_ended(e):
+                    if name in _ENDING and already_ended(e):
                         return None  # ending what has ended is done already
                     raise
 

@@ -12,6 +12,8 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from ratchet.errors import InvalidInputError
 from ratchet.wire.names import RUN_WORKFLOW, SESSION_WORKFLOW
 
+from .errors import check_id, translated
+
 RUN_TYPE = RUN_WORKFLOW
 
 
@@ -27,6 +29,15 @@ class WorkflowSummary(BaseModel):
     tokens: int | None = None
     cost_usd: float | None = None
     started: datetime
+
+
+async def kind_of(temporal: Client, workflow_id: str) -> Literal["session", "run"]:
+    """Whether ``workflow_id`` names a session or a single run (the ids a list shows
+    are both); ``NotFoundError`` that says what to do for neither."""
+    check_id("run or session", workflow_id)
+    with translated("run or session", workflow_id):
+        description = await temporal.get_workflow_handle(workflow_id).describe()
+    return "run" if description.workflow_type == RUN_TYPE else "session"
 
 
 def type_clause(runs: bool) -> str:

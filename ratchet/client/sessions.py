@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from temporalio.client import (
@@ -22,28 +22,21 @@ from temporalio.client import (
     WorkflowUpdateStage,
 )
 
-from ratchet.agents.approvals import ApprovalRules, rule_change
 from ratchet.agents.client_tools import ClientTool, tool_problems
 from ratchet.agents.events import RunEvent
 from ratchet.agents.messages import Message, new_id
-from ratchet.agents.pending import Decision, PendingView
-from ratchet.agents.state import AgentState, ThreadData
-from ratchet.agents.state_export import StateExport
+from ratchet.agents.pending import PendingView
+from ratchet.agents.state import ThreadData
 from ratchet.errors import (
     AnswerUnavailableError,
-    DecisionError,
     InvalidInputError,
     ResultExpiredError,
-    RunFailedError,
     SessionBusyError,
     run_failed,
 )
-from ratchet.wire.names import OFFSET_QUERY, STATE_QUERY
+from ratchet.wire.names import OFFSET_QUERY
 from ratchet.wire.runs import (
-    DecisionRequest,
     RunResult,
-    ToolResultRequest,
-    Verdict,
     new_messages,
 )
 from ratchet.wire.sessions import (
@@ -53,12 +46,13 @@ from ratchet.wire.sessions import (
     new_request_id,
     send_digest,
 )
+from ratchet.workflows.session import AgentSessionWorkflow
 
 from .errors import GuardedHandle, check_prompt_size, failed_run, translated
 from .events import session_events
+from .handle import AgentHandle
 from .retries import deadline, passing, retrying
 from .threads import iter_messages, log_info, read_messages, read_thread
-from .turns import TurnRecord, read_turns
 
 if TYPE_CHECKING:
     from .client import AgentClient
@@ -112,8 +106,10 @@ class ResultPoller:
             delay = MIN_POLL if settled else min(MAX_POLL, delay * 1.5)
 
 
-class SessionHandle:
+class SessionHandle(AgentHandle):
     """A started session: send messages, read its thread and state, close it."""
+
+    noun = "session"
 
     def __init__(self, handle: WorkflowHandle[Any, Any], client: AgentClient) -> None:
         # The latest run, always (a handle with a run id would stay on one run).
@@ -125,15 +121,6 @@ class SessionHandle:
         self._client = client
         self._thread_id: str | None = None
         """The session's thread id, once read (it keeps it for ever)."""
-
-    @property
-    def id(self) -> str:
-        return self._handle.id
-
-    @property
-    def workflow(self) -> WorkflowHandle[Any, Any]:
-        """The Temporal handle, for anything this class does not wrap."""
-        return self._handle.unguarded
 
     def events(self, *, from_offset: int = 0, strict: bool = True) -> AsyncIterator[RunEvent]:
         """The session's live events: each run's start and finish and the run's own
@@ -183,7 +170,7 @@ class SessionHandle:
         rid = request.request_id or ""
         try:
             outcome = await retrying(
-                lambda: self._update("send", request, SendOutcome, _update_id(request)),
+                lambda: self._request(AgentSessionWorkflow.send, request, _update_id(request)),
                 until=until,
             )
         except Exception as e:
@@ -213,8 +200,8 @@ class SessionHandle:
         stage = WorkflowUpdateStage.ACCEPTED
         try:
             await retrying(
-                lambda: self._update(
-                    "send", request, SendOutcome, _update_id(request), wait_for_stage=stage
+                lambda: self._request(
+                    AgentSessionWorkflow.send, request, _update_id(request), wait_for_stage=stage
                 ),
                 until=deadline(),
             )
@@ -259,22 +246,27 @@ class SessionHandle:
             result = result.model_copy(update={"final_response": final[0]})
         return result
 
-    async def _update(
+    async def _update(self, update: Callable[..., Any], arg: Any) -> Any:
+        return await self._request(update, arg)
+
+    async def _request(
         self,
-        name: str,
+        update: str | Callable[..., Any],
         arg: Any,
-        result_type: type,
         update_id: str | None = None,
         *,
+        result_type: type | None = None,
         wait_for_stage: WorkflowUpdateStage | None = None,
     ) -> Any:
+        """An Update, within this client's Updates in flight to the session, asked
+        again while the session is busy."""
         async with self._client._update_slot(self.id):
             for attempt in range(BUSY_RETRIES + 1):
                 try:
                     if wait_for_stage is not None:
                         stage = wait_for_stage
                         handle = await self._handle.start_update(
-                            name, arg, id=update_id, result_type=result_type, wait_for_stage=stage
+                            update, arg, id=update_id, result_type=result_type, wait_for_stage=stage
                         )
                         # A validator's refusal comes back as the Update's outcome, which
                         # start_update keeps without raising: raise it here.
@@ -282,7 +274,7 @@ class SessionHandle:
                             await handle.result()
                         return handle
                     return await self._handle.execute_update(
-                        name, arg, id=update_id, result_type=result_type
+                        update, arg, id=update_id, result_type=result_type
                     )
                 except WorkflowUpdateFailedError as e:
                     raise failed_run(self.id, e) from e
@@ -292,21 +284,9 @@ class SessionHandle:
                     await asyncio.sleep(0.2 * 2**attempt)
         raise AssertionError("unreachable")
 
-    async def turns(self) -> list[TurnRecord]:
-        """The turns of the session's current workflow run (see ``RunHandle.turns``);
-        each run before a continue-as-new keeps its own in its history."""
-        with translated("session", self.id):
-            return await read_turns(self._handle.unguarded)
-
     async def status(self) -> SessionStatus:
         with translated("session", self.id):
-            return await self._handle.query("status", result_type=SessionStatus)
-
-    async def state(self) -> AgentState:
-        """Session data; between runs the execution is ``None`` (status PENDING).
-        For a current session the thread holds only its latest workflow run's
-        messages; ``thread()`` reads them all."""
-        return await self._handle.query("session", result_type=AgentState)
+            return await self._handle.query(AgentSessionWorkflow.status)
 
     async def thread(
         self, *, after: int | None = None, last: int | None = None, limit: int | None = None
@@ -340,16 +320,9 @@ class SessionHandle:
             segments=self._client.segments,
         )
 
-    async def read_state(self) -> StateExport:
-        return await self._handle.query(STATE_QUERY, result_type=StateExport)
-
-    async def export_state(self) -> dict[str, Any]:
-        """The agent's state as JSON-ready data (``AgentClient.start_session(state=...)``)."""
-        return (await self.read_state()).model_dump(mode="json")
-
     async def close(self) -> SessionStatus:
         """Stop taking messages; waits for queued runs, then the session completes."""
-        status = await self._update("close", None, SessionStatus)
+        status = await self._request(AgentSessionWorkflow.close, None)
         delay = MIN_POLL
         while status.status != "CLOSED":  # the session continued as new meanwhile
             await asyncio.sleep(delay)
@@ -357,14 +330,10 @@ class SessionHandle:
             status = await self.status()
         return status
 
-    async def cancel(self) -> SessionStatus:
+    async def stop(self) -> SessionStatus:
         """Stop the run in progress at its next safe point; its ``send`` returns with
         status CANCELLED and the turns it finished. The session stays usable."""
-        return await self._update("cancel", None, SessionStatus)
-
-    async def pending(self) -> list[PendingView]:
-        """What the run in progress waits for (approvals, questions, client tool calls)."""
-        return await self._handle.query("pending", result_type=list[PendingView])
+        return await self._request(AgentSessionWorkflow.stop, None)
 
     async def wait_for_pending(self) -> list[PendingView]:
         """Wait for a run of this session to wait for someone; list what for.
@@ -376,71 +345,6 @@ class SessionHandle:
             await asyncio.sleep(delay)
             delay = min(MAX_POLL, delay * 1.5)
         return found
-
-    async def approve(
-        self, call_id: str, *, by: str | None = None, always: bool = False
-    ) -> Decision:
-        """``always``: allow this tool without asking for the rest of the session."""
-        request = DecisionRequest(id=call_id, by=by, always=always)
-        return await self._decide("approve", request)
-
-    async def set_approvals(
-        self,
-        *,
-        allow: Sequence[str] = (),
-        deny: Sequence[str] = (),
-        ask: Sequence[str] = (),
-        by: str | None = None,
-        reason: str | None = None,
-    ) -> ApprovalRules:
-        """Change the session's approval rules (see ``RunHandle.set_approvals``); they
-        hold for every later run of the session."""
-        change = rule_change(allow, deny, ask, by, reason)
-        return await self._update("set_approvals", change, ApprovalRules)
-
-    async def approval_rules(self) -> ApprovalRules:
-        return await self._handle.query("approval_rules", result_type=ApprovalRules)
-
-    async def decisions(self) -> list[Decision]:
-        """The audit trail of the run in progress (or the last one) and the latest
-        changes to the approval rules, by time."""
-        return await self._handle.query("decisions", result_type=list[Decision])
-
-    async def reject(
-        self, call_id: str, reason: str | None = None, *, by: str | None = None
-    ) -> Decision:
-        return await self._decide("reject", DecisionRequest(id=call_id, reason=reason, by=by))
-
-    async def provide_input(
-        self, question_id: str, answer: str, *, by: str | None = None
-    ) -> Decision:
-        return await self._decide("answer", DecisionRequest(id=question_id, answer=answer, by=by))
-
-    async def provide_tool_result(
-        self,
-        call_id: str,
-        result: str,
-        *,
-        is_error: bool = False,
-        by: str | None = None,
-        message_id: str | None = None,
-    ) -> Decision:
-        """Send the result of a client tool call the run in progress waits for
-        (``pending()`` lists it, kind ``client``); ``is_error``: the tool failed, and
-        ``result`` says how; ``message_id``: the result's id in the thread (default: one
-        the session makes). A call nothing waits for, or one answered already, raises
-        ``InvalidInputError``."""
-        request = ToolResultRequest(
-            call_id=call_id, content=result, is_error=is_error, by=by, message_id=message_id
-        )
-        return await self._update("provide_tool_result", request, Decision)
-
-    async def _decide(self, verdict: Verdict, request: DecisionRequest) -> Decision:
-        name = {"approve": "approve", "reject": "reject", "answer": "provide_input"}[verdict]
-        try:
-            return await self._update(name, request, Decision)
-        except RunFailedError as e:
-            raise DecisionError(e.cause) from e
 
 
 def _update_id(request: SendRequest) -> str:

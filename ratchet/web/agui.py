@@ -83,7 +83,7 @@ async def run_agent(
     tools = _client_tools(body)
     if status is None:  # the input is sound: now the thread's session starts
         session = await client.start_session(name, session_id=body.thread_id)
-    state = translate.state_of(await session.read_state(), name)  # before the run changes it
+    state = translate.state_of(await session.agent_state(), name)  # before the run changes it
     if after is not None:
         follow = await _reattach(client, session, body, after, started=not sent.new)
     else:
@@ -249,7 +249,7 @@ async def _answer(session: SessionHandle, view: PendingView, entry: ResumeEntry,
     payload, id_ = entry.payload, entry.interrupt_id
     if view.action.kind == "input":
         if entry.status == "cancelled":
-            await session.cancel()
+            await session.stop()
             return
         answer = payload.get("answer") if isinstance(payload, dict) else payload
         if not isinstance(answer, str):

@@ -72,7 +72,7 @@ async def stream(
                 if isinstance(event, Retry):  # what the lost attempt streamed goes
                     out.append(MessagesSnapshotEvent(messages=await _thread(session, run, None)))
                 if isinstance(event, StateChangedEvent):
-                    after = translate.state_of(await session.read_state(), agent)
+                    after = translate.state_of(await session.agent_state(), agent)
                     if (change := translate.delta(state, after)) is not None:
                         out.append(change)
                     state = after

@@ -150,10 +150,10 @@ async def close_session(session_id: str, request: Request) -> JSONResponse:
     return out(await client_of(request).get_session(session_id).close())
 
 
-@api.post("/sessions/{session_id}/cancel", response_model=SessionStatus)
-async def cancel_run(session_id: str, request: Request) -> JSONResponse:
+@api.post("/sessions/{session_id}/stop", response_model=SessionStatus)
+async def stop_run(session_id: str, request: Request) -> JSONResponse:
     """Stops the run in progress at its next safe point; the session goes on."""
-    return out(await client_of(request).get_session(session_id).cancel())
+    return out(await client_of(request).get_session(session_id).stop())
 
 
 @api.post("/sessions/{session_id}/messages", response_model=None)

@@ -11,14 +11,14 @@ with workflow.unsafe.imports_passed_through():
 
     from ratchet.agents.messages import approximate_size
     from ratchet.agents.pending import PendingView
-    from ratchet.agents.state import AgentSession, AgentState, ExecutionState, ThreadData
+    from ratchet.agents.state import AgentSession, ExecutionState, ThreadData
     from ratchet.agents.state_context import StateChanged
     from ratchet.errors import UsageError
     from ratchet.wire.names import CHECKPOINT_QUERY
     from ratchet.wire.runs import RunInput, RunResult, StopRequest
     from ratchet.wire.sessions import CheckpointAnswer, CheckpointRequest, LogInfo
 
-    from .decisions import DecisionHandlers
+    from .decisions import AgentHandlers
     from .marks import TurnMarks, turn_mark
     from .observe import EventStream, Index, RunObserver
     from .runner import AgentRunner, RunHooks
@@ -32,7 +32,7 @@ hold 2 MB); the thread itself stays in this run, by reference."""
 
 
 @workflow.defn(name="AgentRunWorkflow", failure_exception_types=[UsageError])
-class AgentRunWorkflow(DecisionHandlers):
+class AgentRunWorkflow(AgentHandlers):
     """Runs an agent until it answers. History is the checkpoint log: a crash
     resumes at the last completed turn and no completed turn runs again."""
 
@@ -126,16 +126,6 @@ class AgentRunWorkflow(DecisionHandlers):
         list if this workflow run ends (completes or continues as new) first."""
         await workflow.wait_condition(lambda: bool(self._runner.pending.view()) or self._ending)
         return self._runner.pending.view()
-
-    @workflow.query
-    def pending(self) -> list[PendingView]:
-        """What the run waits for: approvals and questions not yet decided."""
-        return self._runner.pending.view()
-
-    @workflow.query
-    def state(self) -> AgentState:
-        """Session and execution (full serialisation)."""
-        return self._runner.state
 
     @workflow.query
     def state_changes(self) -> list[StateChanged]:

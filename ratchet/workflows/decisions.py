@@ -1,6 +1,8 @@
-"""The Updates and queries through which people decide for a run: approvals,
-rejections, answers, and the session's approval rules. Shared by the run and the
-session workflows (each keeps its ``AgentRunner`` as ``self._runner``)."""
+"""The Updates and queries a run and a session share: what the run waits for and
+its state, and those through which people decide for it (approvals, rejections,
+answers, client tool results, approval rules). Each workflow keeps its
+``AgentRunner`` as ``self._runner``; the client calls these by reference
+(``ratchet.client.handle``)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from ratchet.agents.approvals import ApprovalRules, RuleChange
-    from ratchet.agents.pending import Decision
+    from ratchet.agents.pending import Decision, PendingView
     from ratchet.agents.state import AgentState
     from ratchet.wire.runs import DecisionRequest, ToolResultRequest, Verdict
 
@@ -26,10 +28,10 @@ class _Runner(Protocol):
     def state(self) -> AgentState: ...
 
 
-class DecisionHandlers:
-    """``approve`` / ``reject`` / ``provide_input``, ``provide_tool_result``,
-    ``set_approvals``, ``approval_rules`` and ``decisions``, on the runner's pending
-    work."""
+class AgentHandlers:
+    """``pending`` and ``state``; ``approve`` / ``reject`` / ``provide_input``,
+    ``provide_tool_result``, ``set_approvals``, ``approval_rules`` and ``decisions``,
+    on the runner's pending work."""
 
     @property
     def _decider(self) -> _Runner:
@@ -43,6 +45,22 @@ class DecisionHandlers:
 
     def _rules_changed(self) -> None:
         """Called after the approval rules changed (a session shows them)."""
+
+    def _waiting(self) -> bool:
+        """Whether a run is in progress to wait for anything (a session may be idle)."""
+        return True
+
+    @workflow.query
+    def pending(self) -> list[PendingView]:
+        """What the run in progress waits for: approvals, questions, client tool calls."""
+        return self._decider.pending.view() if self._waiting() else []
+
+    @workflow.query(name="state")
+    def current_state(self) -> AgentState:
+        """Session and execution data (a session between runs: execution ``None``,
+        status PENDING). The thread holds this workflow run's messages; earlier ones
+        are named by its ``base``."""
+        return self._decider.state
 
     @workflow.update
     def approve(self, request: DecisionRequest) -> Decision:

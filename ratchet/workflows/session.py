@@ -24,7 +24,6 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from temporalio.contrib.workflow_streams import WorkflowStream
 
-    from ratchet.agents.pending import PendingView
     from ratchet.agents.state import (
         AgentSession,
         AgentState,
@@ -44,7 +43,7 @@ with workflow.unsafe.imports_passed_through():
         SessionStatus,
     )
 
-    from .decisions import DecisionHandlers
+    from .decisions import AgentHandlers
     from .ledger import ExecutionChange
     from .log_index import LogIndexer
     from .marks import TurnMarks, turn_mark
@@ -57,7 +56,7 @@ with workflow.unsafe.imports_passed_through():
 
 
 @workflow.defn(name=SESSION_WORKFLOW, failure_exception_types=[UsageError])
-class AgentSessionWorkflow(DecisionHandlers):
+class AgentSessionWorkflow(AgentHandlers):
     """A conversation that lives for ever; each message sent runs one execution."""
 
     @workflow.init
@@ -196,7 +195,7 @@ class AgentSessionWorkflow(DecisionHandlers):
         return [self._sends.result(t) for t in tickets]
 
     @workflow.update
-    def cancel(self) -> SessionStatus:
+    def stop(self) -> SessionStatus:
         """Stop the run in progress at its next safe point (its send returns with
         status CANCELLED and the turns it finished); the session stays usable."""
         self._totals.updates_this_workflow_run += 1
@@ -219,8 +218,11 @@ class AgentSessionWorkflow(DecisionHandlers):
     def _rules_changed(self) -> None:
         self._show()
 
+    def _waiting(self) -> bool:
+        return self._sends.running is not None
+
     def _check_can_decide(self, request_id: str) -> None:
-        if self._sends.running is None:
+        if not self._waiting():
             raise ApplicationError(
                 f"Session {workflow.info().workflow_id} has no run in progress, so nothing "
                 f"waits for {request_id}.",
@@ -252,17 +254,6 @@ class AgentSessionWorkflow(DecisionHandlers):
     def execution(self) -> ExecutionState | None:
         """The run in progress, else the last one this workflow run finished."""
         return self.state.execution or self._totals.last_execution
-
-    @workflow.query
-    def pending(self) -> list[PendingView]:
-        """What the run in progress waits for (approvals, questions)."""
-        return self._runner.pending.view() if self._sends.running is not None else []
-
-    @workflow.query
-    def session(self) -> AgentState:
-        """Session data (between runs the execution is ``None``: status PENDING). The
-        thread holds this workflow run's messages; earlier ones are named by its base."""
-        return self.state
 
     @workflow.query
     def log_info(self) -> LogInfo:
