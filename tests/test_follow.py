@@ -110,8 +110,14 @@ async def test_after_continue_as_new_a_watch_waits_for_the_new_run_or_names_the_
     try:
         delayed = await _first_task_delay(session)
         if delayed:  # the first run lived under a second (else nothing waits)
-            await changes(watch)
-            assert watch.take_tail() == session.first_temporal_run_id
+            # The first run's last workflow task may have set ``changed`` already: wait
+            # on until the watch has read the new run's start (the test's timeout ends
+            # a watch that never names the closed run).
+            tail = None
+            while tail is None:
+                await changes(watch)
+                tail = watch.take_tail()
+            assert tail == session.first_temporal_run_id
             assert not watch.ready and watch.take_tail() is None
         async with build_worker(agent_client, {"chat": chat()}):
             await session.close()
