@@ -17,6 +17,11 @@ The worker runs in its own process (``--serve``), apart from the dev server and
 from this one, which starts the runs: each figure also has the worker process's
 user + system CPU per turn (from ``/proc``), which depends far less on the
 machine's load than wall time.
+
+``--sandbox`` says which workflows run in temporalio's workflow sandbox: by default
+the bare loops (temporalio's default) and not Ratchet's (``ratchet.workflows.sandbox``),
+each as it ships; ``all`` and ``none`` measure both the same way, into
+``overhead_sandbox_all.json`` and ``overhead_sandbox_none.json``.
 """
 
 from __future__ import annotations
@@ -64,7 +69,15 @@ async def bare_turn(turn: int) -> list[dict]:
     ]
 
 
-@workflow.defn(name="BareLoop")
+SANDBOX_MODES = {
+    # mode: (Ratchet's workflows in the sandbox, the bare loops in it), result file
+    "bare": ((False, True), "overhead.json"),  # as each ships: temporalio's default
+    "all": ((True, True), "overhead_sandbox_all.json"),
+    "none": ((False, False), "overhead_sandbox_none.json"),
+}
+
+
+@workflow.defn(name="BareLoop", sandboxed=os.environ.get("BENCH_BARE_SANDBOX", "1") == "1")
 class BareLoop:
     @workflow.run
     async def run(self, steps: int, local: bool) -> int:
@@ -116,7 +129,7 @@ class WorkerProcess:
     def __init__(self, address: str, steps: int) -> None:
         command = [sys.executable, "-m", "bench.overhead", "--serve", address]
         command += ["--steps", str(steps)]
-        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=os.environ)
         assert self.process.stdout is not None
         if self.process.stdout.readline().strip() != "ready":
             raise RuntimeError(f"the bench's worker did not start (exit {self.process.wait()})")
@@ -228,8 +241,18 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--concurrent", type=int, default=50)
     parser.add_argument("--concurrent-rounds", type=int, default=4)
+    parser.add_argument(
+        "--sandbox",
+        choices=SANDBOX_MODES,
+        default="bare",
+        help="which workflows run in temporalio's sandbox: the bare loops only (as "
+        "each ships, the default), all, or none",
+    )
     parser.add_argument("--serve", metavar="ADDRESS", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    (ratchet_sandboxed, bare_sandboxed), out = SANDBOX_MODES[args.sandbox]
+    os.environ["RATCHET_WORKFLOW_SANDBOX"] = "1" if ratchet_sandboxed else "0"
+    os.environ["BENCH_BARE_SANDBOX"] = "1" if bare_sandboxed else "0"  # the worker's
     logging.getLogger("temporalio").setLevel(logging.ERROR)
     if args.serve:
         asyncio.run(serve(args.serve, args.steps))
@@ -238,10 +261,12 @@ def main() -> None:
     result["command"] = (
         f"python -m bench.overhead --steps {args.steps} --rounds {args.rounds} "
         f"--concurrent {args.concurrent} --concurrent-rounds {args.concurrent_rounds}"
+        + (f" --sandbox {args.sandbox}" if args.sandbox != "bare" else "")
     )
+    result["sandboxed"] = {"ratchet": ratchet_sandboxed, "bare": bare_sandboxed}
     print(json.dumps(result, indent=2))
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "overhead.json").write_text(json.dumps(result, indent=2) + "\n")
+    (RESULTS / out).write_text(json.dumps(result, indent=2) + "\n")
 
 
 if __name__ == "__main__":

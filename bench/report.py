@@ -219,6 +219,7 @@ def render_overhead(results: Path) -> str:
     return paragraphs(
         f"Per turn, N={count(data['steps'])}, medians of {count(data['rounds'])} rounds:",
         per_turn,
+        *_by_sandbox(results),
         f"Throughput, {count(data['concurrent_runs'])} runs of {count(data['concurrent_steps'])}"
         f" steps at once on one worker, medians of {count(rounds)} rounds:",
         throughput,
@@ -227,6 +228,46 @@ def render_overhead(results: Path) -> str:
         worker_cpu,
         command(data),
     )
+
+
+def _by_sandbox(results: Path) -> list[str]:
+    """The same ratios with other workflows in temporalio's sandbox (``--sandbox``),
+    when those runs are committed."""
+    modes = [
+        ("Ratchet's outside, the bare loops' inside (as each ships; the tables below)", ""),
+        ("all inside", "_sandbox_all"),
+        ("all outside", "_sandbox_none"),
+    ]
+    rows = []
+    for label, suffix in modes:
+        if not (results / f"overhead{suffix}.json").exists():
+            continue
+        data = load(results, f"overhead{suffix}")
+        rows.append(
+            [
+                label,
+                ratio(data["cpu_ratio_default"]),
+                ratio(data["concurrent_cpu_ratio_default"]),
+                ratio(data["throughput_ratio_default"]),
+                ratio(data["cpu_ratio_fast"]),
+                ratio(data["ratio_fast_mode_to_bare_local_activity_loop"]),
+            ]
+        )
+    if len(rows) < 2:
+        return []
+    heads = [
+        "workflows in temporalio's sandbox",
+        "worker CPU, one run",
+        f"worker CPU, {count(data['concurrent_runs'])} runs",
+        "throughput",
+        "fast mode CPU",
+        "fast mode ms per turn",
+    ]
+    return [
+        "Ratchet ÷ bare loop by where the workflows run (each row its own run of the "
+        "benchmark, the engines alternated within it):",
+        table(heads, rows),
+    ]
 
 
 def render_start_latency(results: Path) -> str:
@@ -874,6 +915,8 @@ RENDERERS: dict[str, Renderer] = {
 }
 RENDERED_WITHIN = {
     "followers_before": "followers",
+    "overhead_sandbox_all": "overhead",
+    "overhead_sandbox_none": "overhead",
 }  # files another section reads
 
 

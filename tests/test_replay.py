@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +19,7 @@ from ratchet.worker import workflow_runner
 from ratchet.workflows import AgentRunWorkflow, AgentSessionWorkflow
 from ratchet.workflows.rerun_batch import RerunBatchWorkflow
 
+from .conftest import ROOT
 from .user_workflows import ForeignToken, ResearchAndReview, SharedPlan
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
@@ -102,3 +106,25 @@ async def test_a_changed_workflow_fails_replay():
         history, raise_on_replay_failure=False
     )
     assert result.replay_failure is not None
+
+
+def test_ratchets_workflows_replay_inside_the_sandbox_too():
+    # They run outside temporalio's sandbox (ratchet.workflows.sandbox); replaying every
+    # recorded history inside it still catches a call the sandbox forbids (the clock,
+    # random numbers, I/O) in their code.
+    code = (
+        "import sys, pytest; "
+        "from ratchet.workflows import AgentRunWorkflow, AgentSessionWorkflow; "
+        "from ratchet.workflows.rerun_batch import RerunBatchWorkflow; "
+        "defs = [w.__temporal_workflow_definition for w in "  # type: ignore[attr-defined]
+        "(AgentRunWorkflow, AgentSessionWorkflow, RerunBatchWorkflow)]; "
+        "assert all(d.sandboxed for d in defs), 'not sandboxed'; "
+        "sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', "
+        "'tests/test_replay.py', '-k', 'replays_without_nondeterminism']))"
+    )
+    env = {**os.environ, "RATCHET_WORKFLOW_SANDBOX": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert f"{len(HISTORIES)} passed" in done.stdout, done.stdout[-3000:]

@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from .marks import TurnMarks, turn_mark
     from .observe import EventStream, Index, RunObserver
     from .runner import AgentRunner, RunHooks
+    from .sandbox import SANDBOXED
     from .threads import log_info
 
 
@@ -31,7 +32,7 @@ CARRY_LIMIT = 1536 * 1024
 hold 2 MB); the thread itself stays in this run, by reference."""
 
 
-@workflow.defn(name="AgentRunWorkflow", failure_exception_types=[UsageError])
+@workflow.defn(name="AgentRunWorkflow", failure_exception_types=[UsageError], sandboxed=SANDBOXED)
 class AgentRunWorkflow(AgentHandlers):
     """Runs an agent until it answers. History is the checkpoint log: a crash
     resumes at the last completed turn and no completed turn runs again."""

@@ -44,6 +44,7 @@ with workflow.unsafe.imports_passed_through():
         following,
         not_followed,
     )
+    from .sandbox import SANDBOXED
 
 PLAN_TIMEOUT = timedelta(minutes=5)
 PLAN_RETRIES = RetryPolicy(maximum_attempts=5)
@@ -54,7 +55,7 @@ START_BYTES = 1024 * 1024
 workflow task sends stays well under Temporal's 4 MB limit."""
 
 
-@workflow.defn(name=RERUN_BATCH_WORKFLOW, failure_exception_types=[UsageError])
+@workflow.defn(name=RERUN_BATCH_WORKFLOW, failure_exception_types=[UsageError], sandboxed=SANDBOXED)
 class RerunBatchWorkflow:
     """Reruns every user message of ``sources`` on ``agent`` as child runs."""
 

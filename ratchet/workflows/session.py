@@ -49,13 +49,14 @@ with workflow.unsafe.imports_passed_through():
     from .marks import TurnMarks, turn_mark
     from .observe import EventStream, Index, RunObserver
     from .runner import AgentRunner, RunHooks
+    from .sandbox import SANDBOXED
     from .sends import MAX_HELD, SendBook
     from .session_runs import QUEUE_BYTES_CARRIED, SessionRuns
     from .session_view import SessionDisplay, SessionTotals
     from .threads import log_info
 
 
-@workflow.defn(name=SESSION_WORKFLOW, failure_exception_types=[UsageError])
+@workflow.defn(name=SESSION_WORKFLOW, failure_exception_types=[UsageError], sandboxed=SANDBOXED)
 class AgentSessionWorkflow(AgentHandlers):
     """A conversation that lives for ever; each message sent runs one execution."""
 
