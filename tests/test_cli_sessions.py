@@ -224,7 +224,7 @@ async def test_chat_prints_the_reply_as_the_model_writes_it(
     assert b"Traceback" not in err and b"never retrieved" not in err
 
 
-async def test_show_export_fork_and_cancel_take_a_run_id(
+async def test_show_export_fork_and_stop_take_a_run_id(
     temporal_server: DevServer, agent_client: AgentClient, task_queue: str
 ):
     ledger = Ledger()
@@ -236,7 +236,7 @@ async def test_show_export_fork_and_cancel_take_a_run_id(
         (pending,) = await pay.wait_for_pending()
 
         # "Query handler 'status' not found" (show, export) or "Update handler 'cancel'
-        # not found" (cancel) before: the verbs took only session ids.
+        # not found" (then the verb for stop) before: the verbs took only session ids.
         code, out, err = await ratchet(temporal_server, task_queue, "sessions", "show", pay.id)
         assert code == 0, err
         assert f"run: {pay.id}" in out and "agent: pay · AWAITING_APPROVAL" in out

@@ -227,7 +227,7 @@ async def test_interrupt_steering_stops_the_run_and_keeps_its_finished_turns(
     assert thread == ["block", "step 1 of block", "go on", "step 1 of go on", "finished go on"]
 
 
-async def test_cancel_stops_the_run_in_progress_and_the_session_stays_usable(
+async def test_stop_ends_the_run_in_progress_and_the_session_stays_usable(
     agent_client: AgentClient,
 ):
     agent = Blocker()

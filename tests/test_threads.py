@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from datetime import timedelta
 from pathlib import Path
 
@@ -260,3 +261,19 @@ def test_a_message_and_a_view_are_written_without_their_defaults():
     assert ThreadData.model_validate({"id": "t", "view": [{"start": 3, "drop": True}]}).view == [
         Span(start=3, drop=True)
     ]
+
+
+def test_any_view_reads_back_as_it_was_written():
+    # The one-string form merges ranges around their drops; reading splits them again.
+    rng = random.Random(29)
+    for _ in range(3000):
+        spans, at = [], rng.randint(0, 3)
+        for _ in range(rng.randint(0, 8)):
+            at += rng.randint(0, 2)
+            length = rng.randint(1, 3)
+            spans.append(Span(start=at, end=at + length, drop=rng.random() < 0.4))
+            at += length
+        if spans and rng.random() < 0.5:
+            spans[-1] = Span(start=spans[-1].start, drop=spans[-1].drop)  # open to the end
+        data = ThreadData(id="t", messages=[], view=spans)
+        assert ThreadData.model_validate_json(data.model_dump_json()).view == spans, spans

@@ -26,6 +26,15 @@ from ratchet.workflows.decisions import AgentHandlers
 from .errors import GuardedHandle, Noun, failed_run, translated
 from .turns import TurnRecord, read_turns
 
+Refused = type[InvalidInputError] | type[DecisionError] | None
+"""What an Update's own failure raises, with the cause as its message (``None``:
+the ``RunFailedError``)."""
+
+
+def as_refused(failure: RunFailedError, refused: Refused) -> Exception:
+    return failure if refused is None else refused(failure.cause)
+
+
 UPDATES: dict[Verdict, Callable[..., Any]] = {
     "approve": AgentHandlers.approve,
     "reject": AgentHandlers.reject,
@@ -48,13 +57,14 @@ class AgentHandle:
         """The Temporal handle, for anything this class does not wrap."""
         return self._handle.unguarded
 
-    async def _update(self, update: Callable[..., Any], arg: Any) -> Any:
-        """Run one of the workflow's Updates; its failure raises ``RunFailedError``
-        with the cause (a validator's refusal says what was wrong)."""
+    async def _update(self, update: Callable[..., Any], arg: Any, refused: Refused = None) -> Any:
+        """Run one of the workflow's Updates. Its own failure (a validator's refusal
+        says what was wrong) raises ``refused`` with the cause; a busy or closed
+        workflow raises what ``translated`` says (``SessionBusyError``, ...)."""
         try:
             return await self._handle.execute_update(update, arg)
         except WorkflowUpdateFailedError as e:
-            raise failed_run(self.id, e) from e
+            raise as_refused(failed_run(self.id, e), refused) from e
 
     async def turns(self) -> list[TurnRecord]:
         """Each turn of the current workflow run: its attempts (which worker ran each,
@@ -104,10 +114,7 @@ class AgentHandle:
         without asking, ``ask`` again. Waiting calls they cover are decided. A
         session's rules hold for every later run of it."""
         change = rule_change(allow, deny, ask, by, reason)
-        try:
-            return await self._update(AgentHandlers.set_approvals, change)
-        except RunFailedError as e:
-            raise InvalidInputError(e.cause) from e
+        return await self._update(AgentHandlers.set_approvals, change, InvalidInputError)
 
     async def approve(
         self, call_id: str, *, by: str | None = None, always: bool = False
@@ -149,8 +156,10 @@ class AgentHandle:
 
     async def _decide(self, verdict: Verdict, request: DecisionRequest) -> Decision:
         try:
-            return await self._update(UPDATES[verdict], request)
+            return await self._update(UPDATES[verdict], request, DecisionError)
         except RunFailedError as e:
+            if e.error_type != "SessionClosedError":
+                raise  # busy: the caller may send it again
             raise DecisionError(e.cause) from e
         except RPCError as e:
             if e.status != RPCStatusCode.NOT_FOUND:

@@ -50,7 +50,7 @@ from ratchet.workflows.session import AgentSessionWorkflow
 
 from .errors import GuardedHandle, check_prompt_size, failed_run, translated
 from .events import session_events
-from .handle import AgentHandle
+from .handle import AgentHandle, Refused, as_refused
 from .retries import deadline, passing, retrying
 from .threads import iter_messages, log_info, read_messages, read_thread
 
@@ -246,8 +246,8 @@ class SessionHandle(AgentHandle):
             result = result.model_copy(update={"final_response": final[0]})
         return result
 
-    async def _update(self, update: Callable[..., Any], arg: Any) -> Any:
-        return await self._request(update, arg)
+    async def _update(self, update: Callable[..., Any], arg: Any, refused: Refused = None) -> Any:
+        return await self._request(update, arg, refused=refused)
 
     async def _request(
         self,
@@ -257,6 +257,7 @@ class SessionHandle(AgentHandle):
         *,
         result_type: type | None = None,
         wait_for_stage: WorkflowUpdateStage | None = None,
+        refused: Refused = None,
     ) -> Any:
         """An Update, within this client's Updates in flight to the session, asked
         again while the session is busy."""
@@ -277,7 +278,7 @@ class SessionHandle(AgentHandle):
                         update, arg, id=update_id, result_type=result_type
                     )
                 except WorkflowUpdateFailedError as e:
-                    raise failed_run(self.id, e) from e
+                    raise as_refused(failed_run(self.id, e), refused) from e
                 except SessionBusyError:
                     if attempt == BUSY_RETRIES:
                         raise

@@ -88,7 +88,7 @@ class Index:
         """What the index holds: set by the client at start or carried over by
         continue-as-new, then what this run upserted."""
         self._dirty: dict[str, Any] = {}
-        self._flushed_turns = 0
+        self._flushed_turns: int = self._values.get("turns", 0)
         self._flushed_at = workflow.now()
 
     def update(self, *, flush: bool = False, **values: Any) -> None:
