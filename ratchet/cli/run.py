@@ -35,6 +35,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 async def run_once(args: argparse.Namespace) -> int:
+    from ratchet.agents.status import AgentStatus
     from ratchet.errors import RunFailedError
     from ratchet.wire.options import RunOptions
 
@@ -80,8 +81,10 @@ async def run_once(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(as_json(result), indent=2))
         return 0
-    print(f"turns: {result.turns} · tokens: {result.usage.total_tokens}")
-    print(f"\n{result.output}")
+    completed = result.status == AgentStatus.COMPLETED
+    ended = "" if completed else f" · {result.status.value}"
+    print(f"turns: {result.turns} · tokens: {result.usage.total_tokens}{ended}")
+    print(f"\n{result.output}" if result.output or completed else "\n(no answer)")
     return 0
 
 
