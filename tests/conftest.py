@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import NoReturn
 
 import httpx2 as httpx
 import pytest
@@ -39,41 +41,47 @@ SERVER_FIXTURES = {"temporal_server", "client", "agent_client", "worker_processe
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "fast: needs no Temporal server (pytest -m fast)")
     config.addinivalue_line(
-        "markers", "slow: starts its own Temporal server, worker processes or a build (not fast)"
+        "markers", "fast: in-process, no Temporal server, no child process (pytest -m fast)"
+    )
+    config.addinivalue_line(
+        "markers",
+        "slow: starts a Temporal server, a child process (worker, web, CLI, MCP server) "
+        "or a build (not fast)",
     )
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The fast lane: every test that uses no server fixture and is not marked
-    ``slow`` (it starts a server, worker processes or a build itself)."""
+    ``slow`` (it starts a server, a child process or a build itself)."""
     for item in items:
         needs_server = SERVER_FIXTURES & set(getattr(item, "fixturenames", ()))
         if not needs_server and item.get_closest_marker("slow") is None:
             item.add_marker(pytest.mark.fast)
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _fast_lane_starts_no_server(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Under ``-m fast`` a test that starts a dev server fails, naming the fix."""
-    expression = request.config.option.markexpr or ""
-    if "fast" not in expression or "not fast" in expression:
+class _NotInTheFastLane(AssertionError):
+    pass
+
+
+@pytest.fixture(autouse=True)
+def _fast_tests_stay_in_process(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test in the fast lane may start no dev server and no child process: checked in
+    every run, so the lane stays an in-process unit lane as tests are added."""
+    if request.node.get_closest_marker("fast") is None:
         yield
         return
-    original = DevServer.__dict__["start"]  # the classmethod itself
 
-    def refuse(*args: object, **kwargs: object) -> DevServer:
-        raise AssertionError(
-            "This test starts a Temporal dev server, so it is not in the fast lane: "
-            "mark it @pytest.mark.slow."
+    def refuse(*args: object, **kwargs: object) -> NoReturn:
+        raise _NotInTheFastLane(
+            "This test starts a Temporal dev server or a child process, so it is not in "
+            "the fast lane: mark it @pytest.mark.slow."
         )
 
-    DevServer.start = refuse  # type: ignore[method-assign, assignment]
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(DevServer, "start", refuse)
+        patch.setattr(subprocess.Popen, "__init__", refuse)
         yield
-    finally:
-        DevServer.start = original  # type: ignore[method-assign]
 
 
 @pytest.fixture(scope="session")

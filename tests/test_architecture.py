@@ -125,11 +125,10 @@ TURN_PATH = [
             "turn_result",
             "threads",
             "thread_log",
-            "log_history",
-            "log_segments",
             "heartbeats",
         )
     ),
+    *(f"history/{name}.py" for name in ("log_pages", "log_events", "log_segments")),
     "agents/tool_calling.py",
     "agents/interceptors.py",
     *(f"agents/models/{p.name}" for p in sorted((RATCHET / "agents/models").glob("*.py"))),

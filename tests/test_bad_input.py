@@ -562,6 +562,7 @@ def test_the_cli_worker_names_a_missing_agents_attribute(temporal_server):
     assert_one_clear_line(done, "MISSING")
 
 
+@pytest.mark.slow  # a child process
 def test_the_cli_worker_refuses_an_agent_that_is_no_factory_before_it_connects(tmp_path):
     (tmp_path / "broken.py").write_text("AGENTS = {'a': 1}\n")
     done = subprocess.run(
@@ -576,6 +577,7 @@ def test_the_cli_worker_refuses_an_agent_that_is_no_factory_before_it_connects(t
     assert_one_clear_line(done, "Agent 'a' is 1, a int: give an Agent")
 
 
+@pytest.mark.slow  # a child process
 def test_the_cli_worker_hosts_no_agents_it_was_not_given():
     env = {k: v for k, v in os.environ.items() if k != "RATCHET_AGENTS"}
     done = subprocess.run(
@@ -592,6 +594,7 @@ def test_the_cli_worker_hosts_no_agents_it_was_not_given():
     )
 
 
+@pytest.mark.slow  # a child process
 def test_the_cli_worker_refuses_a_grace_period_that_is_not_seconds():
     for value in ("-5", "soon", "inf"):
         done = ratchet("worker", "--grace-period", value, address="127.0.0.1:1")

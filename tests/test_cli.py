@@ -137,6 +137,7 @@ def test_run_json_prints_a_typed_answer_as_its_value(
     assert result["workflow_id"] in done.stderr
 
 
+@pytest.mark.slow  # a child process
 def test_worker_with_a_bad_agents_spec_exits_with_a_clear_error():
     done = ratchet("worker", "--agents", "no_such_module:AGENTS")
     assert done.returncode == 2
@@ -248,6 +249,7 @@ def no_answer_address() -> str:
         ["worker", "--agents", "ratchet.examples:AGENTS"],
     ],
 )
+@pytest.mark.slow  # a child process
 def test_without_a_server_a_command_prints_one_line_naming_the_address(command: list[str]):
     address = no_answer_address()
     done = ratchet(*command, "--address", address)

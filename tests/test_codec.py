@@ -362,6 +362,7 @@ async def test_codec_server_reports_bad_requests_and_unknown_keys(codec_server):
     assert request(codec_server, "/decode", "POST", b'{"payloads": []}', headers)[0] == 415
 
 
+@pytest.mark.slow  # a child process
 def test_codec_server_command_serves_and_stops_cleanly_on_sigterm():
     port = free_port()
     env = {

@@ -159,6 +159,7 @@ def test_worker_and_codec_server_build_from_the_repo_dockerfile():
 
 
 @pytest.mark.parametrize("service", ["ratchet-worker", "codec-server"])
+@pytest.mark.slow  # a child process
 def test_compose_commands_exist_in_the_ratchet_cli(service: str):
     command = command_of(service)
     assert command[0] == "ratchet"
@@ -302,6 +303,7 @@ def test_schema_setup_covers_both_databases():
     assert "/etc/temporal/schema/postgresql/v12" in script
 
 
+@pytest.mark.slow  # a child process
 def test_docker_compose_config_validates():
     docker = shutil.which("docker")
     if docker is None:

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from pydantic_core import to_json
 from temporalio.api.common.v1 import Payload
 
-from ratchet.agents.compact import type_adapter
+from ratchet.agents.sparse import type_adapter
 from ratchet.agents.state import AgentStatus
 from ratchet.client import (
     CustomEvent,

@@ -155,6 +155,7 @@ async def test_a_server_that_dies_mid_call_is_a_tool_error_and_is_started_again(
     assert crashed["pid"] != read["pid"]  # a new server process
 
 
+@pytest.mark.slow  # a child process
 async def test_a_server_killed_between_calls_is_noticed_at_once_and_started_again(
     notes: MCPToolset, calls: Path
 ):
@@ -253,6 +254,7 @@ async def test_a_durable_mcp_tool_waits_for_approval_by_name_then_runs_as_an_act
     assert [c["tool"] for c in recorded(calls)] == ["write_note"]
 
 
+@pytest.mark.slow  # a child process
 async def test_a_toolset_tool_named_like_an_agent_tool_is_refused_saying_to_prefix(
     notes: MCPToolset,
 ):
@@ -272,6 +274,7 @@ async def test_an_mcp_server_that_cannot_start_says_so():
         await broken.tools()
 
 
+@pytest.mark.slow  # a child process
 async def test_calls_at_once_on_a_cold_toolset_share_one_server_process(
     notes: MCPToolset, calls: Path
 ):

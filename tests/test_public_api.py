@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 import ratchet
 import ratchet.agents
 import ratchet.client
@@ -16,6 +18,7 @@ def test_the_top_level_names_are_few_and_all_resolve():
         assert getattr(ratchet, name) is not None, name
 
 
+@pytest.mark.slow  # a child process
 def test_importing_ratchet_loads_no_temporal_client():
     code = "import sys, ratchet; print('temporalio.client' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -108,6 +108,7 @@ async def test_a_changed_workflow_fails_replay():
     assert result.replay_failure is not None
 
 
+@pytest.mark.slow  # a child process
 def test_ratchets_workflows_replay_inside_the_sandbox_too():
     # They run outside temporalio's sandbox (ratchet.workflows.sandbox); replaying every
     # recorded history inside it still catches a call the sandbox forbids (the clock,

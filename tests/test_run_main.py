@@ -45,6 +45,7 @@ def run_script(source: str, tmp_path: Path, server: DevServer | None = None):
         ("raise KeyboardInterrupt", 130, ""),
     ],
 )
+@pytest.mark.slow  # a child process
 def test_run_main_exits_with_what_main_returned_or_raised(
     body: str, code: int, stderr: str, tmp_path: Path
 ):
@@ -76,6 +77,7 @@ def test_the_quickstart_exits_zero_every_time(temporal_server: DevServer, tmp_pa
     assert codes == [0] * QUICKSTART_RUNS
 
 
+@pytest.mark.slow  # a child process
 def test_the_quickstart_without_a_server_names_the_address_in_one_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):

@@ -262,6 +262,7 @@ async def test_bad_bodies_get_a_clear_4xx_and_start_nothing(alice: httpx.AsyncCl
         ([], {"RATCHET_WEB_TOKENS": "alice:short"}, "shorter than 16 characters"),
     ],
 )
+@pytest.mark.slow  # a child process
 def test_ratchet_web_refuses_to_serve_without_safe_auth(argv, env, said, tmp_path):
     command = [sys.executable, "-m", "ratchet.cli", "web", "--port", str(free_port()), *argv]
     done = subprocess.run(

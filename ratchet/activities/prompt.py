@@ -27,12 +27,13 @@ from ratchet.agents.spans import Span
 from ratchet.agents.thread import MESSAGES, ChatMessageThread, ServiceThread, Thread
 from ratchet.agents.usage import Usage
 from ratchet.errors import UsageError
+from ratchet.history.log_pages import Holder
 from ratchet.wire.handoff import HANDOFF
 from ratchet.wire.names import THREAD_NOT_CACHED
 from ratchet.wire.turns import ThreadRef, TurnInput
 
 from .owner import workflow_of
-from .thread_log import Holder, LogNotCached, resolve_log
+from .thread_log import LogNotCached, resolve_log
 from .threads import ThreadCache
 
 Compacted = tuple[list[Span], Message | None, Usage]

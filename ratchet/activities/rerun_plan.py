@@ -26,12 +26,11 @@ from ratchet.agents.recording import Recording, case_id, recorded_calls, user_tu
 from ratchet.agents.state import AgentSession, ThreadBase, ThreadData
 from ratchet.agents.usage import Usage
 from ratchet.errors import ThreadResolutionError
+from ratchet.history.log_pages import Holder, fetch_range
+from ratchet.history.recorded import recorded_turns, usage_per_user_message
 from ratchet.wire.names import PAGE_BYTES, PLAN_ACTIVITY, RUN_WORKFLOW, SESSION_WORKFLOW
 from ratchet.wire.rerun import CasePlan, PlanRequest, RecordedSide, SourcePlan, child_id
 from ratchet.wire.sessions import LogInfo
-
-from .histories import recorded_turns, usage_per_user_message
-from .thread_log import Holder, fetch_range
 
 
 @activity.defn(name=PLAN_ACTIVITY)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from temporalio import activity
 from temporalio.api.common.v1 import WorkflowExecution
@@ -22,18 +21,8 @@ from temporalio.service import RPCError
 
 from ratchet.activities.owner import workflow_of
 from ratchet.agents.messages import Message, approximate_size, id_tag
+from ratchet.history.log_pages import CacheStats
 from ratchet.wire.names import PAGE_BYTES
-
-
-@dataclass
-class CacheStats:
-    hits: int = 0
-    misses: int = 0
-    evictions: int = 0
-    pages: int = 0
-    """Query answers fetched from workflows on misses."""
-    histories: int = 0
-    """Closed workflow runs whose part of a log was read from their history."""
 
 
 class ThreadCache:

@@ -35,7 +35,7 @@ from pydantic import Field
 
 from ratchet.errors import ApprovalRuleError, InvalidInputError
 
-from .compact import CompactModel
+from .sparse import SparseModel
 
 Verdict = Literal["allow", "ask", "deny"]
 
@@ -105,7 +105,7 @@ class ApprovalPolicy:
         return self.decide(name, arguments)[0] == "ask"
 
 
-class RuleChange(CompactModel):
+class RuleChange(SparseModel):
     """One change to a session's approval rules, for the audit trail."""
 
     allow: list[str] = []
@@ -125,7 +125,7 @@ class RuleChange(CompactModel):
         return "; ".join(parts) or "no change"
 
 
-class ApprovalRules(CompactModel):
+class ApprovalRules(SparseModel):
     """A session's own approval rules, kept by the engine with the session's data.
 
     They are read before the agent's policy, for calls the agent would ask about:

@@ -17,13 +17,13 @@ from typing import Any
 
 from pydantic import field_validator
 
-from .compact import CompactModel
+from .sparse import SparseModel
 
 NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """A tool name the model services take: 1 to 64 letters, digits, ``_`` or ``-``."""
 
 
-class ClientTool(CompactModel):
+class ClientTool(SparseModel):
     """A tool the caller runs: its name, what it does, and its arguments' JSON schema."""
 
     name: str

@@ -25,10 +25,10 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from .agent import Agent, Result
-from .compact import CompactModel
 from .context import RunContext
 from .messages import Message
 from .models.base import ModelClient, ModelResponse
+from .sparse import SparseModel
 from .thread import Thread
 
 SUMMARY_PREFIX = "Summary of the earlier conversation"
@@ -70,7 +70,7 @@ def turn_groups(messages: Sequence[Message]) -> list[list[Message]]:
     return groups
 
 
-class Compaction(CompactModel):
+class Compaction(SparseModel):
     """A budget; subclasses say how to get back under it."""
 
     max_messages: int | None = None

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import TypeAdapter
 
 from .client_tools import ClientTool
-from .compact import type_adapter
 from .events import EventBase, tool_answered, tool_called
 from .messages import Message
 from .model_response import ModelResponse
 from .pending import PendingAction, question_id
+from .sparse import type_adapter
 from .state_context import StateContext
 
 if TYPE_CHECKING:

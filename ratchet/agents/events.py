@@ -28,12 +28,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from .compact import CompactModel
 from .messages import Message, ToolCall
+from .sparse import SparseModel
 from .status import AgentStatus
 
 
-class EventBase(CompactModel):
+class EventBase(SparseModel):
     """The fields every event has; each kind adds its ``kind`` and typed ``data``."""
 
     run_id: str = ""
@@ -47,7 +47,7 @@ class EventBase(CompactModel):
     text: str | None = None
 
 
-class RunStartedData(CompactModel):
+class RunStartedData(SparseModel):
     in_session: bool = False
     """The run is a session's and runs in the session's workflow (its events are
     all in the session's stream)."""
@@ -58,19 +58,19 @@ class RunStartedData(CompactModel):
     """A session's run: the request id of the send it runs."""
 
 
-class StatusData(CompactModel):
+class StatusData(SparseModel):
     waiting: list[str] = Field(default_factory=list)
     """What the run waits for, one line each."""
 
 
-class TurnCompletedData(CompactModel):
+class TurnCompletedData(SparseModel):
     tool_calls: list[str] = Field(default_factory=list)
     """The turn's tool calls, described (``weather(city="Oslo")``)."""
     tokens: int = 0
     final: bool = False
 
 
-class ToolCallData(CompactModel):
+class ToolCallData(SparseModel):
     id: str
     name: str | None = None
     arguments: str | None = None
@@ -81,7 +81,7 @@ class ToolCallData(CompactModel):
 ARGUMENTS_LIMIT = 4_000
 
 
-class ToolResultData(CompactModel):
+class ToolResultData(SparseModel):
     id: str | None = None
     """The id of the call it answers."""
     is_error: bool = False
@@ -90,14 +90,14 @@ class ToolResultData(CompactModel):
     get ``messages.result_id`` when the turn ends)."""
 
 
-class StateChangedData(CompactModel):
+class StateChangedData(SparseModel):
     keys: dict[str, int | None] = Field(default_factory=dict)
     """Each changed key and its new version (``None``: deleted)."""
     by: str = ""
     """The agent whose turn made the change."""
 
 
-class RunFinishedData(CompactModel):
+class RunFinishedData(SparseModel):
     status: AgentStatus
 
 

@@ -31,9 +31,9 @@ from pydantic import ConfigDict, Field, model_validator
 
 from ratchet.errors import ContextOverflowError
 
-from .compact import CompactModel
 from .compaction import dropped, estimate_tokens, pinned_count, turn_groups
 from .messages import Message
+from .sparse import SparseModel
 from .state import PromptSize
 from .usage import Usage
 
@@ -41,7 +41,7 @@ Plan = list[tuple[int, bool]]
 """The messages a prompt keeps, by index, each with whether its tool result is dropped."""
 
 
-class FitWindow(CompactModel):
+class FitWindow(SparseModel):
     """Keep prompts under ``trigger`` of the model's window by cutting them down to
     ``target`` of it (see the module's docstring for the order)."""
 

@@ -10,8 +10,8 @@ from typing import Any, Literal, cast
 
 from pydantic import Field
 
-from .compact import CompactModel
 from .parts import FilePart, ImagePart, Part
+from .sparse import SparseModel
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -51,7 +51,7 @@ def approximate_size(message: Message) -> int:
     return size
 
 
-class ToolCall(CompactModel):
+class ToolCall(SparseModel):
     """A tool call the model asked for. ``arguments`` is the model's raw JSON text."""
 
     id: str
@@ -67,7 +67,7 @@ class ToolCall(CompactModel):
         return _describe(self.name, self.arguments, limit)
 
 
-class Message(CompactModel):
+class Message(SparseModel):
     """One message of a conversation.
 
     ``id`` is given when the message enters a run (by the client, the workflow or

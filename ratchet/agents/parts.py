@@ -17,13 +17,13 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from .compact import CompactModel
+from .sparse import SparseModel
 
 PART_LIMIT = 256 * 1024
 """Largest part (decoded bytes) a message may carry without external payload storage."""
 
 
-class ImagePart(CompactModel):
+class ImagePart(SparseModel):
     """An image, by URL or as bytes (``ImagePart.of``)."""
 
     type: Literal["image"] = "image"
@@ -38,7 +38,7 @@ class ImagePart(CompactModel):
         return cls(base64=base64.b64encode(data).decode(), media_type=media_type)
 
 
-class FilePart(CompactModel):
+class FilePart(SparseModel):
     """A file (a PDF, say), by URL or as bytes (``FilePart.of``)."""
 
     type: Literal["file"] = "file"

@@ -12,8 +12,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from .compact import CompactModel
 from .messages import ToolCall
+from .sparse import SparseModel
 
 PendingKind = Literal["approval", "input", "tool", "agent", "client"]
 """``approval``: a tool call a person must approve first, then run as its own activity.
@@ -36,7 +36,7 @@ def question_of(call: ToolCall) -> str:
     return question or call.arguments
 
 
-class PendingAction(CompactModel):
+class PendingAction(SparseModel):
     """One thing a run waits for before its next turn."""
 
     id: str
@@ -59,7 +59,7 @@ class PendingAction(CompactModel):
         return f"{self.kind}: {self.call.describe()}"
 
 
-class Decision(CompactModel):
+class Decision(SparseModel):
     """What a person said about a pending action: a verdict on a tool call, or an
     answer to a question. In the audit trail (``decisions()``) a change to the
     session's approval rules is one too, of kind ``rules``."""
@@ -78,7 +78,7 @@ class Decision(CompactModel):
     """Approved with "always allow this tool in this session"."""
 
 
-class PendingView(CompactModel):
+class PendingView(SparseModel):
     """A pending action as a host sees it (``pending()`` query)."""
 
     action: PendingAction

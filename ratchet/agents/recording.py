@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Literal
 
-from .compact import CompactModel
 from .interceptors import PROCEED, Intercepted
 from .messages import Message, ToolCall
+from .sparse import SparseModel
 
 if TYPE_CHECKING:
     from .context import RunContext
@@ -25,7 +25,7 @@ UNRECORDED_REFUSED = (
 )
 
 
-class RecordedCall(CompactModel):
+class RecordedCall(SparseModel):
     """A tool call as recorded, with its result."""
 
     name: str
@@ -43,7 +43,7 @@ is told), run it, or ask a person (an approval: approved, it runs; rejected, not
 Approvals = Literal["recorded", "policy"]
 
 
-class Recording(CompactModel):
+class Recording(SparseModel):
     """The recorded calls a rerun answers from, and what happens to the others."""
 
     calls: list[RecordedCall] = []

@@ -29,7 +29,7 @@ from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel
 
-from ratchet.agents.compact import type_adapter
+from ratchet.agents.sparse import type_adapter
 from ratchet.errors import (
     ConfigurationError,
     StateIntegrityError,

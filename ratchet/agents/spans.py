@@ -12,10 +12,10 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, PlainSerializer, model_serializer, model_validator
 
-from .compact import CompactModel
+from .sparse import SparseModel
 
 
-class Span(CompactModel):
+class Span(SparseModel):
     """Messages ``start`` to ``end`` (exclusive; ``None``: to the end) of a thread's
     log, as one piece of its working view.
 

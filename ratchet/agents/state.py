@@ -15,10 +15,10 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from .approvals import ApprovalRules
-from .compact import CompactModel
 from .messages import Message, new_id
 from .pending import Decision
 from .spans import View, whole_log
+from .sparse import SparseModel
 from .state_context import ShareToken, StateEntry
 from .status import AgentStatus
 from .usage import Usage
@@ -38,7 +38,7 @@ class SessionInfo(BaseModel):
         return self.model_copy(update={"updated_at": now})
 
 
-class StepResult(CompactModel):
+class StepResult(SparseModel):
     """One completed turn, as the execution remembers it."""
 
     turn: int
@@ -54,7 +54,7 @@ MAX_STEP_RESULTS = 1000
 """Step results an execution keeps; older ones are counted (their turns are in history)."""
 
 
-class ExecutionState(CompactModel):
+class ExecutionState(SparseModel):
     execution_id: str
     status: AgentStatus = AgentStatus.RUNNING
     started_at: datetime
@@ -92,7 +92,7 @@ class ExecutionState(CompactModel):
         return self.model_copy(update={"status": status})
 
 
-class ThreadBase(CompactModel):
+class ThreadBase(SparseModel):
     """The first ``version`` messages of a thread, held by another workflow run.
 
     A thread is never copied from one workflow run to the next: the newer run
@@ -111,7 +111,7 @@ class ThreadBase(CompactModel):
     shares its source's messages up to the fork point)."""
 
 
-class PromptSize(CompactModel):
+class PromptSize(SparseModel):
     """The last prompt over a thread, as its model counted it: where the next turn's
     count starts from."""
 

@@ -19,15 +19,15 @@ from pydantic import Field
 
 from ratchet.errors import ShareTokenError, StateError, StateSchemaError
 
-from .compact import CompactModel, type_adapter
 from .serializers import JSONSerializer, StateSerializer
+from .sparse import SparseModel, type_adapter
 
 T = TypeVar("T")
 
 DEFAULT_SERIALIZER = JSONSerializer()
 
 
-class StateEntry(CompactModel):
+class StateEntry(SparseModel):
     """A committed value as stored: serialised ``data``, its version and serializer."""
 
     data: Any = None
@@ -37,7 +37,7 @@ class StateEntry(CompactModel):
     """The write that committed it (unique per turn result); workers cache by it."""
 
 
-class ShareToken(CompactModel):
+class ShareToken(SparseModel):
     """Lets another agent of the same session read (and, with ``write``, update) one key.
 
     Pass it to that agent's run (``run_agent(..., shared=[token])``); the agent
@@ -56,14 +56,14 @@ class ShareToken(CompactModel):
         return f"{self.agent}:{self.key} ({access})"
 
 
-class SharedEntry(CompactModel):
+class SharedEntry(SparseModel):
     """A shared key as a turn receives it: the token and the key's committed entry."""
 
     token: ShareToken
     entry: StateEntry | None = None
 
 
-class StateChange(CompactModel):
+class StateChange(SparseModel):
     """One key changed by a turn. ``base_version`` is the version the turn started
     from (0: the key did not exist); the commit checks it is still current."""
 
@@ -76,7 +76,7 @@ class StateChange(CompactModel):
     deleted: bool = False
 
 
-class StateConflict(CompactModel):
+class StateConflict(SparseModel):
     """A turn's state changes that were not committed because a key had moved on."""
 
     agent: str
@@ -101,7 +101,7 @@ class StateConflict(CompactModel):
         )
 
 
-class StateChanged(CompactModel):
+class StateChanged(SparseModel):
     """Emitted after a commit: the new version of each changed key (``None``: deleted)."""
 
     agent: str

@@ -18,8 +18,8 @@ from pydantic import BaseModel, Field, ValidationError
 
 from ratchet.errors import StateError
 
-from .compact import CompactModel
 from .serializers import StateSerializer
+from .sparse import SparseModel
 from .state_context import UNSET, ShareToken, StateContext, StateEntry
 
 T = TypeVar("T")
@@ -27,7 +27,7 @@ FORMAT = "ratchet.state"
 FORMAT_VERSION = 1
 
 
-class AgentStateExport(CompactModel):
+class AgentStateExport(SparseModel):
     """One agent's committed state."""
 
     agent: str

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pydantic import ConfigDict
 
-from .compact import CompactModel
+from .sparse import SparseModel
 
 
-class Usage(CompactModel):
+class Usage(SparseModel):
     """What a model call, a turn or a run consumed. Immutable (add them with ``+``),
     so a field that defaults to ``Usage()`` is not deep-copied for every instance
     decoded (a history holds one per turn)."""

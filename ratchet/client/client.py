@@ -23,8 +23,6 @@ from temporalio.converter import (
 from temporalio.envconfig import ClientConfig
 from temporalio.service import RPCError, RPCStatusCode
 
-from ratchet.activities.log_segments import SegmentCache
-from ratchet.activities.thread_log import Holder, fetch_range
 from ratchet.agents.messages import Message, new_id
 from ratchet.agents.state import AgentSession, ThreadBase, ThreadData
 from ratchet.agents.state_export import StateExport
@@ -32,6 +30,8 @@ from ratchet.errors import (
     InvalidInputError,
     ServerUnreachableError,
 )
+from ratchet.history.log_pages import Holder, fetch_range
+from ratchet.history.log_segments import SegmentCache
 from ratchet.payloads.converter import RatchetPayloadConverter
 from ratchet.plugin import RatchetClientPlugin, ratchet_converter
 from ratchet.wire.names import PAGE_BYTES, RUN_WORKFLOW, SESSION_WORKFLOW

@@ -16,7 +16,7 @@ from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import ContinueAsNewInitiator
 from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryRequest
 from temporalio.client import Client, WorkflowHandle
-from temporalio.contrib.workflow_streams._types import PollInput, PollResult
+from temporalio.contrib.workflow_streams import PollInput, PollResult
 
 from ratchet.wire.names import EVENTS_TOPIC, POLL_QUERY
 

@@ -30,8 +30,9 @@ import asyncio
 from collections.abc import AsyncIterator, Iterator
 
 from temporalio.client import Client, WorkflowExecutionStatus
-from temporalio.contrib.workflow_streams._types import PollResult, _decode_payload
+from temporalio.contrib.workflow_streams import PollResult
 
+from ratchet._temporal_internals import decode_stream_payload
 from ratchet.agents.events import RunEvent
 from ratchet.errors import EventsExpiredError
 from ratchet.wire.names import OFFSET_QUERY
@@ -188,7 +189,7 @@ def _decoded(client: Client, result: PollResult) -> Iterator[tuple[int, RunEvent
         # RunEvent is a discriminated union, which the pydantic converter decodes
         # to the class for the event's kind (pyright wants a class here).
         event: RunEvent = converter.from_payload(
-            _decode_payload(item.data),
+            decode_stream_payload(item.data),
             RunEvent,  # pyright: ignore[reportArgumentType]
         )
         yield item.offset, event

@@ -9,6 +9,7 @@ from typing import Any
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.service import RPCError, RPCStatusCode
 
+from ratchet._temporal_internals import handle_client
 from ratchet.agents.events import RunEvent
 from ratchet.agents.messages import Message
 from ratchet.agents.pending import PendingView
@@ -47,7 +48,7 @@ class RunHandle(AgentHandle):
         after a ``retry`` event: drop the text and custom events the failed attempt
         showed. Raises ``EventsExpiredError`` at an event the run no longer holds
         (``strict=False``: skips ahead), never skipping silently."""
-        client = self._handle._client  # the handle keeps the client it was made with
+        client = handle_client(self.workflow)
         return run_events(client, self.id, from_offset=from_offset, strict=strict)
 
     @property
@@ -73,13 +74,13 @@ class RunHandle(AgentHandle):
         now (``state()`` holds only the latest workflow run's messages). Or a part of
         it, read alone, as ``SessionHandle.thread`` names it."""
         return await read_thread(
-            self._handle._client, self._handle, after=after, last=last, limit=limit
+            handle_client(self.workflow), self._handle, after=after, last=last, limit=limit
         )
 
     def messages(self, *, after: int = 0, page: int = 500) -> AsyncIterator[Message]:
         """The thread's messages from position ``after`` on, as far as the thread
         reached when the iteration began, read ``page`` messages at a time."""
-        return iter_messages(self._handle._client, self._handle, after=after, page=page)
+        return iter_messages(handle_client(self.workflow), self._handle, after=after, page=page)
 
     async def state_changes(self) -> list[StateChanged]:
         """The latest committed state changes (an ``AgentRunWorkflow`` keeps 100)."""

@@ -16,11 +16,11 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from ratchet.activities.log_segments import SegmentCache, closed_segment
-from ratchet.activities.thread_log import Holder, fetch_range
 from ratchet.agents.messages import Message
 from ratchet.agents.state import ThreadBase, ThreadData
 from ratchet.errors import InvalidInputError
+from ratchet.history.log_pages import Holder, fetch_range
+from ratchet.history.log_segments import SegmentCache, closed_segment
 from ratchet.wire.names import PAGE_BYTES, SESSION_WORKFLOW
 from ratchet.wire.sessions import LogInfo
 

@@ -17,6 +17,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import WorkflowHandle
 
+from ratchet._temporal_internals import handle_client
 from ratchet.wire.names import TURN_ACTIVITY
 from ratchet.wire.turns import AttemptRecord, TurnInput, TurnOutput
 
@@ -57,7 +58,7 @@ _CLOSED: dict[int, TurnStatus] = {
 
 async def read_turns(handle: WorkflowHandle[Any, Any]) -> list[TurnRecord]:
     """The turns of the workflow's latest run, in the order they were scheduled."""
-    converter = handle._client.data_converter  # the handle keeps the client it was made with
+    converter = handle_client(handle).data_converter
     records: dict[int, TurnRecord] = {}
     async for event in handle.fetch_history_events():
         kind = event.event_type

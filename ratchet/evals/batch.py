@@ -25,11 +25,11 @@ from typing import Any
 
 from temporalio.client import WorkflowHandle
 
-from ratchet.activities.histories import activity_results, read_history
 from ratchet.agents.messages import Message
 from ratchet.agents.recording import Approvals, Recording, Unrecorded
 from ratchet.client import AgentClient
 from ratchet.errors import InvalidInputError
+from ratchet.history.recorded import activity_results, read_history
 from ratchet.wire.names import PLAN_ACTIVITY, RERUN_BATCH_WORKFLOW
 from ratchet.wire.options import RunOptions
 from ratchet.wire.rerun import (

@@ -23,7 +23,6 @@ from typing import Any, Protocol
 
 from temporalio.service import RPCError, RPCStatusCode
 
-from ratchet.activities.histories import recorded_turns, usage_per_user_message
 from ratchet.agents.messages import Message
 from ratchet.agents.recording import (
     Approvals,
@@ -37,6 +36,7 @@ from ratchet.agents.usage import Usage
 from ratchet.client import AgentClient
 from ratchet.client.listing import list_workflows, type_clause
 from ratchet.errors import InvalidInputError, NotFoundError, RatchetError
+from ratchet.history.recorded import recorded_turns, usage_per_user_message
 from ratchet.wire.names import SESSION_WORKFLOW
 from ratchet.wire.options import RunOptions, SessionOptions
 from ratchet.wire.rerun import RecordedSide, replaying

@@ -7,13 +7,13 @@ import asyncio
 import time
 from collections.abc import Sequence
 
-from ratchet.activities.histories import read_history
 from ratchet.agents.messages import Message, ToolCall
 from ratchet.agents.output import FINAL_RESULT
 from ratchet.agents.recording import Recording
 from ratchet.agents.usage import Usage
 from ratchet.client import AgentClient, RunHandle
 from ratchet.errors import InvalidInputError, RatchetError
+from ratchet.history.recorded import read_history
 from ratchet.wire.options import RunOptions
 
 from .cases import Case, Outcome

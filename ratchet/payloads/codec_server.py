@@ -71,7 +71,7 @@ class CodecServer:
         return f"http://{host}:{port}"
 
     def serve_forever(self) -> None:
-        self._httpd.serve_forever(poll_interval=0.2)
+        self._httpd.serve_forever(poll_interval=0.02)
 
     def shutdown(self) -> None:
         """Stop serving (from another thread) and close the socket."""

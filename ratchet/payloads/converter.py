@@ -28,7 +28,7 @@ from temporalio.converter import (
     PayloadCodec,
 )
 
-from ratchet.agents.compact import decoding
+from ratchet.agents.sparse import decoding
 
 _ADAPTERS = functools.lru_cache(maxsize=1024)(TypeAdapter)
 _ANY = SchemaSerializer(any_schema())

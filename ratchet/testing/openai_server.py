@@ -169,12 +169,16 @@ class OpenAIServer:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._httpd.daemon_threads = True
         self._httpd.owner = self  # type: ignore[attr-defined]
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._serve, daemon=True)
 
     @property
     def base_url(self) -> str:
         host, port = self._httpd.server_address[:2]
         return f"http://{host}:{port}/v1"
+
+    def _serve(self) -> None:
+        # A short poll interval: closing the server waits for at most one interval.
+        self._httpd.serve_forever(poll_interval=0.02)
 
     def __enter__(self) -> OpenAIServer:
         self._thread.start()

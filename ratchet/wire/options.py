@@ -9,13 +9,13 @@ from typing import Any, Literal
 from pydantic import Field
 
 from ratchet.agents.client_tools import ClientTool, tool_problems
-from ratchet.agents.compact import CompactModel, is_decoding
 from ratchet.agents.compaction import CompactionPolicy
 from ratchet.agents.fit_window import FitWindow
+from ratchet.agents.sparse import SparseModel, is_decoding
 from ratchet.errors import InvalidOptionsError
 
 
-class CheckedOptions(CompactModel):
+class CheckedOptions(SparseModel):
     """Options whose ranges are checked when they are built in code (``__init__``),
     so a bad value fails where it was written. Decoding (a recorded history, a
     client's request) does not check: workflows call ``check()`` when a run starts,
@@ -53,7 +53,7 @@ def positive(name: str, value: timedelta | None, example: str) -> list[str]:
     return [f"{name}={value!r}, but it must be greater than 0 (e.g. {example})"]
 
 
-class InterceptorRef(CompactModel):
+class InterceptorRef(SparseModel):
     """A tool interceptor registered on the workers, by name, and the config its
     factory builds it from (see ``ratchet.agents.interceptors``)."""
 

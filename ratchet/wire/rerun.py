@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from ratchet.agents.compact import CompactModel
 from ratchet.agents.messages import Message, ToolCall
 from ratchet.agents.recording import RECORDING, Recording
+from ratchet.agents.sparse import SparseModel
 from ratchet.agents.state import AgentSession
 from ratchet.agents.usage import Usage
 
@@ -78,7 +78,7 @@ class SourceSnapshot(BaseModel):
         return usage, self.latency_s[n] if n < len(self.latency_s) else 0.0
 
 
-class CaseRecord(CompactModel):
+class CaseRecord(SparseModel):
     """A case of a batch: the child run that answered it, or why there is none."""
 
     id: str
@@ -113,7 +113,7 @@ class BatchInput(BaseModel):
     records: list[CaseRecord] = Field(default_factory=list[CaseRecord])
 
 
-class PlanRequest(CompactModel):
+class PlanRequest(SparseModel):
     source: str
     agent: str
     batch_id: str
@@ -127,7 +127,7 @@ class PlanRequest(CompactModel):
     """The source's conversation, when the batch was given a snapshot of it."""
 
 
-class RecordedSide(CompactModel):
+class RecordedSide(SparseModel):
     """What the source's agent did with a case: its answer, calls, cost and time."""
 
     answer: str | None = None
@@ -174,7 +174,7 @@ class SourcePlan(BaseModel):
     error: str | None = None
 
 
-class BatchProgress(CompactModel):
+class BatchProgress(SparseModel):
     sources: int
     sources_started: int
     cases_done: int
@@ -182,7 +182,7 @@ class BatchProgress(CompactModel):
     running: int
 
 
-class BatchResult(CompactModel):
+class BatchResult(SparseModel):
     agent: str
     policy: Recording = Field(default_factory=Recording)
     records: list[CaseRecord]

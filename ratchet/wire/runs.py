@@ -9,8 +9,8 @@ from typing import Any, Literal, TypeVar, overload
 from pydantic import BaseModel, Field, TypeAdapter
 from temporalio.contrib.workflow_streams import WorkflowStreamState
 
-from ratchet.agents.compact import CompactModel
 from ratchet.agents.messages import Message
+from ratchet.agents.sparse import SparseModel
 from ratchet.agents.state import (
     AgentSession,
     AgentStatus,
@@ -43,7 +43,7 @@ class RunInput(BaseModel):
     """The live events carried over a continue-as-new."""
 
 
-class RunResult(CompactModel):
+class RunResult(SparseModel):
     """How a run ended. The thread itself is not in it: ask the run's ``state``."""
 
     workflow_id: str
@@ -127,7 +127,7 @@ Verdict = Literal["approve", "reject", "answer"]
 """What a decision does: the Update that brings it (``approve``, ``reject``, ``provide_input``)."""
 
 
-class DecisionRequest(CompactModel):
+class DecisionRequest(SparseModel):
     """An ``approve`` / ``reject`` / ``provide_input`` Update's argument."""
 
     id: str
@@ -140,7 +140,7 @@ class DecisionRequest(CompactModel):
     """With an approval: allow this tool without asking for the rest of the session."""
 
 
-class ToolResultRequest(CompactModel):
+class ToolResultRequest(SparseModel):
     """A ``provide_tool_result`` Update's argument: what a client tool call returned."""
 
     call_id: str
@@ -155,7 +155,7 @@ class ToolResultRequest(CompactModel):
     sends it); by default the workflow makes one."""
 
 
-class StopRequest(CompactModel):
+class StopRequest(SparseModel):
     """Stop a run at its next safe point, keeping every finished turn."""
 
     status: Literal["INTERRUPTED", "CANCELLED"] = "CANCELLED"

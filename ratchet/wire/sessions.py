@@ -13,9 +13,9 @@ from pydantic import BaseModel, Field
 from temporalio.contrib.workflow_streams import WorkflowStreamState
 
 from ratchet.agents.client_tools import ClientTool
-from ratchet.agents.compact import CompactModel
 from ratchet.agents.messages import Message, ToolCall
 from ratchet.agents.spans import View, whole_log
+from ratchet.agents.sparse import SparseModel
 from ratchet.agents.state import AgentSession, AgentStatus, PromptSize, ThreadBase
 from ratchet.agents.state_context import StateEntry
 
@@ -60,7 +60,7 @@ def send_digest(messages: list[Message]) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:6]
 
 
-class RecentRequests(CompactModel):
+class RecentRequests(SparseModel):
     """The request ids a session remembers, carried across continue-as-new."""
 
     entries: list[str] = Field(default_factory=list)
@@ -71,7 +71,7 @@ class RecentRequests(CompactModel):
     client's clock): one made no later may have been sent already."""
 
 
-class Queued(CompactModel):
+class Queued(SparseModel):
     ticket: int
     messages: list[Message]
     request_id: str | None = None
@@ -79,7 +79,7 @@ class Queued(CompactModel):
     client_tools: list[ClientTool] = Field(default_factory=list)
 
 
-class SendOutcome(CompactModel):
+class SendOutcome(SparseModel):
     """Where a sent message is: queued, running, or done (with its run's result)."""
 
     ticket: int
@@ -95,7 +95,7 @@ class SendOutcome(CompactModel):
     error_type: str | None = None
 
 
-class TurnMark(CompactModel):
+class TurnMark(SparseModel):
     """A run or session after one of its turns: what a fork or checkpoint starts from."""
 
     turn: int
@@ -113,7 +113,7 @@ class TurnMark(CompactModel):
     """The turn's prompt as its model counted it (a fork's count starts from it)."""
 
 
-class LogInfo(CompactModel):
+class LogInfo(SparseModel):
     """Where a run's or session's thread is: its id, length, and its view."""
 
     thread_id: str
@@ -127,7 +127,7 @@ class LogInfo(CompactModel):
     in a ``LogIndex``, whose run names it in its own input."""
 
 
-class LogIndex(CompactModel):
+class LogIndex(SparseModel):
     """Where a closed workflow run's part of a session's log is in that run's own
     history, so a reader takes it from there: a query to a closed run costs a
     worker a replay of the whole run. The run writes it as it ends, in its
@@ -165,13 +165,13 @@ def ids_digest(messages: list[Message]) -> str:
     return digest.hexdigest()[:16]
 
 
-class CheckpointRequest(CompactModel):
+class CheckpointRequest(SparseModel):
     turn: int | None = None
     message: str | None = None
     """Id of a message: the checkpoint after the turn that added it."""
 
 
-class CheckpointAnswer(CompactModel):
+class CheckpointAnswer(SparseModel):
     """A workflow run's answer: the mark, or the earlier run to ask."""
 
     mark: TurnMark | None = None
@@ -212,7 +212,7 @@ class SessionInput(BaseModel):
     part of the log in its history; for readers only (see ``LogIndex``)."""
 
 
-class SessionStatus(CompactModel):
+class SessionStatus(SparseModel):
     agent: str
     status: Literal["PENDING", "RUNNING", "CLOSED"]
     runs: int

@@ -7,12 +7,12 @@ from datetime import datetime
 from pydantic import BaseModel, Field
 
 from ratchet.agents.client_tools import ClientTool
-from ratchet.agents.compact import CompactModel
 from ratchet.agents.compaction import CompactionPolicy
 from ratchet.agents.fit_window import FitWindow
 from ratchet.agents.messages import Message, ToolCall
 from ratchet.agents.pending import Decision, PendingAction
 from ratchet.agents.spans import View, whole_log
+from ratchet.agents.sparse import SparseModel
 from ratchet.agents.state import PromptSize, ThreadBase
 from ratchet.agents.state_context import (
     SharedEntry,
@@ -27,7 +27,7 @@ from .names import PAGE_BYTES
 from .options import InterceptorRef
 
 
-class ThreadRef(CompactModel):
+class ThreadRef(SparseModel):
     """A turn's thread: a log that the turn's workflow holds (its earlier messages
     by reference, ``ThreadBase``), as it stood before the turn's new messages."""
 
@@ -52,7 +52,7 @@ class ThreadPageRequest(BaseModel):
     max_bytes: int = PAGE_BYTES
 
 
-class ThreadPage(CompactModel):
+class ThreadPage(SparseModel):
     messages: list[Message] = []
     next: int
     """Index of the first message not in this page (``end`` when complete)."""
@@ -63,7 +63,7 @@ class ThreadPage(CompactModel):
     """Id of message ``start - 1`` when this run knows it (checks a cached prefix)."""
 
 
-class TurnInput(CompactModel):
+class TurnInput(SparseModel):
     """What one turn needs: the agent, the log positions it is given, and its state.
 
     The turn's new messages are the last ``new_count`` of the log (the workflow
@@ -117,7 +117,7 @@ class TurnInput(CompactModel):
     """The run's client tools (``RunOptions.client_tools``), offered to the model."""
 
 
-class AttemptRecord(CompactModel):
+class AttemptRecord(SparseModel):
     """One attempt of a turn: which worker ran it, from when."""
 
     attempt: int
@@ -127,7 +127,7 @@ class AttemptRecord(CompactModel):
     """Why it did not finish the turn (known for the attempt just before the last)."""
 
 
-class TurnOutput(CompactModel):
+class TurnOutput(SparseModel):
     """What a turn appended to the thread, in order.
 
     An entry is a new message, or the id of one of the turn's new messages (those
@@ -166,7 +166,7 @@ class TurnOutput(CompactModel):
     """This turn's prompt as its model counted it, for the next turn's count."""
 
 
-class ToolInput(CompactModel):
+class ToolInput(SparseModel):
     """One tool call run as its own activity (durable, or approved)."""
 
     agent: str

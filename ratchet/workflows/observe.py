@@ -23,6 +23,7 @@ from temporalio.api.common.v1 import Payload
 with workflow.unsafe.imports_passed_through():
     from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamState
 
+    from ratchet._temporal_internals import stream_end, stream_items_since
     from ratchet.agents.events import (
         EventBase,
         RunStarted,
@@ -167,13 +168,13 @@ class EventStream:
     @property
     def end(self) -> int:
         """The offset the next event gets."""
-        return self.stream._on_offset()  # the stream's global offset (its offset query)
+        return stream_end(self.stream)
 
     def sent_tools(self, since: int, turn: int) -> set[tuple[str, str | None]]:
         """The tool events of turn ``turn`` in the stream from offset ``since`` on, as
         (kind, call id): those its turn sent itself."""
         found: set[tuple[str, str | None]] = set()
-        log = self.stream._log[max(0, since - self.stream._base_offset) :]
+        log = stream_items_since(self.stream, since)
         for item in log:
             data = item.data.data
             if b'"tool_' not in data:

@@ -27,7 +27,7 @@ def type_adapter(kind: Any) -> TypeAdapter[Any]:
     return TypeAdapter(kind)
 
 
-class CompactModel(BaseModel):
+class SparseModel(BaseModel):
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
         super().__pydantic_init_subclass__(**kwargs)

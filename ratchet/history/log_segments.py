@@ -20,7 +20,7 @@ from ratchet.agents.state import ThreadBase
 from ratchet.errors import ThreadResolutionError
 from ratchet.wire.names import SESSION_WORKFLOW
 
-from .log_history import Segment, run_history, segment_of, started_input
+from .log_events import Segment, run_history, segment_of, started_input
 
 READ_AHEAD = 4
 """Closed runs whose histories are read at once."""

@@ -16,6 +16,7 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import WorkflowHandle
 from temporalio.converter import DataConverter
 
+from ratchet._temporal_internals import handle_client
 from ratchet.agents.messages import Message
 from ratchet.agents.usage import Usage
 from ratchet.wire.names import TOOL_ACTIVITY, TURN_ACTIVITY
@@ -62,7 +63,7 @@ async def read_history(
 ) -> ReadHistory:
     """The turns of ``handle`` (see ``recorded_turns``) and, ``run_result`` (an agent
     run's), its ``RunResult``, in one read."""
-    converter = handle._client.data_converter  # noqa: SLF001 - the handle's own
+    converter = handle_client(handle).data_converter
     runs: list[ReadHistory] = []
     async for events in _runs(handle, handle.run_id, follow=follow):
         read, completed = await _read_run(events, converter)
@@ -83,7 +84,7 @@ async def _runs(
     """The history of run ``run_id`` (``None``: the latest) and, ``follow``, of each
     run it continued, newest first."""
     while True:
-        run = handle._client.get_workflow_handle(handle.id, run_id=run_id)  # noqa: SLF001
+        run = handle_client(handle).get_workflow_handle(handle.id, run_id=run_id)
         events = [event async for event in run.fetch_history_events()]
         yield events
         started = events[0].workflow_execution_started_event_attributes if events else None
@@ -188,7 +189,7 @@ def usage_per_user_message(
 async def activity_results(handle: WorkflowHandle, activity: str, result_type: type[T]) -> list[T]:
     """The results of every completed ``activity`` in ``handle``'s history, through
     all its workflow runs (continue-as-new), oldest first."""
-    converter = handle._client.data_converter  # noqa: SLF001 - the handle's own
+    converter = handle_client(handle).data_converter
     runs: list[list[T]] = []
     async for events in _runs(handle, None, follow=True):
         scheduled: set[int] = set()

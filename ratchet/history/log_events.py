@@ -36,7 +36,7 @@ from ratchet.wire.sessions import (
 )
 from ratchet.wire.turns import ThreadPage, TurnOutput
 
-from .histories import local_turn_output
+from .recorded import local_turn_output
 
 SEND_UPDATE = "send"
 STARTED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED

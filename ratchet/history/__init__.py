@@ -1,0 +1,4 @@
+"""What a workflow recorded, read from outside it: a thread log's pages (by query, or
+from a closed run's history), and a run's turns and tool results from its events
+across continue-as-new. The client, the turn activities and the evaluations share
+these readers; none of them runs inside a workflow."""
