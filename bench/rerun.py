@@ -7,7 +7,7 @@ tool), so ``sessions x sends`` cases (200 by default), and exports them as a dat
 Then, on one worker and one dev server, four ways, the order reversed every other
 round (ABCD DCBA): a durable batch (``start_batch``: a RerunBatch workflow, each case a
 child run on a reference into the source's log, then its report), the dataset's
-snapshots as durable batches (``start_batches``: conversations inline, no source
+snapshots as durable batches (``start_rerun``: conversations inline, no source
 read), ``rerun_many`` of every session from this process
 (teacher-forced, tool results from the recording), and the same cases as plain runs
 (the same conversation up to each message, the tool run for real), all
@@ -26,7 +26,8 @@ import time
 from ratchet.agents import ScriptedModel, ToolCallingAgent, tool
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
-from ratchet.evals.batch import batches_report, start_batch, start_batches
+from ratchet.evals import EvalsPlugin
+from ratchet.evals.batch import start_batch, start_rerun
 from ratchet.evals.datasets import Snapshot, export_dataset
 from ratchet.evals.rerun import read_source, rerun_many, split_cases
 from ratchet.worker import build_worker
@@ -93,8 +94,8 @@ async def batch(client: AgentClient, sources: list[str], concurrency: int) -> fl
 
 async def dataset(client: AgentClient, snapshots: list[Snapshot], concurrency: int) -> float:
     started = time.perf_counter()
-    running = await start_batches(client, snapshots, agent="changed", concurrency=concurrency)
-    report = await batches_report(running)
+    running = await start_rerun(client, snapshots, agent="changed", concurrency=concurrency)
+    report = await running.report()
     assert all(c.new.error is None for c in report.cases)
     return time.perf_counter() - started
 
@@ -102,7 +103,9 @@ async def dataset(client: AgentClient, snapshots: list[Snapshot], concurrency: i
 async def measure(sessions: int, sends: int, rounds: int, concurrency: int) -> dict:
     with DevServer.start(ui=False) as server:
         client = await AgentClient.connect(server.address, task_queue="bench-rerun")
-        async with build_worker(client, AGENTS, max_concurrent_turns=concurrency):
+        async with build_worker(
+            client, AGENTS, max_concurrent_turns=concurrency, plugins=[EvalsPlugin()]
+        ):
             sources = await record(client, sessions, sends)
             cases = [c for s in sources for c in split_cases(s, await read_source(client, s))]
             snapshots = (await export_dataset(client, sources)).snapshots

@@ -8,8 +8,7 @@ answers side by side.
 
 import ratchet
 from ratchet import AgentClient, ScriptedModel, ToolCallingAgent, build_worker, tool
-from ratchet.evals import assert_gate, contains
-from ratchet.evals.batch import start_batch
+from ratchet.evals import EvalsPlugin, assert_gate, contains, start_rerun
 
 CALLS: list[str] = []
 
@@ -44,13 +43,13 @@ async def main() -> int:
         "weather": ToolCallingAgent(ScriptedModel(terse), [lookup]),
         "weather-v2": ToolCallingAgent(ScriptedModel(friendly), [lookup]),
     }
-    async with build_worker(client, agents):
+    async with build_worker(client, agents, plugins=[EvalsPlugin()]):
         session = await client.start_session("weather")  # what users really said
         await session.send("Weather in Oslo?")
         await session.send("And in Lima?")
         await session.close()
-        batch = await start_batch(client, [session.id], agent="weather-v2")
-        report = await batch.report([contains("today")])  # waits for the batch
+        rerun = await start_rerun(client, [session.id], agent="weather-v2")
+        report = await rerun.report([contains("today")])  # waits for the rerun
     print(report.to_markdown())
     assert CALLS == ["Oslo", "Lima"]  # the rerun answered lookup from the recording
     assert_gate(report, min_score=1.0)  # for CI: raises listing what fails

@@ -32,7 +32,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from temporalio.converter import DataConverter, ExternalStorage, PayloadCodec, StorageDriver
 from temporalio.plugin import SimplePlugin
@@ -40,19 +40,16 @@ from temporalio.worker import WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from ratchet.activities.events import DEFAULT_BATCH_INTERVAL
-from ratchet.activities.rerun_plan import plan_rerun
 from ratchet.activities.resources import ResourceFactory, WorkerResources
 from ratchet.activities.state_refs import StateCache
 from ratchet.activities.threads import ThreadCache
 from ratchet.activities.turn import AgentFactory, TurnActivities
 from ratchet.agents.agent import Agent
 from ratchet.agents.interceptors import InterceptorFactory
-from ratchet.agents.recording import RECORDING, recording_interceptor
 from ratchet.errors import PAYLOAD_LIMIT, ConfigurationError
 from ratchet.payloads.converter import RatchetPayloadConverter, data_converter, with_codec
 from ratchet.payloads.storage import external_storage
 from ratchet.workflows.agent_run import AgentRunWorkflow
-from ratchet.workflows.rerun_batch import RerunBatchWorkflow
 from ratchet.workflows.session import AgentSessionWorkflow
 
 if TYPE_CHECKING:
@@ -60,14 +57,18 @@ if TYPE_CHECKING:
 
 PASSED_THROUGH = ("ratchet", "pydantic", "openai", "opentelemetry")
 """Modules workflows share with the worker instead of re-importing per instance."""
-WORKFLOWS: tuple[type, ...] = (
-    AgentRunWorkflow,
-    AgentSessionWorkflow,
-    RerunBatchWorkflow,
-)
-DEFAULT_INTERCEPTORS: Mapping[str, InterceptorFactory] = {RECORDING: recording_interceptor}
-"""Tool interceptors every worker has: an evaluation's rerun answers calls from its
-recording through ``RECORDING``."""
+WORKFLOWS: tuple[type, ...] = (AgentRunWorkflow, AgentSessionWorkflow)
+
+
+@runtime_checkable
+class OffersToolInterceptors(Protocol):
+    """A plugin that brings tool interceptors along (``ratchet.evals.EvalsPlugin``
+    does): ``RatchetPlugin`` adds them to its worker's, which a run names in
+    ``RunOptions(tool_interceptor=...)``."""
+
+    tool_interceptors: Mapping[str, InterceptorFactory]
+
+
 STICKY_TIMEOUT = timedelta(seconds=3)
 """A run whose worker died moves to another worker within this (SDK default: 10 s)."""
 SDK_STICKY_TIMEOUT = timedelta(seconds=10)
@@ -202,7 +203,7 @@ class RatchetPlugin(SimplePlugin):
         self._resources = WorkerResources(resources)
         self._caches = (thread_cache, state_cache)
         self._live_events = live_events
-        self._interceptors = {**DEFAULT_INTERCEPTORS, **(tool_interceptors or {})}
+        self._interceptors = dict(tool_interceptors or {})
         self._hosts: list[TurnActivities] = []
         super().__init__(
             "ratchet",
@@ -233,6 +234,9 @@ class RatchetPlugin(SimplePlugin):
         config = super().configure_worker(config)
         task_queue = self._task_queue or config.get("task_queue") or ""
         thread_cache, state_cache = self._caches
+        plugins = config.get("plugins", ())
+        offered = [p.tool_interceptors for p in plugins if isinstance(p, OffersToolInterceptors)]
+        interceptors = {k: v for o in [*offered, self._interceptors] for k, v in o.items()}
         turns = TurnActivities(
             self.agents,
             task_queue=task_queue,
@@ -241,13 +245,12 @@ class RatchetPlugin(SimplePlugin):
             resources=self._resources,
             state_cache=state_cache,
             event_batch_interval=self._live_events,
-            tool_interceptors=self._interceptors,
+            tool_interceptors=interceptors,
         )
         self._hosts.append(turns)
         config["activities"] = [
             turns.run_turn,
             turns.run_tool,
-            plan_rerun,
             *config.get("activities", []),
         ]
         if self.max_concurrent_turns is not None:

@@ -29,6 +29,7 @@ from ratchet.agents.compaction import KeepLastTurns, Summarize, SummarizingAgent
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
 from ratchet.errors import RunFailedError
+from ratchet.evals import EvalsPlugin
 from ratchet.evals.batch import start_batch
 from ratchet.evals.datasets import export_dataset
 from ratchet.examples.orchestration import (
@@ -326,7 +327,7 @@ async def _rules(client: AgentClient) -> Recorded:
 
 async def _reruns(client: AgentClient) -> Recorded:
     """Rerun batches: continued as new, free-running, of snapshots; a case's run."""
-    async with build_worker(client, rerun_agents):
+    async with build_worker(client, rerun_agents, plugins=[EvalsPlugin()]):
         sources = [await recorded_session(client) for _ in range(2)]
         batch = await start_batch(
             client,

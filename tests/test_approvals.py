@@ -137,7 +137,7 @@ async def test_undecided_calls_are_rejected_when_the_approval_timeout_fires(
         decisions = await handle.decisions()
     assert ledger.payments == []
     assert result.output == (
-        "done: The user rejected this call: nobody decided within 1 s. It was not run."
+        "done: Not run: nobody decided within 1 s."  # not "the user rejected" it
     )
     assert [(d.approved, d.by) for d in decisions] == [(False, "timeout")]
 

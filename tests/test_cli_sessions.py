@@ -11,9 +11,11 @@ import signal
 import sys
 from datetime import timedelta
 
+from temporalio.client import WorkflowExecutionStatus
+
 from ratchet.agents import ScriptedModel, ToolCallingAgent, tool
 from ratchet.client import AgentClient, AgentStatus
-from ratchet.client.listing import WorkflowSummary, list_workflows, type_clause
+from ratchet.client.listing import WorkflowSummary, _status, list_workflows, type_clause
 from ratchet.devserver import DevServer
 from ratchet.wire.options import RunOptions, SessionOptions
 from ratchet.worker import build_worker
@@ -263,6 +265,8 @@ async def test_show_export_fork_and_stop_take_a_run_id(
         code, out, err = await ratchet(temporal_server, task_queue, "sessions", "stop", two.id)
         assert out.strip() == f"run {two.id} has ended (COMPLETED); nothing to stop", err
         assert (await pay.result()).status == AgentStatus.CANCELLED  # stopped, its turns kept
+        code, out, err = await ratchet(temporal_server, task_queue, "sessions", "stop", pay.id)
+        assert out.strip() == f"run {pay.id} has ended (CANCELLED); nothing to stop", err
         await fork.close()
     assert ledger.payments == []
 
@@ -451,3 +455,14 @@ async def test_a_decision_and_a_chat_message_say_when_no_worker_takes_them(
     for said, what in ((decided, f"run {handle.id}"), (chatted, f"session {session.id}")):
         assert said.startswith(f"note: no worker has taken {what}'s task in 5 s"), said
         assert f"--task-queue {task_queue}" in said
+
+
+def test_a_listed_run_that_was_stopped_or_failed_inside_a_completed_workflow_says_so():
+    running, completed = WorkflowExecutionStatus.RUNNING, WorkflowExecutionStatus.COMPLETED
+    assert _status(running, "AWAITING_APPROVAL") == "AWAITING_APPROVAL"
+    assert _status(None, None) == "RUNNING"
+    assert _status(completed, "CANCELLED") == "CANCELLED"  # stopped: was COMPLETED
+    assert _status(completed, "FAILED") == "FAILED"
+    assert _status(completed, "COMPLETED") == "COMPLETED"
+    assert _status(completed, None) == "COMPLETED"
+    assert _status(WorkflowExecutionStatus.TERMINATED, "RUNNING") == "TERMINATED"

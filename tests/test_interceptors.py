@@ -12,6 +12,8 @@ from ratchet.agents import Message, RunContext, ScriptedModel, ToolCall, ToolCal
 from ratchet.agents.interceptors import PROCEED, Intercepted
 from ratchet.client import AgentClient
 from ratchet.errors import RunFailedError
+from ratchet.evals import EvalsPlugin
+from ratchet.evals.recording import RECORDING, Recording
 from ratchet.wire.options import InterceptorRef, RunOptions
 from ratchet.worker import build_worker
 
@@ -105,4 +107,24 @@ async def test_a_run_naming_an_interceptor_the_worker_lacks_fails_naming_the_reg
                 options=RunOptions(tool_interceptor=InterceptorRef(name="cannned")),
             )
     assert "tool interceptor 'cannned'" in str(failure.value)
-    assert "registered: canned, ratchet.recording" in str(failure.value)
+    assert "registered: canned." in str(failure.value)
+
+
+async def test_a_rerun_on_a_worker_without_the_evals_plugin_fails_saying_to_add_it(
+    agent_client: AgentClient,
+):
+    empty = InterceptorRef(name=RECORDING, config=Recording().model_dump(mode="json"))
+    recording = RunOptions(tool_interceptor=empty)
+    async with build_worker(agent_client, {"pay": agent}):
+        with pytest.raises(RunFailedError) as failure:
+            await agent_client.run("pay", "pay", options=recording)
+    assert "registered: (none)" in str(failure.value)
+    assert "ratchet.evals.EvalsPlugin" in str(failure.value)
+    RAN.clear()
+    async with build_worker(agent_client, {"pay": agent}, plugins=[EvalsPlugin()]):
+        bad = RunOptions(tool_interceptor=InterceptorRef(name=RECORDING, config="calls"))
+        with pytest.raises(RunFailedError, match="refused the run's config") as failure:
+            await agent_client.run("pay", "pay", options=bad)  # not retried: at once
+        result = await agent_client.run("pay", "pay", options=recording)
+    assert RAN == []  # an empty recording: both calls refused, neither ran
+    assert result.output and "snow" not in result.output

@@ -13,11 +13,11 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from ratchet.evals.batch_workflow import RerunBatchWorkflow
 from ratchet.examples.orchestration import FanOut, WriterCriticLoop
 from ratchet.wire.runs import RunInput, RunResult
 from ratchet.worker import workflow_runner
 from ratchet.workflows import AgentRunWorkflow, AgentSessionWorkflow
-from ratchet.workflows.rerun_batch import RerunBatchWorkflow
 
 from .conftest import ROOT
 from .user_workflows import ForeignToken, ResearchAndReview, SharedPlan
@@ -116,7 +116,7 @@ def test_ratchets_workflows_replay_inside_the_sandbox_too():
     code = (
         "import sys, pytest; "
         "from ratchet.workflows import AgentRunWorkflow, AgentSessionWorkflow; "
-        "from ratchet.workflows.rerun_batch import RerunBatchWorkflow; "
+        "from ratchet.evals.batch_workflow import RerunBatchWorkflow; "
         "defs = [w.__temporal_workflow_definition for w in "  # type: ignore[attr-defined]
         "(AgentRunWorkflow, AgentSessionWorkflow, RerunBatchWorkflow)]; "
         "assert all(d.sandboxed for d in defs), 'not sandboxed'; "

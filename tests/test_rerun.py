@@ -14,7 +14,7 @@ from ratchet.agents import Message, ScriptedModel, ToolCallingAgent, tool
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
 from ratchet.errors import InvalidInputError
-from ratchet.evals import contains
+from ratchet.evals import EvalsPlugin, contains
 from ratchet.evals.datasets import Dataset
 from ratchet.evals.rerun import find_sources, rerun, rerun_many
 from ratchet.worker import build_worker
@@ -80,7 +80,7 @@ async def test_a_teacher_forced_rerun_reuses_recorded_results_and_refuses_new_ca
     agent_client: AgentClient,
 ):
     RAN.clear()
-    async with build_worker(agent_client, AGENTS):
+    async with build_worker(agent_client, AGENTS, plugins=[EvalsPlugin()]):
         source = await recorded_session(agent_client)
         assert RAN == ["lookup Oslo", "lookup Lima"]
         report = await rerun(
@@ -104,7 +104,7 @@ async def test_unrecorded_calls_run_live_when_asked_and_free_running_carries_new
     agent_client: AgentClient,
 ):
     RAN.clear()
-    async with build_worker(agent_client, AGENTS):
+    async with build_worker(agent_client, AGENTS, plugins=[EvalsPlugin()]):
         source = await recorded_session(agent_client)
         report = await rerun(
             agent_client, source, agent="weather-v2", unrecorded="live", free_running=True
@@ -125,7 +125,7 @@ EVALUATORS = [contains("sun")]
 async def test_the_eval_command_writes_the_report_and_exits_1_when_the_gate_fails(
     agent_client: AgentClient, temporal_server: DevServer, task_queue: str, tmp_path: Path
 ):
-    async with build_worker(agent_client, AGENTS):
+    async with build_worker(agent_client, AGENTS, plugins=[EvalsPlugin()]):
         source = await recorded_session(agent_client)
         common = ["--agent", "weather-v2", "--evaluators", "tests.test_rerun:EVALUATORS"]
         passed = await ratchet(
@@ -224,7 +224,9 @@ async def test_sources_found_by_a_visibility_query_rerun_into_one_report(
     agent_client: AgentClient,
 ):
     name = f"weather-{uuid.uuid4().hex[:8]}"  # the query finds this test's sessions only
-    async with build_worker(agent_client, {**AGENTS, name: AGENTS["weather"]}):
+    async with build_worker(
+        agent_client, {**AGENTS, name: AGENTS["weather"]}, plugins=[EvalsPlugin()]
+    ):
         first = await agent_client.start_session(name)
         second = await agent_client.start_session(name)
         for session in (first, second):

@@ -17,14 +17,14 @@ from ratchet.agents import Message, ModelPrice, ScriptedModel, ToolCallingAgent,
 from ratchet.client import AgentClient, RunHandle
 from ratchet.devserver import DevServer
 from ratchet.errors import InvalidInputError, InvalidOptionsError
-from ratchet.evals import contains
-from ratchet.evals.batch import batches_report, get_batch, start_batch, start_batches
+from ratchet.evals import EvalsPlugin, contains
+from ratchet.evals.batch import get_rerun, start_batch, start_rerun
+from ratchet.evals.batch_workflow import RerunBatchWorkflow
 from ratchet.evals.datasets import Dataset, Snapshot, export_dataset, load_dataset
 from ratchet.evals.rerun import rerun, rerun_many
+from ratchet.evals.rerun_types import MAX_SNAPSHOT_BYTES, BatchInput, SourceSnapshot, child_id
 from ratchet.wire.options import RunOptions, SessionOptions
-from ratchet.wire.rerun import MAX_SNAPSHOT_BYTES, BatchInput, SourceSnapshot, child_id
 from ratchet.worker import build_worker
-from ratchet.workflows.rerun_batch import RerunBatchWorkflow
 
 from .agents import EventLog
 from .conftest import release
@@ -64,7 +64,7 @@ async def test_a_batch_reports_what_a_client_driven_rerun_does_and_reruns_by_ref
     agent_client: AgentClient,
 ):
     RAN.clear()
-    async with build_worker(agent_client, AGENTS):
+    async with build_worker(agent_client, AGENTS, plugins=[EvalsPlugin()]):
         source = await recorded_session(agent_client)
         expected = await rerun(agent_client, source, agent="weather-v2")
         # Every case by reference into the source's log, however short the session.
@@ -93,14 +93,14 @@ async def test_a_batch_continues_as_new_without_losing_or_repeating_a_case(
     agent_client: AgentClient,
 ):
     RAN.clear()
-    async with build_worker(agent_client, AGENTS):
+    async with build_worker(agent_client, AGENTS, plugins=[EvalsPlugin()]):
         sources = [await recorded_session(agent_client) for _ in range(3)]
         batch = await start_batch(
             agent_client, sources, agent="weather-v2", cases_per_run=2, concurrency=2
         )
         result = await batch.result()
         runs = await workflow_runs(agent_client, batch.id, batch.handle.first_execution_run_id)
-        report = await get_batch(agent_client, batch.id).report()
+        report = await get_rerun(agent_client, batch.id).report()
     assert runs == 3  # 6 cases, 2 per workflow run
     ids = [f"{s}#{n}" for s in sources for n in (1, 2)]
     assert [r.id for r in result.records] == ids
@@ -113,7 +113,7 @@ async def test_a_batch_continues_as_new_without_losing_or_repeating_a_case(
 async def test_an_unreadable_source_is_one_failed_record_and_bad_options_fail_at_once(
     agent_client: AgentClient,
 ):
-    async with build_worker(agent_client, AGENTS):
+    async with build_worker(agent_client, AGENTS, plugins=[EvalsPlugin()]):
         source = await recorded_session(agent_client)
         batch = await start_batch(agent_client, ["no-such-session", source], agent="weather-v2")
         report = await batch.report()
@@ -195,7 +195,7 @@ async def test_under_ask_a_person_decides_each_unrecorded_call_and_an_approved_o
     agent_client: AgentClient,
 ):
     RAN.clear()
-    async with build_worker(agent_client, ASKING):
+    async with build_worker(agent_client, ASKING, plugins=[EvalsPlugin()]):
         source = await recorded_session(agent_client)
         batch = await start_batch(agent_client, [source], agent="weather-v2", unrecorded="ask")
         lima = await case_run(agent_client, batch.id, f"{source}#2")
@@ -221,7 +221,7 @@ async def test_the_new_agents_approval_rules_decide_when_asked_and_recorded_resu
     agent_client: AgentClient,
 ):
     RAN.clear()
-    async with build_worker(agent_client, ASKING):
+    async with build_worker(agent_client, ASKING, plugins=[EvalsPlugin()]):
         source = await recorded_session(agent_client)
         # By default the recording's approvals stand: nobody is asked.
         reused = await (await start_batch(agent_client, [source], agent="weather-v3")).report()
@@ -261,7 +261,7 @@ async def test_the_eval_command_asks_at_the_terminal_and_reports_on_a_batch_it_a
     agent_client: AgentClient, temporal_server: DevServer, task_queue: str, tmp_path: Path
 ):
     RAN.clear()
-    async with build_worker(agent_client, AGENTS):
+    async with build_worker(agent_client, AGENTS, plugins=[EvalsPlugin()]):
         source = await recorded_session(agent_client)
         common = ["--agent", "weather-v2", "--unrecorded", "ask"]
         asked = await ratchet(
@@ -303,7 +303,7 @@ async def test_the_recorded_side_carries_what_its_turns_cost_so_a_cost_limit_can
         "weather-priced": ToolCallingAgent(ScriptedModel(v1, price=cheap), [lookup, book]),
         "weather-v2-priced": ToolCallingAgent(ScriptedModel(v2, price=dear), [lookup, book]),
     }
-    async with build_worker(agent_client, priced):
+    async with build_worker(agent_client, priced, plugins=[EvalsPlugin()]):
         session = await agent_client.start_session("weather-priced")
         sent = [await session.send(text) for text in ("Weather in Oslo?", "And in Lima?")]
         await session.close()
@@ -325,7 +325,7 @@ async def test_the_recorded_side_carries_what_its_turns_cost_so_a_cost_limit_can
 async def test_a_dataset_snapshot_reruns_after_its_source_is_gone(
     agent_client: AgentClient, temporal_server: DevServer, task_queue: str, tmp_path: Path
 ):
-    async with build_worker(agent_client, AGENTS):
+    async with build_worker(agent_client, AGENTS, plugins=[EvalsPlugin()]):
         source = await recorded_session(agent_client)
         live = await rerun(agent_client, source, agent="weather-v2")
         dataset = tmp_path / "dataset.json"
@@ -370,7 +370,7 @@ async def test_a_large_dataset_splits_over_batches_that_continue_as_new_into_one
     is split over batches; each continues as new with the snapshots it has left, and
     the command (or ``--attach``, later) joins their reports."""
     RAN.clear()
-    async with build_worker(agent_client, AGENTS):
+    async with build_worker(agent_client, AGENTS, plugins=[EvalsPlugin()]):
         source = await recorded_session(agent_client)
         live = await rerun(agent_client, source, agent="weather-v2")
         (exported,) = (await export_dataset(agent_client, [source])).snapshots
@@ -382,15 +382,16 @@ async def test_a_large_dataset_splits_over_batches_that_continue_as_new_into_one
             )
             for k in range(1, 6)
         ]
-        with pytest.raises(InvalidInputError, match="start_batches splits them over batches"):
+        with pytest.raises(InvalidInputError, match="start_rerun splits them over batches"):
             await start_batch(agent_client, copies[:3], agent="weather-v2")
         huge = exported.model_copy(update={"messages": [notes] * 13 + exported.messages})
         with pytest.raises(InvalidInputError, match=f"{source} weighs 1[0-9]{{3}} KiB, more than"):
-            await start_batches(agent_client, [*copies, huge], agent="weather-v2")
-        batches = await start_batches(
+            await start_rerun(agent_client, [*copies, huge], agent="weather-v2")
+        started = await start_rerun(
             agent_client, copies, agent="weather-v2", concurrency=4, cases_per_run=1
         )
-        report = await batches_report(batches)
+        batches = started.batches
+        report = await started.report()
         runs = [
             await workflow_runs(agent_client, b.id, b.handle.first_execution_run_id)
             for b in batches
@@ -452,7 +453,7 @@ async def test_a_batch_whose_history_fills_continues_as_new_between_sources(
     ``cases_per_run`` cases; a snapshot whose plan alone would be too much is refused."""
     # Three sources of 16 messages of 7 KB: each case copies the conversation so far.
     sources = [long_snapshot(f"long-{k}", 16, 7000) for k in range(3)]
-    async with build_worker(agent_client, COUNTING):
+    async with build_worker(agent_client, COUNTING, plugins=[EvalsPlugin()]):
         with pytest.raises(InvalidInputError, match="long-x is too long to rerun in a batch"):
             await start_batch(agent_client, [long_snapshot("long-x", 60, 20_000)], agent="c")
         batch = await start_batch(agent_client, sources, agent="counting")
@@ -479,7 +480,7 @@ async def test_large_inline_cases_start_a_few_at_a_time(agent_client: AgentClien
     start: twenty started in one workflow task would pass Temporal's 4 MB limit on
     what one task may send, and the batch would fail that task for ever."""
     long = long_snapshot("wide", 8, 130_000)  # 1 MB; case 8 copies it all
-    async with build_worker(agent_client, COUNTING):
+    async with build_worker(agent_client, COUNTING, plugins=[EvalsPlugin()]):
         batch = await start_batch(agent_client, [long], agent="counting", concurrency=20)
         report = await batch.report()
     assert [c.new.answer for c in report.cases] == [f"{2 * n - 1} messages" for n in range(1, 9)]
@@ -501,7 +502,7 @@ async def test_a_batch_reruns_a_fork_and_a_session_that_continued_as_new_by_refe
     agent_client: AgentClient,
 ):
     RAN.clear()
-    async with build_worker(agent_client, AGENTS):
+    async with build_worker(agent_client, AGENTS, plugins=[EvalsPlugin()]):
         # A session whose workflow continued as new after each message.
         long = await agent_client.start_session(
             "weather", options=SessionOptions(continue_as_new_after_runs=1)
@@ -542,7 +543,7 @@ async def test_a_batch_reruns_a_fork_and_a_session_that_continued_as_new_by_refe
 async def test_an_agent_no_worker_hosts_fails_each_case_saying_so_and_the_batch_ends(
     agent_client: AgentClient,
 ):
-    async with build_worker(agent_client, AGENTS):
+    async with build_worker(agent_client, AGENTS, plugins=[EvalsPlugin()]):
         source = await recorded_session(agent_client)
         batch = await start_batch(agent_client, [source], agent="weather-v9")
         report = await batch.report()
@@ -554,7 +555,7 @@ async def test_an_agent_no_worker_hosts_fails_each_case_saying_so_and_the_batch_
 
 async def test_fast_mode_turns_are_read_on_both_sides(agent_client: AgentClient):
     fast = RunOptions(fast=True)  # turns as local activities: markers in history
-    async with build_worker(agent_client, AGENTS):
+    async with build_worker(agent_client, AGENTS, plugins=[EvalsPlugin()]):
         session = await agent_client.start_session("weather", options=SessionOptions(run=fast))
         for text in ("Weather in Oslo?", "And in Lima?"):
             await session.send(text)
@@ -573,7 +574,7 @@ async def test_a_free_running_batch_carries_the_new_agents_answers_forward_by_re
     agent_client: AgentClient,
 ):
     RAN.clear()
-    async with build_worker(agent_client, AGENTS):
+    async with build_worker(agent_client, AGENTS, plugins=[EvalsPlugin()]):
         source = await recorded_session(agent_client)
         batch = await start_batch(
             agent_client, [source], agent="weather-v2", unrecorded="live", free_running=True
@@ -616,7 +617,7 @@ async def test_under_ask_a_durable_tool_waits_for_a_person_too_and_a_rejection_i
     agent_client: AgentClient,
 ):
     RAN.clear()
-    async with build_worker(agent_client, ASKING):
+    async with build_worker(agent_client, ASKING, plugins=[EvalsPlugin()]):
         source = await recorded_session(agent_client)
         batch = await start_batch(
             agent_client, [source], agent="weather-v2-durable", unrecorded="ask"

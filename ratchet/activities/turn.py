@@ -105,9 +105,17 @@ class TurnActivities:
             raise ConfigurationError(
                 f"The run names tool interceptor {ref.name!r}, which is not registered on "
                 f"this worker (task queue {self._task_queue!r}); registered: {known}. Pass it "
-                "to build_worker(tool_interceptors={...}) or fix RunOptions.tool_interceptor."
+                "to build_worker(tool_interceptors={...}), add the plugin that brings it to "
+                "build_worker(plugins=[...]) (reruns: ratchet.evals.EvalsPlugin), or fix "
+                "RunOptions.tool_interceptor."
             )
-        return factory(ref.config)
+        try:
+            return factory(ref.config)
+        except (ValueError, TypeError, KeyError) as e:  # pydantic's ValidationError too
+            raise ConfigurationError(
+                f"Tool interceptor {ref.name!r} refused the run's config: {e}. Fix "
+                "RunOptions.tool_interceptor's config."
+            ) from e
 
     async def close_agents(self) -> None:
         """Close what the agents built here hold open (``aclose()``), at shutdown."""

@@ -9,7 +9,7 @@ call of a function tool (or of a tool the agent does not have) before the call
 runs: the interceptor answers the call, or lets it proceed, and may say whether a
 person decides it first. The engine's own calls (sub-agents, handoffs, a typed
 final answer) are not intercepted. An evaluation's rerun answers calls from a
-recording this way (``ratchet.agents.recording``).
+recording this way (``ratchet.evals.recording``).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ratchet.client import AgentClient
     from ratchet.evals import Report
-    from ratchet.evals.batch import RerunBatch
+    from ratchet.evals.batch import Rerun, RerunBatch
 
 POLL_S = 0.5
 """How often a batch run with ``--unrecorded ask`` looks for calls to decide."""
@@ -116,7 +116,7 @@ async def evaluate_command(args: argparse.Namespace) -> int:
 
 async def _evaluate(args: argparse.Namespace) -> int:
     from ratchet.evals import compare, load_cases
-    from ratchet.evals.batch import Source, get_batch, start_batches
+    from ratchet.evals.batch import Source, get_rerun, start_rerun
     from ratchet.evals.datasets import load_dataset
     from ratchet.evals.rerun import find_sources
 
@@ -142,8 +142,7 @@ async def _evaluate(args: argparse.Namespace) -> int:
         )
         return 2
     elif args.attach:
-        batches = [get_batch(client, batch_id) for batch_id in args.attach]
-        report = await _batches_report(client, batches, evaluators)
+        report = await _rerun_report(client, get_rerun(client, args.attach), evaluators)
     else:
         sources: list[Source] = list(args.sources)
         if dataset is not None:
@@ -156,7 +155,7 @@ async def _evaluate(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
-        batches = await start_batches(
+        rerun = await start_rerun(
             client,
             sources,
             agent=args.agent,
@@ -165,7 +164,7 @@ async def _evaluate(args: argparse.Namespace) -> int:
             concurrency=args.concurrency,
             free_running=args.free_running,
         )
-        ids = [batch.id for batch in batches]
+        ids = rerun.ids
         attach = " ".join(f"--attach {batch_id}" for batch_id in ids)
         print(
             f"{'batches' if len(ids) > 1 else 'batch'} {', '.join(ids)}: {len(sources)} "
@@ -174,7 +173,7 @@ async def _evaluate(args: argparse.Namespace) -> int:
             f"--agent {args.agent}",
             file=sys.stderr,
         )
-        report = await _batches_report(client, batches, evaluators)
+        report = await _rerun_report(client, rerun, evaluators)
     for case in report.cases:
         if case.case.metadata.get("unreadable"):
             print(f"warning: not rerun: {case.new.error}", file=sys.stderr)
@@ -209,17 +208,13 @@ async def export_command(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _batches_report(
-    client: AgentClient, batches: list[RerunBatch], evaluators: list[Any]
-) -> Report:
-    """Wait for the batches, deciding at this terminal what their cases' runs wait for
+async def _rerun_report(client: AgentClient, rerun: Rerun, evaluators: list[Any]) -> Report:
+    """Wait for the rerun, deciding at this terminal what its cases' runs wait for
     (``--unrecorded ask``, ``--approvals policy``, the agent's own approval rules or
     questions), so a batch never waits unseen."""
-    from ratchet.evals.batch import batches_report
-
-    decisions = asyncio.create_task(_decide_at_terminal(client, batches))
+    decisions = asyncio.create_task(_decide_at_terminal(client, rerun.batches))
     try:
-        return await batches_report(batches, evaluators)
+        return await rerun.report(evaluators)
     finally:
         decisions.cancel()
         await asyncio.gather(decisions, return_exceptions=True)

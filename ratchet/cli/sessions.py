@@ -51,13 +51,13 @@ def register(commands: argparse._SubParsersAction) -> None:
     listing.add_argument("--sessions-only", action="store_true", help="leave standalone runs out")
     add_connection_arguments(listing)
     show = verbs.add_parser("show", help="a session's status, pending work, turns and thread")
-    show.add_argument("session")
+    show.add_argument("session", help="a session id or a run id")
     show.add_argument("--messages", type=int, default=10, help="last messages to print")
     show.add_argument("--run", type=int, help="the run whose turns to print (default: latest)")
     export = verbs.add_parser("export", help="a session's thread and state as JSON")
-    export.add_argument("session")
+    export.add_argument("session", help="a session id or a run id")
     fork = verbs.add_parser("fork", help="a new session from the checkpoint after a turn")
-    fork.add_argument("session")
+    fork.add_argument("session", help="a session id or a run id")
     where = fork.add_mutually_exclusive_group()
     where.add_argument("--at-turn", type=int, help="after this turn (from 1; default: the last)")
     where.add_argument("--at-message", help="after the turn that added this message id")
@@ -78,8 +78,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     answer.add_argument("session", help="a session id or a run's workflow id")
     answer.add_argument("question_id")
     answer.add_argument("text")
-    stop = verbs.add_parser("stop", help="stop the run in progress (the session stays)")
-    stop.add_argument("session")
+    stop = verbs.add_parser(
+        "stop", help="stop a session's run in progress (the session stays), or a run"
+    )
+    stop.add_argument("session", help="a session id or a run id")
     for parser in (approve, reject, answer):
         parser.add_argument("--by", default=_user(), help="who decides (default: you)")
     for parser in (show, export, fork, approve, reject, answer, stop):
@@ -283,10 +285,10 @@ async def sessions_command(args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=2))
         return 0
     if args.verb == "stop":
-        status = await session.stop()
-        if status.current_run is None:
+        if (await session.status()).current_run is None:
             print(f"session {session.id} has no run in progress")
             return 0
+        await session.stop()  # answers once that run has ended
     print("ok")
     return 0
 
@@ -296,7 +298,8 @@ async def show(session: SessionHandle, last: int, *, run: int | None = None) -> 
     budget = f" of {status.token_budget}" if status.token_budget is not None else ""
     print(f"session: {session.id}")
     print(f"agent: {status.agent} · {status.run_status or status.status} · {status.runs} runs")
-    print(f"tokens: {status.used_tokens}{budget} · turns: {status.turns}")
+    tokens, turns = status.used_tokens + status.run_tokens, status.turns + status.run_turns
+    print(f"tokens: {tokens}{budget} · turns: {turns}")  # the run in progress's included
     if status.cost_usd:
         print(f"cost: ${status.cost_usd:.4f}")
     if status.current_run:

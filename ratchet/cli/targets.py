@@ -55,7 +55,10 @@ async def stop_run(run: RunHandle) -> int:
 
     status = (await run.workflow.describe()).status
     if status != WorkflowExecutionStatus.RUNNING:
-        print(f"run {run.id} has ended ({status.name if status else 'unknown'}); nothing to stop")
+        ended = status.name if status else "unknown"
+        if status == WorkflowExecutionStatus.COMPLETED:  # stopped before, or answered
+            ended = str((await run.result()).status)
+        print(f"run {run.id} has ended ({ended}); nothing to stop")
         return 0
     await run.stop()
     print("ok")

@@ -90,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_worker(args: argparse.Namespace) -> int:
     from ratchet.errors import ConfigurationError
+    from ratchet.evals import EvalsPlugin
     from ratchet.worker import load_agents, serve
 
     from .common import is_connection_failure, no_server
@@ -118,6 +119,7 @@ def run_worker(args: argparse.Namespace) -> int:
                 max_concurrent_turns=args.max_concurrent_turns,
                 graceful_shutdown_timeout=timedelta(seconds=args.grace_period),
                 metrics_address=args.metrics_address,
+                plugins=[EvalsPlugin()],  # reruns of recorded runs and sessions
             )
         )
     except (ConfigurationError, RuntimeError) as e:

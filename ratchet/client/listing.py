@@ -24,7 +24,9 @@ class WorkflowSummary(BaseModel):
     kind: Literal["session", "run"]
     agent: str | None = None
     status: str
-    """``AgentStatus`` while it is open, else how its workflow closed (``COMPLETED``...)."""
+    """``AgentStatus`` while it is open, else how it ended: how its workflow closed
+    (``COMPLETED``, ``TERMINATED``...), or ``CANCELLED`` / ``FAILED`` for a run that
+    was stopped or failed while its workflow completed."""
     turns: int | None = None
     tokens: int | None = None
     cost_usd: float | None = None
@@ -60,15 +62,12 @@ async def list_workflows(client: Client, query: str, *, limit: int = 100) -> lis
     rows: list[WorkflowSummary] = []
     async for info in client.list_workflows(query, limit=limit):
         found = {p.key.name: p.value for p in info.typed_search_attributes}
-        closed = info.status is not None and info.status != WorkflowExecutionStatus.RUNNING
         rows.append(
             WorkflowSummary(
                 id=info.id,
                 kind="run" if info.workflow_type == RUN_TYPE else "session",
                 agent=_str(found.get("AgentName")),
-                status=info.status.name
-                if closed and info.status
-                else str(found.get("AgentStatus", "RUNNING")),
+                status=_status(info.status, found.get("AgentStatus")),
                 turns=_int(found.get("AgentTurns")),
                 tokens=_int(found.get("AgentTokens")),
                 cost_usd=_float(found.get("AgentCostUsd")),
@@ -76,6 +75,20 @@ async def list_workflows(client: Client, query: str, *, limit: int = 100) -> lis
             )
         )
     return sorted(rows, key=lambda row: row.started, reverse=True)
+
+
+_ENDED_AS = {"CANCELLED", "FAILED"}
+"""How a run can end while its workflow completes (stopped; failed as an answer)."""
+
+
+def _status(closed_as: WorkflowExecutionStatus | None, agent_status: object) -> str:
+    """``AgentStatus`` while the workflow is open; then how it closed, except that a
+    run stopped or failed inside a workflow that completed says so (not COMPLETED)."""
+    if closed_as is None or closed_as == WorkflowExecutionStatus.RUNNING:
+        return str(agent_status or "RUNNING")
+    if closed_as == WorkflowExecutionStatus.COMPLETED and str(agent_status) in _ENDED_AS:
+        return str(agent_status)
+    return closed_as.name
 
 
 def _str(value: object) -> str | None:

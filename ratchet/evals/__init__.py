@@ -1,9 +1,15 @@
-"""Evaluations: score what agents answer (``ratchet.evals.evaluators``) case by case.
+"""Evaluations: score what agents answer (``ratchet.evals.evaluators``) case by case,
+and rerun recorded sessions on a changed agent (``start_rerun``; the workers need
+``EvalsPlugin``).
 
-from ratchet.evals import Case, Outcome, contains, called, score_case
-score = await score_case(case, outcome, [contains("Oslo"), called("lookup", city="Oslo")])
+    from ratchet.evals import Case, Outcome, contains, called, score_case
+    score = await score_case(case, outcome, [contains("Oslo"), called("lookup", city="Oslo")])
+
+    rerun = await start_rerun(client, session_ids, agent="support-v2")
+    report = await rerun.report([contains("refund")])
 """
 
+from .batch import Rerun, get_rerun, start_rerun
 from .cases import Case, CaseScore, Outcome, Score
 from .evaluators import (
     Evaluator,
@@ -18,6 +24,7 @@ from .evaluators import (
     regex,
     score_case,
 )
+from .plugin import EvalsPlugin
 from .report import Compared, Report, assert_gate, load_cases
 from .runs import compare, run_cases
 
@@ -25,10 +32,12 @@ __all__ = [
     "Case",
     "CaseScore",
     "Compared",
+    "EvalsPlugin",
     "Evaluator",
     "LLMJudge",
     "Outcome",
     "Report",
+    "Rerun",
     "Score",
     "assert_gate",
     "called",
@@ -36,6 +45,7 @@ __all__ = [
     "contains",
     "cost_budget",
     "exact",
+    "get_rerun",
     "json_schema",
     "latency_budget",
     "load_cases",
@@ -43,4 +53,5 @@ __all__ = [
     "regex",
     "run_cases",
     "score_case",
+    "start_rerun",
 ]

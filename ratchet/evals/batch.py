@@ -1,18 +1,17 @@
-"""Durable reruns: a batch of recorded sessions rerun as one Temporal workflow.
+"""Durable reruns: recorded sessions rerun on a changed agent, as Temporal workflows.
 
-``rerun_many`` drives a rerun from the calling process: each case is a durable
-run, but the batch is not (a client that dies loses its place). A batch is a
-``RerunBatch`` workflow (``ratchet.workflows.rerun_batch``) that fans the cases
+    rerun = await start_rerun(client, sources, agent="support-v2")
+    report = await rerun.report([contains("refund")])   # waits for it
+
+A rerun is one ``RerunBatch`` workflow (``batch_workflow``) that fans the cases
 out as child runs, at most 50 at once, and continues as new every 500 cases: a
-worker killed mid-batch costs no finished case, and a client that dies can come
-back for the report with ``get_batch``.
-
-    batch = await start_batch(client, sources, agent="support-v2")
-    report = await batch.report([contains("refund")])   # waits for the batch
-
-A source is a session or run id, or a dataset's snapshot (``ratchet.evals.datasets``),
-which travels in the batch's input: ``start_batches`` splits a large dataset over
-several batches, each under the payload limit, and ``batches_report`` joins theirs.
+worker killed mid-rerun costs no finished case, and a client that dies can come
+back for the report with ``get_rerun``. A source is a session or run id, or a
+dataset's snapshot (``ratchet.evals.datasets``), which travels in the batch's
+input: snapshots that weigh more than one input carries are split, in order, over
+several batches, which share the concurrency and make one report.
+(``ratchet.evals.rerun.rerun_many`` reruns from the calling process instead: each
+case is a durable run, but the rerun is not.)
 """
 
 from __future__ import annotations
@@ -26,19 +25,25 @@ from typing import Any
 from temporalio.client import WorkflowHandle
 
 from ratchet.agents.messages import Message
-from ratchet.agents.recording import Approvals, Recording, Unrecorded
 from ratchet.client import AgentClient
 from ratchet.errors import InvalidInputError
 from ratchet.history.recorded import activity_results, read_history
-from ratchet.wire.names import PLAN_ACTIVITY, RERUN_BATCH_WORKFLOW
 from ratchet.wire.options import RunOptions
-from ratchet.wire.rerun import (
+
+from .cases import Case, Outcome
+from .evaluators import Evaluator
+from .recording import Approvals, Recording, Unrecorded
+from .report import Compared, Report, scored
+from .rerun import rerun_notes
+from .rerun_types import (
     CASES_PER_RUN,
     INLINE_BYTES,
     MAX_RECORD_BYTES,
     MAX_SNAPSHOT_BYTES,
     MAX_SOURCE_HISTORY_BYTES,
+    PLAN_ACTIVITY,
     PLAN_BYTES,
+    RERUN_BATCH_WORKFLOW,
     BatchInput,
     BatchOptions,
     BatchProgress,
@@ -48,11 +53,6 @@ from ratchet.wire.rerun import (
     SourcePlan,
     SourceSnapshot,
 )
-
-from .cases import Case, Outcome
-from .evaluators import Evaluator
-from .report import Compared, Report, scored
-from .rerun import rerun_notes
 from .runs import CONCURRENCY, outcome_of
 
 READERS = 20
@@ -136,9 +136,8 @@ async def start_batch(
     free_running: bool = False,
     batch_id: str | None = None,
 ) -> RerunBatch:
-    """Start a durable rerun of every user message of each source on ``agent``,
-    teacher-forced or ``free_running`` (see ``ratchet.evals.rerun``); returns at once.
-    Snapshots may weigh ``MAX_SNAPSHOT_BYTES`` in all (``start_batches`` splits more)."""
+    """One batch of ``start_rerun`` (its arguments), whose snapshots weigh at most
+    ``MAX_SNAPSHOT_BYTES`` in all."""
     if not sources:
         raise InvalidInputError("A batch needs at least one source: session or run ids.")
     unique = _unique(sources)
@@ -147,7 +146,7 @@ async def start_batch(
     if len(snapshots) > 1 and size > MAX_SNAPSHOT_BYTES:
         raise InvalidInputError(
             f"These snapshots weigh {size // 1024} KiB; a batch's input carries at most "
-            f"{MAX_SNAPSHOT_BYTES // 1024} KiB of them: start_batches splits them over batches."
+            f"{MAX_SNAPSHOT_BYTES // 1024} KiB of them: start_rerun splits them over batches."
         )
     batch = BatchOptions(
         concurrency=concurrency, cases_per_run=cases_per_run, inline_bytes=inline_bytes
@@ -173,49 +172,95 @@ async def start_batch(
     return RerunBatch(client, handle)
 
 
-async def start_batches(
+class Rerun:
+    """A durable rerun: its batch, or its batches when its snapshots weigh more than one
+    batch's input carries (``MAX_SNAPSHOT_BYTES``), in source order."""
+
+    def __init__(self, batches: Sequence[RerunBatch]) -> None:
+        self.batches = list(batches)
+
+    @property
+    def ids(self) -> list[str]:
+        """Its batches' workflow ids (``get_rerun`` takes them)."""
+        return [batch.id for batch in self.batches]
+
+    async def progress(self) -> list[BatchProgress]:
+        """Each batch's progress, in order."""
+        return list(await asyncio.gather(*(b.progress() for b in self.batches)))
+
+    async def running(self) -> list[str]:
+        """The ids of the runs answering cases right now, in every batch."""
+        return [run for b in self.batches for run in await b.running()]
+
+    async def report(self, evaluators: Sequence[Evaluator] = ()) -> Report:
+        """Wait for every batch, then one report of all their cases, in source order:
+        each case's recorded and new outcome, scored by ``evaluators``."""
+        reports = await asyncio.gather(*(b.report(evaluators) for b in self.batches))
+        cases = [case for report in reports for case in report.cases]
+        return Report(agent=reports[0].agent, cases=cases, notes=rerun_notes(cases))
+
+
+async def start_rerun(
     client: AgentClient,
     sources: Sequence[Source],
     *,
     agent: str,
+    unrecorded: Unrecorded = "refuse",
+    approvals: Approvals = "recorded",
+    options: RunOptions | None = None,
     concurrency: int = CONCURRENCY,
     free_running: bool = False,
-    batch_id: str | None = None,
-    **options: Any,
-) -> list[RerunBatch]:
-    """``start_batch`` for any number of snapshots: the sources are split, in order,
-    over as few batches as keep each input's snapshots under ``MAX_SNAPSHOT_BYTES``,
-    sharing ``concurrency`` (each batch runs at least one case at a time)."""
+    cases_per_run: int = CASES_PER_RUN,
+    inline_bytes: int = INLINE_BYTES,
+    rerun_id: str | None = None,
+) -> Rerun:
+    """Start a durable rerun of every user message of each source (a session or run
+    id, or a dataset's snapshot) on ``agent``; returns at once.
+
+    Teacher-forced by default: each case runs ``agent`` on the recorded conversation
+    up to its message; ``free_running``: each source's messages in order, the new
+    answers carried forward. A tool call that matches a recorded one gets the recorded
+    result; any other follows ``unrecorded`` (``refuse``, ``live`` or ``ask``).
+    ``approvals="policy"`` lets ``agent``'s approval rules decide recorded calls too.
+    At most ``concurrency`` cases run at once. Snapshots that weigh more than one
+    batch's input carries are split over several batches sharing ``concurrency``
+    (each runs at least one case at a time); the workers need ``EvalsPlugin``."""
     BatchOptions(concurrency=concurrency).check()  # before it is shared out
     groups = _split(sources, free_running)
-    batch_id = batch_id or f"rerun-{agent}-{uuid.uuid4().hex[:8]}"
+    rerun_id = rerun_id or f"rerun-{agent}-{uuid.uuid4().hex[:8]}"
     ids = (
-        [batch_id]
+        [rerun_id]
         if len(groups) == 1
-        else [f"{batch_id}-{k}of{len(groups)}" for k in range(1, len(groups) + 1)]
+        else [f"{rerun_id}-{k}of{len(groups)}" for k in range(1, len(groups) + 1)]
     )
     share = max(1, concurrency // len(groups))
-    return [
+    batches = [
         await start_batch(
             client,
             group,
             agent=agent,
+            unrecorded=unrecorded,
+            approvals=approvals,
+            options=options,
             concurrency=share,
+            cases_per_run=cases_per_run,
+            inline_bytes=inline_bytes,
             free_running=free_running,
             batch_id=id,
-            **options,
         )
         for id, group in zip(ids, groups, strict=True)
     ]
+    return Rerun(batches)
 
 
-async def batches_report(
-    batches: Sequence[RerunBatch], evaluators: Sequence[Evaluator] = ()
-) -> Report:
-    """One report of several batches' cases (``start_batches``), in batch order."""
-    reports = await asyncio.gather(*(b.report(evaluators) for b in batches))
-    cases = [case for report in reports for case in report.cases]
-    return Report(agent=reports[0].agent, cases=cases, notes=rerun_notes(cases))
+def get_rerun(client: AgentClient, ids: str | Sequence[str]) -> Rerun:
+    """A rerun started earlier (by this process or another), by its batch id or ids
+    (``Rerun.ids``)."""
+    ids = [ids] if isinstance(ids, str) else list(ids)
+    if not ids:
+        raise InvalidInputError("get_rerun needs a rerun's batch id (Rerun.ids).")
+    handles = [client.temporal.get_workflow_handle(i, result_type=BatchResult) for i in ids]
+    return Rerun([RerunBatch(client, handle) for handle in handles])
 
 
 def _split(sources: Sequence[Source], free_running: bool) -> list[list[Source]]:
@@ -279,13 +324,6 @@ def _carriable(snapshot: SourceSnapshot, free_running: bool) -> int:
 
 def _is_call(message: Message) -> bool:
     return message.role == "tool" or bool(message.tool_calls)
-
-
-def get_batch(client: AgentClient, batch_id: str) -> RerunBatch:
-    """A batch started earlier (by this process or another), by its id."""
-    return RerunBatch(
-        client, client.temporal.get_workflow_handle(batch_id, result_type=BatchResult)
-    )
 
 
 async def _unreadable(record: CaseRecord) -> Compared:

@@ -7,7 +7,7 @@ cost and took, in one JSON file.
 
     dataset = await export_dataset(client, await find_sources(client, query))
     dataset.write("support-2026-11.json")
-    report = await rerun_many(client, load_dataset("support-2026-11.json").snapshots,
+    rerun = await start_rerun(client, load_dataset("support-2026-11.json").snapshots,
                               agent="support-v2")
 """
 
@@ -22,10 +22,10 @@ from pydantic import BaseModel, ValidationError
 
 from ratchet.client import AgentClient
 from ratchet.errors import InvalidInputError
-from ratchet.wire.rerun import SourceSnapshot
 
 from .report import read_input
 from .rerun import RecordedCase, read_recorded, read_source, split_cases
+from .rerun_types import SourceSnapshot
 
 READERS = 10
 

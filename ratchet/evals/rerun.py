@@ -24,14 +24,6 @@ from typing import Any, Protocol
 from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet.agents.messages import Message
-from ratchet.agents.recording import (
-    Approvals,
-    Recording,
-    Unrecorded,
-    case_id,
-    recorded_calls,
-    user_turns,
-)
 from ratchet.agents.usage import Usage
 from ratchet.client import AgentClient
 from ratchet.client.listing import list_workflows, type_clause
@@ -39,11 +31,19 @@ from ratchet.errors import InvalidInputError, NotFoundError, RatchetError
 from ratchet.history.recorded import recorded_turns, usage_per_user_message
 from ratchet.wire.names import SESSION_WORKFLOW
 from ratchet.wire.options import RunOptions, SessionOptions
-from ratchet.wire.rerun import RecordedSide, replaying
 
 from .cases import Case, Outcome
 from .evaluators import Evaluator
+from .recording import (
+    Approvals,
+    Recording,
+    Unrecorded,
+    case_id,
+    recorded_calls,
+    user_turns,
+)
 from .report import Compared, Report, scored
+from .rerun_types import RecordedSide, replaying
 from .runs import CONCURRENCY, outcome_of, run_once, slots_for
 
 

@@ -9,7 +9,6 @@ from collections.abc import Sequence
 
 from ratchet.agents.messages import Message, ToolCall
 from ratchet.agents.output import FINAL_RESULT
-from ratchet.agents.recording import Recording
 from ratchet.agents.usage import Usage
 from ratchet.client import AgentClient, RunHandle
 from ratchet.errors import InvalidInputError, RatchetError
@@ -18,6 +17,7 @@ from ratchet.wire.options import RunOptions
 
 from .cases import Case, Outcome
 from .evaluators import Evaluator
+from .recording import Recording
 from .report import Report, scored
 
 CONCURRENCY = 10

@@ -20,7 +20,3 @@ PAGE_BYTES = 384 * 1024
 EVENTS_TOPIC = "events"
 POLL_QUERY = "__temporal_workflow_stream_poll"
 OFFSET_QUERY = "__temporal_workflow_stream_offset"
-
-RERUN_BATCH_WORKFLOW = "RerunBatch"
-PLAN_ACTIVITY = "ratchet.rerun_plan"
-"""Reads a recorded session or run and turns it into rerun cases."""

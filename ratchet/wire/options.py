@@ -58,7 +58,7 @@ class InterceptorRef(SparseModel):
     factory builds it from (see ``ratchet.agents.interceptors``)."""
 
     name: str
-    """A key of ``build_worker(..., tool_interceptors={...})`` (or a default one)."""
+    """A key of ``build_worker(..., tool_interceptors={...})``, or one a plugin brings."""
     config: Any = None
     """JSON-able data for the factory (it travels in every turn's input: keep it to
     what one run needs)."""

@@ -231,6 +231,9 @@ class SessionStatus(SparseModel):
     run_turns: int = 0
     """Turns the run in progress has finished (the session's turn numbers go on from
     ``turns``: its next turn is ``turns + run_turns + 1``)."""
+    run_tokens: int = 0
+    """Tokens the run in progress has used so far (``used_tokens`` counts the runs
+    that finished)."""
     cost_usd: float = 0.0
     approval_rules: list[str] = Field(default_factory=list)
     """The session's own approval rules, one line each (``allow pay``)."""

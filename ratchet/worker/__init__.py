@@ -15,12 +15,12 @@ import importlib
 import os
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
 from temporalio.client import Client
-from temporalio.worker import Worker, WorkflowRunner
+from temporalio.worker import Plugin, Worker, WorkflowRunner
 
 from ratchet import telemetry
 from ratchet._exit import hard_exit
@@ -78,8 +78,9 @@ def build_worker(
 
     ``tool_interceptors`` maps a name to a factory of a ``ToolInterceptor`` (see
     ``ratchet.agents.interceptors``), which a run names in
-    ``RunOptions(tool_interceptor=InterceptorRef(name=..., config=...))``; the
-    recording interceptor evaluations rerun with is there by default.
+    ``RunOptions(tool_interceptor=InterceptorRef(name=..., config=...))``. A plugin in
+    ``plugins`` may bring its own (``ratchet.evals.EvalsPlugin`` brings the one
+    evaluations rerun with).
     """
     if not agents:
         raise ConfigurationError(
@@ -154,8 +155,10 @@ async def serve(
     graceful_shutdown_timeout: timedelta = GRACE_PERIOD,
     ready_line: bool = True,
     metrics_address: str | None = None,
+    plugins: Sequence[Plugin] = (),
 ) -> None:
-    """Run a worker until SIGTERM or SIGINT, then drain it and return.
+    """Run a worker until SIGTERM or SIGINT, then drain it and return. ``plugins``
+    are the worker's besides Ratchet's (``ratchet worker`` adds ``EvalsPlugin``).
 
     Draining: the worker polls no more tasks (the server hands its runs to other
     workers at once) and gives the turns it is running ``graceful_shutdown_timeout``
@@ -200,6 +203,7 @@ async def serve(
         task_queue=task_queue,
         max_concurrent_turns=max_concurrent_turns,
         graceful_shutdown_timeout=graceful_shutdown_timeout,
+        plugins=list(plugins),
     )
     try:
         async with worker:

@@ -301,6 +301,8 @@ class PendingWork:
             return Message.tool(call, decision.answer) if call else Message.user(decision.answer)
         assert call is not None
         if decision is not None and not decision.approved:
+            if decision.by in ("stop", "timeout"):  # nobody decided: not a rejection
+                return Message.tool(call, f"Not run: {decision.reason}.", is_error=True)
             reason = f": {decision.reason}" if decision.reason else ""
             return Message.tool(
                 call, f"The user rejected this call{reason}. It was not run.", is_error=True

@@ -196,12 +196,15 @@ class AgentSessionWorkflow(AgentHandlers):
         return [self._sends.result(t) for t in tickets]
 
     @workflow.update
-    def stop(self) -> SessionStatus:
+    async def stop(self) -> SessionStatus:
         """Stop the run in progress at its next safe point (its send returns with
-        status CANCELLED and the turns it finished); the session stays usable."""
+        status CANCELLED and the turns it finished); the session stays usable. Answers
+        once that run has ended, with the session's status then."""
         self._totals.updates_this_workflow_run += 1
-        if self._sends.running is not None:
+        running = self._sends.running
+        if running is not None:
             self._runner.stop(StopRequest(status="CANCELLED", reason="cancelled"))
+            await workflow.wait_condition(lambda: self._sends.running is not running)
         return self.status()
 
     @workflow.update
@@ -247,6 +250,7 @@ class AgentSessionWorkflow(AgentHandlers):
             waiting_for=self._runner.waiting,
             turns=totals.turns,
             run_turns=execution.step_count if running and execution is not None else 0,
+            run_tokens=execution.usage.total_tokens if running and execution is not None else 0,
             cost_usd=totals.cost_usd,
             approval_rules=self.state.session.approvals.lines(),
         )

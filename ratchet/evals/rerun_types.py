@@ -1,22 +1,26 @@
 """A rerun batch: its input, the cases one source becomes, and what became of each
-(the workflow is ratchet.workflows.rerun_batch; the client side ratchet.evals.batch)."""
+(the workflow is ratchet.evals.batch_workflow; the client side ratchet.evals.batch)."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
 from ratchet.agents.messages import Message, ToolCall
-from ratchet.agents.recording import RECORDING, Recording
 from ratchet.agents.sparse import SparseModel
 from ratchet.agents.state import AgentSession
 from ratchet.agents.usage import Usage
+from ratchet.wire.options import CheckedOptions, InterceptorRef, RunOptions, at_least
 
-from .options import CheckedOptions, InterceptorRef, RunOptions, at_least
+from .recording import RECORDING, Recording
+
+RERUN_BATCH_WORKFLOW = "RerunBatch"
+PLAN_ACTIVITY = "ratchet.rerun_plan"
+"""Reads a recorded session or run and turns it into rerun cases."""
 
 
 def replaying(options: RunOptions, recording: Recording) -> RunOptions:
     """``options`` for a rerun whose tool calls ``recording`` answers (through the
-    ``RECORDING`` tool interceptor every worker has)."""
+    ``RECORDING`` tool interceptor ``EvalsPlugin`` gives a worker)."""
     ref = InterceptorRef(name=RECORDING, config=recording.model_dump(mode="json"))
     return options.model_copy(update={"tool_interceptor": ref})
 

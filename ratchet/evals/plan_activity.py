@@ -7,7 +7,7 @@ input stays small however long the source is. A short one (up to
 ``BatchOptions.inline_bytes``) and a dataset's snapshot (there is no log to point
 into) go inline. Each case carries the
 tool calls recorded after its message, with their results, for the rerun to answer
-from (``ratchet.agents.recording``).
+from (``ratchet.evals.recording``).
 """
 
 from __future__ import annotations
@@ -22,15 +22,16 @@ from temporalio.client import Client, WorkflowQueryFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet.agents.messages import Message, approximate_size, new_id
-from ratchet.agents.recording import Recording, case_id, recorded_calls, user_turns
 from ratchet.agents.state import AgentSession, ThreadBase, ThreadData
 from ratchet.agents.usage import Usage
 from ratchet.errors import ThreadResolutionError
 from ratchet.history.log_pages import Holder, fetch_range
 from ratchet.history.recorded import recorded_turns, usage_per_user_message
-from ratchet.wire.names import PAGE_BYTES, PLAN_ACTIVITY, RUN_WORKFLOW, SESSION_WORKFLOW
-from ratchet.wire.rerun import CasePlan, PlanRequest, RecordedSide, SourcePlan, child_id
+from ratchet.wire.names import PAGE_BYTES, RUN_WORKFLOW, SESSION_WORKFLOW
 from ratchet.wire.sessions import LogInfo
+
+from .recording import Recording, case_id, recorded_calls, user_turns
+from .rerun_types import PLAN_ACTIVITY, CasePlan, PlanRequest, RecordedSide, SourcePlan, child_id
 
 
 @activity.defn(name=PLAN_ACTIVITY)

@@ -5,19 +5,19 @@ told) or runs live, as ``unrecorded`` says (see ``ratchet.evals.rerun``).
 
 A rerun hands its recording to the run as the config of a tool interceptor
 (``RECORDING``, ``RecordingInterceptor``; see ``ratchet.agents.interceptors``),
-which every worker has registered by default."""
+which ``EvalsPlugin`` registers on a worker."""
 
 from __future__ import annotations
 
 import json
 from typing import TYPE_CHECKING, Any, Literal
 
-from .interceptors import PROCEED, Intercepted
-from .messages import Message, ToolCall
-from .sparse import SparseModel
+from ratchet.agents.interceptors import PROCEED, Intercepted
+from ratchet.agents.messages import Message, ToolCall
+from ratchet.agents.sparse import SparseModel
 
 if TYPE_CHECKING:
-    from .context import RunContext
+    from ratchet.agents.context import RunContext
 
 UNRECORDED_REFUSED = (
     "Not run: this is a rerun of a recorded conversation, and the recording holds no "
@@ -68,7 +68,7 @@ class Recording(SparseModel):
 
 
 RECORDING = "ratchet.recording"
-"""The name the recording interceptor is registered under on every worker."""
+"""The name the recording interceptor is registered under (by ``EvalsPlugin``)."""
 
 
 class RecordingInterceptor:

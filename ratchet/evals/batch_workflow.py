@@ -1,6 +1,6 @@
 """RerunBatchWorkflow: a rerun of many recorded sessions, durable as a whole.
 
-It plans each source with an activity (``ratchet.activities.rerun_plan``) and
+It plans each source with an activity (``ratchet.evals.plan_activity``) and
 answers each case with a child ``AgentRunWorkflow``, at most ``concurrency`` at
 once. Each case's record (the child's id, or why it failed) is in its history, so
 a worker killed mid-batch costs nothing finished: the batch replays and waits for
@@ -20,10 +20,22 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from ratchet.errors import UsageError
-    from ratchet.wire.names import PLAN_ACTIVITY, RERUN_BATCH_WORKFLOW
-    from ratchet.wire.rerun import (
+    from ratchet.wire.runs import RunResult
+    from ratchet.workflows.sandbox import SANDBOXED
+
+    from .batch_cases import (
+        Snapshots,
+        answer_case,
+        batch_full,
+        cause_of,
+        following,
+        not_followed,
+    )
+    from .rerun_types import (
         MAX_CASES,
         MAX_RECORD_BYTES,
+        PLAN_ACTIVITY,
+        RERUN_BATCH_WORKFLOW,
         BatchInput,
         BatchProgress,
         BatchResult,
@@ -34,17 +46,6 @@ with workflow.unsafe.imports_passed_through():
         child_id,
         short,
     )
-    from ratchet.wire.runs import RunResult
-
-    from .rerun_cases import (
-        Snapshots,
-        answer_case,
-        batch_full,
-        cause_of,
-        following,
-        not_followed,
-    )
-    from .sandbox import SANDBOXED
 
 PLAN_TIMEOUT = timedelta(minutes=5)
 PLAN_RETRIES = RetryPolicy(maximum_attempts=5)

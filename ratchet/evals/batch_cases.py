@@ -13,7 +13,9 @@ from temporalio.exceptions import ChildWorkflowError, FailureError, WorkflowAlre
 with workflow.unsafe.imports_passed_through():
     from ratchet.agents.state import AgentSession
     from ratchet.wire.names import RUN_WORKFLOW
-    from ratchet.wire.rerun import (
+    from ratchet.wire.runs import RunInput, RunResult
+
+    from .rerun_types import (
         MAX_CASES,
         BatchInput,
         CasePlan,
@@ -22,7 +24,6 @@ with workflow.unsafe.imports_passed_through():
         replaying,
         short,
     )
-    from ratchet.wire.runs import RunInput, RunResult
 
 
 async def answer_case(
