@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.checkpoints [--kills 5]
 
-Default options. The ``crash`` agent (``tests.agents``) calls the model once
+Default options. The ``crash`` agent (``tests.logged_agents``) calls the model once
 (``latency`` seconds; it streams a few words and calls ``work``), then the ``work``
 tool, which SIGKILLs its own worker ``kill_after`` seconds in. The model step was
 checkpointed with an acknowledged heartbeat before the tool started, and no heartbeat
@@ -30,7 +30,7 @@ from typing import Any
 from ratchet._exit import hard_exit
 from ratchet.client import AgentClient, RunHandle
 from ratchet.devserver import DevServer
-from tests.agents import EventLog
+from tests.logged_agents import EventLog
 from tests.conftest import worker_process
 
 RESULTS = Path(__file__).parent / "results"

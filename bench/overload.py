@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.overload [--runs 100] [--burners 14] [--latency 1.0]
 
-A dev server and two worker processes (``tests.agents:AGENTS``, default options,
+A dev server and two worker processes (``tests.logged_agents:AGENTS``, default options,
 so a 3 s heartbeat timeout) share a machine with ``--burners`` busy-loop processes
 (load average well over the CPU count). The workers' threads run at
 ``--worker-nice`` (5: about a third of a burner's share of CPU each), so their
@@ -44,7 +44,7 @@ from ratchet._exit import hard_exit
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
 from ratchet.testing import WorkerProcess
-from tests.agents import EventLog
+from tests.logged_agents import EventLog
 from tests.conftest import worker_process
 
 RESULTS = Path(__file__).parent / "results"

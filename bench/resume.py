@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.resume [--kills 10]
 
 Default options (3 s heartbeat timeout, 1 s initial retry interval). Worker
-processes (``python -m ratchet.worker``, ``tests.agents:AGENTS``) on one dev
+processes (``python -m ratchet.worker``, ``tests.logged_agents:AGENTS``) on one dev
 server. Each sample runs the ``crash`` agent: a model call held until a second
 worker is ready, then the ``work`` tool, which SIGKILLs its own worker 0.5 s in.
 The retried attempt skips the checkpointed model call and starts the tool again
@@ -41,7 +41,7 @@ from ratchet.client import AgentClient
 from ratchet.devserver import DevServer, free_port
 from ratchet.testing import WorkerProcess
 from ratchet.wire.options import RunOptions
-from tests.agents import EventLog
+from tests.logged_agents import EventLog
 from tests.conftest import release, worker_process
 
 RESULTS = Path(__file__).parent / "results"

@@ -1,7 +1,7 @@
 """The temporalio internals Ratchet reads, all in one place.
 
 temporalio is pinned (``==1.35.0`` in pyproject.toml). An SDK upgrade that renames one
-of these breaks here, and ``tests/test_temporal_internals.py`` says which.
+of these breaks here, and ``tests/client/test_temporal_internals.py`` says which.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from ratchet.testing import WorkerProcess
 from ratchet.wire.options import SessionOptions
 from ratchet.wire.sessions import new_request_id
 
-from .agents import EventLog
+from .logged_agents import EventLog
 
 WORKERS = 2
 KILL_EVERY_SENDS = 15

@@ -132,7 +132,9 @@ def worker_process(server: DevServer, task_queue: str, event_log: Path, *extra: 
         "RATCHET_TEST_RELEASE_DIR": str(release_dir(event_log)),
         "PYTHONPATH": str(ROOT),
     }
-    return WorkerProcess(server, task_queue, "tests.agents:AGENTS", *extra, env=env, cwd=ROOT)
+    return WorkerProcess(
+        server, task_queue, "tests.logged_agents:AGENTS", *extra, env=env, cwd=ROOT
+    )
 
 
 @pytest.fixture

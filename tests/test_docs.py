@@ -1,5 +1,5 @@
 """The docs and the README show only code that runs: every Python block in docs/ is an
-include of a file under examples/ (which tests/test_examples.py runs), the README's
+include of a file under examples/ (which tests/cli/test_examples.py runs), the README's
 agent is examples/quickstart.py, and every example is shown somewhere."""
 
 from __future__ import annotations

@@ -128,5 +128,5 @@ class SlowWriter(Writer):
 
 
 PAGE_AGENTS = {**AGENTS, "slow_writer": SlowWriter}
-"""The agents behind ``tests/test_web_page.py`` (``AGENTS`` stays as ``test_web``
+"""The agents behind ``tests/web/test_web_page.py`` (``AGENTS`` stays as ``test_web``
 lists it)."""

@@ -6,7 +6,7 @@ about eleven times, a sixth of a turn's worker CPU: ``bench/README.md``), and it
 guarded little of Ratchet's code: every ``ratchet`` module is passed through it, so
 their module-level ``datetime``, ``random`` and ``uuid`` were the real ones all
 along; it caught forbidden builtins (``open``) and imports made inside functions.
-``tests/test_replay.py`` keeps that check: it replays every recorded history once
+``tests/workflows/test_replay.py`` keeps that check: it replays every recorded history once
 more inside the sandbox. Ratchet's workflows run only Ratchet's code (agents,
 tools and policies run in activities), and their replay tests catch what is not
 deterministic. Your own workflows that call ``run_agent`` keep whatever their

@@ -1,4 +1,4 @@
-// Talking to the `ratchet web` that tests/test_agui_client.py started: the official
+// Talking to the `ratchet web` that tests/web/test_agui_client.py started: the official
 // AG-UI client (@ag-ui/client's HttpAgent) pointed at it, and its plain HTTP API.
 
 import assert from "node:assert/strict";
@@ -9,7 +9,7 @@ const BASE = process.env.RATCHET_URL;
 const REPLICA = process.env.RATCHET_REPLICA_URL; // another ratchet web, same agents
 const TOKEN = process.env.RATCHET_TOKEN;
 if (!BASE || !TOKEN) {
-  throw new Error("Run these through tests/test_agui_client.py: it sets RATCHET_URL and RATCHET_TOKEN.");
+  throw new Error("Run these through tests/web/test_agui_client.py: it sets RATCHET_URL and RATCHET_TOKEN.");
 }
 
 export const newThread = () => `agui-js-${randomUUID().slice(0, 8)}`;

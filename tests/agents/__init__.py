@@ -1,0 +1,2 @@
+"""The agent-side SDK without a server: tools, models against local provider servers,
+state, compaction, interceptors."""

@@ -1,0 +1,1 @@
+"""Where faults meet: workers killed or drained mid-turn, servers cut, bad input."""

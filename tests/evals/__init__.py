@@ -1,0 +1,1 @@
+"""Evaluations and reruns (the EvalsPlugin)."""

@@ -1,0 +1,1 @@
+"""ratchet web: HTTP, SSE, AG-UI (with the official client) and the page."""

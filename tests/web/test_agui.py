@@ -1,0 +1,273 @@
+"""``POST /v1/agui/{agent}`` against a real ``ratchet web`` and dev server, its
+streams parsed with ``ag-ui-protocol``'s own models and checked against the
+protocol's order rules."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx2 as httpx
+from ag_ui.core import (
+    Event,
+    EventType,
+    MessagesSnapshotEvent,
+    RunAgentInput,
+    RunFinishedEvent,
+    RunFinishedInterruptOutcome,
+    TextMessageContentEvent,
+)
+from pydantic import TypeAdapter
+
+from ..web_agents import WRITER_WORDS
+from ..web_http import new_session, problem_of
+
+EVENTS: TypeAdapter[Any] = TypeAdapter(Event)
+
+
+def run_input(thread: str, messages: list[dict[str, Any]], **more: Any) -> dict[str, Any]:
+    run_id = f"run-{uuid.uuid4().hex[:8]}"
+    body = RunAgentInput.model_validate(
+        {"threadId": thread, "runId": run_id, "messages": messages, **more}
+    )
+    return body.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"id": f"m-{uuid.uuid4().hex[:8]}", "role": "user", "content": text}
+
+
+async def frames(response: httpx.Response) -> AsyncIterator[tuple[int | None, Any]]:
+    """(SSE id, AG-UI event parsed by the protocol's models) for each frame."""
+    fields: dict[str, str] = {}
+    async for line in response.aiter_lines():
+        if line == "":
+            if "data" in fields:
+                event_id = int(fields["id"]) if "id" in fields else None
+                yield event_id, EVENTS.validate_json(fields["data"])
+            fields = {}
+        elif not line.startswith(":"):
+            name, _, value = line.partition(": ")
+            fields[name] = value
+
+
+async def run(http: httpx.AsyncClient, agent: str, body: dict[str, Any]) -> list[Any]:
+    async with http.stream("POST", f"/v1/agui/{agent}", json=body) as response:
+        assert response.status_code == 200, await response.aread()
+        assert response.headers["content-type"].startswith("text/event-stream")
+        events = [event async for _, event in frames(response)]
+    check_order(events)
+    return events
+
+
+def check_order(events: list[Any]) -> None:
+    """AG-UI's rules: one RUN_STARTED first, one RUN_FINISHED or RUN_ERROR last; text
+    messages started, filled and ended without overlapping; tool calls started,
+    given arguments and ended before their result (or made in an earlier run)."""
+    kinds = [e.type for e in events]
+    assert kinds[0] == EventType.RUN_STARTED and kinds.count(EventType.RUN_STARTED) == 1
+    assert kinds[-1] in (EventType.RUN_FINISHED, EventType.RUN_ERROR)
+    assert kinds.count(EventType.RUN_FINISHED) + kinds.count(EventType.RUN_ERROR) == 1
+    open_text: str | None = None
+    calls: dict[str, str] = {}  # id -> "open" | "ended"
+    sent = events[0].input.messages if events[0].input is not None else []
+    earlier = {c.id for m in sent if m.role == "assistant" for c in m.tool_calls or []}
+    for e in events:
+        if e.type == EventType.TEXT_MESSAGE_START:
+            assert open_text is None, "a text message started inside another"
+            open_text = e.message_id
+        elif e.type == EventType.TEXT_MESSAGE_CONTENT:
+            assert open_text == e.message_id and e.delta
+        elif e.type == EventType.TEXT_MESSAGE_END:
+            assert open_text == e.message_id
+            open_text = None
+        else:
+            assert open_text is None, f"{e.type} inside an open text message"
+        if e.type == EventType.TOOL_CALL_START:
+            assert e.tool_call_id not in calls
+            calls[e.tool_call_id] = "open"
+        elif e.type == EventType.TOOL_CALL_ARGS:
+            assert calls.get(e.tool_call_id) == "open"
+        elif e.type == EventType.TOOL_CALL_END:
+            assert calls.get(e.tool_call_id) == "open"
+            calls[e.tool_call_id] = "ended"
+        elif e.type == EventType.TOOL_CALL_RESULT:
+            # a result after its call: in this run, or in the messages it was given
+            assert calls.get(e.tool_call_id) == "ended" or e.tool_call_id in earlier
+    assert open_text is None and all(state == "ended" for state in calls.values())
+    finished = events[-1]
+    if isinstance(finished, RunFinishedEvent) and isinstance(
+        finished.outcome, RunFinishedInterruptOutcome
+    ):
+        for interrupt in finished.outcome.interrupts:
+            if interrupt.tool_call_id is not None:
+                assert calls.get(interrupt.tool_call_id) == "ended"  # streamed before it
+
+
+def snapshot_of(events: list[Any]) -> list[dict[str, Any]]:
+    (snapshot,) = [e for e in events if isinstance(e, MessagesSnapshotEvent)]
+    return [m.model_dump(mode="json", by_alias=True, exclude_none=True) for m in snapshot.messages]
+
+
+async def test_a_streamed_reply_then_a_follow_up_sends_only_the_new_message(
+    alice: httpx.AsyncClient,
+):
+    thread = f"agui-{uuid.uuid4().hex[:8]}"
+    first = await run(alice, "writer", run_input(thread, [user("write")]))
+    texts = [e.delta for e in first if isinstance(e, TextMessageContentEvent)]
+    assert 2 <= len(texts) < WRITER_WORDS  # streamed as it came, coalesced per batch
+    finished = first[-1]
+    assert isinstance(finished, RunFinishedEvent) and finished.outcome is None
+    assert finished.result == "".join(texts) + "(attempt 1)"
+    messages = snapshot_of(first)
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+
+    # The client sends the whole conversation again, plus one message.
+    second = await run(alice, "writer", run_input(thread, [*messages, user("again")]))
+    assert [m["role"] for m in snapshot_of(second)] == ["user", "assistant"] * 2
+    state = (await alice.get(f"/v1/sessions/{thread}/thread")).json()
+    assert len(state["messages"]) == 4  # nothing held was sent twice
+
+
+async def test_an_approval_interrupts_the_run_and_the_next_run_resumes_it(
+    alice: httpx.AsyncClient,
+):
+    thread = await new_session(alice, "billing", options={"run": {"approval_timeout": 3600}})
+    first = await run(alice, "billing", run_input(thread, [user("pay acme")]))
+    starts = [e for e in first if e.type == EventType.TOOL_CALL_START]
+    assert [e.tool_call_name for e in starts] == ["pay"]
+    args = "".join(e.delta for e in first if e.type == EventType.TOOL_CALL_ARGS)
+    assert '"amount": 500' in args or '"amount":500' in args
+    finished = first[-1]
+    assert isinstance(finished, RunFinishedEvent)
+    assert isinstance(finished.outcome, RunFinishedInterruptOutcome)
+    (interrupt,) = finished.outcome.interrupts
+    assert interrupt.tool_call_id == starts[0].tool_call_id and interrupt.reason == "approval"
+    assert interrupt.expires_at is not None  # from approval_timeout
+
+    resume = [{"interruptId": interrupt.id, "status": "resolved", "payload": {"approved": True}}]
+    body = run_input(thread, snapshot_of(first), resume=resume)
+    second = await run(alice, "billing", body)
+    results = [e for e in second if e.type == EventType.TOOL_CALL_RESULT]
+    assert [e.content for e in results] == ["paid 500 to acme"]
+    assert second[-1].result == "Paid 500 euros to acme." and second[-1].outcome is None
+    turns = (await alice.get(f"/v1/sessions/{thread}/turns")).json()
+    assert len(turns) == 2
+
+    # An interrupt answered already cannot be answered again.
+    again = await alice.post("/v1/agui/billing", json=body)
+    problem_of(again, 409, "DecisionError")
+
+
+async def test_a_retried_post_sends_nothing_twice_and_a_lost_stream_reattaches(
+    alice: httpx.AsyncClient,
+):
+    thread = f"agui-{uuid.uuid4().hex[:8]}"
+    body = run_input(thread, [user("write")])
+    seen: list[tuple[int | None, Any]] = []
+    async with alice.stream("POST", "/v1/agui/writer", json=body) as response:
+        async for event_id, event in frames(response):
+            seen.append((event_id, event))
+            if isinstance(event, TextMessageContentEvent) and event_id is not None:
+                break  # the connection is lost here
+    last_id = max(event_id for event_id, _ in seen if event_id is not None)
+
+    # The same POST again, with the id of the last event it got: the rest of the run.
+    headers = {"Last-Event-ID": str(last_id)}
+    async with alice.stream("POST", "/v1/agui/writer", json=body, headers=headers) as response:
+        rest = [event async for _, event in frames(response)]
+    check_order(rest)
+    streamed = [e.delta for _, e in seen if isinstance(e, TextMessageContentEvent)]
+    streamed += [e.delta for e in rest if isinstance(e, TextMessageContentEvent)]
+    assert rest[-1].result == "".join(streamed) + "(attempt 1)"  # none lost, none twice
+
+    # Once more without an id: the run is over, nothing is sent again.
+    again = await run(alice, "writer", body)
+    assert again[-1].result == rest[-1].result
+    messages = (await alice.get(f"/v1/sessions/{thread}/thread")).json()["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+
+
+async def test_bad_requests_get_clear_errors_and_start_nothing(alice: httpx.AsyncClient):
+    thread = f"agui-{uuid.uuid4().hex[:8]}"
+    problem_of(
+        await alice.post("/v1/agui/writer", json={"threadId": thread}), 422, "InvalidInputError"
+    )
+    bad_id = problem_of(
+        await alice.post("/v1/agui/writer", json=run_input("a/b", [user("hi")])),
+        422,
+        "InvalidInputError",
+    )
+    assert "without a slash" in bad_id["detail"]
+    problem_of(
+        await alice.post("/v1/agui/nobody", json=run_input(thread, [user("hi")])),
+        404,
+        "AgentNotFoundError",
+    )
+    problem_of(
+        await alice.post("/v1/agui", json=run_input(thread, [user("hi")])),
+        422,
+        "InvalidInputError",
+    )
+    tool = {"name": "confirm", "description": "", "parameters": {"type": "object"}}
+    for tools, why in [
+        ([{**tool, "name": "ask me"}], "1 to 64 letters"),
+        ([tool, tool], "offers 'confirm' twice"),
+    ]:
+        refused = await alice.post(
+            "/v1/agui/echo", json=run_input(thread, [user("hi")], tools=tools)
+        )
+        assert why in problem_of(refused, 422, "InvalidInputError")["detail"]
+    assert (await alice.get(f"/v1/sessions/{thread}")).status_code == 404  # nothing started
+
+    first = await run(alice, "echo", run_input(thread, [user("one")]))
+    state = [e for e in first if e.type in (EventType.STATE_SNAPSHOT, EventType.STATE_DELTA)]
+    assert state[0].snapshot == {}  # the agent's JSON keys: none yet, then its count
+    assert [op.model_dump() for op in state[1].delta] == [
+        {"op": "add", "path": "/count", "value": 1}
+    ]
+    held = snapshot_of(first)
+    edited = [{**held[0], "content": "changed"} | {"id": "someone-else"}, held[1]]
+    problem_of(
+        await alice.post("/v1/agui/echo", json=run_input(thread, [*edited, user("two")])),
+        409,
+        "ConversationConflictError",
+    )
+    problem_of(
+        await alice.post("/v1/agui/writer", json=run_input(thread, [*held, user("two")])),
+        409,
+        "ConversationConflictError",  # the thread is a session of another agent
+    )
+
+
+async def test_a_lost_stream_of_an_answered_interrupt_resumes_to_that_interrupt(
+    alice: httpx.AsyncClient,
+):
+    """Run 1 asks for an approval; the client lost its stream after the call, and run 2
+    answered it since. Run 1 again with its last event id: the rest of run 1 only, up
+    to the interrupt it ended with, not run 2's outcome."""
+    thread = await new_session(alice, "billing")
+    body = run_input(thread, [user("pay acme")])
+    seen: list[tuple[int | None, Any]] = []
+    async with alice.stream("POST", "/v1/agui/billing", json=body) as response:
+        async for event_id, event in frames(response):
+            seen.append((event_id, event))
+    (interrupt,) = seen[-1][1].outcome.interrupts
+    resume = [{"interruptId": interrupt.id, "status": "resolved", "payload": True}]
+    paid = await run(
+        alice, "billing", run_input(thread, snapshot_of([e for _, e in seen]), resume=resume)
+    )
+    assert paid[-1].result == "Paid 500 euros to acme."
+
+    first_id = seen[0][0]  # RUN_STARTED's: the client got nothing after it
+    headers = {"Last-Event-ID": str(first_id)}
+    async with alice.stream("POST", "/v1/agui/billing", json=body, headers=headers) as response:
+        again = [event async for _, event in frames(response)]
+    check_order(again)
+    assert [e.tool_call_name for e in again if e.type == EventType.TOOL_CALL_START] == ["pay"]
+    finished = again[-1]
+    assert isinstance(finished.outcome, RunFinishedInterruptOutcome)
+    assert [i.id for i in finished.outcome.interrupts] == [interrupt.id]
+    assert [m["role"] for m in snapshot_of(again)] == ["user", "assistant"]
+    assert not [e for e in again if e.type == EventType.TOOL_CALL_RESULT]

@@ -1,0 +1,1 @@
+"""The workflows on a real dev server: runs, sessions, approvals, forks, threads, replay."""

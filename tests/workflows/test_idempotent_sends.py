@@ -1,0 +1,178 @@
+"""A send's request id: a retry answers the message it first sent, across
+continue-as-new; the same id with other messages, or one older than the session
+remembers, is refused and runs nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from datetime import timedelta
+
+import pytest
+
+from ratchet.agents import ScriptedModel, ToolCallingAgent, ask_user
+from ratchet.client import AgentClient, new_request_id, retries
+from ratchet.errors import (
+    AnswerUnavailableError,
+    ConversationConflictError,
+    RequestExpiredError,
+    RunFailedError,
+)
+from ratchet.testing import RatchetTestEnvironment
+from ratchet.wire.options import RunOptions, SessionOptions
+from ratchet.wire.sessions import RecentRequests, request_made_ms
+from ratchet.worker import build_worker
+from ratchet.workflows.idempotency import KEPT, RequestIds
+
+from ..chaos import chaos_sends
+from ..conftest import worker_process
+from .test_sessions import Echo
+
+
+def uuid7_made(ms: int) -> str:
+    """A UUIDv7 request id made at ``ms`` (since the epoch)."""
+    value = (ms << 80) | (0x7 << 76) | (0b10 << 62) | uuid.uuid4().int & (2**62 - 1)
+    return str(uuid.UUID(int=value))
+
+
+async def test_a_retried_request_id_answers_its_message_after_continue_as_new(
+    agent_client: AgentClient,
+):
+    options = SessionOptions(continue_as_new_after_runs=1)
+    async with build_worker(agent_client, {"echo": Echo}):
+        session = await agent_client.start_session("echo", options=options)
+        first = await session.send("pay once", request_id="order-17")
+        await session.send("something else")  # the session has continued as new since
+        again = await session.send("pay once", request_id="order-17")
+        thread = await session.thread()
+        status = await session.status()
+        await session.close()
+    assert again.output == first.output == "#1 pay once (saw 1)"
+    assert again.final_response is not None and again.final_response.text == first.output
+    assert [m.text for m in thread.messages].count("pay once") == 1
+    assert status.runs == 2
+
+
+async def test_a_request_id_sent_again_with_other_messages_is_refused(
+    agent_client: AgentClient,
+):
+    options = SessionOptions(continue_as_new_after_runs=2)
+    async with build_worker(agent_client, {"echo": Echo}):
+        session = await agent_client.start_session("echo", options=options)
+        await session.send("pay 10 EUR", request_id="order-18")
+        with pytest.raises(ConversationConflictError) as same_run:
+            await session.send("pay 1000 EUR", request_id="order-18")
+        await session.send("two")  # continues as new after this one
+        with pytest.raises(ConversationConflictError) as next_run:
+            await session.send("pay 1000 EUR", request_id="order-18")
+        thread = await session.thread()
+        await session.close()
+    for refused in (same_run.value, next_run.value):
+        assert isinstance(refused, RunFailedError)
+        assert "'order-18'" in str(refused) and "new request id" in str(refused)
+    assert "pay 1000 EUR" not in [m.text for m in thread.messages]
+
+
+async def test_a_submit_with_a_request_id_taken_for_other_messages_raises(
+    agent_client: AgentClient,
+):
+    """``submit`` returns once the session took the message, and raises when it
+    refused it (its Update's validator), as ``send`` does."""
+    async with build_worker(agent_client, {"echo": Echo}):
+        session = await agent_client.start_session("echo")
+        assert await session.submit("pay 10 EUR", request_id="order-19") == "order-19"
+        assert await session.submit("pay 10 EUR", request_id="order-19") == "order-19"  # retried
+        with pytest.raises(ConversationConflictError, match="'order-19'"):
+            await session.submit("pay 1000 EUR", request_id="order-19")
+        await session.send("pay 10 EUR", request_id="order-19")  # its answer
+        thread = await session.thread()
+        await session.close()
+    assert [m.text for m in thread.messages if m.role == "user"] == ["pay 10 EUR"]
+
+
+@pytest.mark.slow  # starts its own dev server, whose clock the test moves
+async def test_a_retry_older_than_the_session_remembers_runs_nothing():
+    """A day later the session has forgotten the id: a retry of it is refused (it may
+    have run, and did), while a new id sends as usual, though the session's clock is
+    a day ahead of the client's."""
+    script = ["Hi.", "Hello.", ScriptedModel.call("ask_user", question="Which city?"), "Oslo."]
+    agent = ToolCallingAgent(ScriptedModel([*script, "Ok."]), [ask_user])
+    async with await RatchetTestEnvironment.start(time_skipping=True) as env:
+        async with env.worker({"chat": lambda: agent}):
+            options = SessionOptions(
+                run=RunOptions(approval_timeout=timedelta(hours=24)),
+                continue_as_new_after_runs=2,  # the retry comes to the next workflow run
+            )
+            session = await env.client.start_session("chat", options=options)
+            await session.send("warm up")
+            request_id = new_request_id()
+            await session.send("hello", request_id=request_id)
+            sending = asyncio.ensure_future(session.send("plan a trip"))
+            await session.wait_for_pending()
+            await env.skip(session, timedelta(hours=24, minutes=1))  # nobody answers
+            assert (await sending).output == "Oslo."
+            with pytest.raises(RequestExpiredError) as refused:
+                await session.send("hello", request_id=request_id)
+            later = await session.send("thanks", request_id=new_request_id())
+            thread = await session.thread()
+            await session.close()
+    assert request_id in str(refused.value) and "24 hours" in str(refused.value)
+    assert later.output == "Ok."
+    assert [m.text for m in thread.messages].count("hello") == 1
+
+
+@pytest.mark.fast
+def test_a_session_remembers_its_latest_ids_and_refuses_uuid7_ids_it_forgot():
+    now = int(time.time() * 1000)
+    book = RequestIds(RecentRequests())
+    ids = [uuid7_made(now - 1000 + i) for i in range(KEPT + 1)]
+    for ticket, request_id in enumerate(ids):
+        book.add(request_id, "d", ticket, now)
+    carried = RequestIds(book.carried())  # across a continue-as-new
+    assert carried.find("s", ids[-1], "d", now) == KEPT
+    assert carried.find("s", ids[1], "d", now) == 1
+    with pytest.raises(Exception, match="RequestExpired|made before"):
+        carried.find("s", ids[0], "d", now)  # forgotten to keep within KEPT
+    assert carried.find("s", uuid7_made(now), "d", now) is None  # a new one
+    assert carried.find("s", "order-1", "d", now) is None  # not a UUIDv7: new
+    later = now + 25 * 3600 * 1000
+    with pytest.raises(Exception, match="made before"):
+        carried.find("s", ids[-1], "d", later)  # past the age bound
+    assert request_made_ms(new_request_id()) is not None
+    assert len(book.carried().model_dump_json()) < 20 * 1024  # small enough to carry
+
+
+@pytest.mark.timeout(420)
+async def test_sends_under_worker_kills_and_continue_as_new_run_each_message_once(
+    temporal_server, task_queue: str, event_log
+):
+    """5 sessions x 30 sends with a tool call each, two workers, one SIGKILLed every
+    3-6 s (seeded), sessions continuing as new every 5 messages, clients retrying
+    with the same request id: no message runs twice, none is lost. (30 sends: a
+    fresh worker reads closed runs from history, and 20 were over before 5 kills.)"""
+    report = await chaos_sends(
+        temporal_server,
+        task_queue,
+        event_log,
+        lambda: worker_process(temporal_server, task_queue, event_log),
+        seed=28,
+        sends=30,
+    )
+    assert report.kills >= 5, report
+    assert (report.run_twice, report.lost, report.errors) == ([], [], []), report
+
+
+async def test_a_send_no_worker_takes_gives_up_saying_so_instead_of_waiting_for_ever(
+    agent_client: AgentClient, monkeypatch: pytest.MonkeyPatch
+):
+    """The server holds an Update no worker takes: a send with its worker stopped
+    waited past 195 s, while the docs promise AnswerUnavailableError after the
+    retry window (two minutes; a few seconds here)."""
+    async with build_worker(agent_client, {"echo": ToolCallingAgent(ScriptedModel(["one"]))}):
+        session = await agent_client.start_session("echo")
+        assert (await session.send("hi")).output == "one"
+    monkeypatch.setattr(retries, "RETRY_FOR", 3.0)
+    with pytest.raises(AnswerUnavailableError) as unavailable:
+        await session.send("anyone?", request_id="no-worker-1")
+    assert unavailable.value.taken is None and unavailable.value.request_id == "no-worker-1"
