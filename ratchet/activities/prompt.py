@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from ratchet._handoff import HANDOFF
 from ratchet.agents import views
 from ratchet.agents.agent import Agent
 from ratchet.agents.compaction import Compaction, Summarize
@@ -28,7 +29,6 @@ from ratchet.agents.thread import MESSAGES, ChatMessageThread, ServiceThread, Th
 from ratchet.agents.usage import Usage
 from ratchet.errors import UsageError
 from ratchet.history.log_pages import Holder
-from ratchet.wire.handoff import HANDOFF
 from ratchet.wire.names import THREAD_NOT_CACHED
 from ratchet.wire.turns import ThreadRef, TurnInput
 

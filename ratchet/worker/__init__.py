@@ -31,10 +31,10 @@ from ratchet.activities.threads import ThreadCache
 from ratchet.activities.turn import AgentFactory
 from ratchet.agents.interceptors import InterceptorFactory
 from ratchet.client.client import DEFAULT_TASK_QUEUE, AgentClient
+from ratchet.client.namespace_setup import ensure_search_attributes
 from ratchet.errors import ConfigurationError
 from ratchet.grace_period import DEFAULT_GRACE_PERIOD
 from ratchet.plugin import RatchetPlugin, check_agents, passed_through
-from ratchet.wire.search_attributes import ensure_search_attributes
 
 GRACE_PERIOD = timedelta(seconds=DEFAULT_GRACE_PERIOD)
 """How long a stopping worker lets its turns in flight finish before it cancels them."""

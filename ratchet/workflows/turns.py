@@ -11,9 +11,9 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
+    from ratchet._handoff import HANDOFF
     from ratchet.agents.messages import Message, id_tag
     from ratchet.agents.state import AgentStatus
-    from ratchet.wire.handoff import HANDOFF
     from ratchet.wire.names import THREAD_NOT_CACHED, TURN_ACTIVITY
     from ratchet.wire.options import RunOptions
     from ratchet.wire.turns import ThreadRef, TurnInput, TurnOutput
