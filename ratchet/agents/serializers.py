@@ -291,7 +291,22 @@ def _path(cls: type, where: str = "value") -> str:
             "another process could not import it to read it back. Define the class at the "
             "top level of an importable module."
         )
+    if cls.__module__.startswith("ratchet.") and _exported(cls):
+        return f"{PUBLIC}:{cls.__qualname__}"  # survives a move of the defining module
     return f"{cls.__module__}:{cls.__qualname__}"
+
+
+PUBLIC = "ratchet.agents"
+"""Where Ratchet's own state-storable classes (``Message``, ``Usage``...) are named
+when stored: a class is stored by its public name, so moving the module that defines
+it does not break stored state. A class of your own is stored by its module path:
+keep it importable there (as for pickle), or re-export it from there after a move."""
+
+
+def _exported(cls: type) -> bool:
+    package = importlib.import_module(PUBLIC)
+    name = cls.__qualname__
+    return name in getattr(package, "__all__", ()) and getattr(package, name, None) is cls
 
 
 def _import(path: str, kind: str) -> type[Any]:

@@ -9,7 +9,15 @@ import pytest
 from pydantic import BaseModel
 
 from ratchet.activities.resources import WorkerResources
-from ratchet.agents import JSONSerializer, PickleSerializer, ShareToken, StateContext, state_schema
+from ratchet.agents import (
+    JSONSerializer,
+    Message,
+    PickleSerializer,
+    ShareToken,
+    StateContext,
+    Usage,
+    state_schema,
+)
 from ratchet.agents.serializers import upgrade
 from ratchet.client import StateEntry
 from ratchet.errors import (
@@ -33,6 +41,20 @@ def test_json_round_trips_rich_types_through_json_text(key: str):
     data = json.loads(json.dumps(serializer.serialize(value)))  # as history stores it
     back = serializer.deserialize(data)
     assert back == value and type(back) is type(value)
+
+
+def test_ratchets_own_classes_are_stored_by_their_public_name_so_a_move_keeps_them():
+    serializer = JSONSerializer()
+    stored = serializer.serialize({"m": Message.user("hi"), "u": Usage(input_tokens=3)})
+    assert stored["m"]["class"] == "ratchet.agents:Message"  # not ratchet.agents.messages
+    assert stored["u"]["class"] == "ratchet.agents:Usage"
+    assert serializer.deserialize(json.loads(json.dumps(stored))) == {
+        "m": Message.user("hi"),
+        "u": Usage(input_tokens=3),
+    }
+    # What was stored by module path before loads while the module is there.
+    by_module = {**stored["m"], "class": "ratchet.agents.messages:Message"}
+    assert serializer.deserialize(by_module) == Message.user("hi")
 
 
 def test_json_keeps_odd_dicts_and_floats():
