@@ -30,8 +30,8 @@ from typing import Any
 from ratchet._exit import hard_exit
 from ratchet.client import AgentClient, RunHandle
 from ratchet.devserver import DevServer
-from tests.logged_agents import EventLog
 from tests.conftest import worker_process
+from tests.logged_agents import EventLog
 
 RESULTS = Path(__file__).parent / "results"
 LATENCIES = (0.0, 0.05, 0.5, 3.0)

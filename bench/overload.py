@@ -44,8 +44,8 @@ from ratchet._exit import hard_exit
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
 from ratchet.testing import WorkerProcess
-from tests.logged_agents import EventLog
 from tests.conftest import worker_process
+from tests.logged_agents import EventLog
 
 RESULTS = Path(__file__).parent / "results"
 ROOT = Path(__file__).resolve().parent.parent

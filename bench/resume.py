@@ -41,8 +41,8 @@ from ratchet.client import AgentClient
 from ratchet.devserver import DevServer, free_port
 from ratchet.testing import WorkerProcess
 from ratchet.wire.options import RunOptions
-from tests.logged_agents import EventLog
 from tests.conftest import release, worker_process
+from tests.logged_agents import EventLog
 
 RESULTS = Path(__file__).parent / "results"
 PAD = "x" * 20_000

@@ -56,7 +56,7 @@ from temporalio.contrib.workflow_streams._types import PollInput, PollResult
 from ratchet._exit import hard_exit
 from ratchet.agents.events import RunEvent
 from ratchet.client import AgentClient
-from ratchet.client.events import _decoded
+from ratchet.client.event_reader import _decoded
 from ratchet.devserver import DevServer, free_port
 from ratchet.testing import ChildProcess, WorkerProcess
 from ratchet.wire.names import EVENTS_TOPIC, POLL_QUERY

@@ -39,10 +39,10 @@ from temporalio.plugin import SimplePlugin
 from temporalio.worker import WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from ratchet.activities.events import DEFAULT_BATCH_INTERVAL
+from ratchet.activities.event_publisher import DEFAULT_BATCH_INTERVAL
+from ratchet.activities.log_cache import ThreadCache
 from ratchet.activities.resources import ResourceFactory, WorkerResources
 from ratchet.activities.state_refs import StateCache
-from ratchet.activities.threads import ThreadCache
 from ratchet.activities.turn import AgentFactory, TurnActivities
 from ratchet.agents.agent import Agent
 from ratchet.agents.interceptors import InterceptorFactory

@@ -26,7 +26,7 @@ from ratchet.devserver import DevServer
 from ratchet.errors import AnswerUnavailableError
 from ratchet.testing import WorkerProcess
 from ratchet.wire.options import SessionOptions
-from ratchet.wire.sessions import new_request_id
+from ratchet.wire.session_data import new_request_id
 
 from .logged_agents import EventLog
 

@@ -23,7 +23,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from ratchet.activities.threads import ThreadCache
+from ratchet.activities.log_cache import ThreadCache
 from ratchet.agents import OpenAIResponsesModel, ScriptedModel, ToolCallingAgent
 from ratchet.agents.compaction import KeepLastTurns, Summarize, SummarizingAgent
 from ratchet.client import AgentClient

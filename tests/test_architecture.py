@@ -94,10 +94,10 @@ def test_the_attribute_counter_counts_what_a_class_keeps():
 RATCHET = WORKFLOWS.parent
 TURN_PATH = [
     "client/client.py",
-    "client/sessions.py",
-    "client/threads.py",
-    "wire/runs.py",
-    "wire/turns.py",
+    "client/session_handle.py",
+    "client/thread_reader.py",
+    "wire/run_data.py",
+    "wire/turn_data.py",
     *(
         f"workflows/{name}.py"
         for name in (
@@ -106,12 +106,12 @@ TURN_PATH = [
             "sends",
             "session_runs",
             "runner",
-            "turns",
-            "pending",
+            "turn_scheduling",
+            "pending_calls",
             "observe",
             "ledger",
             "marks",
-            "threads",
+            "thread_query",
             "log_index",
         )
     ),
@@ -123,7 +123,7 @@ TURN_PATH = [
             "prompt",
             "prompt_fit",
             "turn_result",
-            "threads",
+            "log_cache",
             "thread_log",
             "heartbeats",
         )
@@ -226,3 +226,15 @@ def test_the_cycle_finder_finds_a_cycle_and_its_import_lines():
         "  pkg.a -> pkg.b  line 3: import b",
         "  pkg.b -> pkg.a  line 7: import a",
     ]
+
+
+def test_a_modules_name_tells_its_layer_no_basename_repeats_outside_the_cli():
+    """``sessions.py`` in three packages made a newcomer guess which layer they were
+    in. The CLI's modules are named after their commands, so only they may repeat."""
+    names = [
+        path.name
+        for path in RATCHET.rglob("*.py")
+        if "cli" not in path.relative_to(RATCHET).parts[:1]
+        and path.name not in ("__init__.py", "__main__.py")
+    ]
+    assert sorted({n for n in names if names.count(n) > 1}) == []

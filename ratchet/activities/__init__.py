@@ -1,7 +1,7 @@
 """Activities: where agents and tools run (and do their I/O)."""
 
 from ratchet.wire.names import TURN_ACTIVITY
-from ratchet.wire.turns import TurnInput, TurnOutput
+from ratchet.wire.turn_data import TurnInput, TurnOutput
 
 from .turn import AgentFactory, TurnActivities
 

@@ -12,7 +12,7 @@ from temporalio import activity
 
 from ratchet.errors import StaleAttemptError
 from ratchet.wire.names import ATTEMPTS_KEY
-from ratchet.wire.turns import AttemptRecord
+from ratchet.wire.turn_data import AttemptRecord
 
 from .heartbeats import Heartbeats, TurnCancelled
 

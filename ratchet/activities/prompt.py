@@ -30,11 +30,11 @@ from ratchet.agents.usage import Usage
 from ratchet.errors import UsageError
 from ratchet.history.log_pages import Holder
 from ratchet.wire.names import THREAD_NOT_CACHED
-from ratchet.wire.turns import ThreadRef, TurnInput
+from ratchet.wire.turn_data import ThreadRef, TurnInput
 
+from .log_cache import ThreadCache
 from .owner import workflow_of
 from .thread_log import LogNotCached, resolve_log
-from .threads import ThreadCache
 
 Compacted = tuple[list[Span], Message | None, Usage]
 """A turn's new view, its summary note (if any) and what summarising cost."""

@@ -25,7 +25,7 @@ from ratchet.agents.state import PromptSize
 from ratchet.agents.thread import Thread
 from ratchet.agents.usage import Usage
 from ratchet.errors import ContextOverflowError
-from ratchet.wire.turns import TurnInput
+from ratchet.wire.turn_data import TurnInput
 
 from .prompt import Compacted, LogPrompt
 

@@ -16,7 +16,7 @@ from ratchet.errors import ThreadResolutionError
 from ratchet.history.log_pages import Holder, fetch_range
 from ratchet.history.log_segments import SegmentCache
 
-from .threads import LogEntry, ThreadCache, unstick
+from .log_cache import LogEntry, ThreadCache, unstick
 
 
 class LogNotCached(ThreadResolutionError):

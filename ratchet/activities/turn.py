@@ -19,7 +19,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
-from ratchet.activities.events import DEFAULT_BATCH_INTERVAL, TurnEvents
+from ratchet.activities.event_publisher import DEFAULT_BATCH_INTERVAL, TurnEvents
 from ratchet.activities.owner import workflow_of
 from ratchet.agents.agent import Agent
 from ratchet.agents.context import RunContext
@@ -41,15 +41,15 @@ from ratchet.errors import (
 from ratchet.telemetry import record_turn
 from ratchet.wire.names import TOOL_ACTIVITY, TURN_ACTIVITY
 from ratchet.wire.options import InterceptorRef
-from ratchet.wire.turns import ToolInput, TurnInput, TurnOutput
+from ratchet.wire.turn_data import ToolInput, TurnInput, TurnOutput
 
 from .attempt import Attempt
 from .heartbeats import TurnCancelled, stale_message
+from .log_cache import ThreadCache
 from .prompt import compact, load_prompt
 from .prompt_fit import Fitted, PromptFit
 from .resources import WorkerResources
 from .state_refs import StateCache, new_write_id, resolve_state
-from .threads import ThreadCache
 from .turn_result import check_size, turn_output
 
 AgentFactory = Agent | Callable[[], Agent]

@@ -12,7 +12,7 @@ from ratchet.agents.spans import Span
 from ratchet.agents.thread import MESSAGES
 from ratchet.agents.usage import Usage
 from ratchet.errors import PayloadTooLargeError, UsageError
-from ratchet.wire.turns import AttemptRecord, TurnInput, TurnOutput
+from ratchet.wire.turn_data import AttemptRecord, TurnInput, TurnOutput
 
 from .prompt_fit import Fitted, PromptFit
 

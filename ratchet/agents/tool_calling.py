@@ -112,7 +112,10 @@ class ToolCallingAgent(Agent):
                 pending.append(route)
         # A turn's only tool call is its last step: the turn's result records it.
         last = len(now) == 1
-        results = await asyncio.gather(*(self._call(c, tools, context, last) for c in now))
+        if len(now) <= 1:  # the common case: no task and future per call
+            results = [await self._call(c, tools, context, last) for c in now]
+        else:
+            results = await asyncio.gather(*(self._call(c, tools, context, last) for c in now))
         await thread.on_new_messages([*answered, *results])
         return Result(
             usage=response.usage,

@@ -23,7 +23,7 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def new_key(args: argparse.Namespace) -> int:
-    from ratchet.payloads.codec import generate_key
+    from ratchet.payloads.encryption import generate_key
 
     print(generate_key(args.id))
     return 0

@@ -14,6 +14,6 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 async def run(args: argparse.Namespace) -> int:
-    from ratchet.demo import run_demo
+    from .demo_run import run_demo
 
     return await run_demo(args.keep, Path(tempfile.mkdtemp(prefix="ratchet-demo-")))

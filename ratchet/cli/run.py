@@ -9,7 +9,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ratchet.wire.runs import RunResult
+    from ratchet.wire.run_data import RunResult
 
 
 def register(commands: argparse._SubParsersAction) -> None:

@@ -45,7 +45,7 @@ async def watch_command(args: argparse.Namespace) -> int:
 
 async def events_of(client: Client, workflow_id: str) -> AsyncIterator[RunEvent]:
     """A session's events with its runs', or a single run's."""
-    from ratchet.client.events import run_events, session_events
+    from ratchet.client.event_reader import run_events, session_events
     from ratchet.client.listing import kind_of
 
     if await kind_of(client, workflow_id) == "session":

@@ -41,13 +41,13 @@ from ratchet.agents.state import (
 )
 from ratchet.agents.state_context import StateChanged, StateConflict, StateEntry
 from ratchet.agents.state_export import AgentStateExport, StateExport
-from ratchet.wire.sessions import SessionStatus, new_request_id
+from ratchet.wire.session_data import SessionStatus, new_request_id
 
 from .checkpoints import Checkpoint
 from .client import AgentClient
-from .runs import RunHandle
-from .sessions import SessionHandle
-from .turns import TurnRecord
+from .run_handle import RunHandle
+from .session_handle import SessionHandle
+from .turn_records import TurnRecord
 
 __all__ = [
     "AgentClient",

@@ -19,7 +19,7 @@ from ratchet.agents.state_context import StateEntry
 from ratchet.errors import InvalidInputError
 from ratchet.wire.names import CHECKPOINT_QUERY
 from ratchet.wire.options import SessionOptions
-from ratchet.wire.sessions import CheckpointAnswer, CheckpointRequest, TurnMark
+from ratchet.wire.session_data import CheckpointAnswer, CheckpointRequest, TurnMark
 
 
 class Checkpoint(BaseModel):

@@ -36,21 +36,21 @@ from ratchet.payloads.converter import RatchetPayloadConverter
 from ratchet.plugin import RatchetClientPlugin, ratchet_converter
 from ratchet.wire.names import PAGE_BYTES, RUN_WORKFLOW, SESSION_WORKFLOW
 from ratchet.wire.options import RunOptions, SessionOptions
-from ratchet.wire.runs import (
+from ratchet.wire.run_data import (
     RunInput,
     RunResult,
     new_messages,
 )
 from ratchet.wire.search_attributes import AGENT_NAME, AGENT_STATUS
-from ratchet.wire.sessions import CheckpointAnswer, SessionInput, TurnMark
+from ratchet.wire.session_data import CheckpointAnswer, SessionInput, TurnMark
 from ratchet.workflows.agent_run import AgentRunWorkflow
 from ratchet.workflows.progress import run_details
 from ratchet.workflows.session import AgentSessionWorkflow
 
 from .checkpoints import Checkpoint, not_run, read_mark
-from .errors import check_agent_name, check_id, check_prompt_size, translated
-from .runs import RunHandle
-from .sessions import UPDATES_IN_FLIGHT, ResultPoller, SessionHandle
+from .error_mapping import check_agent_name, check_id, check_prompt_size, translated
+from .run_handle import RunHandle
+from .session_handle import UPDATES_IN_FLIGHT, ResultPoller, SessionHandle
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -120,7 +120,7 @@ class AgentClient:
         Temporal's 2 MB payload limit. Workers built from this client use it too;
         every client and worker of a namespace must share the same storage.
 
-        ``codec`` (e.g. ``ratchet.payloads.codec.EncryptionCodec``) encodes every payload and
+        ``codec`` (e.g. ``ratchet.payloads.encryption.EncryptionCodec``) encodes every payload and
         failure message; without one, ``RATCHET_ENCRYPTION_KEYS`` (when set) turns on
         encryption. Workers built from this client use it too.
 

@@ -20,11 +20,11 @@ from ratchet.agents.state import AgentState
 from ratchet.agents.state_export import StateExport
 from ratchet.errors import DecisionError, InvalidInputError, RunFailedError
 from ratchet.wire.names import STATE_QUERY
-from ratchet.wire.runs import DecisionRequest, ToolResultRequest, Verdict
+from ratchet.wire.run_data import DecisionRequest, ToolResultRequest, Verdict
 from ratchet.workflows.decisions import AgentHandlers
 
-from .errors import GuardedHandle, Noun, failed_run, translated
-from .turns import TurnRecord, read_turns
+from .error_mapping import GuardedHandle, Noun, failed_run, translated
+from .turn_records import TurnRecord, read_turns
 
 Refused = type[InvalidInputError] | type[DecisionError] | None
 """What an Update's own failure raises, with the cause as its message (``None``:

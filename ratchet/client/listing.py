@@ -12,7 +12,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from ratchet.errors import InvalidInputError
 from ratchet.wire.names import RUN_WORKFLOW, SESSION_WORKFLOW
 
-from .errors import check_id, translated
+from .error_mapping import check_id, translated
 
 RUN_TYPE = RUN_WORKFLOW
 

@@ -10,6 +10,7 @@ and rerun recorded sessions on a changed agent (``start_rerun``; the workers nee
 """
 
 from .batch import Rerun, get_rerun, start_rerun
+from .case_runs import compare, run_cases
 from .cases import Case, CaseScore, Outcome, Score
 from .evaluators import (
     Evaluator,
@@ -24,9 +25,8 @@ from .evaluators import (
     regex,
     score_case,
 )
-from .plugin import EvalsPlugin
+from .worker_plugin import EvalsPlugin
 from .report import Compared, Report, assert_gate, load_cases
-from .runs import compare, run_cases
 
 __all__ = [
     "Case",

@@ -30,6 +30,7 @@ from ratchet.errors import InvalidInputError
 from ratchet.history.recorded import activity_results, read_history
 from ratchet.wire.options import RunOptions
 
+from .case_runs import CONCURRENCY, outcome_of
 from .cases import Case, Outcome
 from .evaluators import Evaluator
 from .recording import Approvals, Recording, Unrecorded
@@ -53,7 +54,6 @@ from .rerun_types import (
     SourcePlan,
     SourceSnapshot,
 )
-from .runs import CONCURRENCY, outcome_of
 
 READERS = 20
 """Sources and finished runs read at once while a report is built."""

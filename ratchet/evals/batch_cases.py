@@ -13,7 +13,7 @@ from temporalio.exceptions import ChildWorkflowError, FailureError, WorkflowAlre
 with workflow.unsafe.imports_passed_through():
     from ratchet.agents.state import AgentSession
     from ratchet.wire.names import RUN_WORKFLOW
-    from ratchet.wire.runs import RunInput, RunResult
+    from ratchet.wire.run_data import RunInput, RunResult
 
     from .rerun_types import (
         MAX_CASES,

@@ -20,7 +20,7 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from ratchet.errors import UsageError
-    from ratchet.wire.runs import RunResult
+    from ratchet.wire.run_data import RunResult
     from ratchet.workflows.sandbox import SANDBOXED
 
     from .batch_cases import (

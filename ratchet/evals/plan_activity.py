@@ -28,7 +28,7 @@ from ratchet.errors import ThreadResolutionError
 from ratchet.history.log_pages import Holder, fetch_range
 from ratchet.history.recorded import recorded_turns, usage_per_user_message
 from ratchet.wire.names import PAGE_BYTES, RUN_WORKFLOW, SESSION_WORKFLOW
-from ratchet.wire.sessions import LogInfo
+from ratchet.wire.session_data import LogInfo
 
 from .recording import Recording, case_id, recorded_calls, user_turns
 from .rerun_types import PLAN_ACTIVITY, CasePlan, PlanRequest, RecordedSide, SourcePlan, child_id

@@ -32,6 +32,7 @@ from ratchet.history.recorded import recorded_turns, usage_per_user_message
 from ratchet.wire.names import SESSION_WORKFLOW
 from ratchet.wire.options import RunOptions, SessionOptions
 
+from .case_runs import CONCURRENCY, outcome_of, run_once, slots_for
 from .cases import Case, Outcome
 from .evaluators import Evaluator
 from .recording import (
@@ -44,7 +45,6 @@ from .recording import (
 )
 from .report import Compared, Report, scored
 from .rerun_types import RecordedSide, replaying
-from .runs import CONCURRENCY, outcome_of, run_once, slots_for
 
 
 class Snapshot(Protocol):

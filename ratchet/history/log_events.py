@@ -24,7 +24,7 @@ from ratchet.agents.messages import Message
 from ratchet.agents.state import ThreadBase
 from ratchet.errors import ThreadResolutionError
 from ratchet.wire.names import SESSION_WORKFLOW, TOOL_ACTIVITY, TURN_ACTIVITY
-from ratchet.wire.sessions import (
+from ratchet.wire.session_data import (
     KEY_CHARS,
     LogIndex,
     LogInfo,
@@ -34,7 +34,7 @@ from ratchet.wire.sessions import (
     batch_key,
     ids_digest,
 )
-from ratchet.wire.turns import ThreadPage, TurnOutput
+from ratchet.wire.turn_data import ThreadPage, TurnOutput
 
 from .recorded import local_turn_output
 

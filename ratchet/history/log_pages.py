@@ -21,7 +21,7 @@ from ratchet.agents.messages import Message
 from ratchet.agents.state import ThreadBase
 from ratchet.errors import ThreadResolutionError
 from ratchet.wire.names import THREAD_QUERY
-from ratchet.wire.turns import ThreadPage, ThreadPageRequest
+from ratchet.wire.turn_data import ThreadPage, ThreadPageRequest
 
 from .log_events import Segment
 from .log_segments import SegmentCache, closed_segment, read_ahead

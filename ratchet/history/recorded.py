@@ -20,8 +20,8 @@ from ratchet._temporal_internals import handle_client
 from ratchet.agents.messages import Message
 from ratchet.agents.usage import Usage
 from ratchet.wire.names import TOOL_ACTIVITY, TURN_ACTIVITY
-from ratchet.wire.runs import RunResult
-from ratchet.wire.turns import TurnOutput
+from ratchet.wire.run_data import RunResult
+from ratchet.wire.turn_data import TurnOutput
 
 T = TypeVar("T")
 LOCAL_ACTIVITY_MARKER = "core_local_activity"

@@ -2,9 +2,9 @@
 JSON), payload encryption and its codec server for the Web UI, and external
 storage for payloads over Temporal's size limit."""
 
-from .codec import EncryptionCodec, generate_key
 from .codec_server import CodecServer
 from .converter import RatchetPayloadConverter, data_converter
+from .encryption import EncryptionCodec, generate_key
 from .storage import FileStorageDriver, external_storage
 
 __all__ = [

@@ -187,7 +187,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 def serve_command(args: argparse.Namespace) -> int:
     """``ratchet codec-server``: serve the RATCHET_ENCRYPTION_KEYS codec until SIGINT/SIGTERM."""
-    from ratchet.payloads.codec import EncryptionCodec
+    from ratchet.payloads.encryption import EncryptionCodec
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
     codec = EncryptionCodec.from_env()

@@ -75,7 +75,7 @@ def with_codec(converter: DataConverter, codec: PayloadCodec | None) -> DataConv
     """``converter`` with ``codec``, or the ``EncryptionCodec`` RATCHET_ENCRYPTION_KEYS
     configures; failure messages and stack traces then go through the codec too."""
     if codec is None and os.environ.get("RATCHET_ENCRYPTION_KEYS") is not None:
-        from ratchet.payloads.codec import (
+        from ratchet.payloads.encryption import (
             EncryptionCodec,  # native code: keep it out of the sandbox
         )
 

@@ -46,7 +46,7 @@ from ratchet.errors import (
     SessionBusyError,
     SessionNotFoundError,
 )
-from ratchet.wire.sessions import SessionStatus
+from ratchet.wire.session_data import SessionStatus
 
 from . import agui_events as translate
 from . import agui_history, agui_runs, sse

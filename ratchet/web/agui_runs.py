@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from ratchet.agents.events import RunEvent, RunFinished, StatusChanged
 from ratchet.agents.state import AgentStatus, ExecutionState
 from ratchet.client import AgentClient, SessionHandle
-from ratchet.client.events import read_events
+from ratchet.client.event_reader import read_events
 from ratchet.errors import InvalidInputError
 
 from .agui_events import Translation

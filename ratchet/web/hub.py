@@ -7,7 +7,7 @@ nothing to history, and only when its history shows a change: see
 A watcher that joins late first reads what it missed (``from_offset`` up to
 where the feed is) with its own catch-up query, then takes the feed's events;
 offsets are the stream's, so nothing is lost or repeated at the seam. Both check,
-on every poll, that they can still have the next event (``ratchet.client.events``):
+on every poll, that they can still have the next event (``ratchet.client.event_reader``):
 one that fell more than 500 events behind across a continue-as-new ends with
 ``EventsExpiredError`` at the gap, for every watcher of that feed, never a skip.
 
@@ -32,7 +32,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 
 from ratchet.agents.events import RunEvent
-from ratchet.client.events import Resent, numbered_events, read_events
+from ratchet.client.event_reader import Resent, numbered_events, read_events
 
 from .problems import BUSY
 

@@ -14,9 +14,9 @@ from ratchet.agents.pending import Decision, PendingView
 from ratchet.agents.state import AgentStatus, ThreadData
 from ratchet.client import AgentClient, RunHandle, SessionHandle
 from ratchet.client.listing import WorkflowSummary, agent_clause, list_workflows, type_clause
-from ratchet.client.turns import TurnRecord
+from ratchet.client.turn_records import TurnRecord
 from ratchet.errors import AgentNotFoundError, EventsExpiredError, InvalidInputError
-from ratchet.wire.sessions import SessionStatus
+from ratchet.wire.session_data import SessionStatus
 
 from . import sse
 from .bodies import Created, NewDecision, NewFork, NewMessage, NewSession, full, out

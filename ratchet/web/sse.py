@@ -16,7 +16,7 @@ from typing import Any
 from ratchet.agents.events import RunEvent
 from ratchet.client import SessionHandle
 from ratchet.errors import InvalidInputError
-from ratchet.wire.runs import RunResult
+from ratchet.wire.run_data import RunResult
 
 from .bodies import full
 from .hub import Hub

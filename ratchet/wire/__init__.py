@@ -7,9 +7,9 @@ above imports these from here; nothing here runs Temporal code.
 
 from .names import RUN_WORKFLOW, SESSION_WORKFLOW, TOOL_ACTIVITY, TURN_ACTIVITY
 from .options import RunOptions, SessionOptions
-from .runs import DecisionRequest, RunInput, RunResult, StopRequest
-from .sessions import SendOutcome, SessionInput, SessionStatus
-from .turns import ThreadRef, ToolInput, TurnInput, TurnOutput
+from .run_data import DecisionRequest, RunInput, RunResult, StopRequest
+from .session_data import SendOutcome, SessionInput, SessionStatus
+from .turn_data import ThreadRef, ToolInput, TurnInput, TurnOutput
 
 __all__ = [
     "RUN_WORKFLOW",

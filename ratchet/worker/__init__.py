@@ -24,10 +24,10 @@ from temporalio.worker import Plugin, Worker, WorkflowRunner
 
 from ratchet import telemetry
 from ratchet._exit import hard_exit
-from ratchet.activities.events import DEFAULT_BATCH_INTERVAL
+from ratchet.activities.event_publisher import DEFAULT_BATCH_INTERVAL
+from ratchet.activities.log_cache import ThreadCache
 from ratchet.activities.resources import ResourceFactory
 from ratchet.activities.state_refs import StateCache
-from ratchet.activities.threads import ThreadCache
 from ratchet.activities.turn import AgentFactory
 from ratchet.agents.interceptors import InterceptorFactory
 from ratchet.client.client import DEFAULT_TASK_QUEUE, AgentClient

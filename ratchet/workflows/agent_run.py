@@ -15,15 +15,15 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.agents.state_context import StateChanged
     from ratchet.errors import UsageError
     from ratchet.wire.names import CHECKPOINT_QUERY
-    from ratchet.wire.runs import RunInput, RunResult, StopRequest
-    from ratchet.wire.sessions import CheckpointAnswer, CheckpointRequest, LogInfo
+    from ratchet.wire.run_data import RunInput, RunResult, StopRequest
+    from ratchet.wire.session_data import CheckpointAnswer, CheckpointRequest, LogInfo
 
     from .decisions import AgentHandlers
     from .marks import TurnMarks, turn_mark
     from .observe import EventStream, Index, RunObserver
     from .runner import AgentRunner, RunHooks
     from .sandbox import SANDBOXED
-    from .threads import log_info
+    from .thread_query import log_info
 
 
 STATE_EVENTS_KEPT = 100

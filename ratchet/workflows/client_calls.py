@@ -18,12 +18,12 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.agents.messages import Message
     from ratchet.agents.pending import Decision, PendingAction, PendingView
     from ratchet.agents.state import AgentStatus
-    from ratchet.wire.runs import ToolResultRequest
+    from ratchet.wire.run_data import ToolResultRequest
 
     from .presets import spoken
 
 if TYPE_CHECKING:
-    from .pending import RunSide
+    from .pending_calls import RunSide
 
 
 class ClientCalls:

@@ -14,9 +14,9 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.agents.approvals import ApprovalRules, RuleChange
     from ratchet.agents.pending import Decision, PendingView
     from ratchet.agents.state import AgentState
-    from ratchet.wire.runs import DecisionRequest, ToolResultRequest, Verdict
+    from ratchet.wire.run_data import DecisionRequest, ToolResultRequest, Verdict
 
-    from .pending import PendingWork
+    from .pending_calls import PendingWork
 
 
 class _Runner(Protocol):

@@ -10,7 +10,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from ratchet.agents.state import AgentSession, ThreadData
     from ratchet.wire.options import SessionOptions
-    from ratchet.wire.sessions import CheckpointAnswer, CheckpointRequest, TurnMark
+    from ratchet.wire.session_data import CheckpointAnswer, CheckpointRequest, TurnMark
 
     from .ledger import ExecutionChange
 

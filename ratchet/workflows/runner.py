@@ -37,18 +37,18 @@ with workflow.unsafe.imports_passed_through():
         ShareTokenError,
     )
     from ratchet.wire.options import RunOptions
-    from ratchet.wire.runs import RunResult, StopRequest, new_messages
-    from ratchet.wire.turns import TurnOutput
+    from ratchet.wire.run_data import RunResult, StopRequest, new_messages
+    from ratchet.wire.turn_data import TurnOutput
 
     from .failures import run_failure
     from .ledger import Observer, RunLedger, initial_session, workflow_message_id
     from .log_index import LogIndexer
-    from .pending import PendingWork, RunSide, SessionAudit
+    from .pending_calls import PendingWork, RunSide, SessionAudit
     from .progress import ShowDetails, turn_summary
-    from .state import AgentStateKeeper, StateHook
+    from .state_commits import AgentStateKeeper, StateHook
     from .sub_agents import SubAgents
-    from .threads import thread_registry
-    from .turns import TurnCalls, TurnInputs, TurnSetup
+    from .thread_query import thread_registry
+    from .turn_scheduling import TurnCalls, TurnInputs, TurnSetup
 
 __all__ = ["AgentRunner", "RunHooks", "run_agent"]
 

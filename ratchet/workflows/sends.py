@@ -20,8 +20,14 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.agents.messages import approximate_size
     from ratchet.errors import BudgetExceededError, InvalidInputError
     from ratchet.wire.options import SessionOptions
-    from ratchet.wire.runs import new_messages
-    from ratchet.wire.sessions import Queued, RecentRequests, SendOutcome, SendRequest, send_digest
+    from ratchet.wire.run_data import new_messages
+    from ratchet.wire.session_data import (
+        Queued,
+        RecentRequests,
+        SendOutcome,
+        SendRequest,
+        send_digest,
+    )
 
     from .idempotency import RequestIds
 

@@ -32,8 +32,8 @@ with workflow.unsafe.imports_passed_through():
     )
     from ratchet.errors import UsageError
     from ratchet.wire.names import CHECKPOINT_QUERY, SESSION_WORKFLOW
-    from ratchet.wire.runs import StopRequest
-    from ratchet.wire.sessions import (
+    from ratchet.wire.run_data import StopRequest
+    from ratchet.wire.session_data import (
         CheckpointAnswer,
         CheckpointRequest,
         LogInfo,
@@ -53,7 +53,7 @@ with workflow.unsafe.imports_passed_through():
     from .sends import MAX_HELD, SendBook
     from .session_runs import QUEUE_BYTES_CARRIED, SessionRuns
     from .session_view import SessionDisplay, SessionTotals
-    from .threads import log_info
+    from .thread_query import log_info
 
 
 @workflow.defn(name=SESSION_WORKFLOW, failure_exception_types=[UsageError], sandboxed=SANDBOXED)

@@ -12,8 +12,8 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.agents.state import AgentStatus
     from ratchet.errors import BudgetExceededError
     from ratchet.wire.options import SessionOptions
-    from ratchet.wire.runs import RunResult
-    from ratchet.wire.sessions import LogIndex, Queued, SendOutcome, SessionInput
+    from ratchet.wire.run_data import RunResult
+    from ratchet.wire.session_data import LogIndex, Queued, SendOutcome, SessionInput
 
     from .failures import first_application_error
     from .log_index import INDEX_BYTES_CARRIED
@@ -21,7 +21,7 @@ with workflow.unsafe.imports_passed_through():
     from .runner import AgentRunner
     from .sends import SendBook
     from .session_view import SessionDisplay, SessionTotals, position, rolled_back
-    from .threads import log_info
+    from .thread_query import log_info
 
 
 EVENTS_CARRIED = 500

@@ -12,7 +12,7 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.agents.messages import Message
     from ratchet.agents.spans import Span
     from ratchet.agents.state import AgentSession, AgentStatus, ExecutionState, ThreadData
-    from ratchet.wire.sessions import SessionInput, SessionStatus
+    from ratchet.wire.session_data import SessionInput, SessionStatus
 
     from .observe import Index
 

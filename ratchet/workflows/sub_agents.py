@@ -12,7 +12,7 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.agents.pending import PendingAction
     from ratchet.wire.names import RUN_WORKFLOW
     from ratchet.wire.options import RunOptions
-    from ratchet.wire.runs import RunInput, RunResult, StopRequest
+    from ratchet.wire.run_data import RunInput, RunResult, StopRequest
 
     from .failures import failure_text
     from .ledger import RunLedger, workflow_message_id

@@ -163,7 +163,7 @@ async def test_an_answer_without_its_wrapper_is_a_tool_error_the_model_reads(
 
 def test_output_as_says_what_is_wrong_with_a_plain_answer():
     from ratchet.agents.state import AgentStatus
-    from ratchet.wire.runs import RunResult
+    from ratchet.wire.run_data import RunResult
 
     result = RunResult(
         workflow_id="w",

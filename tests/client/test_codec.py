@@ -25,7 +25,8 @@ from ratchet.cli import main
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer, free_port, temporal_binary
 from ratchet.errors import ConfigurationError, ModelError, PayloadDecryptionError, RunFailedError
-from ratchet.payloads.codec import (
+from ratchet.payloads.codec_server import CodecServer
+from ratchet.payloads.encryption import (
     COMPRESSION,
     ENCODING,
     KEY_ID,
@@ -33,7 +34,6 @@ from ratchet.payloads.codec import (
     generate_key,
     parse_keys,
 )
-from ratchet.payloads.codec_server import CodecServer
 from ratchet.testing.openai_server import OpenAIServer
 from ratchet.worker import build_worker
 

@@ -26,7 +26,7 @@ from ratchet.agents import (
 from ratchet.agents.events import CustomEvent, RunEvent, TextDelta
 from ratchet.agents.thread import Thread
 from ratchet.client import AgentClient
-from ratchet.client.events import numbered_events
+from ratchet.client.event_reader import numbered_events
 from ratchet.errors import EventsExpiredError
 from ratchet.wire.options import SessionOptions
 from ratchet.worker import build_worker

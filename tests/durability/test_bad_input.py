@@ -38,7 +38,7 @@ from ratchet.errors import (
 )
 from ratchet.evals.rerun import rerun
 from ratchet.wire.options import RunOptions, SessionOptions
-from ratchet.wire.runs import RunInput
+from ratchet.wire.run_data import RunInput
 from ratchet.worker import build_worker
 from ratchet.workflows.agent_run import AgentRunWorkflow
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from ratchet.client import AgentClient
-from ratchet.client.events import read_events
+from ratchet.client.event_reader import read_events
 from ratchet.devserver import DevServer
 from ratchet.web import hub as hub_module
 from ratchet.web.hub import Hub

@@ -21,7 +21,7 @@ from ratchet.errors import (
 )
 from ratchet.testing import RatchetTestEnvironment
 from ratchet.wire.options import RunOptions, SessionOptions
-from ratchet.wire.sessions import RecentRequests, request_made_ms
+from ratchet.wire.session_data import RecentRequests, request_made_ms
 from ratchet.worker import build_worker
 from ratchet.workflows.idempotency import KEPT, RequestIds
 

@@ -15,7 +15,7 @@ from temporalio.worker import Replayer
 
 from ratchet.evals.batch_workflow import RerunBatchWorkflow
 from ratchet.examples.orchestration import FanOut, WriterCriticLoop
-from ratchet.wire.runs import RunInput, RunResult
+from ratchet.wire.run_data import RunInput, RunResult
 from ratchet.worker import workflow_runner
 from ratchet.workflows import AgentRunWorkflow, AgentSessionWorkflow
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from temporalio.client import Client, Interceptor, OutboundInterceptor, QueryWorkflowInput
 
-from ratchet.activities.threads import ThreadCache
+from ratchet.activities.log_cache import ThreadCache
 from ratchet.agents import (
     Agent,
     Message,
@@ -29,11 +29,11 @@ from ratchet.agents.state import ThreadData
 from ratchet.client import AgentClient, SessionHandle
 from ratchet.devserver import DevServer
 from ratchet.errors import InvalidInputError, RunFailedError, UsageError
-from ratchet.payloads.codec import EncryptionCodec
+from ratchet.payloads.encryption import EncryptionCodec
 from ratchet.wire.names import THREAD_QUERY
 from ratchet.wire.options import RunOptions, SessionOptions
-from ratchet.wire.sessions import LogInfo, batch_key, ids_digest
-from ratchet.wire.turns import ThreadPage, ThreadPageRequest
+from ratchet.wire.session_data import LogInfo, batch_key, ids_digest
+from ratchet.wire.turn_data import ThreadPage, ThreadPageRequest
 from ratchet.worker import build_worker
 from ratchet.workflows.log_index import INLINE_MAX_BYTES, LogIndexer
 

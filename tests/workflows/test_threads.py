@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from temporalio.api.enums.v1 import EventType
 
-from ratchet.activities.threads import ThreadCache
+from ratchet.activities.log_cache import ThreadCache
 from ratchet.agents import Message, ScriptedModel, ToolCallingAgent, tool
 from ratchet.agents.messages import approximate_size, id_tag
 from ratchet.agents.spans import Span

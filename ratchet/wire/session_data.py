@@ -20,7 +20,7 @@ from ratchet.agents.state import AgentSession, AgentStatus, PromptSize, ThreadBa
 from ratchet.agents.state_context import StateEntry
 
 from .options import SessionOptions
-from .runs import RunResult
+from .run_data import RunResult
 
 
 class SendRequest(BaseModel):

@@ -16,12 +16,12 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.agents.state import AgentStatus
     from ratchet.wire.names import THREAD_NOT_CACHED, TURN_ACTIVITY
     from ratchet.wire.options import RunOptions
-    from ratchet.wire.turns import ThreadRef, TurnInput, TurnOutput
+    from ratchet.wire.turn_data import ThreadRef, TurnInput, TurnOutput
 
     from .failures import cancelled, turn_failure
     from .ledger import RunLedger
     from .presets import retry_policy
-    from .state import AgentStateKeeper
+    from .state_commits import AgentStateKeeper
 
 
 @dataclass(frozen=True)

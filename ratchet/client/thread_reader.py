@@ -22,7 +22,7 @@ from ratchet.errors import InvalidInputError
 from ratchet.history.log_pages import Holder, fetch_range
 from ratchet.history.log_segments import SegmentCache, closed_segment
 from ratchet.wire.names import PAGE_BYTES, SESSION_WORKFLOW
-from ratchet.wire.sessions import LogInfo
+from ratchet.wire.session_data import LogInfo
 
 
 async def log_info(handle: Any) -> LogInfo:

@@ -17,8 +17,8 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.agents.messages import approximate_size
     from ratchet.agents.state import ThreadData
     from ratchet.wire.names import THREAD_QUERY
-    from ratchet.wire.sessions import LogInfo
-    from ratchet.wire.turns import ThreadPage, ThreadPageRequest
+    from ratchet.wire.session_data import LogInfo
+    from ratchet.wire.turn_data import ThreadPage, ThreadPageRequest
 
     from ._registry import query_registry
 

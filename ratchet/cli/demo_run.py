@@ -17,12 +17,12 @@ from temporalio.api.enums.v1 import EventType
 
 from ratchet.agents.messages import Message
 from ratchet.client import AgentClient
-from ratchet.client.runs import RunHandle
+from ratchet.client.run_handle import RunHandle
 from ratchet.devserver import DevServer
 from ratchet.examples import DEMO_PROMPT
 from ratchet.testing import WorkerProcess
 from ratchet.wire.options import RunOptions
-from ratchet.wire.turns import TurnOutput
+from ratchet.wire.turn_data import TurnOutput
 
 TASK_QUEUE = "ratchet-demo"
 

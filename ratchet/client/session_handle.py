@@ -35,11 +35,11 @@ from ratchet.errors import (
     run_failed,
 )
 from ratchet.wire.names import OFFSET_QUERY
-from ratchet.wire.runs import (
+from ratchet.wire.run_data import (
     RunResult,
     new_messages,
 )
-from ratchet.wire.sessions import (
+from ratchet.wire.session_data import (
     SendOutcome,
     SendRequest,
     SessionStatus,
@@ -48,11 +48,11 @@ from ratchet.wire.sessions import (
 )
 from ratchet.workflows.session import AgentSessionWorkflow
 
-from .errors import GuardedHandle, check_prompt_size, failed_run, translated
-from .events import session_events
+from .error_mapping import GuardedHandle, check_prompt_size, failed_run, translated
+from .event_reader import session_events
 from .handle import AgentHandle, Refused, as_refused
 from .retries import deadline, passing, retrying
-from .threads import iter_messages, log_info, read_messages, read_thread
+from .thread_reader import iter_messages, log_info, read_messages, read_thread
 
 if TYPE_CHECKING:
     from .client import AgentClient

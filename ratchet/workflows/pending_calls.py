@@ -24,7 +24,7 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.agents.pending import Decision, PendingAction, PendingView
     from ratchet.agents.state import DECISIONS_KEPT, AgentState, AgentStatus
     from ratchet.wire.names import TOOL_ACTIVITY
-    from ratchet.wire.turns import ToolInput
+    from ratchet.wire.turn_data import ToolInput
 
     from .client_calls import ClientCalls
     from .failures import failure_text
@@ -32,7 +32,7 @@ with workflow.unsafe.imports_passed_through():
 
 if TYPE_CHECKING:
     from ratchet.wire.options import RunOptions
-    from ratchet.wire.runs import DecisionRequest, Verdict
+    from ratchet.wire.run_data import DecisionRequest, Verdict
 
 
 @dataclass(frozen=True)

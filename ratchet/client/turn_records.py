@@ -19,7 +19,7 @@ from temporalio.client import WorkflowHandle
 
 from ratchet._temporal_internals import handle_client
 from ratchet.wire.names import TURN_ACTIVITY
-from ratchet.wire.turns import AttemptRecord, TurnInput, TurnOutput
+from ratchet.wire.turn_data import AttemptRecord, TurnInput, TurnOutput
 
 TurnStatus = Literal["running", "completed", "failed", "timed_out", "cancelled"]
 

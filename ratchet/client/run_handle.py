@@ -15,13 +15,13 @@ from ratchet.agents.messages import Message
 from ratchet.agents.pending import PendingView
 from ratchet.agents.state import ThreadData
 from ratchet.agents.state_context import StateChanged
-from ratchet.wire.runs import RunResult, StopRequest
+from ratchet.wire.run_data import RunResult, StopRequest
 from ratchet.workflows.agent_run import AgentRunWorkflow
 
-from .errors import GuardedHandle, already_ended, failed_run
-from .events import run_events
+from .error_mapping import GuardedHandle, already_ended, failed_run
+from .event_reader import run_events
 from .handle import AgentHandle
-from .threads import iter_messages, read_thread
+from .thread_reader import iter_messages, read_thread
 
 
 class RunHandle(AgentHandle):

@@ -36,7 +36,7 @@ KEY_ID = "encryption-key-id"
 COMPRESSION = "ratchet-compression"
 KEY_BYTES = 32
 _NONCE_BYTES = 12
-_AAD_PREFIX = b"ratchet.payloads.codec.v1"
+_AAD_PREFIX = b"ratchet.payloads.encryption.v1"
 
 
 def generate_key(key_id: str | None = None) -> str:
