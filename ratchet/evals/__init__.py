@@ -25,8 +25,8 @@ from .evaluators import (
     regex,
     score_case,
 )
-from .worker_plugin import EvalsPlugin
 from .report import Compared, Report, assert_gate, load_cases
+from .worker_plugin import EvalsPlugin
 
 __all__ = [
     "Case",
