@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from temporalio.api.common.v1 import Payload
-    from temporalio.client import Client, WorkflowHandle
+    from temporalio.client import Client, WorkflowHandle, WorkflowUpdateHandle
     from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamItem
 
 
@@ -39,3 +39,9 @@ def decode_stream_payload(wire: str) -> Payload:
     payload = Payload()
     payload.ParseFromString(base64.b64decode(wire))
     return payload
+
+
+def update_settled(handle: WorkflowUpdateHandle[Any]) -> bool:
+    """Whether an Update's outcome came back with ``start_update`` already (a
+    validator's refusal does: ``start_update`` keeps it without raising)."""
+    return handle._known_outcome is not None  # noqa: SLF001

@@ -234,7 +234,8 @@ class RatchetPlugin(SimplePlugin):
         config = super().configure_worker(config)
         task_queue = self._task_queue or config.get("task_queue") or ""
         thread_cache, state_cache = self._caches
-        plugins = config.get("plugins", ())
+        client_plugins = client.config()["plugins"] if client is not None else []
+        plugins = [*client_plugins, *config.get("plugins", ())]
         offered = [p.tool_interceptors for p in plugins if isinstance(p, OffersToolInterceptors)]
         interceptors = {k: v for o in [*offered, self._interceptors] for k, v in o.items()}
         turns = TurnActivities(

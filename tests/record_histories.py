@@ -42,20 +42,20 @@ from ratchet.testing.openai_server import OpenAIServer
 from ratchet.wire.options import RunOptions, SessionOptions
 from ratchet.worker import build_worker
 
+from .agents.test_compaction import paging_agent
+from .agents.test_openai_chat import lookup
+from .client.test_observability import weather_agent
+from .evals.test_rerun import AGENTS as rerun_agents
+from .evals.test_rerun import recorded_session
 from .hitl_agents import Blocker, Ledger, payment_agent
 from .state_agents import StepAgent
-from .test_agent_state import plan_agents
-from .test_compaction import paging_agent
-from .test_multi_agent import research_team
-from .test_observability import weather_agent
-from .test_openai_chat import lookup
-from .test_orchestration import team
-from .test_rerun import AGENTS as rerun_agents
-from .test_rerun import recorded_session
-from .test_sessions import Echo
-from .test_user_workflow import agents
 from .user_workflows import ResearchAndReview, SharedPlan
 from .web_agents import CONFIRM, confirmer
+from .workflows.test_agent_state import plan_agents
+from .workflows.test_multi_agent import research_team
+from .workflows.test_orchestration import team
+from .workflows.test_sessions import Echo
+from .workflows.test_user_workflow import agents
 
 HISTORIES = Path(__file__).parent / "histories"
 Recorded = list[tuple[str, Any]]
@@ -283,6 +283,16 @@ async def _sessions(client: AgentClient) -> Recorded:
         of_run = await client.fork(run.id)
         await of_run.send("after the run")
         await of_run.close()
+    blocker = Blocker()
+    stop_options = SessionOptions(run=RunOptions(heartbeat_timeout=timedelta(seconds=1)))
+    async with build_worker(client, {"blocker": blocker}):
+        stopped = await client.start_session("blocker", options=stop_options)
+        blocked = asyncio.ensure_future(stopped.send("block"))
+        await blocker.blocked.wait()
+        await stopped.stop()  # the stop Update waits for the run to end
+        await blocked
+        await stopped.send("next")
+        await stopped.close()
     first = client.temporal.get_workflow_handle
     return [
         ("agent_session_two_sends_then_closed", plain.workflow),
@@ -296,6 +306,7 @@ async def _sessions(client: AgentClient) -> Recorded:
         ("agent_session_retried_request_id", retried.workflow),
         ("agent_session_forked", forked.workflow),
         ("agent_session_forked_from_a_run", of_run.workflow),
+        ("agent_session_stopped_mid_run", stopped.workflow),
     ]
 
 

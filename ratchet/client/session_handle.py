@@ -22,6 +22,7 @@ from temporalio.client import (
     WorkflowUpdateStage,
 )
 
+from ratchet._temporal_internals import update_settled
 from ratchet.agents.client_tools import ClientTool, tool_problems
 from ratchet.agents.events import RunEvent
 from ratchet.agents.messages import Message, new_id
@@ -271,7 +272,7 @@ class SessionHandle(AgentHandle):
                         )
                         # A validator's refusal comes back as the Update's outcome, which
                         # start_update keeps without raising: raise it here.
-                        if handle._known_outcome is not None:  # noqa: SLF001 - no public view
+                        if update_settled(handle):
                             await handle.result()
                         return handle
                     return await self._handle.execute_update(
@@ -333,7 +334,9 @@ class SessionHandle(AgentHandle):
 
     async def stop(self) -> SessionStatus:
         """Stop the run in progress at its next safe point; its ``send`` returns with
-        status CANCELLED and the turns it finished. The session stays usable."""
+        status CANCELLED and the turns it finished. The session stays usable. Returns
+        once that run has ended (at most about 10 s: a durable tool already running
+        finishes first), with the session's status then."""
         return await self._request(AgentSessionWorkflow.stop, None)
 
     async def wait_for_pending(self) -> list[PendingView]:

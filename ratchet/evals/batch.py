@@ -177,6 +177,8 @@ class Rerun:
     batch's input carries (``MAX_SNAPSHOT_BYTES``), in source order."""
 
     def __init__(self, batches: Sequence[RerunBatch]) -> None:
+        if not batches:
+            raise InvalidInputError("A rerun has at least one batch (Rerun.ids).")
         self.batches = list(batches)
 
     @property

@@ -3,7 +3,7 @@
 A query to a closed run costs a worker a replay of the run's whole history (a
 few seconds for a few thousand events); reading the history itself costs a
 fraction of that. A session's workflow run writes, as it ends, where each of its
-messages is in its history (``wire.sessions.LogIndex``): this module finds those
+messages is in its history (``wire.session_data.LogIndex``): this module finds those
 batches in the history and checks the result against the index. Which runs to
 read, and keeping them, is ``log_segments``'.
 """

@@ -1,6 +1,6 @@
 """Which closed workflow runs to read a session's log from, and keeping what was read.
 
-A closed run never changes, so its part of the log (``log_history.Segment``) can
+A closed run never changes, so its part of the log (``log_events.Segment``) can
 be kept. Reading a long log back through a chain of closed runs one after the
 other would wait on each history in turn; the chain is cheap to walk (each run's
 first event names the run before it), so the runs are found first and their

@@ -7,7 +7,7 @@ it was appended: a send's messages (its Update, or the queue the run started
 with), a turn's output, a tool activity's result, the thread the run started
 with. The only exceptions are messages the workflow makes itself (a rejection,
 an answer, a stop note), which go into the index whole. The run writes the
-index as it ends (``wire.sessions.LogIndex``).
+index as it ends (``wire.session_data.LogIndex``).
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
 ``AgentRunWorkflow`` is this loop plus queries; a workflow of your own can call
 ``run_agent`` (or keep an ``AgentRunner``) to compose agents with other steps.
 The loop only sequences the run; its parts live beside it: the ledger of session
-and execution (``ledger``), the agent's state (``state``), building and taking
-turns (``turns``), pending work (``pending``), sub-agents (``sub_agents``), what
+and execution (``ledger``), the agent's state (``state_commits``), building and
+taking turns (``turn_scheduling``), pending work (``pending_calls``), sub-agents
+(``sub_agents``), what
 the UI shows (``progress``) and failures (``failures``). The thread is a log
 (``ratchet.agents.views``): each turn names the positions it sends, and
 compaction happens in the turn activity, on the view.

@@ -18,6 +18,9 @@ forks (``marks``), totals and what the UI shows (``session_view``).
 
 from __future__ import annotations
 
+import contextlib
+from datetime import timedelta
+
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
@@ -55,6 +58,10 @@ with workflow.unsafe.imports_passed_through():
     from .session_view import SessionDisplay, SessionTotals
     from .thread_query import log_info
 
+
+STOP_WAIT = timedelta(seconds=10)
+"""Longest a ``stop`` Update waits for the run to end before it answers (a durable
+tool already running finishes first)."""
 
 @workflow.defn(name=SESSION_WORKFLOW, failure_exception_types=[UsageError], sandboxed=SANDBOXED)
 class AgentSessionWorkflow(AgentHandlers):
@@ -199,12 +206,15 @@ class AgentSessionWorkflow(AgentHandlers):
     async def stop(self) -> SessionStatus:
         """Stop the run in progress at its next safe point (its send returns with
         status CANCELLED and the turns it finished); the session stays usable. Answers
-        once that run has ended, with the session's status then."""
+        once that run has ended, with the session's status then, or after
+        ``STOP_WAIT`` if a durable tool is still finishing (the run ends after it)."""
         self._totals.updates_this_workflow_run += 1
         running = self._sends.running
         if running is not None:
             self._runner.stop(StopRequest(status="CANCELLED", reason="cancelled"))
-            await workflow.wait_condition(lambda: self._sends.running is not running)
+            with contextlib.suppress(TimeoutError):
+                ended = lambda: self._sends.running is not running  # noqa: E731
+                await workflow.wait_condition(ended, timeout=STOP_WAIT)
         return self.status()
 
     @workflow.update

@@ -4,7 +4,7 @@ checked against the pinned SDK: an upgrade that renames one fails here, by name.
 from __future__ import annotations
 
 from temporalio.api.common.v1 import Payload
-from temporalio.client import WorkflowHandle
+from temporalio.client import WorkflowHandle, WorkflowUpdateHandle
 from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamItem
 from temporalio.contrib.workflow_streams._types import _encode_payload
 
@@ -13,6 +13,7 @@ from ratchet._temporal_internals import (
     handle_client,
     stream_end,
     stream_items_since,
+    update_settled,
 )
 
 
@@ -37,3 +38,11 @@ def test_a_streams_end_and_its_items_since_an_offset_read_its_log():
 def test_a_polled_items_data_decodes_to_the_payload_the_stream_wrote():
     payload = Payload(metadata={"encoding": b"json/plain"}, data=b'{"kind":"text"}')
     assert decode_stream_payload(_encode_payload(payload)) == payload
+
+
+def test_an_update_handle_says_whether_its_outcome_came_back_already():
+    handle = WorkflowUpdateHandle(object(), "u", "wf")  # type: ignore[arg-type]
+    assert "_known_outcome" in WorkflowUpdateHandle.__init__.__code__.co_names
+    assert not update_settled(handle)
+    handle._known_outcome = object()  # type: ignore[attr-defined, assignment]
+    assert update_settled(handle)
