@@ -63,6 +63,7 @@ STOP_WAIT = timedelta(seconds=10)
 """Longest a ``stop`` Update waits for the run to end before it answers (a durable
 tool already running finishes first)."""
 
+
 @workflow.defn(name=SESSION_WORKFLOW, failure_exception_types=[UsageError], sandboxed=SANDBOXED)
 class AgentSessionWorkflow(AgentHandlers):
     """A conversation that lives for ever; each message sent runs one execution."""
