@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -68,13 +69,21 @@ def test_the_quickstart_exits_zero_every_time(temporal_server: DevServer, tmp_pa
     """The quickstart (README, docs) starts a worker, runs an agent and leaves; a
     plain asyncio.run aborted at exit (134) in 2 of 12 runs."""
     source = (ROOT / "examples" / "quickstart.py").read_text()
-    codes = []
-    for _ in range(QUICKSTART_RUNS):
-        done = run_script(source, tmp_path, temporal_server)
+    assert 'task_queue="quickstart"' in source
+
+    def once(n: int) -> subprocess.CompletedProcess[str]:
+        # Three at a time, each on a task queue of its own (a worker leaving must not
+        # hold another's run), in a directory of its own.
+        own = source.replace('task_queue="quickstart"', f'task_queue="quickstart-{n}"')
+        (tmp_path / str(n)).mkdir()
+        return run_script(own, tmp_path / str(n), temporal_server)
+
+    with ThreadPoolExecutor(3) as pool:
+        runs = list(pool.map(once, range(QUICKSTART_RUNS)))
+    for done in runs:
         assert done.returncode == 0, done.stdout + done.stderr
-        codes.append(done.returncode)
         assert done.stdout.count("\n") == 2 and "turns" in done.stdout
-    assert codes == [0] * QUICKSTART_RUNS
+    assert [done.returncode for done in runs] == [0] * QUICKSTART_RUNS
 
 
 @pytest.mark.slow  # a child process

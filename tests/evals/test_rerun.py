@@ -4,6 +4,7 @@ free-running threads, and the report's side-by-side contents."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -215,8 +216,14 @@ async def test_the_eval_command_says_what_is_wrong_with_its_arguments_and_exits_
             "b",
         ],  # fmt: skip
     }
-    for expected, args in mistakes.items():
-        code, _, err = await ratchet(temporal_server, task_queue, *args)
+    slots = asyncio.Semaphore(4)  # each is a process of its own: a few at once
+
+    async def attempt(args: list[str]) -> tuple[int, str, str]:
+        async with slots:
+            return await ratchet(temporal_server, task_queue, *args)
+
+    answers = await asyncio.gather(*(attempt(args) for args in mistakes.values()))
+    for (expected, args), (code, _, err) in zip(mistakes.items(), answers, strict=True):
         assert expected in err and "Traceback" not in err, (args, err)
         assert code == 2, (args, err)
     # Through the API, no runs at once is refused too (it would wait for ever).
