@@ -238,7 +238,17 @@ async def _decide_at_terminal(client: AgentClient, batches: list[RerunBatch]) ->
         try:
             running = [run_id for batch in batches for run_id in await batch.running()]
         except Exception as e:  # noqa: BLE001 - a worker restarting: look again
-            print(f"warning: could not list the batch's runs ({e}); trying again", file=sys.stderr)
+            hint = ""
+            if "Workflow Task in failed state" in str(e):  # e.g. no worker hosts RerunBatch
+                hint = (
+                    f" If the workers of task queue {client.task_queue!r} log 'RerunBatch is "
+                    "not registered', give them EvalsPlugin (`ratchet worker` has it): "
+                    "build_worker(..., plugins=[EvalsPlugin()])."
+                )
+            print(
+                f"warning: could not list the batch's runs ({e}); trying again.{hint}",
+                file=sys.stderr,
+            )
             running = []
         for run_id in running:
             run = client.get_run(run_id)
