@@ -177,10 +177,13 @@ async def _evaluate(args: argparse.Namespace) -> int:
     for case in report.cases:
         if case.case.metadata.get("unreadable"):
             print(f"warning: not rerun: {case.new.error}", file=sys.stderr)
+        elif case.new.error:  # else only in report.json
+            print(f"warning: case {case.case.id} failed: {case.new.error}", file=sys.stderr)
     paths = report.write(args.out)
+    scored = "" if evaluators else " (no --evaluators: nothing scored the answers)"
     print(
-        f"{len(report.cases)} cases · score {report.old_score:.3f} -> {report.new_score:.3f} · "
-        f"report: {', '.join(map(str, paths))}"
+        f"{len(report.cases)} cases · score {report.old_score:.3f} -> {report.new_score:.3f}"
+        f"{scored} · report: {', '.join(map(str, paths))}"
     )
     failures = report.gate(min_score=args.min_score, max_cost_increase=args.max_cost_increase)
     for failure in failures:

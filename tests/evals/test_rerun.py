@@ -164,6 +164,10 @@ async def test_the_eval_command_writes_the_report_and_exits_1_when_the_gate_fail
             "--min-score",
             "0.9",
         )
+        bare = await ratchet(
+            temporal_server, task_queue, "eval", "rerun", source, "--agent", "weather-v2",
+            "--out", str(tmp_path / "c"),
+        )  # fmt: skip
     code, out, err = passed
     assert code == 0, err
     assert "2 cases · score 0.500 -> 0.500" in out
@@ -172,6 +176,8 @@ async def test_the_eval_command_writes_the_report_and_exits_1_when_the_gate_fail
     assert code == 1 and "gate: score 0.500 is below the minimum 0.900" in err
     code, out, err = unscored
     assert code == 2 and "--min-score needs --evaluators" in err
+    code, out, err = bare  # no score without evaluators: it says so
+    assert code == 0 and "(no --evaluators: nothing scored the answers)" in out, err
 
 
 NOT_EVALUATORS = "contains"
