@@ -73,7 +73,9 @@ class Quoting(Agent):
 @dataclass
 class Follower:
     """Reads the session's events and pauses at seeded random points; the sender
-    sends while it is paused, then waits for it to catch up."""
+    sends while it is paused, then waits for it to catch up. While it reads, the
+    sender lets it keep up before each send (a reader slowed by a loaded machine
+    falls behind only where it paused)."""
 
     client: AgentClient
     session_id: str
@@ -87,16 +89,31 @@ class Follower:
     paused: asyncio.Event = field(default_factory=asyncio.Event)
     resume: asyncio.Event = field(default_factory=asyncio.Event)
     caught_up: asyncio.Event = field(default_factory=asyncio.Event)
+    moved: asyncio.Event = field(default_factory=asyncio.Event)
     end: int = 0
+    offset: int = 0
+
+    async def keep_up(self, end: int) -> None:
+        """Returns once the reader has read up to ``end``, or has paused."""
+        while self.offset < end and not self.paused.is_set():
+            self.moved.clear()
+            await self.moved.wait()
 
     async def follow(self) -> None:
+        try:
+            await self._follow()
+        finally:
+            self.moved.set()
+
+    async def _follow(self) -> None:
         offset = 0
         while True:
             events = numbered_events(self.client.temporal, self.session_id, from_offset=offset)
             try:
                 async for at, event in events:
                     self.seen.append((at, event))
-                    offset = at + 1
+                    offset = self.offset = at + 1
+                    self.moved.set()
                     if offset >= self.end:
                         self.caught_up.set()
                     pause = self.rng.random() < 1 / 150
@@ -105,17 +122,19 @@ class Follower:
                 return  # the session closed
             except EventsExpiredError as e:
                 where, behind, _ = self.resumes[-1]
-                assert e.requested >= where  # at the gap: the events before it came
+                # At the gap, within what it was behind: the events before it came.
+                assert where <= e.requested < self.end, (e.requested, e.oldest, self.resumes)
                 assert all(at < e.requested for at, _ in self.seen if at >= where)
                 self.resumes[-1] = (where, behind, "expired")
                 session = self.client.get_session(self.session_id)
-                offset = await session.event_offset()  # a snapshot, then on from here
+                offset = self.offset = await session.event_offset()  # a snapshot, then on
                 self.restarts.add(offset)
                 self.caught_up.set()
 
     async def _pause(self, offset: int) -> None:
         self.caught_up.clear()
         self.paused.set()
+        self.moved.set()
         await self.resume.wait()
         self.resume.clear()
         self.paused.clear()
@@ -143,6 +162,8 @@ async def test_a_follower_pausing_at_random_gets_every_event_once_or_a_gap_error
         rng.shuffle(pauses)
         pause, sent = pauses.pop(), 0
         for _ in range(24):
+            if not follower.paused.is_set():
+                await asyncio.wait_for(follower.keep_up(await session.event_offset()), 120)
             await session.send("go")
             if follower.paused.is_set() and not follower.resume.is_set():
                 sent += 1
