@@ -31,8 +31,8 @@ from ratchet.agents import OpenAIChatModel, ToolCallingAgent, tool
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
 from ratchet.errors import RunFailedError
-from ratchet.testing.openai_server import OpenAIServer, Reply, Request, json_reply
-from ratchet.wire.options import RunOptions, SessionOptions
+from ratchet.testing._openai_server import OpenAIServer, Reply, Request, json_reply
+from ratchet.wire import RunOptions, SessionOptions
 from ratchet.worker import build_worker
 
 from .sessions import ANSWER, TOOL, USER

@@ -29,7 +29,7 @@ from ratchet.agents import Agent, Message, Result, RunContext, Thread
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
 from ratchet.errors import EventsExpiredError
-from ratchet.wire.options import SessionOptions
+from ratchet.wire import SessionOptions
 from ratchet.worker import build_worker
 
 RESULTS = Path(__file__).parent / "results" / "followers.json"

@@ -40,8 +40,8 @@ from temporalio.worker import Worker
 from ratchet.agents import OpenAIChatModel, ToolCallingAgent, tool
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
-from ratchet.testing.openai_server import OpenAIServer
-from ratchet.wire.options import RunOptions
+from ratchet.testing import OpenAIServer
+from ratchet.wire import RunOptions
 from ratchet.worker import build_worker
 
 from . import integrations

@@ -21,11 +21,11 @@ from pathlib import Path
 
 from temporalio.client import WorkflowExecutionStatus
 
-from ratchet.agents import ScriptedModel, ToolCallingAgent, tool, views
-from ratchet.agents.compaction import KeepLastTurns
+from ratchet.agents import KeepLastTurns, ScriptedModel, ToolCallingAgent, tool
+from ratchet.agents import _views as views
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
-from ratchet.wire.options import RunOptions
+from ratchet.wire import RunOptions
 from ratchet.worker import build_worker
 
 RESULTS = Path(__file__).parent / "results"

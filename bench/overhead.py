@@ -19,7 +19,7 @@ user + system CPU per turn (from ``/proc``), which depends far less on the
 machine's load than wall time.
 
 ``--sandbox`` says which workflows run in temporalio's workflow sandbox: by default
-the bare loops (temporalio's default) and not Ratchet's (``ratchet.workflows.sandbox``),
+the bare loops (temporalio's default) and not Ratchet's (``ratchet.workflows._sandbox``),
 each as it ships; ``all`` and ``none`` measure both the same way, into
 ``overhead_sandbox_all.json`` and ``overhead_sandbox_none.json``.
 """
@@ -46,7 +46,7 @@ from temporalio import activity, workflow
 from ratchet.agents import ScriptedModel, ToolCallingAgent, tool
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
-from ratchet.wire.options import RunOptions
+from ratchet.wire import RunOptions
 from ratchet.worker import build_worker
 
 RESULTS = Path(__file__).parent / "results"

@@ -26,10 +26,9 @@ import time
 from ratchet.agents import ScriptedModel, ToolCallingAgent, tool
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
-from ratchet.evals import EvalsPlugin
-from ratchet.evals.batch import start_batch, start_rerun
-from ratchet.evals.datasets import Snapshot, export_dataset
-from ratchet.evals.rerun import read_source, rerun_many, split_cases
+from ratchet.evals import EvalsPlugin, Snapshot, export_dataset
+from ratchet.evals._batch import start_batch, start_rerun
+from ratchet.evals._rerun import read_source, rerun_many, split_cases
 from ratchet.worker import build_worker
 
 from .sessions import RESULTS

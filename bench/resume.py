@@ -40,7 +40,7 @@ from ratchet._exit import hard_exit
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer, free_port
 from ratchet.testing import WorkerProcess
-from ratchet.wire.options import RunOptions
+from ratchet.wire import RunOptions
 from tests.conftest import release, worker_process
 from tests.logged_agents import EventLog
 

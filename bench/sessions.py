@@ -42,7 +42,7 @@ from ratchet.agents import (
     ToolCallingAgent,
     tool,
 )
-from ratchet.agents.state import ThreadData
+from ratchet.agents._state import ThreadData
 from ratchet.client import AgentClient, SessionHandle
 from ratchet.devserver import DevServer
 from ratchet.worker import build_worker

@@ -31,7 +31,7 @@ from ratchet.agents import (
 )
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
-from ratchet.wire.options import RunOptions
+from ratchet.wire import RunOptions
 from ratchet.worker import build_worker
 
 from .state_types import typical_state

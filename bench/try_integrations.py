@@ -15,7 +15,7 @@ from temporalio.client import Client
 
 from bench.integrations import IntegrationRunFailed, run_openai_agents, run_pydantic_ai
 from ratchet.devserver import DevServer
-from ratchet.testing.openai_server import OpenAIServer
+from ratchet.testing import OpenAIServer
 
 RUNNERS = {"openai-agents": run_openai_agents, "pydantic-ai": run_pydantic_ai}
 

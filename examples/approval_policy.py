@@ -8,7 +8,7 @@ import asyncio
 
 import ratchet
 from ratchet import AgentClient, ScriptedModel, ToolCallingAgent, build_worker, tool
-from ratchet.agents.approvals import ApprovalPolicy, allow, ask, deny
+from ratchet.agents import ApprovalPolicy, allow, ask, deny
 
 
 @tool

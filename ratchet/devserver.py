@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ratchet.errors import ConfigurationError
-from ratchet.wire.search_attributes import dev_server_flags
+from ratchet.wire._search_attributes import dev_server_flags
 
 
 def temporal_binary() -> str:

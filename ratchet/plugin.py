@@ -39,18 +39,18 @@ from temporalio.plugin import SimplePlugin
 from temporalio.worker import WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from ratchet.activities.event_publisher import DEFAULT_BATCH_INTERVAL
-from ratchet.activities.log_cache import ThreadCache
-from ratchet.activities.resources import ResourceFactory, WorkerResources
-from ratchet.activities.state_refs import StateCache
-from ratchet.activities.turn import AgentFactory, TurnActivities
-from ratchet.agents.agent import Agent
-from ratchet.agents.interceptors import InterceptorFactory
+from ratchet.activities._event_publisher import DEFAULT_BATCH_INTERVAL
+from ratchet.activities._log_cache import ThreadCache
+from ratchet.activities._resources import ResourceFactory, WorkerResources
+from ratchet.activities._state_refs import StateCache
+from ratchet.activities._turn import AgentFactory, TurnActivities
+from ratchet.agents._agent import Agent
+from ratchet.agents._interceptors import InterceptorFactory
 from ratchet.errors import PAYLOAD_LIMIT, ConfigurationError
-from ratchet.payloads.converter import RatchetPayloadConverter, data_converter, with_codec
-from ratchet.payloads.storage import external_storage
-from ratchet.workflows.agent_run import AgentRunWorkflow
-from ratchet.workflows.session import AgentSessionWorkflow
+from ratchet.payloads._converter import RatchetPayloadConverter, data_converter, with_codec
+from ratchet.payloads._storage import external_storage
+from ratchet.workflows._agent_run import AgentRunWorkflow
+from ratchet.workflows._session import AgentSessionWorkflow
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider

@@ -8,7 +8,7 @@ or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` is set (or when asked for in code); it
 Spans: Temporal's ``TracingInterceptor`` on the client (and so on every worker built
 from it) traces the run's workflow, each turn and tool activity, and carries the trace
 from the client through the workflow into the activities; inside a turn
-``ratchet.agents.tracing`` adds ``chat {model}`` and ``execute_tool {name}`` spans.
+``ratchet.agents._tracing`` adds ``chat {model}`` and ``execute_tool {name}`` spans.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from urllib.parse import urlsplit
 from opentelemetry import trace
 from temporalio import activity
 
-from ratchet.agents.tracing import use_tracer
-from ratchet.agents.usage import Usage
+from ratchet.agents._tracing import use_tracer
+from ratchet.agents._usage import Usage
 from ratchet.errors import ConfigurationError
 
 if TYPE_CHECKING:

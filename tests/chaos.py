@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ratchet.client import AgentClient, SessionHandle
-from ratchet.client.retries import passing
+from ratchet.client._retries import passing
 from ratchet.devserver import DevServer
 from ratchet.errors import AnswerUnavailableError
 from ratchet.testing import WorkerProcess
-from ratchet.wire.options import SessionOptions
-from ratchet.wire.session_data import new_request_id
+from ratchet.wire import SessionOptions
+from ratchet.wire._session_data import new_request_id
 
 from .logged_agents import EventLog
 

@@ -23,23 +23,22 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from ratchet.activities.log_cache import ThreadCache
+from ratchet.activities._log_cache import ThreadCache
 from ratchet.agents import OpenAIResponsesModel, ScriptedModel, ToolCallingAgent
-from ratchet.agents.compaction import KeepLastTurns, Summarize, SummarizingAgent
+from ratchet.agents._compaction import KeepLastTurns, Summarize, SummarizingAgent
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
 from ratchet.errors import RunFailedError
-from ratchet.evals import EvalsPlugin
-from ratchet.evals.batch import start_batch
-from ratchet.evals.datasets import export_dataset
+from ratchet.evals import EvalsPlugin, export_dataset
+from ratchet.evals._batch import start_batch
 from ratchet.examples.orchestration import (
     FanOut,
     FanOutInput,
     WriterCriticInput,
     WriterCriticLoop,
 )
-from ratchet.testing.openai_server import OpenAIServer
-from ratchet.wire.options import RunOptions, SessionOptions
+from ratchet.testing import OpenAIServer
+from ratchet.wire import RunOptions, SessionOptions
 from ratchet.worker import build_worker
 
 from .agents.test_compaction import paging_agent

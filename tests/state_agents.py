@@ -15,8 +15,7 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
-from ratchet.agents import Agent, Message, Result, RunContext, Thread, state_schema
-from ratchet.agents.serializers import StateSerializer
+from ratchet.agents import Agent, Message, Result, RunContext, StateSerializer, Thread, state_schema
 
 
 class Color(Enum):

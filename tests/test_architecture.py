@@ -5,6 +5,7 @@ loop holding the loop itself."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import grimp
@@ -14,7 +15,13 @@ import ratchet.workflows
 WORKFLOWS = Path(ratchet.workflows.__file__).parent
 MAX_LINES = 250
 MAX_ATTRIBUTES = 8
-HOSTS_OF_THE_RUNNER = {"agent_run.py", "session.py", "session_runs.py", "runner.py", "__init__.py"}
+HOSTS_OF_THE_RUNNER = {
+    "_agent_run.py",
+    "_session.py",
+    "_session_runs.py",
+    "_runner.py",
+    "__init__.py",
+}
 """The workflows that keep an AgentRunner (and the runner's own module)."""
 
 
@@ -93,13 +100,13 @@ def test_the_attribute_counter_counts_what_a_class_keeps():
 
 RATCHET = WORKFLOWS.parent
 TURN_PATH = [
-    "client/client.py",
-    "client/session_handle.py",
-    "client/thread_reader.py",
-    "wire/run_data.py",
-    "wire/turn_data.py",
+    "client/_client.py",
+    "client/_session_handle.py",
+    "client/_thread_reader.py",
+    "wire/_run_data.py",
+    "wire/_turn_data.py",
     *(
-        f"workflows/{name}.py"
+        f"workflows/_{name}.py"
         for name in (
             "agent_run",
             "session",
@@ -116,7 +123,7 @@ TURN_PATH = [
         )
     ),
     *(
-        f"activities/{name}.py"
+        f"activities/_{name}.py"
         for name in (
             "turn",
             "attempt",
@@ -128,9 +135,9 @@ TURN_PATH = [
             "heartbeats",
         )
     ),
-    *(f"history/{name}.py" for name in ("log_pages", "log_events", "log_segments")),
-    "agents/tool_calling.py",
-    "agents/interceptors.py",
+    *(f"history/_{name}.py" for name in ("log_pages", "log_events", "log_segments")),
+    "agents/_tool_calling.py",
+    "agents/_interceptors.py",
     *(f"agents/models/{p.name}" for p in sorted((RATCHET / "agents/models").glob("*.py"))),
 ]
 """The modules a prompt crosses from ``AgentClient.run`` / ``SessionHandle.send`` to
@@ -238,3 +245,32 @@ def test_a_modules_name_tells_its_layer_no_basename_repeats_outside_the_cli():
         and path.name not in ("__init__.py", "__main__.py")
     ]
     assert sorted({n for n in names if names.count(n) > 1}) == []
+
+
+PUBLIC_MODULES = {
+    "errors.py": "the error tree users catch",
+    "devserver.py": "a dev server for scripts and notebooks",
+    "plugin.py": "the temporalio plugins",
+    "telemetry.py": "tracing and metrics exporters (the otel extra)",
+    "agents/mcp_tools.py": "MCP toolsets (the mcp extra, imported only by who uses it)",
+    "examples/orchestration.py": "an example workflow, to read",
+}
+"""The modules without a leading underscore besides packages' ``__init__`` and
+``__main__``: everything else is internal, and a package's ``__all__`` is its surface."""
+
+
+def test_internal_modules_are_private_and_docs_import_only_public_names():
+    public = sorted(
+        str(path.relative_to(RATCHET))
+        for path in RATCHET.rglob("*.py")
+        if not path.name.startswith("_")
+    )
+    assert public == sorted(PUBLIC_MODULES)
+    root = RATCHET.parent
+    shown = [*root.glob("docs/**/*.md"), root / "README.md", *root.glob("examples/**/*.py")]
+    private = [
+        f"{path.relative_to(root)}: {name}"
+        for path in shown
+        for name in re.findall(r"ratchet(?:\.\w+)*\._[a-z]\w*", path.read_text())
+    ]
+    assert not private, "import these from their package (add them to its __all__)"

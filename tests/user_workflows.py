@@ -8,8 +8,8 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from ratchet.agents import Message, ShareToken
-    from ratchet.agents.state_context import StateChanged
-    from ratchet.wire.options import RunOptions
+    from ratchet.agents._state_context import StateChanged
+    from ratchet.wire import RunOptions
     from ratchet.workflows import AgentRunner, RunHooks, run_agent
 
 

@@ -17,7 +17,7 @@ from ratchet.agents import (
     ToolCallingAgent,
     tool,
 )
-from ratchet.agents.client_tools import ClientTool
+from ratchet.agents._client_tools import ClientTool
 
 CHATTY_EVENTS = 300
 SLOW_EVENTS = 40

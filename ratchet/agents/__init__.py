@@ -6,19 +6,29 @@ runs each call as one durable turn. What a host reads about a run (its state,
 status, pending work) is in ``ratchet.client``.
 """
 
-from .agent import Agent, Result
-from .compaction import (
+from ._agent import Agent, Result
+from ._approvals import ApprovalPolicy, allow, ask, deny
+from ._compaction import (
     Compaction,
     CompactionPolicy,
     DropToolResults,
     KeepLastTurns,
     Summarize,
 )
-from .context import RunContext
-from .events import CustomEvent, RunEvent, TextDelta
-from .fit_window import FitWindow
-from .interceptors import Intercepted, ToolInterceptor
-from .messages import Message, ToolCall
+from ._context import RunContext
+from ._events import CustomEvent, RunEvent, TextDelta
+from ._fit_window import FitWindow
+from ._interceptors import PROCEED, Intercepted, ToolInterceptor
+from ._messages import Message, ToolCall
+from ._parts import FilePart, ImagePart
+from ._pending import PendingAction
+from ._pricing import ModelPrice
+from ._serializers import JSONSerializer, PickleSerializer, StateSerializer, state_schema
+from ._state_context import ShareToken, StateContext
+from ._thread import ChatMessageThread, ServiceThread, Thread
+from ._tool_calling import ToolCallingAgent
+from ._tools import Tool, agent_tool, ask_user, tool
+from ._usage import Usage
 from .models import (
     ModelClient,
     ModelResponse,
@@ -26,18 +36,11 @@ from .models import (
     OpenAIResponsesModel,
     ScriptedModel,
 )
-from .parts import FilePart, ImagePart
-from .pending import PendingAction
-from .pricing import ModelPrice
-from .serializers import JSONSerializer, PickleSerializer, StateSerializer, state_schema
-from .state_context import ShareToken, StateContext
-from .thread import ChatMessageThread, ServiceThread, Thread
-from .tool_calling import ToolCallingAgent
-from .tools import Tool, agent_tool, ask_user, tool
-from .usage import Usage
 
 __all__ = [
+    "PROCEED",
     "Agent",
+    "ApprovalPolicy",
     "ChatMessageThread",
     "Compaction",
     "CompactionPolicy",
@@ -74,7 +77,10 @@ __all__ = [
     "ToolInterceptor",
     "Usage",
     "agent_tool",
+    "allow",
+    "ask",
     "ask_user",
+    "deny",
     "state_schema",
     "tool",
 ]

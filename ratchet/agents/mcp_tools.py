@@ -28,7 +28,7 @@ from typing import Any, cast
 
 from ratchet.errors import RunError, ToolError
 
-from .tools import ApprovalRule, Tool
+from ._tools import ApprovalRule, Tool
 
 try:
     import anyio

@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ratchet", description="Durable agents on Temporal.")
     commands = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
-        importlib.import_module(f"ratchet.cli.{name}").register(commands)
+        importlib.import_module(f"ratchet.cli._{name}").register(commands)
     for each in _parsers(parser):
         each.formatter_class = DefaultsHelp
     return parser
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
 def _report(error: Exception, args: argparse.Namespace) -> int:
     from ratchet.errors import RatchetError
 
-    from .common import is_connection_failure, no_server
+    from ._common import is_connection_failure, no_server
 
     if is_connection_failure(error):
         return no_server(args)

@@ -6,8 +6,8 @@ return: a run's ``AgentState`` (status, turns, the thread), committed state
 yields (``RunEvent``: one class per kind, each with typed ``data``).
 """
 
-from ratchet.agents.client_tools import ClientTool
-from ratchet.agents.events import (
+from ratchet.agents._client_tools import ClientTool
+from ratchet.agents._events import (
     CustomEvent,
     EventBase,
     Retry,
@@ -29,8 +29,8 @@ from ratchet.agents.events import (
     TurnCompletedData,
     TurnStarted,
 )
-from ratchet.agents.pending import Decision, PendingView
-from ratchet.agents.state import (
+from ratchet.agents._pending import Decision, PendingView
+from ratchet.agents._state import (
     AgentSession,
     AgentState,
     AgentStatus,
@@ -39,15 +39,15 @@ from ratchet.agents.state import (
     StepResult,
     ThreadData,
 )
-from ratchet.agents.state_context import StateChanged, StateConflict, StateEntry
-from ratchet.agents.state_export import AgentStateExport, StateExport
-from ratchet.wire.session_data import SessionStatus, new_request_id
+from ratchet.agents._state_context import StateChanged, StateConflict, StateEntry
+from ratchet.agents._state_export import AgentStateExport, StateExport
+from ratchet.wire._session_data import SessionStatus, new_request_id
 
-from .checkpoints import Checkpoint
-from .client import AgentClient
-from .run_handle import RunHandle
-from .session_handle import SessionHandle
-from .turn_records import TurnRecord
+from ._checkpoints import Checkpoint
+from ._client import AgentClient
+from ._run_handle import RunHandle
+from ._session_handle import SessionHandle
+from ._turn_records import TurnRecord
 
 __all__ = [
     "AgentClient",

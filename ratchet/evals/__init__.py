@@ -1,4 +1,4 @@
-"""Evaluations: score what agents answer (``ratchet.evals.evaluators``) case by case,
+"""Evaluations: score what agents answer (``ratchet.evals._evaluators``) case by case,
 and rerun recorded sessions on a changed agent (``start_rerun``; the workers need
 ``EvalsPlugin``).
 
@@ -9,10 +9,11 @@ and rerun recorded sessions on a changed agent (``start_rerun``; the workers nee
     report = await rerun.report([contains("refund")])
 """
 
-from .batch import Rerun, get_rerun, start_rerun
-from .case_runs import compare, run_cases
-from .cases import Case, CaseScore, Outcome, Score
-from .evaluators import (
+from ._batch import Rerun, RerunBatch, get_rerun, start_rerun
+from ._case_runs import compare, run_cases
+from ._cases import Case, CaseScore, Outcome, Score
+from ._datasets import Dataset, Snapshot, export_dataset, load_dataset
+from ._evaluators import (
     Evaluator,
     LLMJudge,
     called,
@@ -25,32 +26,40 @@ from .evaluators import (
     regex,
     score_case,
 )
-from .report import Compared, Report, assert_gate, load_cases
-from .worker_plugin import EvalsPlugin
+from ._report import Compared, Report, assert_gate, load_cases
+from ._rerun import find_sources, rerun_many
+from ._worker_plugin import EvalsPlugin
 
 __all__ = [
     "Case",
     "CaseScore",
     "Compared",
+    "Dataset",
     "EvalsPlugin",
     "Evaluator",
     "LLMJudge",
     "Outcome",
     "Report",
     "Rerun",
+    "RerunBatch",
     "Score",
+    "Snapshot",
     "assert_gate",
     "called",
     "compare",
     "contains",
     "cost_budget",
     "exact",
+    "export_dataset",
+    "find_sources",
     "get_rerun",
     "json_schema",
     "latency_budget",
     "load_cases",
+    "load_dataset",
     "matches_model",
     "regex",
+    "rerun_many",
     "run_cases",
     "score_case",
     "start_rerun",

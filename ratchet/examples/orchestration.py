@@ -14,10 +14,10 @@ from pydantic import BaseModel, Field
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.agents.messages import Message
-    from ratchet.agents.usage import Usage
-    from ratchet.wire.options import RunOptions
-    from ratchet.workflows.runner import AgentRunner, run_agent
+    from ratchet.agents._messages import Message
+    from ratchet.agents._usage import Usage
+    from ratchet.wire._options import RunOptions
+    from ratchet.workflows._runner import AgentRunner, run_agent
 
 
 class WriterCriticInput(BaseModel):

@@ -2,10 +2,10 @@
 JSON), payload encryption and its codec server for the Web UI, and external
 storage for payloads over Temporal's size limit."""
 
-from .codec_server import CodecServer
-from .converter import RatchetPayloadConverter, data_converter
-from .encryption import EncryptionCodec, generate_key
-from .storage import FileStorageDriver, external_storage
+from ._codec_server import CodecServer
+from ._converter import RatchetPayloadConverter, data_converter
+from ._encryption import EncryptionCodec, generate_key
+from ._storage import FileStorageDriver, external_storage
 
 __all__ = [
     "CodecServer",

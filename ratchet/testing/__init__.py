@@ -9,12 +9,12 @@
 - ``AnthropicServer``: the same for Anthropic's Messages API (``AnthropicModel``).
 """
 
-from ratchet.agents.models.scripted import ScriptedModel
+from ratchet.agents.models._scripted import ScriptedModel
 
-from .anthropic_server import AnthropicServer
-from .environment import RatchetTestEnvironment
-from .openai_server import OpenAIServer
-from .worker_process import ChildProcess, WorkerProcess
+from ._anthropic_server import AnthropicServer
+from ._environment import RatchetTestEnvironment
+from ._openai_server import OpenAIServer
+from ._worker_process import ChildProcess, WorkerProcess
 
 __all__ = [
     "AnthropicServer",

@@ -11,7 +11,7 @@ Needs the ``web`` extra (``pip install 'ratchet[web]'``: FastAPI and uvicorn).
 FastAPI or Starlette app; ``ratchet web`` serves it with uvicorn.
 """
 
-from .app import create_app
-from .auth import TokenAuth
+from ._app import create_app
+from ._auth import TokenAuth
 
 __all__ = ["TokenAuth", "create_app"]

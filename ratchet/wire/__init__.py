@@ -5,26 +5,27 @@ they carry, and the names (activity types, queries) they agree on. Every layer
 above imports these from here; nothing here runs Temporal code.
 """
 
-from .names import RUN_WORKFLOW, SESSION_WORKFLOW, TOOL_ACTIVITY, TURN_ACTIVITY
-from .options import RunOptions, SessionOptions
-from .run_data import DecisionRequest, RunInput, RunResult, StopRequest
-from .session_data import SendOutcome, SessionInput, SessionStatus
-from .turn_data import ThreadRef, ToolInput, TurnInput, TurnOutput
+from ._names import RUN_WORKFLOW, SESSION_WORKFLOW, TOOL_ACTIVITY, TURN_ACTIVITY
+from ._options import InterceptorRef, RunOptions, SessionOptions
+from ._run_data import DecisionRequest, RunInput, RunResult, StopRequest
+from ._session_data import SendOutcome, SessionInput, SessionStatus
+from ._turn_data import ThreadRef, ToolInput, TurnInput, TurnOutput
 
 __all__ = [
-    "RUN_WORKFLOW",
-    "SESSION_WORKFLOW",
-    "TOOL_ACTIVITY",
-    "TURN_ACTIVITY",
     "DecisionRequest",
+    "InterceptorRef",
+    "RUN_WORKFLOW",
     "RunInput",
     "RunOptions",
     "RunResult",
+    "SESSION_WORKFLOW",
     "SendOutcome",
     "SessionInput",
     "SessionOptions",
     "SessionStatus",
     "StopRequest",
+    "TOOL_ACTIVITY",
+    "TURN_ACTIVITY",
     "ThreadRef",
     "ToolInput",
     "TurnInput",

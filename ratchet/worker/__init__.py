@@ -2,7 +2,7 @@
 
     python -m ratchet.worker --agents myapp.agents:AGENTS    (or: ratchet worker)
 
-The command itself (its options, loading ``--agents``) is ``ratchet.cli.worker``;
+The command itself (its options, loading ``--agents``) is ``ratchet.cli._worker``;
 this package's ``__main__`` hands ``python -m ratchet.worker`` to it.
 
 ``AGENTS`` is a dict of agent name to an ``Agent`` or a zero-argument factory.
@@ -24,16 +24,16 @@ from temporalio.worker import Plugin, Worker, WorkflowRunner
 
 from ratchet import telemetry
 from ratchet._exit import hard_exit
-from ratchet.activities.event_publisher import DEFAULT_BATCH_INTERVAL
-from ratchet.activities.log_cache import ThreadCache
-from ratchet.activities.resources import ResourceFactory
-from ratchet.activities.state_refs import StateCache
-from ratchet.activities.turn import AgentFactory
-from ratchet.agents.interceptors import InterceptorFactory
-from ratchet.client.client import DEFAULT_TASK_QUEUE, AgentClient
-from ratchet.client.namespace_setup import ensure_search_attributes
+from ratchet._grace_period import DEFAULT_GRACE_PERIOD
+from ratchet.activities._event_publisher import DEFAULT_BATCH_INTERVAL
+from ratchet.activities._log_cache import ThreadCache
+from ratchet.activities._resources import ResourceFactory
+from ratchet.activities._state_refs import StateCache
+from ratchet.activities._turn import AgentFactory
+from ratchet.agents._interceptors import InterceptorFactory
+from ratchet.client._client import DEFAULT_TASK_QUEUE, AgentClient
+from ratchet.client._namespace_setup import ensure_search_attributes
 from ratchet.errors import ConfigurationError
-from ratchet.grace_period import DEFAULT_GRACE_PERIOD
 from ratchet.plugin import RatchetPlugin, check_agents, passed_through
 
 GRACE_PERIOD = timedelta(seconds=DEFAULT_GRACE_PERIOD)
@@ -77,7 +77,7 @@ def build_worker(
     steps it finished are not done again).
 
     ``tool_interceptors`` maps a name to a factory of a ``ToolInterceptor`` (see
-    ``ratchet.agents.interceptors``), which a run names in
+    ``ratchet.agents._interceptors``), which a run names in
     ``RunOptions(tool_interceptor=InterceptorRef(name=..., config=...))``. A plugin in
     ``plugins`` may bring its own (``ratchet.evals.EvalsPlugin`` brings the one
     evaluations rerun with).

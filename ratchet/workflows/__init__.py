@@ -5,8 +5,8 @@ session; ``run_agent`` / ``AgentRunner`` run agents from a workflow of your own.
 Nothing here talks to a Temporal client: that is ``ratchet.client``.
 """
 
-from .agent_run import AgentRunWorkflow
-from .runner import AgentRunner, RunHooks, run_agent
-from .session import AgentSessionWorkflow
+from ._agent_run import AgentRunWorkflow
+from ._runner import AgentRunner, RunHooks, run_agent
+from ._session import AgentSessionWorkflow
 
 __all__ = ["AgentRunWorkflow", "AgentRunner", "AgentSessionWorkflow", "RunHooks", "run_agent"]

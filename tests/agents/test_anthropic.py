@@ -9,11 +9,11 @@ import anthropic
 import pytest
 
 from ratchet.agents import Message, ModelPrice, RunContext, ToolCall, ToolCallingAgent, Usage, tool
-from ratchet.agents.models.anthropic_messages import AnthropicModel
+from ratchet.agents.models import AnthropicModel
 from ratchet.client import AgentClient
 from ratchet.errors import ConfigurationError, ModelError, RunFailedError
 from ratchet.testing import AnthropicServer
-from ratchet.wire.options import RunOptions, SessionOptions
+from ratchet.wire import RunOptions, SessionOptions
 from ratchet.worker import build_worker
 
 from ..history import attempts

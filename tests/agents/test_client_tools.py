@@ -1,5 +1,5 @@
 """Client tools: offered to the model with a send, run by the caller, whose result
-the run waits for durably (``ratchet.agents.client_tools``)."""
+the run waits for durably (``ratchet.agents._client_tools``)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from datetime import timedelta
 
 import pytest
 
-from ratchet.agents.client_tools import ClientTool
+from ratchet.agents._client_tools import ClientTool
 from ratchet.client import AgentClient, AgentStatus
 from ratchet.devserver import DevServer
 from ratchet.errors import InvalidInputError, InvalidOptionsError
 from ratchet.testing import WorkerProcess
-from ratchet.wire.options import RunOptions, SessionOptions
+from ratchet.wire import RunOptions, SessionOptions
 from ratchet.worker import build_worker
 
 from ..conftest import ROOT

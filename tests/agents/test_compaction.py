@@ -7,7 +7,7 @@ from pydantic import ValidationError
 from temporalio.client import WorkflowExecutionStatus
 
 from ratchet.agents import Message, ScriptedModel, ToolCall, ToolCallingAgent, tool
-from ratchet.agents.compaction import (
+from ratchet.agents._compaction import (
     DropToolResults,
     KeepLastTurns,
     Summarize,
@@ -15,7 +15,7 @@ from ratchet.agents.compaction import (
     turn_groups,
 )
 from ratchet.client import AgentClient
-from ratchet.wire.options import RunOptions
+from ratchet.wire import RunOptions
 from ratchet.worker import build_worker
 
 from ..history import turn_activities

@@ -9,16 +9,22 @@ from collections.abc import Iterator
 
 import pytest
 
-from ratchet.agents import Message, OpenAIChatModel, RunContext, ToolCall, ToolCallingAgent, tool
-from ratchet.agents.compaction import KeepLastTurns
-from ratchet.agents.fit_window import FitWindow, kept
-from ratchet.agents.models.anthropic_messages import AnthropicModel
-from ratchet.agents.models.context_windows import known_window
-from ratchet.agents.state import PromptSize
+from ratchet.agents import (
+    KeepLastTurns,
+    Message,
+    OpenAIChatModel,
+    RunContext,
+    ToolCall,
+    ToolCallingAgent,
+    tool,
+)
+from ratchet.agents._fit_window import FitWindow, kept
+from ratchet.agents._state import PromptSize
+from ratchet.agents.models import AnthropicModel, known_window
 from ratchet.client import AgentClient
 from ratchet.errors import ContextOverflowError
 from ratchet.testing import AnthropicServer, OpenAIServer
-from ratchet.wire.options import RunOptions, SessionOptions
+from ratchet.wire import RunOptions, SessionOptions
 from ratchet.worker import build_worker
 
 from ..workflows.test_threads import raw_history

@@ -8,13 +8,21 @@ from typing import Any
 
 import pytest
 
-from ratchet.agents import Message, RunContext, ScriptedModel, ToolCall, ToolCallingAgent, tool
-from ratchet.agents.interceptors import PROCEED, Intercepted
+from ratchet.agents import (
+    PROCEED,
+    Intercepted,
+    Message,
+    RunContext,
+    ScriptedModel,
+    ToolCall,
+    ToolCallingAgent,
+    tool,
+)
 from ratchet.client import AgentClient
 from ratchet.errors import RunFailedError
 from ratchet.evals import EvalsPlugin
-from ratchet.evals.recording import RECORDING, Recording
-from ratchet.wire.options import InterceptorRef, RunOptions
+from ratchet.evals._recording import RECORDING, Recording
+from ratchet.wire import InterceptorRef, RunOptions
 from ratchet.worker import build_worker
 
 RAN: list[str] = []

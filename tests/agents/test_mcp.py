@@ -24,7 +24,7 @@ from ratchet.agents.mcp_tools import MCPToolset
 from ratchet.client import AgentClient
 from ratchet.devserver import free_port
 from ratchet.errors import ConfigurationError, RunFailedError
-from ratchet.wire.options import RunOptions
+from ratchet.wire import RunOptions
 from ratchet.worker import build_worker
 
 from ..history import events, of_type, until

@@ -8,10 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from ratchet.agents import Message, OpenAIChatModel, ScriptedModel, ToolCallingAgent
-from ratchet.agents.models.anthropic_messages import to_anthropic_messages
-from ratchet.agents.models.openai_responses import OpenAIResponsesModel, to_input_items
-from ratchet.agents.parts import FilePart, ImagePart
+from ratchet.agents import (
+    FilePart,
+    ImagePart,
+    Message,
+    OpenAIChatModel,
+    ScriptedModel,
+    ToolCallingAgent,
+)
+from ratchet.agents.models._anthropic_messages import to_anthropic_messages
+from ratchet.agents.models._openai_responses import OpenAIResponsesModel, to_input_items
 from ratchet.client import AgentClient
 from ratchet.errors import InvalidInputError, PayloadTooLargeError
 from ratchet.testing import OpenAIServer
@@ -140,7 +146,7 @@ async def test_a_large_part_needs_payload_storage_and_then_travels_by_reference(
 
 
 def test_chat_completions_refuses_a_file_by_url_saying_what_to_send():
-    from ratchet.agents.models.openai_chat import to_openai_message
+    from ratchet.agents.models._openai_chat import to_openai_message
 
     linked = Message.user("read", FilePart(url="https://example.com/q3.pdf"))
     with pytest.raises(InvalidInputError, match="FilePart.of"):

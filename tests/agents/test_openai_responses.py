@@ -20,8 +20,8 @@ from ratchet.agents import (
 )
 from ratchet.client import AgentClient
 from ratchet.errors import ModelError, RunFailedError
-from ratchet.testing.openai_server import OpenAIServer
-from ratchet.wire.options import RunOptions
+from ratchet.testing import OpenAIServer
+from ratchet.wire import RunOptions
 from ratchet.worker import build_worker
 
 from ..history import attempts, events, of_type

@@ -8,7 +8,7 @@ import json
 import pytest
 from pydantic import BaseModel
 
-from ratchet.activities.resources import WorkerResources
+from ratchet.activities._resources import WorkerResources
 from ratchet.agents import (
     JSONSerializer,
     Message,
@@ -18,7 +18,7 @@ from ratchet.agents import (
     Usage,
     state_schema,
 )
-from ratchet.agents.serializers import upgrade
+from ratchet.agents._serializers import upgrade
 from ratchet.client import StateEntry
 from ratchet.errors import (
     ConfigurationError,
@@ -46,14 +46,14 @@ def test_json_round_trips_rich_types_through_json_text(key: str):
 def test_ratchets_own_classes_are_stored_by_their_public_name_so_a_move_keeps_them():
     serializer = JSONSerializer()
     stored = serializer.serialize({"m": Message.user("hi"), "u": Usage(input_tokens=3)})
-    assert stored["m"]["class"] == "ratchet.agents:Message"  # not ratchet.agents.messages
+    assert stored["m"]["class"] == "ratchet.agents:Message"  # not ratchet.agents._messages
     assert stored["u"]["class"] == "ratchet.agents:Usage"
     assert serializer.deserialize(json.loads(json.dumps(stored))) == {
         "m": Message.user("hi"),
         "u": Usage(input_tokens=3),
     }
     # What was stored by module path before loads while the module is there.
-    by_module = {**stored["m"], "class": "ratchet.agents.messages:Message"}
+    by_module = {**stored["m"], "class": "ratchet.agents._messages:Message"}
     assert serializer.deserialize(by_module) == Message.user("hi")
 
 

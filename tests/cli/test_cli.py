@@ -21,7 +21,7 @@ import pytest
 
 from ratchet import devserver
 from ratchet.cli import build_parser
-from ratchet.cli.waiting import poller_note
+from ratchet.cli._waiting import poller_note
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer, free_port, temporal_binary
 from ratchet.testing import ChildProcess
@@ -430,7 +430,7 @@ def test_a_tool_that_raises_is_logged_on_the_worker_at_its_log_level(
     assert done.returncode == 0, done.stderr
     assert done.stdout.rstrip().endswith("sorry, it failed")  # the model read the error
     # Nothing reached the worker's log before, and there was no --log-level.
-    line = "WARNING ratchet.agents.tools: Tool 'explode' (call "
+    line = "WARNING ratchet.agents._tools: Tool 'explode' (call "
     assert (line in worker.output) is logged, worker.output
     assert ("raised RuntimeError: the disk is full" in worker.output) is logged
     assert ('raise RuntimeError("the disk is full")' in worker.output) is logged  # its traceback

@@ -15,9 +15,9 @@ from temporalio.client import WorkflowExecutionStatus
 
 from ratchet.agents import ScriptedModel, ToolCallingAgent, tool
 from ratchet.client import AgentClient, AgentStatus
-from ratchet.client.listing import WorkflowSummary, _status, list_workflows, type_clause
+from ratchet.client._listing import WorkflowSummary, _status, list_workflows, type_clause
 from ratchet.devserver import DevServer
-from ratchet.wire.options import RunOptions, SessionOptions
+from ratchet.wire import RunOptions, SessionOptions
 from ratchet.worker import build_worker
 
 from ..conftest import ROOT

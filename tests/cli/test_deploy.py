@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from ratchet.devserver import DevServer
-from ratchet.wire.search_attributes import SEARCH_ATTRIBUTES, cli_commands
+from ratchet.wire._search_attributes import SEARCH_ATTRIBUTES, cli_commands
 
 from ..conftest import ROOT
 
@@ -185,7 +185,7 @@ def compose_seconds(duration: str) -> float:
 
 
 def test_compose_lets_the_worker_drain_before_killing_it():
-    from ratchet.cli.worker import DEFAULT_GRACE_PERIOD
+    from ratchet.cli._worker import DEFAULT_GRACE_PERIOD
 
     command = command_of("ratchet-worker")
     grace = DEFAULT_GRACE_PERIOD
@@ -432,7 +432,7 @@ def test_dockerfile_install_step_builds_a_wheel_declaring_the_ratchet_script(tmp
         scripts = archive.read(entry_points).decode()
         metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA")))
     assert re.search(r"^ratchet = ratchet\.cli:entry$", scripts, re.M), scripts
-    assert "ratchet/cli/__init__.py" in names and "ratchet/wire/search_attributes.py" in names
+    assert "ratchet/cli/__init__.py" in names and "ratchet/wire/_search_attributes.py" in names
     assert not [n for n in names if n.startswith("tests/")]
     for line in metadata.decode().splitlines():
         if line.startswith("Requires-Dist:") and "pytest" in line:

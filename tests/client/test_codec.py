@@ -25,8 +25,8 @@ from ratchet.cli import main
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer, free_port, temporal_binary
 from ratchet.errors import ConfigurationError, ModelError, PayloadDecryptionError, RunFailedError
-from ratchet.payloads.codec_server import CodecServer
-from ratchet.payloads.encryption import (
+from ratchet.payloads import CodecServer
+from ratchet.payloads._encryption import (
     COMPRESSION,
     ENCODING,
     KEY_ID,
@@ -34,7 +34,7 @@ from ratchet.payloads.encryption import (
     generate_key,
     parse_keys,
 )
-from ratchet.testing.openai_server import OpenAIServer
+from ratchet.testing import OpenAIServer
 from ratchet.worker import build_worker
 
 from ..conftest import ROOT

@@ -10,8 +10,8 @@ from pydantic import ValidationError
 from pydantic_core import to_json
 from temporalio.api.common.v1 import Payload
 
-from ratchet.agents.sparse import type_adapter
-from ratchet.agents.state import AgentStatus
+from ratchet.agents._sparse import type_adapter
+from ratchet.agents._state import AgentStatus
 from ratchet.client import (
     CustomEvent,
     RunEvent,
@@ -25,7 +25,7 @@ from ratchet.client import (
     ToolResult,
     TurnCompleted,
 )
-from ratchet.payloads.converter import data_converter
+from ratchet.payloads import data_converter
 
 # As the 0.1.0 workflows published them, before events were typed.
 RECORDED = [

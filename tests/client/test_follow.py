@@ -1,5 +1,5 @@
 """Readers of a workflow's events follow its history with the server's long poll
-(ratchet.client.follow) and query only when it changed; past the per-process
+(ratchet.client._follow) and query only when it changed; past the per-process
 limit, or where the history cannot be followed, they poll on a timer. Both ways
 deliver every event once, across continue-as-new, to the close."""
 
@@ -11,9 +11,10 @@ import pytest
 from temporalio.client import WorkflowContinuedAsNewError
 
 from ratchet.agents import ScriptedModel, ToolCallingAgent
-from ratchet.client import AgentClient, follow
-from ratchet.client.follow import HistoryWatch
-from ratchet.wire.options import SessionOptions
+from ratchet.client import AgentClient
+from ratchet.client import _follow as follow
+from ratchet.client._follow import HistoryWatch
+from ratchet.wire import SessionOptions
 from ratchet.worker import build_worker
 
 REPLIES = ["one", "two", "three"]

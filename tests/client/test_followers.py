@@ -14,21 +14,23 @@ import pytest
 
 from ratchet.agents import (
     Agent,
+    CustomEvent,
     Message,
     ModelResponse,
     Result,
     RunContext,
+    RunEvent,
     ScriptedModel,
+    TextDelta,
+    Thread,
     ToolCall,
     ToolCallingAgent,
     tool,
 )
-from ratchet.agents.events import CustomEvent, RunEvent, TextDelta
-from ratchet.agents.thread import Thread
 from ratchet.client import AgentClient
-from ratchet.client.event_reader import numbered_events
+from ratchet.client._event_reader import numbered_events
 from ratchet.errors import EventsExpiredError
-from ratchet.wire.options import SessionOptions
+from ratchet.wire import SessionOptions
 from ratchet.worker import build_worker
 
 RETAINED = 500

@@ -23,7 +23,7 @@ from ratchet.agents import (
     tool,
 )
 from ratchet.client import AgentClient, CustomEvent, TurnCompleted
-from ratchet.client.event_reader import read_events
+from ratchet.client._event_reader import read_events
 from ratchet.worker import build_worker
 
 from ..history import events, of_type

@@ -36,11 +36,10 @@ from ratchet.errors import (
     StateError,
     run_failed,
 )
-from ratchet.evals.rerun import rerun
-from ratchet.wire.options import RunOptions, SessionOptions
-from ratchet.wire.run_data import RunInput
+from ratchet.evals._rerun import rerun
+from ratchet.wire import RunInput, RunOptions, SessionOptions
 from ratchet.worker import build_worker
-from ratchet.workflows.agent_run import AgentRunWorkflow
+from ratchet.workflows import AgentRunWorkflow
 
 from ..conftest import ROOT
 from ..hitl_agents import Ledger, payment_agent

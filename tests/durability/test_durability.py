@@ -13,7 +13,7 @@ from pathlib import Path
 from temporalio.api.enums.v1 import EventType, TimeoutType
 
 from ratchet.client import AgentClient, RunHandle
-from ratchet.wire.options import RunOptions, SessionOptions
+from ratchet.wire import RunOptions, SessionOptions
 
 from ..conftest import release
 from ..history import attempts, events, of_type

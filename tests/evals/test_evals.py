@@ -31,7 +31,7 @@ from ratchet.evals import (
     regex,
     score_case,
 )
-from ratchet.evals.report import scored
+from ratchet.evals._report import scored
 from ratchet.testing import OpenAIServer
 from ratchet.worker import build_worker
 

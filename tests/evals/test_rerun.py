@@ -15,9 +15,8 @@ from ratchet.agents import Message, ScriptedModel, ToolCallingAgent, tool
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
 from ratchet.errors import InvalidInputError
-from ratchet.evals import EvalsPlugin, contains
-from ratchet.evals.datasets import Dataset
-from ratchet.evals.rerun import find_sources, rerun, rerun_many
+from ratchet.evals import Dataset, EvalsPlugin, contains
+from ratchet.evals._rerun import find_sources, rerun, rerun_many
 from ratchet.worker import build_worker
 
 from ..cli.test_cli_sessions import ratchet

@@ -17,13 +17,12 @@ from ratchet.agents import Message, ModelPrice, ScriptedModel, ToolCallingAgent,
 from ratchet.client import AgentClient, RunHandle
 from ratchet.devserver import DevServer
 from ratchet.errors import InvalidInputError, InvalidOptionsError
-from ratchet.evals import EvalsPlugin, contains
-from ratchet.evals.batch import get_rerun, start_batch, start_rerun
-from ratchet.evals.batch_workflow import RerunBatchWorkflow
-from ratchet.evals.datasets import Dataset, Snapshot, export_dataset, load_dataset
-from ratchet.evals.rerun import rerun, rerun_many
-from ratchet.evals.rerun_types import MAX_SNAPSHOT_BYTES, BatchInput, SourceSnapshot, child_id
-from ratchet.wire.options import RunOptions, SessionOptions
+from ratchet.evals import Dataset, EvalsPlugin, Snapshot, contains, export_dataset, load_dataset
+from ratchet.evals._batch import get_rerun, start_batch, start_rerun
+from ratchet.evals._batch_workflow import RerunBatchWorkflow
+from ratchet.evals._rerun import rerun, rerun_many
+from ratchet.evals._rerun_types import MAX_SNAPSHOT_BYTES, BatchInput, SourceSnapshot, child_id
+from ratchet.wire import RunOptions, SessionOptions
 from ratchet.worker import build_worker
 
 from ..cli.test_cli_sessions import ratchet

@@ -10,8 +10,7 @@ import httpx2 as httpx
 import pytest
 
 from ratchet.client import AgentClient
-from ratchet.evals import Case, Compared, Outcome, Report
-from ratchet.evals.cases import CaseScore, Score
+from ratchet.evals import Case, CaseScore, Compared, Outcome, Report, Score
 from ratchet.web import TokenAuth, create_app
 
 from ..web_http import ALICE, BOB

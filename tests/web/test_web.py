@@ -18,7 +18,7 @@ import pytest
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer, free_port
 from ratchet.testing import ChildProcess
-from ratchet.wire.options import SessionOptions
+from ratchet.wire import SessionOptions
 from ratchet.worker import build_worker
 
 from ..conftest import ROOT

@@ -1,4 +1,4 @@
-"""The web server's shared subscriptions (``ratchet.web.hub``) against a real dev
+"""The web server's shared subscriptions (``ratchet.web._hub``) against a real dev
 server and worker: many watchers, one poller; late joiners miss nothing; a
 reader that stops reading is dropped without holding the others up."""
 
@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from ratchet.client import AgentClient
-from ratchet.client.event_reader import read_events
+from ratchet.client._event_reader import read_events
 from ratchet.devserver import DevServer
-from ratchet.web import hub as hub_module
-from ratchet.web.hub import Hub
+from ratchet.web import _hub as hub_module
+from ratchet.web._hub import Hub
 from ratchet.worker import build_worker
 
 from ..web_agents import AGENTS, CHATTY_EVENTS, WRITER_WORDS

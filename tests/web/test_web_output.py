@@ -9,7 +9,7 @@ import httpx2 as httpx
 import pytest
 
 from ratchet.agents import ScriptedModel, ToolCallingAgent
-from ratchet.agents.output import FINAL_RESULT
+from ratchet.agents._output import FINAL_RESULT
 from ratchet.client import AgentClient
 from ratchet.web import create_app
 from ratchet.worker import build_worker

@@ -24,7 +24,7 @@ import pytest
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer, free_port
 from ratchet.testing import ChildProcess, WorkerProcess
-from ratchet.web.guards import OriginCheck
+from ratchet.web._guards import OriginCheck
 
 from ..conftest import ROOT
 from ..web_agents import WRITER_WORDS

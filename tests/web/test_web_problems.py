@@ -8,7 +8,7 @@ import pytest
 from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet.errors import SessionBusyError
-from ratchet.web.problems import for_exception
+from ratchet.web._problems import for_exception
 
 
 def body(response) -> dict:

@@ -14,11 +14,11 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowFailureError
 
-from ratchet.activities.state_refs import StateCache
+from ratchet.activities._state_refs import StateCache
 from ratchet.agents import PickleSerializer, RunContext
 from ratchet.client import AgentClient, StateExport
 from ratchet.errors import RunFailedError, ShareTokenError
-from ratchet.wire.options import RunOptions
+from ratchet.wire import RunOptions
 from ratchet.worker import build_worker
 
 from ..history import attempts, events, of_type

@@ -9,10 +9,10 @@ import pytest
 from temporalio.client import WorkflowUpdateFailedError
 
 from ratchet.agents import ScriptedModel, ToolCallingAgent, tool
-from ratchet.agents.approvals import ApprovalPolicy, ApprovalRules, RuleChange, allow, ask, deny
+from ratchet.agents._approvals import ApprovalPolicy, ApprovalRules, RuleChange, allow, ask, deny
 from ratchet.client import AgentClient
 from ratchet.errors import ApprovalRuleError, DecisionError, InvalidInputError
-from ratchet.wire.options import RunOptions, SessionOptions
+from ratchet.wire import RunOptions, SessionOptions
 from ratchet.worker import build_worker
 
 RAN: list[str] = []

@@ -21,7 +21,7 @@ from ratchet.agents import (
 )
 from ratchet.client import AgentClient, AgentStatus
 from ratchet.errors import DecisionError
-from ratchet.wire.options import RunOptions
+from ratchet.wire import RunOptions
 from ratchet.worker import build_worker
 
 from ..history import events, of_type

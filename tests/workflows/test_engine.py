@@ -19,7 +19,7 @@ from ratchet.agents import (
 )
 from ratchet.client import AgentClient, AgentStatus
 from ratchet.errors import InvalidInputError, ModelError, RunFailedError
-from ratchet.wire.options import RunOptions
+from ratchet.wire import RunOptions
 from ratchet.worker import build_worker
 
 from ..history import attempts, summary, turn_activities

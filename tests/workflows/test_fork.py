@@ -8,6 +8,7 @@ import pytest
 
 from ratchet.agents import (
     Agent,
+    KeepLastTurns,
     Message,
     Result,
     RunContext,
@@ -15,10 +16,9 @@ from ratchet.agents import (
     Thread,
     ToolCallingAgent,
 )
-from ratchet.agents.compaction import KeepLastTurns
 from ratchet.client import AgentClient
 from ratchet.errors import InvalidInputError
-from ratchet.wire.options import RunOptions
+from ratchet.wire import RunOptions
 from ratchet.worker import build_worker
 
 from ..hitl_agents import Ledger, payment_agent

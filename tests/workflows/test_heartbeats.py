@@ -9,8 +9,7 @@ from typing import Any
 
 from ratchet.agents import Message, RunContext, ScriptedModel, ToolCallingAgent, tool
 from ratchet.client import AgentClient, RunHandle
-from ratchet.wire.names import TURN_ACTIVITY
-from ratchet.wire.options import RunOptions
+from ratchet.wire import TURN_ACTIVITY, RunOptions
 from ratchet.worker import build_worker
 
 from ..history import attempts

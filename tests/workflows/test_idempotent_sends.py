@@ -12,7 +12,8 @@ from datetime import timedelta
 import pytest
 
 from ratchet.agents import ScriptedModel, ToolCallingAgent, ask_user
-from ratchet.client import AgentClient, new_request_id, retries
+from ratchet.client import AgentClient, new_request_id
+from ratchet.client import _retries as retries
 from ratchet.errors import (
     AnswerUnavailableError,
     ConversationConflictError,
@@ -20,10 +21,10 @@ from ratchet.errors import (
     RunFailedError,
 )
 from ratchet.testing import RatchetTestEnvironment
-from ratchet.wire.options import RunOptions, SessionOptions
-from ratchet.wire.session_data import RecentRequests, request_made_ms
+from ratchet.wire import RunOptions, SessionOptions
+from ratchet.wire._session_data import RecentRequests, request_made_ms
 from ratchet.worker import build_worker
-from ratchet.workflows.idempotency import KEPT, RequestIds
+from ratchet.workflows._idempotency import KEPT, RequestIds
 
 from ..chaos import chaos_sends
 from ..conftest import worker_process

@@ -16,7 +16,7 @@ from ratchet.agents import (
 )
 from ratchet.client import AgentClient
 from ratchet.errors import RunFailedError
-from ratchet.wire.options import RunOptions
+from ratchet.wire import RunOptions
 from ratchet.worker import build_worker
 
 from ..history import events, of_type

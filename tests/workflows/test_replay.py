@@ -13,9 +13,9 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from ratchet.evals.batch_workflow import RerunBatchWorkflow
+from ratchet.evals._batch_workflow import RerunBatchWorkflow
 from ratchet.examples.orchestration import FanOut, WriterCriticLoop
-from ratchet.wire.run_data import RunInput, RunResult
+from ratchet.wire import RunInput, RunResult
 from ratchet.worker import workflow_runner
 from ratchet.workflows import AgentRunWorkflow, AgentSessionWorkflow
 
@@ -110,13 +110,13 @@ async def test_a_changed_workflow_fails_replay():
 
 @pytest.mark.slow  # a child process
 def test_ratchets_workflows_replay_inside_the_sandbox_too():
-    # They run outside temporalio's sandbox (ratchet.workflows.sandbox); replaying every
+    # They run outside temporalio's sandbox (ratchet.workflows._sandbox); replaying every
     # recorded history inside it still catches a call the sandbox forbids (the clock,
     # random numbers, I/O) in their code.
     code = (
         "import sys, pytest; "
         "from ratchet.workflows import AgentRunWorkflow, AgentSessionWorkflow; "
-        "from ratchet.evals.batch_workflow import RerunBatchWorkflow; "
+        "from ratchet.evals._batch_workflow import RerunBatchWorkflow; "
         "defs = [w.__temporal_workflow_definition for w in "  # type: ignore[attr-defined]
         "(AgentRunWorkflow, AgentSessionWorkflow, RerunBatchWorkflow)]; "
         "assert all(d.sandboxed for d in defs), 'not sandboxed'; "

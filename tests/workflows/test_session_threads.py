@@ -19,10 +19,10 @@ from ratchet.agents import (
     Thread,
     ToolCallingAgent,
 )
-from ratchet.agents.compaction import KeepLastTurns, Summarize, SummarizingAgent
+from ratchet.agents._compaction import KeepLastTurns, Summarize, SummarizingAgent
 from ratchet.client import AgentClient
-from ratchet.testing.openai_server import OpenAIServer
-from ratchet.wire.options import RunOptions, SessionOptions
+from ratchet.testing import OpenAIServer
+from ratchet.wire import RunOptions, SessionOptions
 from ratchet.worker import build_worker
 
 from .test_sessions import chain_length

@@ -18,7 +18,7 @@ from ratchet.errors import (
     SessionClosedError,
     UsageError,
 )
-from ratchet.wire.options import RunOptions, SessionOptions
+from ratchet.wire import RunOptions, SessionOptions
 from ratchet.worker import build_worker
 
 from ..history import events, until

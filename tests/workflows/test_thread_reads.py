@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from temporalio.client import Client, Interceptor, OutboundInterceptor, QueryWorkflowInput
 
-from ratchet.activities.log_cache import ThreadCache
+from ratchet.activities._log_cache import ThreadCache
 from ratchet.agents import (
     Agent,
     Message,
@@ -24,18 +24,18 @@ from ratchet.agents import (
     ask_user,
     tool,
 )
-from ratchet.agents.compaction import Summarize, SummarizingAgent
-from ratchet.agents.state import ThreadData
+from ratchet.agents._compaction import Summarize, SummarizingAgent
+from ratchet.agents._state import ThreadData
 from ratchet.client import AgentClient, SessionHandle
 from ratchet.devserver import DevServer
 from ratchet.errors import InvalidInputError, RunFailedError, UsageError
-from ratchet.payloads.encryption import EncryptionCodec
-from ratchet.wire.names import THREAD_QUERY
-from ratchet.wire.options import RunOptions, SessionOptions
-from ratchet.wire.session_data import LogInfo, batch_key, ids_digest
-from ratchet.wire.turn_data import ThreadPage, ThreadPageRequest
+from ratchet.payloads import EncryptionCodec
+from ratchet.wire import RunOptions, SessionOptions
+from ratchet.wire._names import THREAD_QUERY
+from ratchet.wire._session_data import LogInfo, batch_key, ids_digest
+from ratchet.wire._turn_data import ThreadPage, ThreadPageRequest
 from ratchet.worker import build_worker
-from ratchet.workflows.log_index import INLINE_MAX_BYTES, LogIndexer
+from ratchet.workflows._log_index import INLINE_MAX_BYTES, LogIndexer
 
 USER, ANSWER, TOOL = "u" * 290, "a" * 1500, "t" * 1000
 

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from temporalio.api.enums.v1 import EventType
 
-from ratchet.activities.log_cache import ThreadCache
+from ratchet.activities._log_cache import ThreadCache
 from ratchet.agents import Message, ScriptedModel, ToolCallingAgent, tool
-from ratchet.agents.messages import approximate_size, id_tag
-from ratchet.agents.spans import Span
-from ratchet.agents.state import ThreadData
+from ratchet.agents._messages import approximate_size, id_tag
+from ratchet.agents._spans import Span
+from ratchet.agents._state import ThreadData
 from ratchet.client import AgentClient, RunHandle
 from ratchet.errors import RunFailedError
-from ratchet.wire.options import RunOptions
+from ratchet.wire import RunOptions
 from ratchet.worker import build_worker
 
 from ..history import attempts, events, of_type

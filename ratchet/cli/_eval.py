@@ -1,0 +1,321 @@
+"""``ratchet eval``: rerun recorded sessions on a changed agent, or run cases on two
+agents; write the report; exit 1 when the gate fails (for a CI step)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ratchet.client import AgentClient
+    from ratchet.evals import Report
+    from ratchet.evals._batch import Rerun, RerunBatch
+
+POLL_S = 0.5
+"""How often a batch run with ``--unrecorded ask`` looks for calls to decide."""
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    from ._common import add_connection_arguments
+
+    evaluate = commands.add_parser("eval", help="evaluate a changed agent, and gate on it")
+    verbs = evaluate.add_subparsers(dest="verb", required=True)
+    rerun = verbs.add_parser("rerun", help="rerun recorded sessions (or runs) on an agent")
+    rerun.add_argument("sources", nargs="*", help="session or run ids")
+    rerun.add_argument(
+        "--query",
+        help="a visibility query for the sources, e.g. 'AgentName = \"support\"'",
+    )
+    rerun.add_argument(
+        "--limit", type=_at_least_one, default=100, help="most sources --query takes"
+    )
+    rerun.add_argument(
+        "--free-running",
+        action="store_true",
+        help="carry the new agent's own answers forward (default: teacher-forced, each "
+        "case on the recorded conversation)",
+    )
+    rerun.add_argument(
+        "--unrecorded",
+        choices=("refuse", "live", "ask"),
+        default="refuse",
+        help="a tool call the recording does not hold: refused (the model is told), run, "
+        "or asked about here (y runs it; end of input refuses the rest)",
+    )
+    rerun.add_argument(
+        "--approvals",
+        choices=("recorded", "policy"),
+        default="recorded",
+        help="recorded calls: answered without asking (recorded), or the new agent's "
+        "approval rules decide first (policy; asked here)",
+    )
+    rerun.add_argument(
+        "--concurrency",
+        type=_at_least_one,
+        default=20,
+        help="cases run at once (a batch: at most 50)",
+    )
+    rerun.add_argument(
+        "--attach",
+        metavar="BATCH_ID",
+        action="append",
+        help="report on a batch started earlier (say, by a command that was stopped); "
+        "repeat it for each batch a large dataset was split over",
+    )
+    rerun.add_argument(
+        "--dataset",
+        help="a snapshot file from `ratchet eval export` (its conversations travel in the "
+        "batches' inputs: no history is read)",
+    )
+    export = verbs.add_parser(
+        "export", help="snapshot recorded sessions into a dataset file (outlives retention)"
+    )
+    export.add_argument("sources", nargs="*", help="session or run ids")
+    export.add_argument("--query", help="a visibility query for the sources")
+    export.add_argument(
+        "--limit", type=_at_least_one, default=100, help="most sources --query takes"
+    )
+    export.add_argument("--out", required=True, help="the dataset file to write (JSON)")
+    add_connection_arguments(export)
+    export.set_defaults(func=export_command)
+    run = verbs.add_parser("run", help="run a JSON file of cases on --baseline and --agent")
+    run.add_argument("cases", help='a JSON list of {"id"?, "prompt", "expected"?}')
+    run.add_argument("--baseline", required=True, help="the agent to compare against")
+    for parser in (rerun, run):
+        parser.add_argument("--agent", required=True, help="the changed agent (registered)")
+        parser.add_argument(
+            "--evaluators",
+            help="module:NAME of a list of evaluators (or a function returning one)",
+        )
+        parser.add_argument(
+            "--min-score", type=float, help="fail (exit 1) when the new agent scores less"
+        )
+        parser.add_argument(
+            "--max-cost-increase", type=_fraction, help="e.g. 10%% or 0.1 (of the old cost)"
+        )
+        parser.add_argument("--out", default="eval-report", help="directory for the report")
+        add_connection_arguments(parser)
+        parser.set_defaults(func=evaluate_command)
+
+
+async def evaluate_command(args: argparse.Namespace) -> int:
+    """Exits 0 when the gate passes, 1 when it fails, 2 when the arguments or files
+    given cannot be evaluated (so a CI step can tell a worse agent from a typo)."""
+    from ratchet.errors import UsageError
+
+    try:
+        return await _evaluate(args)
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+async def _evaluate(args: argparse.Namespace) -> int:
+    from ratchet.evals import compare, load_cases
+    from ratchet.evals._batch import Source, get_rerun, start_rerun
+    from ratchet.evals._datasets import load_dataset
+    from ratchet.evals._rerun import find_sources
+
+    from ._common import connect
+
+    evaluators = _evaluators(args.evaluators)
+    if args.min_score is not None and not evaluators:
+        print("error: --min-score needs --evaluators to score with", file=sys.stderr)
+        return 2
+    # Files first: a wrong path is named before anything connects or starts.
+    cases = load_cases(args.cases) if args.verb == "run" else []
+    dataset = load_dataset(args.dataset) if getattr(args, "dataset", None) else None
+    client = await connect(args)
+    if args.verb == "run":
+        report = await compare(
+            client, cases, old=args.baseline, new=args.agent, evaluators=evaluators
+        )
+    elif args.attach and (args.sources or args.query or args.dataset):
+        print(
+            "error: --attach reports on batches already started: give no sources, --query "
+            "or --dataset with it",
+            file=sys.stderr,
+        )
+        return 2
+    elif args.attach:
+        report = await _rerun_report(client, get_rerun(client, args.attach), evaluators)
+    else:
+        sources: list[Source] = list(args.sources)
+        if dataset is not None:
+            sources += dataset.snapshots
+        if args.query:
+            sources += await find_sources(client, args.query, limit=args.limit)
+        if not sources:
+            print(
+                "error: no sources: give session ids, a --query that finds some or a --dataset",
+                file=sys.stderr,
+            )
+            return 2
+        rerun = await start_rerun(
+            client,
+            sources,
+            agent=args.agent,
+            unrecorded=args.unrecorded,
+            approvals=args.approvals,
+            concurrency=args.concurrency,
+            free_running=args.free_running,
+        )
+        ids = rerun.ids
+        attach = " ".join(f"--attach {batch_id}" for batch_id in ids)
+        print(
+            f"{'batches' if len(ids) > 1 else 'batch'} {', '.join(ids)}: {len(sources)} "
+            f"sources; if this command stops, {'they go' if len(ids) > 1 else 'it goes'} on: "
+            f"ratchet eval rerun {attach} "
+            f"--agent {args.agent}",
+            file=sys.stderr,
+        )
+        report = await _rerun_report(client, rerun, evaluators)
+    for case in report.cases:
+        if case.case.metadata.get("unreadable"):
+            print(f"warning: not rerun: {case.new.error}", file=sys.stderr)
+        elif case.new.error:  # else only in report.json
+            print(f"warning: case {case.case.id} failed: {case.new.error}", file=sys.stderr)
+    paths = report.write(args.out)
+    scored = "" if evaluators else " (no --evaluators: nothing scored the answers)"
+    print(
+        f"{len(report.cases)} cases · score {report.old_score:.3f} -> {report.new_score:.3f}"
+        f"{scored} · report: {', '.join(map(str, paths))}"
+    )
+    failures = report.gate(min_score=args.min_score, max_cost_increase=args.max_cost_increase)
+    for failure in failures:
+        print(f"gate: {failure}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+async def export_command(args: argparse.Namespace) -> int:
+    from ratchet.evals._datasets import export_dataset
+    from ratchet.evals._rerun import find_sources
+
+    from ._common import connect
+
+    client = await connect(args)
+    sources = list(args.sources)
+    if args.query:
+        sources += await find_sources(client, args.query, limit=args.limit)
+    if not sources:
+        print("error: no sources: give session ids or a --query that finds some", file=sys.stderr)
+        return 2
+    dataset = await export_dataset(client, sources, query=args.query)
+    path = dataset.write(args.out)
+    cases = sum(len(s.cases()) for s in dataset.snapshots)
+    print(f"{len(dataset.snapshots)} sources, {cases} cases: {path}")
+    return 0
+
+
+async def _rerun_report(client: AgentClient, rerun: Rerun, evaluators: list[Any]) -> Report:
+    """Wait for the rerun, deciding at this terminal what its cases' runs wait for
+    (``--unrecorded ask``, ``--approvals policy``, the agent's own approval rules or
+    questions), so a batch never waits unseen."""
+    decisions = asyncio.create_task(_decide_at_terminal(client, rerun.batches))
+    try:
+        return await rerun.report(evaluators)
+    finally:
+        decisions.cancel()
+        await asyncio.gather(decisions, return_exceptions=True)
+
+
+async def _decide_at_terminal(client: AgentClient, batches: list[RerunBatch]) -> None:
+    """Ask at the terminal about each call a case's run waits on; end of input
+    refuses the rest (an unattended run never hangs on a question)."""
+    from ._terminal import decide, read_line
+
+    asked: set[str] = set()
+    closed = False
+
+    async def ask(prompt: str) -> str:
+        nonlocal closed
+        answer = "/quit" if closed else await read_line(prompt)
+        closed = closed or answer == "/quit"
+        return answer
+
+    while True:
+        try:
+            running = [run_id for batch in batches for run_id in await batch.running()]
+        except Exception as e:  # noqa: BLE001 - a worker restarting: look again
+            hint = ""
+            if "Workflow Task in failed state" in str(e):  # e.g. no worker hosts RerunBatch
+                hint = (
+                    f" If the workers of task queue {client.task_queue!r} log 'RerunBatch is "
+                    "not registered', give them EvalsPlugin (`ratchet worker` has it): "
+                    "build_worker(..., plugins=[EvalsPlugin()])."
+                )
+            print(
+                f"warning: could not list the batch's runs ({e}); trying again.{hint}",
+                file=sys.stderr,
+            )
+            running = []
+        for run_id in running:
+            run = client.get_run(run_id)
+            try:
+                waiting = await run.pending()
+            except Exception:  # noqa: BLE001 - finished meanwhile, or its worker is away
+                continue
+            for item in waiting:
+                if item.action.id not in asked:
+                    asked.add(item.action.id)
+                    print(f"\n{run_id}:", flush=True)
+                    await decide(run, item, ask, by="eval")
+        await asyncio.sleep(POLL_S)
+
+
+def _at_least_one(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return value
+
+
+def _fraction(text: str) -> float:
+    try:
+        return float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a fraction (0.1) or a percentage (10%)"
+        ) from None
+
+
+def _evaluators(spec: str | None) -> list[Any]:
+    """The evaluators ``module:NAME`` names: a list of them, or a function returning one."""
+    from ratchet.errors import InvalidInputError
+
+    if spec is None:
+        return []
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise InvalidInputError(
+            f"--evaluators {spec!r}: give module:NAME, e.g. evals.support:EVALUATORS."
+        )
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        value: Any = getattr(importlib.import_module(module_name), attr)
+    except ImportError as e:
+        raise InvalidInputError(f"--evaluators {spec}: cannot import {module_name}: {e}.") from e
+    except AttributeError:
+        raise InvalidInputError(f"--evaluators {spec}: {module_name} has no {attr}.") from None
+    found: Any = value() if callable(value) else value
+    if isinstance(found, str | bytes) or not hasattr(found, "__iter__"):
+        raise InvalidInputError(
+            f"--evaluators {spec} is a {type(found).__name__}: it must be a list of "
+            "evaluators (or a function returning one)."
+        )
+    evaluators = list(found)
+    for evaluator in evaluators:
+        if not callable(evaluator):
+            raise InvalidInputError(
+                f"--evaluators {spec} holds {evaluator!r:.60}, which is not an evaluator "
+                "(a function of the case and the outcome)."
+            )
+    return evaluators

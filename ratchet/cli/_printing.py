@@ -1,0 +1,60 @@
+"""What ``ratchet sessions`` prints of a session or a run: what it waits for, its
+last messages, a table of its turns.
+
+Shared by the session verbs (``sessions.py``) and the run verbs (``targets.py``),
+so neither imports the other.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ratchet.agents._pending import PendingView
+    from ratchet.agents._state import ExecutionState, ThreadData
+
+
+def print_pending(pending: list[PendingView]) -> None:
+    for item in pending:
+        print(f"waiting for {item.action.kind}: {item.action.id} · {item.action.describe()}")
+
+
+def print_last(thread: ThreadData, last: int) -> None:
+    """The thread's ``last`` messages, after how many came before them (``thread``
+    may be its latest part only: ``offset`` counts the messages before it)."""
+    messages = thread.messages[-last:]
+    if thread.length > len(messages):
+        print(f"… {thread.length - len(messages)} earlier messages")
+    for message in messages:
+        text = message.text or ", ".join(c.describe() for c in message.tool_calls)
+        print(f"{message.role}: {text}")
+
+
+def turns_table(execution: ExecutionState) -> str:
+    """A run's turns: when, how long, tokens, cost and what each did."""
+    rows = [["turn", "started", "took", "tokens", "cost", "did"]]
+    for step in execution.step_results:
+        took = (step.completed_at - step.started_at).total_seconds()
+        did = "final answer" if step.final else ", ".join(step.tool_calls) or "(no tools)"
+        rows.append(
+            [
+                str(step.turn),
+                step.started_at.strftime("%H:%M:%S"),
+                f"{took:.1f}s",
+                str(step.usage.total_tokens),
+                f"${step.usage.cost_usd:.4f}" if step.usage.cost_usd else "-",
+                did,
+            ]
+        )
+    return table(rows)
+
+
+def table(rows: list[list[str]]) -> str:
+    """Rows as aligned columns, the first row a header."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = [
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)

@@ -1,0 +1,132 @@
+"""``ratchet worker``: a worker hosting the agents named by ``--agents``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import math
+import os
+import sys
+from datetime import timedelta
+
+from ratchet._grace_period import DEFAULT_GRACE_PERIOD
+
+AGENTS_ENV = "RATCHET_AGENTS"
+DEMO_AGENTS = "ratchet.examples:AGENTS"
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+MAX_SECONDS = 10**9  # about 31 years: within timedelta's range
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    add_worker_arguments(commands.add_parser("worker", help="run a worker hosting agents"))
+
+
+def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
+    from ._common import add_connection_arguments
+
+    parser.add_argument(
+        "--agents",
+        metavar="MODULE:ATTR",
+        help="the dict of agents to host, name -> Agent or factory, e.g. "
+        f"myapp.agents:AGENTS (default: ${AGENTS_ENV}; the demo's: {DEMO_AGENTS})",
+    )
+    add_connection_arguments(parser, queue_help="the task queue this worker polls")
+    parser.add_argument(
+        "--max-concurrent-turns", type=int, default=50, help="turns and tools run at once"
+    )
+    parser.add_argument(
+        "--grace-period",
+        type=seconds,
+        default=DEFAULT_GRACE_PERIOD,
+        metavar="SECONDS",
+        help="on SIGTERM or SIGINT, how long turns in flight get to finish before they are "
+        "cancelled and retried on another worker from their checkpoints "
+        f"(default: {DEFAULT_GRACE_PERIOD:g}); give the orchestrator's own grace period "
+        "(compose's stop_grace_period, Kubernetes' terminationGracePeriodSeconds) 10 s more",
+    )
+    parser.add_argument(
+        "--metrics-address",
+        help="serve Prometheus metrics on HOST:PORT at /metrics "
+        "(default: RATCHET_METRICS_ADDRESS; none: off)",
+    )
+    add_log_level(
+        parser,
+        "WARNING shows tools that raised and failed turns; INFO adds "
+        "the errors tools report on purpose (ToolError)",
+    )
+    parser.set_defaults(func=run_worker)
+
+
+def add_log_level(parser: argparse.ArgumentParser, shows: str = "") -> None:
+    parser.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=LOG_LEVELS,
+        default="WARNING",
+        help=f"least severe log records printed (default: WARNING){'; ' if shows else ''}{shows}",
+    )
+
+
+def seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value <= MAX_SECONDS:  # NaN fails too
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a finite number of seconds >= 0 (e.g. 20; 0 cancels turns at once)"
+        )
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m ratchet.worker``: this command without the rest of the CLI."""
+    parser = argparse.ArgumentParser(prog="ratchet worker", description="Run a Ratchet worker.")
+    add_worker_arguments(parser)
+    args = parser.parse_args(argv)
+    return run_worker(args)
+
+
+def run_worker(args: argparse.Namespace) -> int:
+    from ratchet.errors import ConfigurationError
+    from ratchet.evals import EvalsPlugin
+    from ratchet.worker import load_agents, serve
+
+    from ._common import is_connection_failure, no_server
+
+    logging.basicConfig(
+        level=getattr(args, "log_level", "WARNING"),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    spec = args.agents or os.environ.get(AGENTS_ENV)
+    if not spec:  # never the demo's agents unasked: a worker hosts what it is told
+        print(
+            f"error: name the agents to host: --agents module:ATTR (or ${AGENTS_ENV}), a dict "
+            f"of name -> Agent or factory, e.g. --agents myapp.agents:AGENTS; the demo's "
+            f"agents are {DEMO_AGENTS}.",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        agents = load_agents(spec)
+        asyncio.run(
+            serve(
+                agents,
+                target=args.address,
+                namespace=args.namespace,
+                task_queue=args.task_queue,
+                max_concurrent_turns=args.max_concurrent_turns,
+                graceful_shutdown_timeout=timedelta(seconds=args.grace_period),
+                metrics_address=args.metrics_address,
+                plugins=[EvalsPlugin()],  # reruns of recorded runs and sessions
+            )
+        )
+    except (ConfigurationError, RuntimeError) as e:
+        if is_connection_failure(e):
+            return no_server(args)
+        if not isinstance(e, ConfigurationError):
+            raise
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0

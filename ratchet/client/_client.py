@@ -1,0 +1,389 @@
+"""AgentClient: start agent runs and read their results from outside a workflow."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from temporalio.client import (
+    Client,
+    WorkflowHandle,
+)
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.converter import (
+    ExternalStorage,
+    PayloadCodec,
+    StorageDriver,
+)
+from temporalio.envconfig import ClientConfig
+from temporalio.service import RPCError, RPCStatusCode
+
+from ratchet.agents._messages import Message, new_id
+from ratchet.agents._state import AgentSession, ThreadBase, ThreadData
+from ratchet.agents._state_export import StateExport
+from ratchet.errors import (
+    InvalidInputError,
+    ServerUnreachableError,
+)
+from ratchet.history._log_pages import Holder, fetch_range
+from ratchet.history._log_segments import SegmentCache
+from ratchet.payloads._converter import RatchetPayloadConverter
+from ratchet.plugin import RatchetClientPlugin, ratchet_converter
+from ratchet.wire._names import PAGE_BYTES, RUN_WORKFLOW, SESSION_WORKFLOW
+from ratchet.wire._options import RunOptions, SessionOptions
+from ratchet.wire._run_data import (
+    RunInput,
+    RunResult,
+    new_messages,
+)
+from ratchet.wire._search_attributes import AGENT_NAME, AGENT_STATUS
+from ratchet.wire._session_data import CheckpointAnswer, SessionInput, TurnMark
+from ratchet.workflows._agent_run import AgentRunWorkflow
+from ratchet.workflows._progress import run_details
+from ratchet.workflows._session import AgentSessionWorkflow
+
+from ._checkpoints import Checkpoint, not_run, read_mark
+from ._error_mapping import check_agent_name, check_id, check_prompt_size, translated
+from ._run_handle import RunHandle
+from ._session_handle import UPDATES_IN_FLIGHT, ResultPoller, SessionHandle
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
+
+DEFAULT_TASK_QUEUE = "ratchet"
+
+
+def run_workflow_id(agent: str) -> str:
+    """A readable id: ``run-<agent>-<short id>``."""
+    slug = re.sub(r"[^a-z0-9]+", "-", agent.lower()).strip("-") or "agent"
+    return f"run-{slug}-{uuid.uuid4().hex[:10]}"
+
+
+class AgentClient:
+    """Talks to Temporal on behalf of agent code. Connect once and reuse."""
+
+    def __init__(
+        self, client: Client, *, task_queue: str = DEFAULT_TASK_QUEUE, ui_url: str | None = None
+    ) -> None:
+        if client.data_converter.payload_converter_class is not RatchetPayloadConverter:
+            converter = ratchet_converter(client.data_converter)
+            client = Client(**{**client.config(), "data_converter": converter})
+        self.temporal = client
+        self.task_queue = task_queue
+        self.ui_url = ui_url
+        self._slots: dict[str, asyncio.Semaphore] = {}
+        self._pollers: dict[str, ResultPoller] = {}
+        self.segments = SegmentCache()
+        """Closed workflow runs' parts of session logs this client has read from their
+        histories (a closed run never changes), the most recently used 64 MiB."""
+
+    def _result_poller(self, session_id: str) -> ResultPoller:
+        """Polls for this client's queued sends to one session, all in one query."""
+        poller = self._pollers.get(session_id)
+        if poller is None:
+            handle = self.temporal.get_workflow_handle(session_id)
+            poller = self._pollers[session_id] = ResultPoller(handle)
+        return poller
+
+    def _update_slot(self, session_id: str) -> asyncio.Semaphore:
+        """Bounds the Updates this client has in flight to one session."""
+        slot = self._slots.get(session_id)
+        if slot is None:
+            slot = self._slots[session_id] = asyncio.Semaphore(UPDATES_IN_FLIGHT)
+        return slot
+
+    @classmethod
+    async def connect(
+        cls,
+        target: str | None = None,
+        *,
+        namespace: str | None = None,
+        task_queue: str = DEFAULT_TASK_QUEUE,
+        profile: str | None = None,
+        ui_url: str | None = None,
+        payload_storage: ExternalStorage | StorageDriver | str | Path | None = None,
+        codec: PayloadCodec | None = None,
+        tracing: bool | TracerProvider | None = None,
+        **connect_options: Any,
+    ) -> AgentClient:
+        """Connect using ``temporalio.envconfig`` (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
+        TLS and API-key settings, config-file profiles); arguments override it.
+        Raises ``ServerUnreachableError`` naming the address when no server answers.
+
+        ``payload_storage`` (a directory, a driver, or an ``ExternalStorage``) keeps
+        payloads over 256 KiB out of history, so a turn may carry more than
+        Temporal's 2 MB payload limit. Workers built from this client use it too;
+        every client and worker of a namespace must share the same storage.
+
+        ``codec`` (e.g. ``ratchet.payloads._encryption.EncryptionCodec``) encodes every payload and
+        failure message; without one, ``RATCHET_ENCRYPTION_KEYS`` (when set) turns on
+        encryption. Workers built from this client use it too.
+
+        ``tracing`` adds Temporal's OpenTelemetry interceptor (see ``ratchet.telemetry``):
+        ``None`` turns it on when ``OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT`` is set, ``True``
+        uses the global tracer provider (setting one up if there is none), a
+        ``TracerProvider`` uses that one. Workers built from this client trace too.
+        """
+        config: dict[str, Any] = dict(ClientConfig.load_client_connect_config(profile=profile))
+        if target:
+            config["target_host"] = target
+        if namespace:
+            config["namespace"] = namespace
+        config.setdefault("target_host", "localhost:7233")
+        config.update(connect_options)
+        plugin = RatchetClientPlugin(payload_storage=payload_storage, codec=codec, tracing=tracing)
+        config["plugins"] = [plugin, *config.get("plugins", [])]
+        try:
+            client = await Client.connect(**config)
+        except RuntimeError as e:
+            if "Failed client connect" not in str(e):
+                raise
+            # One error a user can act on, not the SDK's chain (its reason is kept).
+            raise ServerUnreachableError(config["target_host"], _connect_reason(e)) from None
+        return cls(client, task_queue=task_queue, ui_url=ui_url)
+
+    async def start_run(
+        self,
+        agent: str,
+        prompt: str | Sequence[Message],
+        *,
+        session: AgentSession | None = None,
+        options: RunOptions | None = None,
+        workflow_id: str | None = None,
+        state: StateExport | dict[str, Any] | str | None = None,
+    ) -> RunHandle:
+        """Start a run and return at once. Raises ``InvalidInputError`` for an empty prompt.
+
+        ``state`` (an export from ``RunHandle.export_state()``, or its JSON) starts the
+        agent with that state: the entry for this agent's name, or the only one.
+        """
+        check_agent_name(agent)
+        messages = new_messages(prompt, new_id)
+        options = options or RunOptions()
+        options.check()
+        workflow_id = workflow_id or run_workflow_id(agent)
+        check_prompt_size(self.temporal, messages, "run", workflow_id)
+        if state is not None:
+            session = _with_state(agent, session, StateExport.load(state), options)
+        with translated("run", workflow_id):
+            handle = await self._start(
+                AgentRunWorkflow.run,
+                RunInput(agent=agent, messages=messages, session=session, options=options),
+                id=workflow_id,
+                agent=agent,
+                static_summary=f"{agent}: {_excerpt(messages)}",
+                static_details=run_details(
+                    agent, messages, session=session.info.id if session else None, parent=None
+                ),
+            )
+        return RunHandle(handle, self.ui_url, self.temporal.namespace)
+
+    async def _start(
+        self,
+        run: Any,
+        arg: Any,
+        *,
+        id: str,
+        agent: str,
+        task_queue: str | None = None,
+        **options: Any,
+    ) -> WorkflowHandle[Any, Any]:
+        """Start a run or session indexed from the start (its agent, status PENDING),
+        so a list shows what it is before a worker has taken it. A namespace without
+        Ratchet's search attributes gets them from its first worker; until then the
+        workflow starts unindexed."""
+        indexed = TypedSearchAttributes(
+            [SearchAttributePair(AGENT_NAME, agent), SearchAttributePair(AGENT_STATUS, "PENDING")]
+        )
+        start = self.temporal.start_workflow
+        queue = task_queue or self.task_queue
+        try:
+            return await start(
+                run, arg, id=id, task_queue=queue, search_attributes=indexed, **options
+            )
+        except RPCError as e:
+            if e.status != RPCStatusCode.INVALID_ARGUMENT or "search attribute" not in e.message:
+                raise
+            return await start(run, arg, id=id, task_queue=queue, **options)
+
+    async def run(
+        self,
+        agent: str,
+        prompt: str | Sequence[Message],
+        *,
+        session: AgentSession | None = None,
+        options: RunOptions | None = None,
+        workflow_id: str | None = None,
+        state: StateExport | dict[str, Any] | str | None = None,
+    ) -> RunResult:
+        """Run ``agent`` on ``prompt`` to its final answer."""
+        handle = await self.start_run(
+            agent, prompt, session=session, options=options, workflow_id=workflow_id, state=state
+        )
+        return await handle.result()
+
+    async def start_session(
+        self,
+        agent: str,
+        *,
+        session_id: str | None = None,
+        options: SessionOptions | None = None,
+        state: StateExport | dict[str, Any] | str | None = None,
+    ) -> SessionHandle:
+        """Start a long-lived session with ``agent``; each ``send`` runs one execution."""
+        check_agent_name(agent)
+        options = options or SessionOptions()
+        options.check()
+        session = None
+        if state is not None:
+            session = _with_state(agent, None, StateExport.load(state), options.run)
+        workflow_id = session_id or run_workflow_id(agent).replace("run-", "session-", 1)
+        if session is not None:
+            session = session.model_copy(
+                update={"info": session.info.model_copy(update={"id": workflow_id})}
+            )
+        with translated("session", workflow_id):
+            handle = await self._start(
+                AgentSessionWorkflow.run,
+                SessionInput(agent=agent, session=session, options=options, session_id=workflow_id),
+                id=workflow_id,
+                agent=agent,
+                static_summary=f"{agent} session",
+            )
+        return SessionHandle(handle, self)
+
+    async def checkpoint(
+        self, source: str, *, at_turn: int | None = None, at_message: str | None = None
+    ) -> Checkpoint:
+        """The thread and state of session (or run) ``source`` after turn ``at_turn``
+        (counted across all its runs, from 1), or after the turn that added message
+        ``at_message``; neither: after its last turn. The source answers by query (its
+        workflow runs keep a mark per turn, and a closed run still answers)."""
+        answer, mark = await self._mark(source, at_turn, at_message)
+        log, _ = await fetch_range(
+            self.temporal,
+            Holder(source, answer.run_id, answer.thread_id),
+            0,
+            mark.length,
+            page_bytes=PAGE_BYTES,
+            segments=self.segments,
+        )
+        seen = ThreadData(messages=log, view=mark.view).visible()
+        return Checkpoint(
+            source=source,
+            turn=mark.turn,
+            agent=mark.agent,
+            messages=[*seen, *not_run(mark.open_calls)],
+            state=mark.state,
+            turns_in_source=answer.turns,
+            options=answer.options,
+        )
+
+    async def _mark(
+        self, source: str, at_turn: int | None, at_message: str | None
+    ) -> tuple[CheckpointAnswer, TurnMark]:
+        """The mark of a session or run (see ``checkpoint``)."""
+        try:
+            kind = (await self.temporal.get_workflow_handle(source).describe()).workflow_type
+        except RPCError as e:
+            if e.status != RPCStatusCode.NOT_FOUND:
+                raise
+            raise InvalidInputError(
+                f"There is no workflow {source} (or it is past the namespace's "
+                "retention); fork a session or run by its id."
+            ) from e
+        if kind not in (SESSION_WORKFLOW, RUN_WORKFLOW):
+            raise InvalidInputError(f"{source} is a {kind}; fork a session or an agent run.")
+        return await read_mark(self.temporal, source, at_turn=at_turn, at_message=at_message)
+
+    async def fork(
+        self,
+        source: str,
+        *,
+        at_turn: int | None = None,
+        at_message: str | None = None,
+        session_id: str | None = None,
+        options: SessionOptions | None = None,
+    ) -> SessionHandle:
+        """A new session that starts from ``source``'s checkpoint (see ``checkpoint``).
+        The source is only read, and may be closed. ``options`` default to the
+        source session's, and the fork runs on the source's task queue (the workers
+        that host its agent). A fork copies no messages: its thread names the
+        source's log up to the fork point."""
+        session_id = session_id or f"{source}-fork-{uuid.uuid4().hex[:6]}"
+        answer, mark = await self._mark(source, at_turn, at_message)
+        with translated("session", source):
+            queue = (await self.temporal.get_workflow_handle(source).describe()).task_queue
+        options = options or answer.options or SessionOptions()
+        base = ThreadBase(
+            workflow_id=source,
+            run_id=answer.run_id,
+            version=mark.length,
+            last_id=mark.last_id,
+            thread_id=answer.thread_id,
+        )
+        thread = ThreadData(
+            id=f"thread-{uuid.uuid4().hex[:12]}",
+            kind=answer.kind,
+            cursor=mark.cursor,
+            messages=not_run(mark.open_calls),
+            base=base,
+            view=mark.view,
+            prompt=mark.prompt,
+        )
+        agent, turn, state = mark.agent, mark.turn, mark.state
+        session = AgentSession.new(
+            agent, datetime.now(UTC), session_id=session_id, thread_kind=options.run.thread_kind
+        )
+        session = session.model_copy(
+            update={
+                "thread": thread,
+                "state": state,
+                "metadata": {"forked_from": source, "at_turn": turn},
+            }
+        )
+        with translated("session", session_id):
+            handle = await self._start(
+                AgentSessionWorkflow.run,
+                SessionInput(agent=agent, session=session, options=options, session_id=session_id),
+                id=session_id,
+                agent=agent,
+                task_queue=queue,
+                static_summary=f"{agent} session, forked from {source} at turn {turn}",
+            )
+        return SessionHandle(handle, self)
+
+    def get_session(self, session_id: str) -> SessionHandle:
+        check_id("session", session_id)
+        return SessionHandle(self.temporal.get_workflow_handle(session_id), self)
+
+    def get_run(self, workflow_id: str) -> RunHandle:
+        check_id("run", workflow_id)
+        handle = self.temporal.get_workflow_handle_for(AgentRunWorkflow.run, workflow_id)
+        return RunHandle(handle, self.ui_url, self.temporal.namespace)
+
+
+def _connect_reason(error: RuntimeError) -> str:
+    """``Connection refused`` out of the SDK's ``Failed client connect: ...`` text."""
+    text = str(error)
+    found = re.search(r'message: "([^"]+)"', text)
+    return found.group(1) if found else text.removeprefix("Failed client connect: ")
+
+
+def _with_state(
+    agent: str, session: AgentSession | None, export: StateExport, options: RunOptions
+) -> AgentSession:
+    names = [a.agent for a in export.agents]
+    chosen = export.agent(agent if agent in names else None)
+    session = session or AgentSession.new(agent, datetime.now(UTC), thread_kind=options.thread_kind)
+    return session.model_copy(update={"state": chosen.entries_to_load()})
+
+
+def _excerpt(messages: Sequence[Message], limit: int = 80) -> str:
+    text = next((m.text for m in messages if m.role == "user" and m.text), messages[-1].text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

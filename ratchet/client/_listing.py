@@ -1,0 +1,103 @@
+"""Finding runs and sessions: a visibility query read into one row each, from the
+search attributes every run and session keeps (``AgentStatus``, ``AgentTokens``, ...)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel
+from temporalio.client import Client, WorkflowExecutionStatus
+
+from ratchet.errors import InvalidInputError
+from ratchet.wire._names import RUN_WORKFLOW, SESSION_WORKFLOW
+
+from ._error_mapping import check_id, translated
+
+RUN_TYPE = RUN_WORKFLOW
+
+
+class WorkflowSummary(BaseModel):
+    """One run or session as the list shows it."""
+
+    id: str
+    kind: Literal["session", "run"]
+    agent: str | None = None
+    status: str
+    """``AgentStatus`` while it is open, else how it ended: how its workflow closed
+    (``COMPLETED``, ``TERMINATED``...), or ``CANCELLED`` / ``FAILED`` for a run that
+    was stopped or failed while its workflow completed."""
+    turns: int | None = None
+    tokens: int | None = None
+    cost_usd: float | None = None
+    started: datetime
+
+
+async def kind_of(temporal: Client, workflow_id: str) -> Literal["session", "run"]:
+    """Whether ``workflow_id`` names a session or a single run (the ids a list shows
+    are both); ``NotFoundError`` that says what to do for neither."""
+    check_id("run or session", workflow_id)
+    with translated("run or session", workflow_id):
+        description = await temporal.get_workflow_handle(workflow_id).describe()
+    return "run" if description.workflow_type == RUN_TYPE else "session"
+
+
+def type_clause(runs: bool) -> str:
+    """The ``WorkflowType`` clause for sessions (and single runs with ``runs``)."""
+    types = [SESSION_WORKFLOW, RUN_TYPE] if runs else [SESSION_WORKFLOW]
+    return f"WorkflowType IN ({', '.join(repr(t) for t in types)})"
+
+
+def agent_clause(agent: str) -> str:
+    """``AgentName = '...'``, refusing what would end the quoted value."""
+    if "'" in agent or "\\" in agent:
+        raise InvalidInputError(f"{agent!r}: quotes and backslashes are not allowed here.")
+    return f"AgentName = '{agent}'"
+
+
+async def list_workflows(client: Client, query: str, *, limit: int = 100) -> list[WorkflowSummary]:
+    """The workflows ``query`` finds, newest (latest started) first: of the ``limit``
+    the server lists first (its own order puts open ones first, then the latest
+    closed; visibility queries on SQL stores take no ORDER BY)."""
+    rows: list[WorkflowSummary] = []
+    async for info in client.list_workflows(query, limit=limit):
+        found = {p.key.name: p.value for p in info.typed_search_attributes}
+        rows.append(
+            WorkflowSummary(
+                id=info.id,
+                kind="run" if info.workflow_type == RUN_TYPE else "session",
+                agent=_str(found.get("AgentName")),
+                status=_status(info.status, found.get("AgentStatus")),
+                turns=_int(found.get("AgentTurns")),
+                tokens=_int(found.get("AgentTokens")),
+                cost_usd=_float(found.get("AgentCostUsd")),
+                started=info.start_time,
+            )
+        )
+    return sorted(rows, key=lambda row: row.started, reverse=True)
+
+
+_ENDED_AS = {"CANCELLED", "FAILED"}
+"""How a run can end while its workflow completes (stopped; failed as an answer)."""
+
+
+def _status(closed_as: WorkflowExecutionStatus | None, agent_status: object) -> str:
+    """``AgentStatus`` while the workflow is open; then how it closed, except that a
+    run stopped or failed inside a workflow that completed says so (not COMPLETED)."""
+    if closed_as is None or closed_as == WorkflowExecutionStatus.RUNNING:
+        return str(agent_status or "RUNNING")
+    if closed_as == WorkflowExecutionStatus.COMPLETED and str(agent_status) in _ENDED_AS:
+        return str(agent_status)
+    return closed_as.name
+
+
+def _str(value: object) -> str | None:
+    return str(value) if value is not None else None
+
+
+def _float(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _int(value: object) -> int | None:
+    return int(value) if isinstance(value, int | float) else None

@@ -1,0 +1,158 @@
+"""A thread log's pages, read from the workflow runs that hold it.
+
+A thread is an append-only log split across workflow runs: each run holds the
+messages appended while it ran and names the run before it (``ThreadBase``) for
+the earlier ones (a continued run's, a fork's or a rerun's source). ``fetch_range``
+pages a range of it in with the ``ratchet.thread`` query, following the chain of
+runs back as far as needed. A closed run answers a query only by a worker replaying
+it, so a closed session run's part is read from its history instead
+(``log_events``) when the run indexed it. The client reads threads with it; so does
+a turn that lacks part of its log (``ratchet/activities/_thread_log.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from temporalio.client import Client, WorkflowQueryFailedError
+from temporalio.service import RPCError
+
+from ratchet.agents._messages import Message
+from ratchet.agents._state import ThreadBase
+from ratchet.errors import ThreadResolutionError
+from ratchet.wire._names import THREAD_QUERY
+from ratchet.wire._turn_data import ThreadPage, ThreadPageRequest
+
+from ._log_events import Segment
+from ._log_segments import SegmentCache, closed_segment, read_ahead
+
+
+@dataclass
+class CacheStats:
+    hits: int = 0
+    misses: int = 0
+    evictions: int = 0
+    pages: int = 0
+    """Query answers fetched from workflows on misses."""
+    histories: int = 0
+    """Closed workflow runs whose part of a log was read from their history."""
+
+
+MAX_CHAIN = 10_000
+"""Most workflow runs a page request follows back (a guard against a cycle)."""
+
+
+class Holder:
+    """A workflow run that holds (part of) a log, and the log's key there."""
+
+    def __init__(self, workflow_id: str, run_id: str | None, thread_id: str) -> None:
+        self.workflow_id = workflow_id
+        self.run_id = run_id
+        self.thread_id = thread_id
+
+    @classmethod
+    def of_base(cls, base: ThreadBase, thread_id: str) -> Holder:
+        return cls(base.workflow_id, base.run_id, base.thread_id or thread_id)
+
+
+async def fetch_range(
+    client: Client,
+    holder: Holder,
+    start: int,
+    end: int,
+    *,
+    page_bytes: int,
+    stats: CacheStats | None = None,
+    segments: SegmentCache | None = None,
+    depth: int = 0,
+) -> tuple[list[Message], str | None]:
+    """Messages ``start`` to ``end`` of the log ``holder`` holds (following its
+    bases), and the id of message ``start - 1`` when the holder knows it. A run
+    named by its id that has closed is read from its history (``segments`` keeps
+    what was read)."""
+    if depth > MAX_CHAIN:
+        raise ThreadResolutionError(f"Thread {holder.thread_id!r}: its chain of runs loops.")
+    segment = await _from_history(client, holder, segments, stats)
+    messages: list[Message] = []
+    before_id: str | None = None
+    position = start
+    while position < end:
+        if segment is not None:
+            page = segment.page(position, end)
+        else:
+            page = await _query(client, holder, position, end, page_bytes, stats)
+        if position == start:
+            before_id = page.before_id
+        if page.base is not None and position < page.base.version:
+            upto = min(end, page.base.version)
+            if segments is not None and depth == 0:
+                continued = page.base.workflow_id == holder.workflow_id
+                await read_ahead(client, page.base, position, upto, segments, continued=continued)
+            earlier, earlier_before = await fetch_range(
+                client,
+                Holder.of_base(page.base, holder.thread_id),
+                position,
+                upto,
+                page_bytes=page_bytes,
+                stats=stats,
+                segments=segments,
+                depth=depth + 1,
+            )
+            if position == start:
+                before_id = earlier_before
+            messages += earlier
+            position = upto
+            continue
+        if not page.messages:
+            raise ThreadResolutionError(
+                f"Workflow {holder.workflow_id!r} returned no messages of thread "
+                f"{holder.thread_id!r} from position {position} (expected up to {end})."
+            )
+        messages += page.messages
+        position = page.next
+    return messages, before_id
+
+
+async def _query(
+    client: Client,
+    holder: Holder,
+    start: int,
+    end: int,
+    page_bytes: int,
+    stats: CacheStats | None,
+) -> ThreadPage:
+    """The holder's answer to the ``ratchet.thread`` query for ``start`` to ``end``."""
+    handle = client.get_workflow_handle(holder.workflow_id, run_id=holder.run_id)
+    request = ThreadPageRequest(
+        thread_id=holder.thread_id, start=start, end=end, max_bytes=page_bytes
+    )
+    try:
+        page = await handle.query(THREAD_QUERY, request, result_type=ThreadPage)
+    except (WorkflowQueryFailedError, RPCError) as e:
+        raise ThreadResolutionError(
+            f"Workflow {holder.workflow_id!r} (run {holder.run_id}) could not give messages "
+            f"{start}-{end} of thread {holder.thread_id!r}: {e}"
+        ) from e
+    if stats is not None:
+        stats.pages += 1
+    return page
+
+
+async def _from_history(
+    client: Client, holder: Holder, segments: SegmentCache | None, stats: CacheStats | None
+) -> Segment | None:
+    """The holder's part of the log read from its history, if it is a closed run
+    named by its id that indexed it (else it is asked by query)."""
+    if holder.run_id is None:
+        return None
+    segment = await closed_segment(client, holder.workflow_id, holder.run_id, segments)
+    if segment is None:
+        return None
+    if segment.info.thread_id != holder.thread_id:
+        raise ThreadResolutionError(
+            f"Workflow {holder.workflow_id!r} (run {holder.run_id}) holds thread "
+            f"{segment.info.thread_id!r}, not {holder.thread_id!r}."
+        )
+    if stats is not None:
+        stats.histories += 1
+    return segment

@@ -1,0 +1,187 @@
+"""The SSE response of an AG-UI run: ``RUN_STARTED``, the state, the run's events
+as they happen, then how it ended (a ``MESSAGES_SNAPSHOT`` and ``RUN_FINISHED`` or
+``RUN_ERROR``).
+
+Every frame that stands for a session event carries its offset as the SSE ``id``;
+``RUN_STARTED`` carries the offset just before the run's first event, so a client
+cut off at any point resumes with ``Last-Event-ID`` exactly where it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from ag_ui.core import (
+    PROTOCOL_VERSION,
+    BaseEvent,
+    Interrupt,
+    MessagesSnapshotEvent,
+    RunAgentInput,
+    RunErrorEvent,
+    RunFinishedCancelledOutcome,
+    RunFinishedEvent,
+    RunFinishedInterruptOutcome,
+    RunFinishedSuccessOutcome,
+    RunStartedEvent,
+    StateSnapshotEvent,
+)
+
+from ratchet.agents._events import Retry, RunEvent, RunFinished, StateChangedEvent, StatusChanged
+from ratchet.agents._messages import ToolCall
+from ratchet.agents._state import AgentStatus
+from ratchet.client import SessionHandle
+
+from . import _agui_events as translate
+from ._agui_runs import Follow, ends
+from ._hub import Hub
+
+STOPPED = (AgentStatus.CANCELLED, AgentStatus.INTERRUPTED)
+
+
+async def stream(
+    hub: Hub,
+    session: SessionHandle,
+    body: RunAgentInput,
+    follow: Follow,
+    agent_state: tuple[str, dict[str, Any]],
+) -> AsyncIterator[str]:
+    """The run's AG-UI events (see the module's docstring)."""
+    (agent, state), run = agent_state, follow.run
+    started = RunStartedEvent(
+        thread_id=body.thread_id,
+        run_id=body.run_id,
+        input=body,
+        protocol_version=PROTOCOL_VERSION,
+    )
+    yield frame(started, follow.first_id)
+    yield frame(StateSnapshotEvent(snapshot=state))
+    ending: list[BaseEvent] = []
+    if follow.ended is not None or not follow.live:
+        ending = await _ending(session, body, run, follow.ended[1] if follow.ended else None)
+    else:
+        try:
+            async for item in hub.watch(session.id, follow.start):
+                if item is None:
+                    yield ": keep-alive\n\n"
+                    continue
+                offset, event = item
+                if not run.mine(event):
+                    continue
+                out = list(run.events(event))
+                if isinstance(event, Retry):  # what the lost attempt streamed goes
+                    out.append(MessagesSnapshotEvent(messages=await _thread(session, run, None)))
+                if isinstance(event, StateChangedEvent):
+                    after = translate.state_of(await session.agent_state(), agent)
+                    if (change := translate.delta(state, after)) is not None:
+                        out.append(change)
+                    state = after
+                if ends(event):
+                    ending = await _ending(session, body, run, event)
+                    for e in out:
+                        yield frame(e)
+                    break
+                for n, e in enumerate(out):
+                    yield frame(e, offset if n == len(out) - 1 else None)
+        except Exception as e:  # noqa: BLE001 - the stream ends with the error, as AG-UI says
+            ending = [*run.end_text(), RunErrorEvent(message=str(e), code=type(e).__name__)]
+    for e in ending:
+        yield frame(e)
+
+
+async def _ending(
+    session: SessionHandle,
+    body: RunAgentInput,
+    run: translate.Translation,
+    event: RunEvent | None,
+) -> list[BaseEvent]:
+    """How the run ended with ``event`` (``None``: nothing was followed; the session as
+    it is now): its open text closed, the thread as of then, then RUN_FINISHED with
+    the outcome (an interrupt while something waited) or RUN_ERROR."""
+    out: list[BaseEvent] = list(run.end_text())
+    interrupts, client_calls = [], []
+    if not isinstance(event, RunFinished):
+        interrupts, client_calls, calls = await _waits(session, run, event)
+        for call, turn in calls:
+            out.extend(run.call(call, turn))  # streamed before the outcome that names it
+    thread = await _thread(session, run, event)
+    out.append(MessagesSnapshotEvent(messages=thread))
+    thread_id, run_id = body.thread_id, body.run_id
+    status = event.status if isinstance(event, RunFinished) else None
+    if status == AgentStatus.FAILED:
+        text = (event.text if event else None) or "The run failed."
+        out.append(RunErrorEvent(message=text, code="RunFailedError"))
+    elif status in STOPPED:
+        out.append(
+            RunFinishedEvent(
+                thread_id=thread_id, run_id=run_id, outcome=RunFinishedCancelledOutcome()
+            )
+        )
+    elif interrupts:
+        out.append(
+            RunFinishedEvent(
+                thread_id=thread_id,
+                run_id=run_id,
+                outcome=RunFinishedInterruptOutcome(interrupts=interrupts),
+            )
+        )
+    elif client_calls:  # a completed run, whose client tool calls wait for their results
+        outcome = RunFinishedSuccessOutcome(pending_tool_call_ids=client_calls)
+        out.append(RunFinishedEvent(thread_id=thread_id, run_id=run_id, outcome=outcome))
+    else:
+        result = _answer(run, event, thread)
+        out.append(RunFinishedEvent(thread_id=thread_id, run_id=run_id, result=result))
+    return out
+
+
+async def _waits(
+    session: SessionHandle, run: translate.Translation, event: RunEvent | None
+) -> tuple[list[Interrupt], list[str], list[tuple[ToolCall, int]]]:
+    """What a run ended waiting for: interrupts (approvals, questions), client tool
+    calls, and the calls they concern. The session's pending views while they still
+    wait; once answered, what the run's events say it waited for."""
+    pending = await session.pending()
+    interrupts = translate.interrupts(pending)
+    clients = [v.action.id for v in pending if v.action.kind == "client"]
+    calls = [(v.action.call, v.turn) for v in pending if v.action.call is not None]
+    if not isinstance(event, StatusChanged):
+        return interrupts, clients, calls
+    then = translate.interrupts_then(event.waiting, run)
+    then_clients = translate.client_calls_then(event.waiting, run)
+    if {i.id for i in then} | set(then_clients) <= {i.id for i in interrupts} | set(clients):
+        return interrupts, clients, calls
+    turn = run.turns[-1].turn if run.turns else 0
+    ids = [*(i.tool_call_id for i in then if i.tool_call_id), *then_clients]
+    return then, then_clients, [(run.calls[id_], turn) for id_ in ids if id_ in run.calls]
+
+
+async def _thread(
+    session: SessionHandle, run: translate.Translation, event: RunEvent | None
+) -> list[Any]:
+    """The thread as the run left it: up to the last message it made (and, for a run
+    that finished, the messages it made after that without ids of ours)."""
+    thread = (await session.thread()).messages
+    made = {run.reply_id(t.turn) for t in run.turns}
+    made |= set(run.answered.values())
+    last = max((n for n, m in enumerate(thread) if m.id in made), default=None)
+    if last is not None and event is not None:
+        if isinstance(event, RunFinished):
+            while last + 1 < len(thread) and thread[last + 1].role != "user":
+                last += 1
+        thread = thread[: last + 1]
+    return translate.messages(thread)
+
+
+def _answer(run: translate.Translation, event: RunEvent | None, thread: list[Any]) -> str | None:
+    """The run's answer: its final turn's, else the last one the thread shows."""
+    final = next((t for t in reversed(run.turns) if t.data.final and t.text), None)
+    if final is not None:
+        return final.text
+    if isinstance(event, RunFinished) and event.text:
+        return event.text
+    return next((m.content for m in reversed(thread) if m.role == "assistant" and m.content), None)
+
+
+def frame(event: BaseEvent, event_id: int | None = None) -> str:
+    head = f"id: {event_id}\n" if event_id is not None else ""
+    return f"{head}data: {event.model_dump_json(by_alias=True, exclude_none=True)}\n\n"

@@ -1,0 +1,85 @@
+"""``create_app``: the ASGI app behind ``ratchet web``.
+
+Routes live under ``/v1``; every one needs a token unless the app was made with
+``auth=None``. OpenAPI docs are at ``/docs``; ``/healthz`` answers without auth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.middleware.trustedhost import TrustedHostMiddleware
+
+from ratchet.client import AgentClient
+from ratchet.errors import RatchetError
+
+from . import _problems as problems
+from ._agui import agui
+from ._auth import AuthError, TokenAuth
+from ._evals import evals
+from ._guards import BodyLimit, OriginCheck
+from ._hub import Hub
+from ._page import mount_page
+from ._routes import api
+
+MAX_BODY = 1 << 20  # 1 MiB
+LOOPBACK_NAMES = ["localhost", "127.0.0.1", "[::1]", "::1"]
+
+
+def create_app(
+    client: AgentClient,
+    *,
+    auth: TokenAuth | None,
+    agents: Sequence[str] | None = None,
+    cors_origins: Collection[str] = (),
+    max_body: int = MAX_BODY,
+    reports: Path | None = None,
+    report_readers: Collection[str] = (),
+) -> FastAPI:
+    """The HTTP API over ``client``'s namespace and task queue.
+
+    ``auth`` maps tokens to identities (``TokenAuth.from_env()``); ``None`` serves
+    everyone as ``anonymous``, for local development only. ``agents`` names the
+    agents the workers host: sessions for any other are refused with 404 before
+    anything starts. ``cors_origins`` are the browser origins allowed to call.
+    ``reports`` is a directory of evaluation reports (``ratchet.web._evals``) that
+    ``report_readers`` may read.
+    """
+    app = FastAPI(
+        title="Ratchet",
+        summary="Durable agent sessions over HTTP, with live events as Server-Sent Events.",
+        version="1",
+    )
+    app.state.client = client
+    app.state.hub = Hub(client.temporal)
+    app.state.auth = auth
+    app.state.agents = list(agents) if agents is not None else None
+    app.state.reports = Path(reports) if reports is not None else None
+    app.state.report_readers = frozenset(report_readers)
+    app.include_router(api)
+    app.include_router(evals)
+    app.include_router(agui)
+    mount_page(app)
+    for error in (RatchetError, AuthError, problems.Forbidden, problems.Gone, Exception):
+        app.add_exception_handler(error, problems.handle)
+    app.add_exception_handler(RequestValidationError, problems.handle_validation)
+
+    @app.get("/healthz", include_in_schema=False)
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    app.add_middleware(
+        CORSMiddleware,
+        allow_origins=list(cors_origins),
+        allow_methods=["GET", "POST", "DELETE"],
+        allow_headers=["Authorization", "Content-Type", "Last-Event-ID", "X-API-Key"],
+    )
+    app.add_middleware(OriginCheck, allowed=cors_origins)
+    if auth is None:  # loopback only: a DNS-rebound name must not reach an open server
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=LOOPBACK_NAMES)
+    app.add_middleware(BodyLimit, limit=max_body)
+    return app

@@ -1,0 +1,109 @@
+"""What the HTTP API takes and returns, beyond Ratchet's own models."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeGuard, get_args
+
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import to_jsonable_python
+
+from ratchet.wire._options import SessionOptions
+
+SESSION_ID = r"^[^/?#%\s]+$"
+"""A session id goes in URLs (``/v1/sessions/{id}``): no slash, ``?``, ``#``, ``%``
+or white space."""
+MAX_TEXT = 200_000  # characters in one message; the body limit (1 MiB) bounds it too
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class NewSession(_Body):
+    agent: str = Field(min_length=1, max_length=200)
+    session_id: str | None = Field(default=None, min_length=1, max_length=200, pattern=SESSION_ID)
+    options: SessionOptions | None = None
+    state: dict[str, Any] | None = None
+    """An export (``GET /v1/sessions/{id}/state``) to start from."""
+
+    @field_validator("options", mode="before")
+    @classmethod
+    def _known_options(cls, value: Any) -> Any:
+        """Options are lenient on the wire (old payloads keep loading); from a person,
+        a misspelt or misplaced option is an error, not a silent default."""
+        if isinstance(value, dict) and (unknown := _unknown_keys(SessionOptions, value)):
+            raise ValueError(
+                f"unknown option {', '.join(unknown)} (a run's options, such as "
+                "approval_timeout, go under options.run)"
+            )
+        return value
+
+
+def _unknown_keys(model: type[BaseModel], data: dict[str, Any], path: str = "") -> list[str]:
+    unknown: list[str] = []
+    for key, value in data.items():
+        field = model.model_fields.get(key)
+        if field is None:
+            unknown.append(f"{path}{key}")
+            continue
+        nested: list[type[BaseModel]] = [
+            t for t in (field.annotation, *get_args(field.annotation)) if _is_model(t)
+        ]
+        if isinstance(value, dict) and len(nested) == 1:
+            unknown += _unknown_keys(nested[0], value, f"{path}{key}.")
+    return unknown
+
+
+def _is_model(annotation: Any) -> TypeGuard[type[BaseModel]]:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+class NewMessage(_Body):
+    text: str = Field(min_length=1, max_length=MAX_TEXT)
+
+
+class NewDecision(_Body):
+    """A decision on what a run waits for. ``scope``: ``call`` (the default) decides
+    this call; ``session`` with an approval also allows its tool without asking for
+    the rest of the session (``approve(..., always=True)``)."""
+
+    id: str = Field(min_length=1, max_length=200)
+    """The pending tool call's id, or the question's."""
+    decision: Literal["approve", "reject", "answer"]
+    reason: str | None = Field(default=None, max_length=4_000)
+    answer: str | None = Field(default=None, max_length=MAX_TEXT)
+    scope: Literal["call", "session"] | None = None
+
+
+class NewFork(_Body):
+    at_turn: int | None = Field(default=None, ge=0)
+    at_message: str | None = None
+    session_id: str | None = Field(default=None, min_length=1, max_length=200, pattern=SESSION_ID)
+
+
+class Created(BaseModel):
+    id: str
+
+
+def full(value: Any) -> Any:
+    """JSON-ready ``value`` with every field, defaults included. Ratchet's models
+    leave defaults out when they are written to history; an HTTP client should not
+    have to know them."""
+    if isinstance(value, BaseModel):
+        fields = type(value).model_fields
+        return {
+            field.alias or name: full(getattr(value, name))
+            for name, field in fields.items()
+            if not field.exclude
+        }
+    if isinstance(value, list | tuple):
+        return [full(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): full(item) for key, item in value.items()}
+    return to_jsonable_python(value)
+
+
+def out(value: Any, status_code: int = 200) -> JSONResponse:
+    """The response for ``value``, every field included (see ``full``)."""
+    return JSONResponse(full(value), status_code=status_code)

@@ -1,0 +1,170 @@
+"""RunOptions and SessionOptions: how runs and sessions execute. Their ranges
+are checked where they are written; a workflow checks them again when it starts."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any, Literal
+
+from pydantic import Field
+
+from ratchet.agents._client_tools import ClientTool, tool_problems
+from ratchet.agents._compaction import CompactionPolicy
+from ratchet.agents._fit_window import FitWindow
+from ratchet.agents._sparse import SparseModel, is_decoding
+from ratchet.errors import InvalidOptionsError
+
+
+class CheckedOptions(SparseModel):
+    """Options whose ranges are checked when they are built in code (``__init__``),
+    so a bad value fails where it was written. Decoding (a recorded history, a
+    client's request) does not check: workflows call ``check()`` when a run starts,
+    so an old history still replays and a new run fails instead of wedging."""
+
+    def __init__(self, **data: Any) -> None:
+        super().__init__(**data)
+        if not is_decoding():
+            self.check()
+
+    def problems(self) -> list[str]:
+        return []
+
+    def check(self) -> None:
+        """Raise ``InvalidOptionsError`` naming every field out of its range."""
+        problems = self.problems()
+        if problems:
+            name = type(self).__name__
+            raise InvalidOptionsError(
+                f"{name} has {len(problems)} value(s) out of range: "
+                + "; ".join(f"{name}.{p}" for p in problems)
+                + "."
+            )
+
+
+def at_least(name: str, value: int | None, low: int, meaning: str = "") -> list[str]:
+    if value is None or value >= low:
+        return []
+    return [f"{name}={value!r}, but it must be at least {low}{meaning}"]
+
+
+def positive(name: str, value: timedelta | None, example: str) -> list[str]:
+    if value is None or value > timedelta(0):
+        return []
+    return [f"{name}={value!r}, but it must be greater than 0 (e.g. {example})"]
+
+
+class InterceptorRef(SparseModel):
+    """A tool interceptor registered on the workers, by name, and the config its
+    factory builds it from (see ``ratchet.agents._interceptors``)."""
+
+    name: str
+    """A key of ``build_worker(..., tool_interceptors={...})``, or one a plugin brings."""
+    config: Any = None
+    """JSON-able data for the factory (it travels in every turn's input: keep it to
+    what one run needs)."""
+
+
+class RunOptions(CheckedOptions):
+    """How a run is executed. Every field has a default so old histories decode."""
+
+    max_turns: int = 25
+    turn_timeout: timedelta = timedelta(minutes=10)
+    """Start-to-close timeout of one turn attempt (a model call and its tools)."""
+    heartbeat_timeout: timedelta = timedelta(seconds=3)
+    """A turn whose worker stops heartbeating for this long is retried elsewhere. A
+    turn sends a heartbeat whenever the server has acknowledged none for 0.6 of it
+    (one per 1.8 s at the default), and each step ``context.once`` records is
+    acknowledged by the server; every other liveness heartbeat also goes through the
+    SDK, whose worker core times the turn out itself otherwise (about 50 heartbeat
+    requests a minute at the default)."""
+    max_attempts: int = 10
+    """Attempts per turn before the run fails (0 means unlimited)."""
+    initial_retry_interval: timedelta = timedelta(seconds=1)
+    task_queue: str | None = None
+    """Task queue for the turn activities; default: the workflow's own."""
+    thread_kind: str = "messages"
+    """Kind of thread a new session gets: "messages", or "openai.responses" to let the
+    OpenAI Responses API store the conversation (only its id travels)."""
+    fast: bool = False
+    """Run turns as local activities, in the workflow's worker: fewer round trips to
+    the server, for interactive use. A turn gets its new messages inline and the rest
+    of the thread from the worker's cache; a worker that lacks part of it takes the
+    turn again as a regular activity, which pages it in. There are no heartbeats, so
+    a turn lost with its worker is retried after ``turn_timeout``. Use it for short
+    turns."""
+    compaction: CompactionPolicy | None = None
+    """Shrink what each turn sends when it passes a budget (see
+    ratchet.agents._compaction): the turn changes the thread's view, the log keeps
+    every message."""
+    fit_window: FitWindow | None = FitWindow()
+    """Keep each prompt within the model's context window, after ``compaction``, and
+    meet a service's overflow error by compacting harder and asking once more (see
+    ``ratchet.agents._fit_window``). ``None``: send the prompt as it is, and let an
+    overflow fail the run."""
+    continue_as_new_after_turns: int | None = None
+    """AgentRunWorkflow continues-as-new when Temporal suggests it (history size or
+    events) or, if set, after this many turns in one workflow run."""
+    approval_timeout: timedelta | None = None
+    """How long a run waits for approvals and answers; then every undecided call is
+    rejected (and the model told why). ``None``: wait for ever."""
+    token_budget: int | None = None
+    """Most tokens the run may use, its sub-agents included; past it the run fails
+    with BudgetExceededError."""
+    tool_interceptor: InterceptorRef | None = None
+    """Sees each tool call of the run before it runs, and may answer it without
+    running the tool (``ratchet.agents._interceptors``; an evaluation's rerun answers
+    calls from its recording this way)."""
+    client_tools: list[ClientTool] = Field(default_factory=list[ClientTool])
+    """Tools the run's caller runs (an AG-UI frontend's): offered to the model with
+    every turn; the run waits for each call's result (``provide_tool_result``)."""
+    client_tool_timeout: timedelta = timedelta(minutes=10)
+    """How long a run waits for a client tool call's result; then the model reads an
+    error saying none came."""
+
+    def problems(self) -> list[str]:
+        found = [
+            *at_least("max_turns", self.max_turns, 1),
+            *positive("turn_timeout", self.turn_timeout, "timedelta(minutes=10)"),
+            *positive("heartbeat_timeout", self.heartbeat_timeout, "timedelta(seconds=3)"),
+            *at_least("max_attempts", self.max_attempts, 0, " (0 means unlimited)"),
+            *positive("initial_retry_interval", self.initial_retry_interval, "1 second"),
+            *positive("approval_timeout", self.approval_timeout, "timedelta(hours=24), or None"),
+            *positive("client_tool_timeout", self.client_tool_timeout, "timedelta(minutes=10)"),
+            *tool_problems(self.client_tools),
+            *at_least("token_budget", self.token_budget, 1, " (None: no budget)"),
+            *at_least("continue_as_new_after_turns", self.continue_as_new_after_turns, 1),
+        ]
+        if timedelta(0) < self.turn_timeout <= self.heartbeat_timeout:
+            found.append(
+                f"heartbeat_timeout={self.heartbeat_timeout!r}, but it must be shorter than "
+                f"turn_timeout={self.turn_timeout!r} (a dead worker is noticed after it)"
+            )
+        return found
+
+
+class SessionOptions(CheckedOptions):
+    """How a session treats its runs. Every field has a default."""
+
+    steering: Literal["queue", "interrupt", "reject"] = "queue"
+    """A message sent while a run is in progress: ``queue`` runs it next; ``interrupt``
+    stops that run at its next safe point (finished turns are kept, the turn in
+    flight is cancelled) and runs the new message; ``reject`` refuses it with an
+    error (the caller may retry later)."""
+    run: RunOptions = Field(default_factory=RunOptions)
+    """Options of every run the session starts (``run.compaction`` keeps the
+    agent's view of a long conversation within budget; the log keeps it all)."""
+    continue_as_new_after_runs: int | None = None
+    """Continue as new after this many runs in one workflow run (besides when Temporal
+    suggests it, or the run's history nears Temporal's limits)."""
+    token_budget: int | None = None
+    """Most tokens all the session's runs may use together; each run gets what is left."""
+    compaction: CompactionPolicy | None = None
+    """Keeps what the agent sees within budget (overrides ``run.compaction``): it
+    applies before a turn whose view is over budget and changes only the view."""
+
+    def problems(self) -> list[str]:
+        return [
+            *(f"run.{p}" for p in self.run.problems()),
+            *at_least("continue_as_new_after_runs", self.continue_as_new_after_runs, 1),
+            *at_least("token_budget", self.token_budget, 1, " (None: no budget)"),
+        ]

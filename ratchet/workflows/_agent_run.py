@@ -1,0 +1,163 @@
+"""AgentRunWorkflow: one agent run, one workflow; one turn, one activity."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from temporalio.contrib.workflow_streams import WorkflowStream
+
+    from ratchet.agents._messages import approximate_size
+    from ratchet.agents._pending import PendingView
+    from ratchet.agents._state import AgentSession, ExecutionState, ThreadData
+    from ratchet.agents._state_context import StateChanged
+    from ratchet.errors import UsageError
+    from ratchet.wire._names import CHECKPOINT_QUERY
+    from ratchet.wire._run_data import RunInput, RunResult, StopRequest
+    from ratchet.wire._session_data import CheckpointAnswer, CheckpointRequest, LogInfo
+
+    from ._decisions import AgentHandlers
+    from ._marks import TurnMarks, turn_mark
+    from ._observe import EventStream, Index, RunObserver
+    from ._runner import AgentRunner, RunHooks
+    from ._sandbox import SANDBOXED
+    from ._thread_query import log_info
+
+
+STATE_EVENTS_KEPT = 100
+CARRY_LIMIT = 1536 * 1024
+"""Largest batch of settled results carried into a new workflow run (a payload may
+hold 2 MB); the thread itself stays in this run, by reference."""
+
+
+@workflow.defn(name="AgentRunWorkflow", failure_exception_types=[UsageError], sandboxed=SANDBOXED)
+class AgentRunWorkflow(AgentHandlers):
+    """Runs an agent until it answers. History is the checkpoint log: a crash
+    resumes at the last completed turn and no completed turn runs again."""
+
+    @workflow.init
+    def __init__(self, input: RunInput) -> None:
+        self._input = input
+        self._state_events: deque[StateChanged] = deque(maxlen=STATE_EVENTS_KEPT)
+        self._ending = False
+        """Set when this workflow run is about to complete or continue as new."""
+        self._events = EventStream(WorkflowStream(input.stream))
+        observer = RunObserver(
+            self._events,
+            Index(),
+            session_id="",  # known once the runner holds the session
+        )
+        self._runner = AgentRunner(
+            input.agent,
+            session=input.session,
+            options=input.options,
+            hooks=RunHooks(
+                observers=[observer, lambda change: self._marks(change)],
+                state_hooks=[self._state_events.append, observer.state_changed],
+                between_turns=self._continue_as_new_if_due,
+                live_events=True,
+            ),
+        )
+        if input.parent_agent_id is not None:
+            # A sub-agent: its own session and thread, which name their parent.
+            state = self._runner.state
+            state.session = _as_sub_agent(state.session, input)
+        observer.session_id = self._runner.state.session.info.id
+        turns = input.execution.step_count if input.execution is not None else 0
+        self._marks = TurnMarks(
+            turn_mark(turns, self._runner.state.session, input.agent),
+            lambda: self._runner.state.session,
+        )
+        """This workflow run's turns (the first: where it started), for forks."""
+
+    @workflow.run
+    async def run(self, input: RunInput) -> RunResult:
+        input.options.check()  # a bad value fails the run (UsageError), never wedges it
+        try:
+            result = await self._runner.run(input.messages, resume=input.execution)
+        finally:
+            self._ending = True
+            self._events.stream.detach_pollers()  # watchers read the rest by query
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return result
+
+    async def _continue_as_new_if_due(self) -> None:
+        """Between turns, start a fresh workflow run carrying session and execution
+        (model B) when the history is getting long; the run goes on where it was.
+        The thread stays here, by reference: the new run names this one for it."""
+        runner = self._runner
+        limit = runner.options.continue_as_new_after_turns
+        due = workflow.info().is_continue_as_new_suggested() or (
+            limit is not None and runner.turns_this_run >= limit
+        )
+        if not due or runner.stop_request is not None:
+            return
+        carried = sum(approximate_size(m) for m in runner.carry)
+        if carried > CARRY_LIMIT:
+            # The new run's input would carry results too large for one payload; the
+            # next turn takes them here, and the run continues as new after it.
+            return
+        self._ending = True
+        self._events.stream.detach_pollers()  # watchers follow to the new run
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        if runner.stop_request is not None:  # a stop arrived meanwhile: finish here
+            self._ending = False
+            return
+        workflow.continue_as_new(
+            RunInput(
+                agent=runner.agent,
+                messages=runner.carry,
+                session=runner.continued_session(),
+                options=runner.options,
+                execution=runner.state.execution,
+                stream=self._events.state(),
+            )
+        )
+
+    @workflow.signal
+    def stop(self, request: StopRequest) -> None:
+        """Stop at the next safe point, keeping finished turns (see AgentRunner.stop)."""
+        self._runner.stop(request)
+
+    @workflow.update
+    async def wait_pending(self) -> list[PendingView]:
+        """Wait until the run waits for someone, then list what for. Returns an empty
+        list if this workflow run ends (completes or continues as new) first."""
+        await workflow.wait_condition(lambda: bool(self._runner.pending.view()) or self._ending)
+        return self._runner.pending.view()
+
+    @workflow.query
+    def state_changes(self) -> list[StateChanged]:
+        """The latest committed state changes of this workflow run, oldest first."""
+        return list(self._state_events)
+
+    @workflow.query
+    def thread(self) -> ThreadData:
+        """This workflow run's part of the thread (``base`` names the rest)."""
+        return self._runner.state.session.thread
+
+    @workflow.query
+    def log_info(self) -> LogInfo:
+        """Where the thread is (id, length, view, cursor), without its messages: read
+        them with the ``ratchet.thread`` page query."""
+        return log_info(self._runner.state.session.thread)
+
+    @workflow.query(name=CHECKPOINT_QUERY)
+    def checkpoint(self, request: CheckpointRequest) -> CheckpointAnswer:
+        """The mark after a turn, for a fork (see ``marks.TurnMarks.answer``)."""
+        return self._marks.answer(request, self._runner.state.session.thread, None)
+
+    @workflow.query
+    def execution(self) -> ExecutionState | None:
+        return self._runner.state.execution
+
+
+def _as_sub_agent(session: AgentSession, input: RunInput) -> AgentSession:
+    return session.model_copy(
+        update={
+            "parent_agent_id": input.parent_agent_id,
+            "metadata": {"parent_workflow_id": input.parent_workflow_id},
+        }
+    )

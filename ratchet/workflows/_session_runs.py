@@ -1,0 +1,196 @@
+"""A session's runs: one queued message run to its outcome in the session's
+workflow, the session's totals updated, a failed run taken back."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from ratchet.agents._events import RunFinished, RunFinishedData, excerpt
+    from ratchet.agents._state import AgentStatus
+    from ratchet.errors import BudgetExceededError
+    from ratchet.wire._options import SessionOptions
+    from ratchet.wire._run_data import RunResult
+    from ratchet.wire._session_data import LogIndex, Queued, SendOutcome, SessionInput
+
+    from ._failures import first_application_error
+    from ._log_index import INDEX_BYTES_CARRIED
+    from ._observe import EventStream, RunObserver
+    from ._runner import AgentRunner
+    from ._sends import SendBook
+    from ._session_view import SessionDisplay, SessionTotals, position, rolled_back
+    from ._thread_query import log_info
+
+
+EVENTS_CARRIED = 500
+EVENT_BYTES_CARRIED = 24 * 1024
+QUEUE_BYTES_CARRIED = 24 * 1024
+"""A continue-as-new waits for the queue to drain below this many bytes."""
+HISTORY_EVENTS = 8000
+HISTORY_BYTES = 8 * 1024 * 1024
+UPDATES_PER_RUN = 1500
+"""A workflow run continues as new past any of these (Temporal warns at 10,240
+events and 10 MB, ends runs at 51,200 events and 50 MB, and admits 2,000 Updates
+per run)."""
+
+
+class SessionRuns:
+    """Runs the session's queued messages, one at a time, with its runner."""
+
+    def __init__(
+        self,
+        runner: AgentRunner,
+        options: SessionOptions,
+        *,
+        totals: SessionTotals,
+        sends: SendBook,
+        events: EventStream,
+        observer: RunObserver,
+        display: SessionDisplay,
+        show: Callable[[], None],
+    ) -> None:
+        self._runner = runner
+        self._options = options
+        self._totals = totals
+        self._sends = sends
+        self._events = events
+        self._observer = observer
+        self._display = display
+        self._show = show
+
+    async def execute(self, item: Queued) -> None:
+        """Run ``item``; its outcome goes to the send book, whatever happens."""
+        totals, session = self._totals, self._runner.state.session
+        before = (session.thread.length, session.thread.view, session.thread.cursor, session.state)
+        totals.runs += 1
+        totals.runs_this_workflow_run += 1
+        label = f"{session.info.id}-run-{totals.runs}"
+        budget = self._options.token_budget
+        if budget is not None and totals.used_tokens >= budget:
+            error = BudgetExceededError(totals.used_tokens, budget, scope="session")
+            outcome = SendOutcome(
+                ticket=item.ticket,
+                state="failed",
+                error=str(error),
+                error_type="BudgetExceededError",
+            )
+            return self._settle(outcome)
+        options = self._options.run
+        if self._options.compaction is not None:
+            options = options.model_copy(update={"compaction": self._options.compaction})
+        if budget is not None:
+            options = options.model_copy(update={"token_budget": budget - totals.used_tokens})
+        if item.client_tools:  # the send's own, for its run
+            options = options.model_copy(update={"client_tools": item.client_tools})
+        self._runner.reset(agent=totals.agent, options=options)
+        if (index := self._runner.log_index) is not None:
+            index.held(item.messages)  # as its send (or this run's input) holds them
+        self._observer.run_id, self._observer.request_id = label, item.request_id
+        self._sends.start(item, label)
+        self._display.run_progress = ""
+        self._show()
+        try:
+            result = await self._runner.run(item.messages)
+        except Exception as e:
+            self._runner.state.session = rolled_back(self._runner.state.session, *before)
+            return self._settle(self._failed(item, label, e))
+        finally:
+            self._sends.running = None
+            totals.last_execution = self._runner.state.execution
+            self._runner.state.execution = None
+        self._succeeded(item, label, result)
+
+    def _failed(self, item: Queued, label: str, error: Exception) -> SendOutcome:
+        # The run's own failure says where (which turn, tool or state key) and what.
+        cause = first_application_error(error)
+        text = getattr(cause, "message", None) or str(cause)
+        kind = getattr(cause, "type", None) or type(cause).__name__
+        self._finished(label, AgentStatus.FAILED, text)
+        message = f"Run {label} of session {workflow.info().workflow_id} failed: {text}"
+        budget = self._options.token_budget
+        if kind == "BudgetExceededError" and budget is not None:
+            self._totals.used_tokens = budget
+            message = f"The session has spent its token_budget of {budget}. {message}"
+        return SendOutcome(ticket=item.ticket, state="failed", error=message, error_type=kind)
+
+    def _succeeded(self, item: Queued, label: str, result: RunResult) -> None:
+        totals = self._totals
+        totals.used_tokens += result.usage.total_tokens
+        totals.turns += result.turns
+        totals.cost_usd += result.usage.cost_usd
+        totals.agent = result.agent  # a handoff moves the session to another agent
+        final_at = position(self._runner.state.session.thread, result.final_response)
+        self._finished(label, result.status, result.output)
+        # What the client knows or reads anyway stays out of history: the answer (read
+        # from the thread at final_at), the session's id, the thread's end.
+        short = {"final_response": None, "thread": None, "session_id": None, "thread_end": None}
+        self._settle(
+            SendOutcome(
+                ticket=item.ticket,
+                state="done",
+                result=result.model_copy(update=short),
+                final_at=final_at,
+            )
+        )
+
+    def _settle(self, outcome: SendOutcome) -> None:
+        self._sends.settle(outcome)
+        self._show()
+
+    def _finished(self, run: str, status: AgentStatus, text: str) -> None:
+        self._events.publish(
+            RunFinished(
+                run_id=run,
+                agent=self._totals.agent,
+                text=excerpt(text, 4000),
+                data=RunFinishedData(status=status),
+            )
+        )
+
+    def continue_as_new_due(self) -> bool:
+        info, index = workflow.info(), self._runner.log_index
+        limit = self._options.continue_as_new_after_runs
+        return (
+            info.is_continue_as_new_suggested()
+            or info.get_current_history_length() > HISTORY_EVENTS
+            or info.get_current_history_size() > HISTORY_BYTES
+            or self._totals.updates_this_workflow_run >= UPDATES_PER_RUN
+            or (limit is not None and self._totals.runs_this_workflow_run >= limit)
+            or (index is not None and index.bytes > INDEX_BYTES_CARRIED)
+        )
+
+    def log_index(self) -> LogIndex | None:
+        """Where this workflow run's part of the log is in its history, as it ends."""
+        index, thread = self._runner.log_index, self._runner.state.session.thread
+        return index.index(thread, log_info(thread, base=False)) if index is not None else None
+
+    async def continue_as_new(self) -> None:
+        """A fresh workflow run: the thread stays here by reference; the input holds
+        the queue, the latest results and events, and the totals."""
+        self._sends.ending = True  # held sends return their ticket; the client polls the new run
+        self._events.stream.detach_pollers()
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        info, totals, session = workflow.info(), self._totals, self._runner.state.session
+        carried = session.thread.continued(info.workflow_id, info.run_id)
+        workflow.continue_as_new(
+            SessionInput(
+                agent=totals.agent,
+                session=session.model_copy(update={"thread": carried}),
+                options=self._options,
+                runs=totals.runs,
+                session_id=session.info.id,
+                used_tokens=totals.used_tokens,
+                turns=totals.turns,
+                cost_usd=totals.cost_usd,
+                stream=self._events.carried(
+                    max_events=EVENTS_CARRIED, max_bytes=EVENT_BYTES_CARRIED
+                ),
+                tickets=self._sends.tickets,
+                queue=self._sends.queue(),
+                results=self._sends.carried(),
+                requests=self._sends.requests.carried(),
+                previous_log=self.log_index(),
+            )
+        )
