@@ -10,6 +10,8 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+from ._printing import counted
+
 if TYPE_CHECKING:
     from ratchet.client import AgentClient
     from ratchet.evals import Report
@@ -103,8 +105,9 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 async def evaluate_command(args: argparse.Namespace) -> int:
-    """Exits 0 when the gate passes, 1 when it fails, 2 when the arguments or files
-    given cannot be evaluated (so a CI step can tell a worse agent from a typo)."""
+    """Exits 0 when the gate passes, 1 when it fails or a case did not run, 2 when the
+    arguments or files given cannot be evaluated (so a CI step can tell a worse agent
+    from a typo)."""
     from ratchet.errors import UsageError
 
     try:
@@ -167,28 +170,39 @@ async def _evaluate(args: argparse.Namespace) -> int:
         ids = rerun.ids
         attach = " ".join(f"--attach {batch_id}" for batch_id in ids)
         print(
-            f"{'batches' if len(ids) > 1 else 'batch'} {', '.join(ids)}: {len(sources)} "
-            f"sources; if this command stops, {'they go' if len(ids) > 1 else 'it goes'} on: "
+            f"{'batches' if len(ids) > 1 else 'batch'} {', '.join(ids)}: "
+            f"{counted(len(sources), 'source')}; if this command stops, "
+            f"{'they go' if len(ids) > 1 else 'it goes'} on: "
             f"ratchet eval rerun {attach} "
             f"--agent {args.agent}",
             file=sys.stderr,
         )
         report = await _rerun_report(client, rerun, evaluators)
+    not_run = 0
     for case in report.cases:
         if case.case.metadata.get("unreadable"):
             print(f"warning: not rerun: {case.new.error}", file=sys.stderr)
         elif case.new.error:  # else only in report.json
             print(f"warning: case {case.case.id} failed: {case.new.error}", file=sys.stderr)
+        not_run += bool(case.new.error)
     paths = report.write(args.out)
     scored = "" if evaluators else " (no --evaluators: nothing scored the answers)"
     print(
-        f"{len(report.cases)} cases · score {report.old_score:.3f} -> {report.new_score:.3f}"
+        f"{counted(len(report.cases), 'case')} · "
+        f"score {report.old_score:.3f} -> {report.new_score:.3f}"
         f"{scored} · report: {', '.join(map(str, paths))}"
     )
     failures = report.gate(min_score=args.min_score, max_cost_increase=args.max_cost_increase)
     for failure in failures:
         print(f"gate: {failure}", file=sys.stderr)
-    return 1 if failures else 0
+    gated = args.min_score is not None or args.max_cost_increase is not None
+    if not_run and not gated:  # the gate counts them; without one they still fail
+        print(
+            f"error: {not_run} of {counted(len(report.cases), 'case')} did not run (see the "
+            "warnings above; the report has each error)",
+            file=sys.stderr,
+        )
+    return 1 if failures or not_run else 0
 
 
 async def export_command(args: argparse.Namespace) -> int:
@@ -207,7 +221,7 @@ async def export_command(args: argparse.Namespace) -> int:
     dataset = await export_dataset(client, sources, query=args.query)
     path = dataset.write(args.out)
     cases = sum(len(s.cases()) for s in dataset.snapshots)
-    print(f"{len(dataset.snapshots)} sources, {cases} cases: {path}")
+    print(f"{counted(len(dataset.snapshots), 'source')}, {counted(cases, 'case')}: {path}")
     return 0
 
 

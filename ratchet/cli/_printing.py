@@ -14,6 +14,11 @@ if TYPE_CHECKING:
     from ratchet.agents._state import ExecutionState, ThreadData
 
 
+def counted(n: int, word: str) -> str:
+    """``1 case``, ``2 cases`` (``word`` takes an ``s``)."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def print_pending(pending: list[PendingView]) -> None:
     for item in pending:
         print(f"waiting for {item.action.kind}: {item.action.id} · {item.action.describe()}")

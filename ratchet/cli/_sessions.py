@@ -262,11 +262,14 @@ async def sessions_command(args: argparse.Namespace) -> int:
         async with watching(asyncio.create_task(stalls)):
             if args.verb == "approve":
                 await found.approve(args.call_id, by=args.by, always=args.always)
+                done = f"approved {args.call_id}"
             elif args.verb == "reject":
                 await found.reject(args.call_id, args.reason, by=args.by)
+                done = f"rejected {args.call_id}"
             else:
                 await found.provide_input(args.question_id, args.text, by=args.by)
-        print("ok")
+                done = f"answered {args.question_id}"
+        print(f"{done} in {noun} {found.id}")
         return 0
     if isinstance(found, RunHandle):
         if args.verb == "show":
@@ -289,7 +292,7 @@ async def sessions_command(args: argparse.Namespace) -> int:
             print(f"session {session.id} has no run in progress")
             return 0
         await session.stop()  # answers once that run has ended
-    print("ok")
+        print(f"session {session.id}: its run in progress stopped (finished turns are kept)")
     return 0
 
 

@@ -61,5 +61,5 @@ async def stop_run(run: RunHandle) -> int:
         print(f"run {run.id} has ended ({ended}); nothing to stop")
         return 0
     await run.stop()
-    print("ok")
+    print(f"run {run.id} stopped (its finished turns are kept)")
     return 0

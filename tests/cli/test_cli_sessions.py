@@ -142,7 +142,10 @@ async def test_sessions_list_and_stop(
         sent = asyncio.create_task(session.send("block"))
         await agent.blocked.wait()
         code, out, err = await ratchet(temporal_server, task_queue, "sessions", "stop", session.id)
-        assert (code, out.strip()) == (0, "ok"), err
+        assert (code, out.strip()) == (
+            0,
+            f"session {session.id}: its run in progress stopped (finished turns are kept)",
+        ), err
         assert (await sent).status == AgentStatus.CANCELLED
         listed = ""
         row: list[str] = []
@@ -168,6 +171,7 @@ async def test_approve_takes_a_run_id_and_records_who_decided(
             temporal_server, task_queue, "sessions", "approve", handle.id, pending.action.id
         )
         assert code == 0, err  # a query error on the run id before
+        assert out.strip() == f"approved {pending.action.id} in run {handle.id}"
         result = await handle.result()
         decisions = await handle.decisions()
     assert ledger.payments == [("acme", 300, 1)]
@@ -261,7 +265,9 @@ async def test_show_export_fork_and_stop_take_a_run_id(
         assert len((await fork.thread()).messages) == 2
 
         code, out, err = await ratchet(temporal_server, task_queue, "sessions", "stop", pay.id)
-        assert (code, out.strip()) == (0, "ok"), err
+        assert (code, out.strip()) == (0, f"run {pay.id} stopped (its finished turns are kept)"), (
+            err
+        )
         code, out, err = await ratchet(temporal_server, task_queue, "sessions", "stop", two.id)
         assert out.strip() == f"run {two.id} has ended (COMPLETED); nothing to stop", err
         assert (await pay.result()).status == AgentStatus.CANCELLED  # stopped, its turns kept

@@ -349,7 +349,7 @@ async def test_a_dataset_snapshot_reruns_after_its_source_is_gone(
         )  # fmt: skip
     code, out, err = exported
     assert code == 0, err
-    assert out.strip() == f"1 sources, 2 cases: {dataset}"
+    assert out.strip() == f"1 source, 2 cases: {dataset}"
     assert [c.case.id for c in snapshot.cases] == [f"{expired}#1", f"{expired}#2"]
     assert [c.new.answer for c in snapshot.cases] == [c.new.answer for c in live.cases]
     assert [c.old.usage for c in snapshot.cases] == [c.old.usage for c in live.cases]
@@ -357,9 +357,10 @@ async def test_a_dataset_snapshot_reruns_after_its_source_is_gone(
     assert code == 0, err
     assert "2 cases" in out
     code, out, err = missing  # the batch records the source as unreadable, and says why
-    assert code == 0, err
-    assert "1 cases" in out
+    assert code == 1, err  # a case that did not run proves nothing: a CI step fails
+    assert "1 case ·" in out
     assert f"warning: not rerun: There is no workflow {expired}" in err
+    assert "error: 1 of 1 case did not run" in err
 
 
 async def test_a_large_dataset_splits_over_batches_that_continue_as_new_into_one_report(
