@@ -2,10 +2,11 @@
 
     python -m tests.record_histories
 
-It writes only histories that are not recorded yet. Until Ratchet's first release,
-a workflow change re-records them all (delete tests/histories/*.json first); from
-the first release on, a change goes behind ``workflow.patched`` (or into a new
-workflow type) and the new histories are committed next to the old ones.
+It writes only histories that are not recorded yet (``tests/histories/*.json``, the
+current code's). Since the first release (0.1.0) a workflow change goes behind
+``workflow.patched`` (or into a new workflow type): record the histories that show
+the new path next to the old ones. ``tests/histories/release-0.1.0/`` holds those
+recorded with 0.1.0, and stays as it is: runs started on 0.1.0 must keep replaying.
 
 Every workflow type and feature is covered: single runs (completed, failed, with
 state, approvals, sub-agents, fast mode and its fallback to a regular turn,

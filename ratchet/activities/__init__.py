@@ -1,8 +1,6 @@
-"""Activities: where agents and tools run (and do their I/O)."""
-
-from ratchet.wire._names import TURN_ACTIVITY
-from ratchet.wire._turn_data import TurnInput, TurnOutput
+"""Activities: where agents and tools run (and do their I/O). Internal: workers get
+them from ``ratchet.plugin.RatchetPlugin`` (``build_worker`` adds it)."""
 
 from ._turn import AgentFactory, TurnActivities
 
-__all__ = ["TURN_ACTIVITY", "AgentFactory", "TurnActivities", "TurnInput", "TurnOutput"]
+__all__ = ["AgentFactory", "TurnActivities"]

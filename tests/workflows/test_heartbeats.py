@@ -9,7 +9,8 @@ from typing import Any
 
 from ratchet.agents import Message, RunContext, ScriptedModel, ToolCallingAgent, tool
 from ratchet.client import AgentClient, RunHandle
-from ratchet.wire import TURN_ACTIVITY, RunOptions
+from ratchet.wire import RunOptions
+from ratchet.wire._names import TURN_ACTIVITY
 from ratchet.worker import build_worker
 
 from ..history import attempts

@@ -22,7 +22,12 @@ from ratchet.workflows import AgentRunWorkflow, AgentSessionWorkflow
 from ..conftest import ROOT
 from ..user_workflows import ForeignToken, ResearchAndReview, SharedPlan
 
-HISTORIES = sorted((Path(__file__).parents[1] / "histories").glob("*.json"))
+RECORDED = Path(__file__).parents[1] / "histories"
+RELEASES = sorted(p for p in RECORDED.iterdir() if p.is_dir() and p.name.startswith("release-"))
+"""Histories recorded with each release: they never change, and always replay."""
+HISTORIES = sorted(RECORDED.glob("*.json")) + [
+    h for r in RELEASES for h in sorted(r.glob("*.json"))
+]
 
 
 def load(path: Path) -> WorkflowHistory:
@@ -38,7 +43,7 @@ def replayer(*workflows: type) -> Replayer:
 
 
 def test_histories_are_recorded():
-    assert {p.stem for p in HISTORIES} >= {
+    assert {p.stem for p in RECORDED.glob("*.json")} >= {
         "agent_run_completed",
         "agent_run_max_turns",
         "agent_run_summarize_then_continue_as_new",
@@ -54,6 +59,7 @@ def test_histories_are_recorded():
         "agent_run_rule_change_decides_a_waiting_call",
         "agent_run_on_a_service_thread",
         "agent_session_two_sends_then_closed",
+        "agent_session_stopped_mid_run",
         "agent_session_compaction_and_failure",
         "agent_session_continued_by_reference",
         "agent_session_fast_mode",
@@ -76,7 +82,20 @@ def test_histories_are_recorded():
     }
 
 
-@pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
+def _name(path: Path) -> str:
+    return path.stem if path.parent == RECORDED else f"{path.parent.name}/{path.stem}"
+
+
+def test_each_release_kept_a_history_of_every_kind():
+    assert [r.name for r in RELEASES] >= ["release-0.1.0"]
+    current = {p.stem for p in RECORDED.glob("*.json")}
+    for release in RELEASES:
+        # A workflow kind recorded at a release is still recorded today (a newer
+        # kind may have none in an older release).
+        assert {p.stem for p in release.glob("*.json")} <= current, release.name
+
+
+@pytest.mark.parametrize("path", HISTORIES, ids=_name)
 async def test_recorded_history_replays_without_nondeterminism(path: Path):
     result = await replayer(
         AgentRunWorkflow,
@@ -101,7 +120,7 @@ class AgentRunWorkflowThatSkipsTurns:
 
 
 async def test_a_changed_workflow_fails_replay():
-    history = load(next(p for p in HISTORIES if p.stem == "agent_run_completed"))
+    history = load(RECORDED / "agent_run_completed.json")
     result = await replayer(AgentRunWorkflowThatSkipsTurns).replay_workflow(
         history, raise_on_replay_failure=False
     )
