@@ -23,7 +23,7 @@ import logging
 from datetime import timedelta
 from typing import Any
 
-from temporalio.contrib.workflow_streams import WorkflowStreamClient
+from temporalio.contrib.workflow_streams import TopicHandle, WorkflowStreamClient
 
 from ratchet.agents._events import EventBase, Retry, TextDelta, as_event
 from ratchet.wire._names import EVENTS_TOPIC
@@ -50,8 +50,12 @@ class TurnEvents:
         batch_interval: timedelta,
         failed_before: str | None = None,
     ) -> None:
-        self._client = WorkflowStreamClient.from_within_activity(batch_interval=batch_interval)
-        self._topic = self._client.topic(EVENTS_TOPIC, type=EventBase)
+        self._batch_interval = batch_interval
+        self._client: WorkflowStreamClient | None = None
+        """Made, and its flusher started, at the first event sent: most turns of a model
+        that does not stream send none (their tool events ride on their result)."""
+        self._topic: TopicHandle[EventBase] | None = None
+        self._started: asyncio.Future[Any] | None = None
         self._stamp = {"run_id": run_id, "agent": agent, "turn": turn, "attempt": attempt}
         self._seq = 0
         self._failed_before = failed_before
@@ -62,7 +66,6 @@ class TurnEvents:
         self._tools_due: asyncio.TimerHandle | None = None
 
     async def __aenter__(self) -> TurnEvents:
-        await self._client.__aenter__()
         if self._stamp["attempt"] > 1:
             cause = f": {self._failed_before}" if self._failed_before else ""
             self.publish(Retry(text=f"an earlier attempt of this turn failed{cause}"))
@@ -73,7 +76,10 @@ class TurnEvents:
         if self._tools_due is not None:
             self._tools_due.cancel()
         self._tools = []  # the workflow publishes them with the turn's result
+        if self._client is None or self._started is None:
+            return
         try:
+            await self._started
             await self._client.__aexit__(*exc)
         except Exception as e:  # events are for watching: never fail the turn
             logger.warning("Could not deliver turn %s's events: %s", self._stamp["turn"], e)
@@ -116,6 +122,12 @@ class TurnEvents:
 
     def _send(self, event: EventBase) -> None:
         self._seq += 1
+        if self._topic is None:
+            self._client = WorkflowStreamClient.from_within_activity(
+                batch_interval=self._batch_interval
+            )
+            self._topic = self._client.topic(EVENTS_TOPIC, type=EventBase)
+            self._started = asyncio.ensure_future(self._client.__aenter__())
         self._topic.publish(event.model_copy(update={**self._stamp, "seq": self._seq}))
 
     async def emit(self, value: Any) -> None:

@@ -90,7 +90,10 @@ class ScriptedModel(ModelClient):
         self, messages: Sequence[Message], tools: Sequence[Tool], context: RunContext
     ) -> ModelResponse:
         self.requests += 1
-        index = sum(1 for m in messages if m.role == "assistant")
+        index, prompt_chars = 0, 0
+        for m in messages:  # one plain pass: a long run's prompt is hundreds of messages
+            index += m.role == "assistant"
+            prompt_chars += len(m.content or "")
         if callable(self._script):
             reply = self._script(messages, context)
         else:
@@ -107,7 +110,6 @@ class ScriptedModel(ModelClient):
         if self.stream and message.content:
             for word in re.findall(r"\S+\s*", message.content):
                 await context.emit(TextDelta(text=word))
-        prompt_chars = sum(len(m.content or "") for m in messages)
         return ModelResponse(
             message=message,
             usage=Usage(
