@@ -19,6 +19,8 @@ from pathlib import Path
 from ratchet.errors import ConfigurationError
 from ratchet.wire._search_attributes import dev_server_flags
 
+__all__ = ["DevServer", "env_with_address", "free_port", "port_is_free", "temporal_binary"]
+
 
 def temporal_binary() -> str:
     """The ``temporal`` CLI installed next to this Python, else the one on PATH."""

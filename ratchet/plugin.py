@@ -55,6 +55,14 @@ from ratchet.workflows._session import AgentSessionWorkflow
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
+__all__ = [
+    "OffersToolInterceptors",
+    "RatchetClientPlugin",
+    "RatchetPlugin",
+    "ratchet_converter",
+    "replayer_plugins",
+]
+
 PASSED_THROUGH = ("ratchet", "pydantic", "openai", "opentelemetry")
 """Modules workflows share with the worker instead of re-importing per instance."""
 WORKFLOWS: tuple[type, ...] = (AgentRunWorkflow, AgentSessionWorkflow)

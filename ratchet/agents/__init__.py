@@ -7,7 +7,7 @@ status, pending work) is in ``ratchet.client``.
 """
 
 from ._agent import Agent, Result
-from ._approvals import ApprovalPolicy, allow, ask, deny
+from ._approvals import ApprovalPolicy, Rule, allow, ask, deny
 from ._compaction import (
     Compaction,
     CompactionPolicy,
@@ -24,10 +24,11 @@ from ._parts import FilePart, ImagePart
 from ._pending import PendingAction
 from ._pricing import ModelPrice
 from ._serializers import JSONSerializer, PickleSerializer, StateSerializer, state_schema
-from ._state_context import ShareToken, StateContext
+from ._state import PromptSize
+from ._state_context import ShareToken, StateChange, StateContext
 from ._thread import ChatMessageThread, ServiceThread, Thread
 from ._tool_calling import ToolCallingAgent
-from ._tools import Tool, agent_tool, ask_user, tool
+from ._tools import Tool, Toolset, agent_tool, ask_user, tool
 from ._usage import Usage
 from .models import (
     ModelClient,
@@ -38,7 +39,6 @@ from .models import (
 )
 
 __all__ = [
-    "PROCEED",
     "Agent",
     "ApprovalPolicy",
     "ChatMessageThread",
@@ -58,14 +58,18 @@ __all__ = [
     "ModelResponse",
     "OpenAIChatModel",
     "OpenAIResponsesModel",
+    "PROCEED",
     "PendingAction",
     "PickleSerializer",
+    "PromptSize",
     "Result",
+    "Rule",
     "RunContext",
     "RunEvent",
     "ScriptedModel",
     "ServiceThread",
     "ShareToken",
+    "StateChange",
     "StateContext",
     "StateSerializer",
     "Summarize",
@@ -75,6 +79,7 @@ __all__ = [
     "ToolCall",
     "ToolCallingAgent",
     "ToolInterceptor",
+    "Toolset",
     "Usage",
     "agent_tool",
     "allow",

@@ -59,7 +59,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     fork = verbs.add_parser("fork", help="a new session from the checkpoint after a turn")
     fork.add_argument("session", help="a session id or a run id")
     where = fork.add_mutually_exclusive_group()
-    where.add_argument("--at-turn", type=int, help="after this turn (from 1; default: the last)")
+    where.add_argument(
+        "--at-turn", type=int, help="after this turn (0: before the first; default: the last)"
+    )
     where.add_argument("--at-message", help="after the turn that added this message id")
     fork.add_argument("--id", help="the new session's id")
     approve = verbs.add_parser("approve", help="approve a pending tool call (session or run)")
@@ -103,12 +105,24 @@ async def chat(args: argparse.Namespace, ask: Prompt = read_line) -> int:
     from ._waiting import connection_flags, interrupted
 
     client = await connect(args)
-    session = (
-        client.get_session(args.session) if args.session else await client.start_session(args.agent)
-    )
+    if args.session:
+        session = client.get_session(args.session)
+        agent, open_ = await _session_agent(session)  # none: says so, before any banner
+        if not open_:
+            print(
+                f"error: session {session.id} is closed: it takes no more messages. Start "
+                f"a new one: ratchet chat {agent or args.agent}",
+                file=sys.stderr,
+            )
+            return 1
+        if agent and agent != args.agent:
+            print(f"note: session {session.id} runs agent {agent!r}", file=sys.stderr)
+            args.agent = agent
+    else:
+        session = await client.start_session(args.agent)
     print(f"session: {session.id} (continue it with --session {session.id}; /quit leaves)")
     try:
-        await converse(client, session, args, ask)
+        failed = await converse(client, session, args, ask)
     except asyncio.CancelledError:  # Ctrl-C: the session is a workflow; it does not stop
         flags = connection_flags(args)
         interrupted(
@@ -122,22 +136,38 @@ async def chat(args: argparse.Namespace, ask: Prompt = read_line) -> int:
     if args.close:
         await session.close()
         print(f"session {session.id} closed")
-    return 0
+    return 1 if failed else 0  # a script piping messages in learns that one failed
+
+
+async def _session_agent(session: SessionHandle) -> tuple[str | None, bool]:
+    """The session's agent and whether it is open, from the server (no worker needed:
+    a chat may start before any worker does); ``NotFoundError`` if there is none."""
+    from temporalio.client import WorkflowExecutionStatus
+
+    from ratchet.client._error_mapping import check_id, translated
+    from ratchet.wire._search_attributes import AGENT_NAME
+
+    check_id("session", session.id)
+    with translated("session", session.id):
+        description = await session.workflow.describe()
+    running = description.status == WorkflowExecutionStatus.RUNNING
+    return description.typed_search_attributes.get(AGENT_NAME), running
 
 
 async def converse(
     client: AgentClient, session: SessionHandle, args: argparse.Namespace, ask: Prompt
-) -> None:
-    """Message after message until ``/quit``; says so when no worker takes them."""
-    from ratchet.errors import RunFailedError
+) -> int:
+    """Message after message until ``/quit``; says so when no worker takes them.
+    Returns how many messages failed."""
+    from ratchet.errors import RunFailedError, SessionClosedError
 
     from ._waiting import answered, warn_without_worker, watching
 
-    what = f"session {session.id}"
+    what, failed = f"session {session.id}", 0
     while True:
         text = (await ask("you> ")).strip()
         if text in ("/quit", "/exit"):
-            return
+            return failed
         if not text:
             continue
         reply = Reply(args.agent)
@@ -147,9 +177,14 @@ async def converse(
         try:
             async with watching(asyncio.create_task(stalls)):
                 result = await send_and_decide(session, text, ask, by=getattr(args, "by", _user()))
+        except SessionClosedError as e:  # closed meanwhile: nothing more to send
+            await reply.finish(follow)
+            print(f"error: {e}", file=sys.stderr)
+            return failed + 1
         except RunFailedError as e:
             await reply.finish(follow)
             print(f"error: {e.cause}", file=sys.stderr)
+            failed += 1
             continue
         await reply.finish(follow)
         if not reply.streamed:  # the model did not stream: the answer comes whole

@@ -79,6 +79,8 @@ async def read_line(prompt: str) -> str:
     if _stdin is None:
         _stdin = Stdin()
     line = await _stdin.next()
+    if not line:
+        print()  # end the prompt's line: the shell's prompt comes next
     return line.rstrip("\n") if line else "/quit"
 
 

@@ -28,9 +28,12 @@ from ._evaluators import (
 )
 from ._report import Compared, Report, assert_gate, load_cases
 from ._rerun import find_sources, rerun_many
+from ._rerun_types import BatchProgress, BatchResult
 from ._worker_plugin import EvalsPlugin
 
 __all__ = [
+    "BatchProgress",
+    "BatchResult",
     "Case",
     "CaseScore",
     "Compared",

@@ -131,7 +131,7 @@ def user_turns(messages: list[Message]) -> list[tuple[int, int]]:
     """Where each user message of a thread is, and where what it started ends (the
     next user message, or the end): one rerun case each."""
     starts = [i for i, m in enumerate(messages) if m.role == "user"]
-    ends = [*starts[1:], len(messages)]
+    ends = [*starts[1:], len(messages)] if starts else []  # no user message: no case
     return list(zip(starts, ends, strict=True))
 
 

@@ -13,7 +13,7 @@ from ratchet.agents.models._scripted import ScriptedModel
 
 from ._anthropic_server import AnthropicServer
 from ._environment import RatchetTestEnvironment
-from ._openai_server import OpenAIServer
+from ._openai_server import OpenAIServer, Reply, Request, json_reply, sse_reply
 from ._worker_process import ChildProcess, WorkerProcess
 
 __all__ = [
@@ -21,6 +21,10 @@ __all__ = [
     "ChildProcess",
     "OpenAIServer",
     "RatchetTestEnvironment",
+    "Reply",
+    "Request",
     "ScriptedModel",
     "WorkerProcess",
+    "json_reply",
+    "sse_reply",
 ]

@@ -472,3 +472,34 @@ def test_a_listed_run_that_was_stopped_or_failed_inside_a_completed_workflow_say
     assert _status(completed, "COMPLETED") == "COMPLETED"
     assert _status(completed, None) == "COMPLETED"
     assert _status(WorkflowExecutionStatus.TERMINATED, "RUNNING") == "TERMINATED"
+
+
+async def test_chat_exits_1_when_a_message_fails_and_refuses_a_closed_session(
+    temporal_server: DevServer, agent_client: AgentClient, task_queue: str
+):
+    echo = ToolCallingAgent(ScriptedModel(lambda messages, context: "ok"), [])
+    async with build_worker(agent_client, {"echo": lambda: echo}):
+        # An agent no worker hosts: the session starts, its message fails.
+        unknown = await ratchet(temporal_server, task_queue, "chat", "nosuch", stdin="hi\n")
+        session = await agent_client.start_session("echo")
+        await session.send("hello")
+        other = await ratchet(
+            temporal_server, task_queue, "chat", "travel", "--session", session.id, stdin="again\n"
+        )
+        await session.close()
+        closed = await ratchet(
+            temporal_server, task_queue, "chat", "echo", "--session", session.id, stdin="more\n"
+        )
+        missing = await ratchet(temporal_server, task_queue, "chat", "echo", "--session", "nope-1")
+    code, out, err = unknown
+    assert code == 1 and "not registered" in err, (out, err)
+    code, out, err = other  # the session's own agent answers; the name given is noted
+    assert code == 0, err
+    assert f"note: session {session.id} runs agent 'echo'" in err and "echo> ok" in out
+    code, out, err = closed
+    assert code == 1 and "session:" not in out, out
+    assert f"error: session {session.id} is closed" in err and "ratchet chat echo" in err
+    code, out, err = missing  # no banner naming a session that is not there
+    assert code == 1 and "session:" not in out and "nope-1" in err, (out, err)
+    for _, _, err in (unknown, other, closed, missing):
+        assert "Traceback" not in err

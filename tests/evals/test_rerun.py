@@ -16,6 +16,7 @@ from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
 from ratchet.errors import InvalidInputError
 from ratchet.evals import Dataset, EvalsPlugin, contains
+from ratchet.evals._recording import user_turns
 from ratchet.evals._rerun import find_sources, rerun, rerun_many
 from ratchet.worker import build_worker
 
@@ -254,3 +255,12 @@ async def test_sources_found_by_a_visibility_query_rerun_into_one_report(
         report = await rerun_many(agent_client, found, agent="weather-v2")
     assert sorted(found) == sorted([first.id, second.id])
     assert [c.new.answer for c in report.cases] == ["Oslo: snow | snow | after ['-']"] * 2
+
+
+def test_a_thread_without_a_user_message_has_no_case_to_rerun():
+    # An abandoned chat (or a fork at turn 0) has no user message: it gives no case,
+    # instead of failing the batch's plan (a zip of unequal lists did).
+    assert user_turns([]) == []
+    assert user_turns([Message.system("be brief")]) == []
+    thread = [Message.system("s"), Message.user("a"), Message.assistant("b"), Message.user("c")]
+    assert user_turns(thread) == [(1, 3), (3, 4)]
