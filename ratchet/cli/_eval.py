@@ -185,6 +185,7 @@ async def _evaluate(args: argparse.Namespace) -> int:
         elif case.new.error:  # else only in report.json
             print(f"warning: case {case.case.id} failed: {case.new.error}", file=sys.stderr)
         not_run += bool(case.new.error)
+    _warn_broken_evaluators(report)
     paths = report.write(args.out)
     scored = "" if evaluators else " (no --evaluators: nothing scored the answers)"
     print(
@@ -203,6 +204,19 @@ async def _evaluate(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 1 if failures or not_run else 0
+
+
+def _warn_broken_evaluators(report: Report) -> None:
+    """An evaluator that raised scored 0 (the report says why): say so here too, once
+    per evaluator and error, or a typo in one reads as a worse agent."""
+    said: set[str] = set()
+    for compared in report.cases:
+        for score in (compared.old_score, compared.new_score):
+            for name, each in score.scores.items():
+                why = each.reason or ""
+                if why.startswith("evaluator failed:") and f"{name}{why}" not in said:
+                    said.add(f"{name}{why}")
+                    print(f"warning: evaluator {name} {why[len('evaluator ') :]}", file=sys.stderr)
 
 
 async def export_command(args: argparse.Namespace) -> int:

@@ -323,7 +323,11 @@ async def sessions_command(args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=2))
         return 0
     if args.verb == "stop":
-        if (await session.status()).current_run is None:
+        status = await session.status()
+        if status.status == "CLOSED":
+            print(f"session {session.id} is closed; nothing to stop")
+            return 0
+        if status.current_run is None:
             print(f"session {session.id} has no run in progress")
             return 0
         await session.stop()  # answers once that run has ended

@@ -98,7 +98,8 @@ def translated(noun: Noun, workflow_id: str) -> Iterator[None]:
     except WorkflowAlreadyStartedError as e:
         raise AlreadyStartedError(
             f"A {noun} with id {workflow_id!r} exists already; pick another id "
-            f"(or leave it out for a generated one), or open it with get_{noun}()."
+            f"(or leave it out for a generated one), or open it with get_{noun}() "
+            f"(ratchet sessions show {workflow_id})."
         ) from e
     except RPCError as e:
         raise _from_rpc(e, noun, workflow_id) from e

@@ -353,9 +353,15 @@ def _decided(decision: Decision) -> str:
 def _mismatch(action: PendingAction, request: DecisionRequest, verdict: Verdict) -> str | None:
     """Why ``verdict`` cannot decide ``action`` as ``request`` asks (``None``: it can)."""
     if verdict == "answer" and action.kind != "input":
-        return f"{request.id} is a tool call awaiting approval; approve or reject it."
+        return (
+            f"{request.id} is a tool call awaiting approval; approve or reject it "
+            "(ratchet sessions approve / reject)."
+        )
     if verdict != "answer" and action.kind == "input":
-        return f"{request.id} is a question ({action.question!r}); answer it with provide_input."
+        return (
+            f"{request.id} is a question ({action.question!r}); answer it with "
+            "provide_input() (ratchet sessions answer ID QUESTION_ID TEXT)."
+        )
     if request.always and verdict != "approve":
         return (
             "always=True goes with an approval (allow the tool for the rest of the "

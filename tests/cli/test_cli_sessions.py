@@ -491,6 +491,7 @@ async def test_chat_exits_1_when_a_message_fails_and_refuses_a_closed_session(
             temporal_server, task_queue, "chat", "echo", "--session", session.id, stdin="more\n"
         )
         missing = await ratchet(temporal_server, task_queue, "chat", "echo", "--session", "nope-1")
+        stop = await ratchet(temporal_server, task_queue, "sessions", "stop", session.id)
     code, out, err = unknown
     assert code == 1 and "not registered" in err, (out, err)
     code, out, err = other  # the session's own agent answers; the name given is noted
@@ -501,5 +502,6 @@ async def test_chat_exits_1_when_a_message_fails_and_refuses_a_closed_session(
     assert f"error: session {session.id} is closed" in err and "ratchet chat echo" in err
     code, out, err = missing  # no banner naming a session that is not there
     assert code == 1 and "session:" not in out and "nope-1" in err, (out, err)
+    assert stop[:2] == (0, f"session {session.id} is closed; nothing to stop\n"), stop
     for _, _, err in (unknown, other, closed, missing):
         assert "Traceback" not in err

@@ -8,6 +8,7 @@ import asyncio
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -123,6 +124,14 @@ EVALUATORS = [contains("sun")]
 """For the CLI test: ``--evaluators tests.evals.test_rerun:EVALUATORS``."""
 
 
+def reads_output(case: Any, outcome: Any) -> Any:
+    return outcome.output  # an Outcome has ``answer``: it raises AttributeError
+
+
+BROKEN = [contains("sun"), reads_output]
+"""For the CLI test: an evaluator with a typo scores 0, and the command says why."""
+
+
 async def test_the_eval_command_writes_the_report_and_exits_1_when_the_gate_fails(
     agent_client: AgentClient, temporal_server: DevServer, task_queue: str, tmp_path: Path
 ):
@@ -168,6 +177,10 @@ async def test_the_eval_command_writes_the_report_and_exits_1_when_the_gate_fail
             temporal_server, task_queue, "eval", "rerun", source, "--agent", "weather-v2",
             "--out", str(tmp_path / "c"),
         )  # fmt: skip
+        broken = await ratchet(
+            temporal_server, task_queue, "eval", "rerun", source, "--agent", "weather-v2",
+            "--evaluators", "tests.evals.test_rerun:BROKEN", "--out", str(tmp_path / "d"),
+        )  # fmt: skip
     code, out, err = passed
     assert code == 0, err
     assert "2 cases · score 0.500 -> 0.500" in out
@@ -178,6 +191,9 @@ async def test_the_eval_command_writes_the_report_and_exits_1_when_the_gate_fail
     assert code == 2 and "--min-score needs --evaluators" in err
     code, out, err = bare  # no score without evaluators: it says so
     assert code == 0 and "(no --evaluators: nothing scored the answers)" in out, err
+    code, out, err = broken  # scored 0 where it raised, and said so once
+    said = "warning: evaluator reads_output failed: AttributeError"
+    assert code == 0 and err.count(said) == 1, err
 
 
 NOT_EVALUATORS = "contains"
