@@ -243,12 +243,19 @@ async def _rerun_report(client: AgentClient, rerun: Rerun, evaluators: list[Any]
     """Wait for the rerun, deciding at this terminal what its cases' runs wait for
     (``--unrecorded ask``, ``--approvals policy``, the agent's own approval rules or
     questions), so a batch never waits unseen."""
+    from ._waiting import warn_without_worker
+
     decisions = asyncio.create_task(_decide_at_terminal(client, rerun.batches))
+    stalls = [  # a batch no worker takes says so, naming the task queue to serve
+        asyncio.create_task(warn_without_worker(client.temporal, batch, f"batch {batch}"))
+        for batch in rerun.ids
+    ]
     try:
         return await rerun.report(evaluators)
     finally:
-        decisions.cancel()
-        await asyncio.gather(decisions, return_exceptions=True)
+        for task in (decisions, *stalls):
+            task.cancel()
+        await asyncio.gather(decisions, *stalls, return_exceptions=True)
 
 
 async def _decide_at_terminal(client: AgentClient, batches: list[RerunBatch]) -> None:

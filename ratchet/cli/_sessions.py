@@ -53,7 +53,6 @@ def register(commands: argparse._SubParsersAction) -> None:
     show = verbs.add_parser("show", help="a session's status, pending work, turns and thread")
     show.add_argument("session", help="a session id or a run id")
     show.add_argument("--messages", type=int, default=10, help="last messages to print")
-    show.add_argument("--run", type=int, help="the run whose turns to print (default: latest)")
     export = verbs.add_parser("export", help="a session's thread and state as JSON")
     export.add_argument("session", help="a session id or a run id")
     fork = verbs.add_parser("fork", help="a new session from the checkpoint after a turn")
@@ -312,7 +311,7 @@ async def sessions_command(args: argparse.Namespace) -> int:
         return await (export_run(found) if args.verb == "export" else stop_run(found))
     session = found
     if args.verb == "show":
-        return await show(session, args.messages, run=args.run)
+        return await show(session, args.messages)
     if args.verb == "export":
         thread = await session.thread()
         data = {
@@ -335,7 +334,7 @@ async def sessions_command(args: argparse.Namespace) -> int:
     return 0
 
 
-async def show(session: SessionHandle, last: int, *, run: int | None = None) -> int:
+async def show(session: SessionHandle, last: int) -> int:
     status = await session.status()
     budget = f" of {status.token_budget}" if status.token_budget is not None else ""
     print(f"session: {session.id}")
@@ -347,16 +346,13 @@ async def show(session: SessionHandle, last: int, *, run: int | None = None) -> 
     if status.current_run:
         print(f"run in progress: {status.current_run}")
     print_pending(await session.pending())
-    number = run or status.runs
-    if number:
-        if run is not None and run != status.runs:
-            print(f"\n(run {run}'s turns are in the session's history; showing the last run)")
+    if status.runs:
         from ratchet.agents._state import ExecutionState
 
         maybe = cast(type, ExecutionState | None)  # the query answers null between runs
         execution = await session.workflow.query("execution", result_type=maybe)
         if execution is not None and execution.step_results:
-            print(f"\nturns of {session.id}-run-{status.runs} ({execution.status.value}):")
+            print(f"\nturns of run {status.runs} of {session.id} ({execution.status.value}):")
             print(turns_table(execution))
     print_last(await session.thread(last=last), last)  # read alone: not paged in whole
     return 0

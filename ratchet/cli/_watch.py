@@ -83,7 +83,7 @@ class Printer:
 
         match event:
             case e.RunStarted():
-                self.line(self.paint(f"▶ run {event.run_id} · {event.agent}", "bold"))
+                self.line(self.paint(f"▶ {_run_name(event.run_id)} · {event.agent}", "bold"))
             case e.StatusChanged():
                 colour = STATUS_COLOUR.get(event.text or "")
                 self.line(self.paint(f"  status {event.text}", *(c for c in [colour] if c)))
@@ -178,3 +178,10 @@ async def watch(client: Client, args: argparse.Namespace, out: TextIO = sys.stdo
     finally:
         printer.close()
     return 0
+
+
+def _run_name(run_id: str | None) -> str:
+    """``run 3 of SESSION`` for a session's run (its events name it ``SESSION-run-3``,
+    which no command takes), else ``run RUN_ID``."""
+    session, _, number = (run_id or "").rpartition("-run-")
+    return f"run {number} of {session}" if session and number.isdigit() else f"run {run_id}"

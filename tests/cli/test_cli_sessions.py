@@ -86,6 +86,7 @@ async def test_sessions_show_export_fork_and_decide(
         code, out, err = await ratchet(temporal_server, task_queue, "sessions", "show", two.id)
         assert code == 0, err
         assert "agent: two · PENDING · 2 runs" in out and "assistant: beta: turn 4" in out
+        assert f"turns of run 2 of {two.id} (COMPLETED):" in out
         code, out, err = await ratchet(
             temporal_server, task_queue, "sessions", "show", two.id, "--messages", "2"
         )

@@ -24,7 +24,7 @@ async def test_watch_follows_a_session_live_until_it_closes(
         code, out, err = await watching
     assert code == 0, err
     lines = out.splitlines()
-    assert lines[0] == f"▶ run {session.id}-run-1 · weather"
+    assert lines[0] == f"▶ run 1 of {session.id} · weather"
     assert "  → weather(city='Oslo')" in lines or any(
         line.startswith("  → weather(") for line in lines
     )

@@ -21,7 +21,7 @@ from ratchet.evals._recording import user_turns
 from ratchet.evals._rerun import find_sources, rerun, rerun_many
 from ratchet.worker import build_worker
 
-from ..cli.test_cli_sessions import ratchet
+from ..cli.test_cli_sessions import ratchet, read_until, spawn
 from ..history import until
 
 RAN: list[str] = []
@@ -280,3 +280,19 @@ def test_a_thread_without_a_user_message_has_no_case_to_rerun():
     assert user_turns([Message.system("be brief")]) == []
     thread = [Message.system("s"), Message.user("a"), Message.assistant("b"), Message.user("c")]
     assert user_turns(thread) == [(1, 3), (3, 4)]
+
+
+async def test_a_rerun_no_worker_takes_says_so_and_names_the_task_queue(
+    agent_client: AgentClient, temporal_server: DevServer, task_queue: str
+):
+    async with build_worker(agent_client, AGENTS, plugins=[EvalsPlugin()]):
+        source = await recorded_session(agent_client)
+    # The worker has stopped: the batch's workflow task waits for one.
+    rerun_ = await spawn(temporal_server, task_queue, "eval", "rerun", source, "--agent", "w2")
+    try:
+        said = await read_until(rerun_.stderr, "--task-queue")
+    finally:
+        rerun_.kill()
+        await rerun_.communicate()
+    assert "note: no worker has taken batch " in said, said
+    assert f"--task-queue {task_queue}" in said, said
