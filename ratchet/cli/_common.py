@@ -85,3 +85,23 @@ def default_ui_url(address: str | None) -> str | None:
     if host[0] in ("localhost", "127.0.0.1") and host[-1] == "7233":
         return f"http://{host[0]}:8233"
     return None
+
+
+def at_least_one(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    return _whole(text, 1)
+
+
+def at_least_zero(text: str) -> int:
+    """An argparse type: a whole number of at least 0."""
+    return _whole(text, 0)
+
+
+def _whole(text: str, least: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = least - 1
+    if value < least:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least {least}")
+    return value

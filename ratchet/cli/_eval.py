@@ -10,6 +10,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+from ._common import at_least_one
 from ._printing import counted
 
 if TYPE_CHECKING:
@@ -32,9 +33,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         "--query",
         help="a visibility query for the sources, e.g. 'AgentName = \"support\"'",
     )
-    rerun.add_argument(
-        "--limit", type=_at_least_one, default=100, help="most sources --query takes"
-    )
+    rerun.add_argument("--limit", type=at_least_one, default=100, help="most sources --query takes")
     rerun.add_argument(
         "--free-running",
         action="store_true",
@@ -57,7 +56,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     rerun.add_argument(
         "--concurrency",
-        type=_at_least_one,
+        type=_concurrency,
         default=20,
         help="cases run at once (a batch: at most 50)",
     )
@@ -79,7 +78,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     export.add_argument("sources", nargs="*", help="session or run ids")
     export.add_argument("--query", help="a visibility query for the sources")
     export.add_argument(
-        "--limit", type=_at_least_one, default=100, help="most sources --query takes"
+        "--limit", type=at_least_one, default=100, help="most sources --query takes"
     )
     export.add_argument("--out", required=True, help="the dataset file to write (JSON)")
     add_connection_arguments(export)
@@ -302,13 +301,11 @@ async def _decide_at_terminal(client: AgentClient, batches: list[RerunBatch]) ->
         await asyncio.sleep(POLL_S)
 
 
-def _at_least_one(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+def _concurrency(text: str) -> int:
+    """1 to 50: a batch keeps at most 50 child runs in flight."""
+    value = at_least_one(text)
+    if value > 50:
+        raise argparse.ArgumentTypeError(f"{text!r} is more than 50, a batch's most at once")
     return value
 
 

@@ -8,6 +8,8 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from ._common import at_least_one
+
 if TYPE_CHECKING:
     from ratchet.wire._run_data import RunResult
 
@@ -19,7 +21,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     run.add_argument("agent")
     run.add_argument("prompt")
     add_connection_arguments(run)
-    run.add_argument("--max-turns", type=int, default=25, help="turns the run may take")
+    run.add_argument(
+        "--max-turns", type=at_least_one, default=25, help="turns the run may take (1 or more)"
+    )
     run.add_argument(
         "--json",
         action="store_true",

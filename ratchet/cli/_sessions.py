@@ -9,7 +9,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, cast
 
-from ._common import add_connection_arguments, connect
+from ._common import add_connection_arguments, at_least_zero, connect
 from ._printing import print_last, print_pending, table, turns_table
 from ._terminal import Prompt, decide, read_line
 
@@ -52,14 +52,16 @@ def register(commands: argparse._SubParsersAction) -> None:
     add_connection_arguments(listing)
     show = verbs.add_parser("show", help="a session's status, pending work, turns and thread")
     show.add_argument("session", help="a session id or a run id")
-    show.add_argument("--messages", type=int, default=10, help="last messages to print")
+    show.add_argument("--messages", type=at_least_zero, default=10, help="last messages to print")
     export = verbs.add_parser("export", help="a session's thread and state as JSON")
     export.add_argument("session", help="a session id or a run id")
     fork = verbs.add_parser("fork", help="a new session from the checkpoint after a turn")
     fork.add_argument("session", help="a session id or a run id")
     where = fork.add_mutually_exclusive_group()
     where.add_argument(
-        "--at-turn", type=int, help="after this turn (0: before the first; default: the last)"
+        "--at-turn",
+        type=at_least_zero,
+        help="after this turn (0: before the first; default: the last)",
     )
     where.add_argument("--at-message", help="after the turn that added this message id")
     fork.add_argument("--id", help="the new session's id")

@@ -467,3 +467,19 @@ def test_web_logs_at_the_level_it_is_given(temporal_server: DevServer):
         web.wait_for('"GET /v1/agents HTTP/1.1" 200')  # uvicorn's access log, at INFO
     finally:
         web.stop()
+
+
+def test_numbers_out_of_range_are_refused_naming_the_flag(capsys: pytest.CaptureFixture[str]):
+    # They reached the client before, which named RunOptions, BatchOptions or a
+    # parameter ("last must be 0 or more") instead of the flag.
+    cases = {
+        ("run", "steps", "hi", "--max-turns", "0"): "--max-turns: '0' is not a whole number",
+        ("sessions", "show", "s", "--messages", "-1"): "--messages: '-1' is not a whole",
+        ("sessions", "fork", "s", "--at-turn", "-1"): "--at-turn: '-1' is not a whole",
+        ("eval", "rerun", "s", "--agent", "a", "--concurrency", "51"): "'51' is more than 50",
+    }
+    for args, said in cases.items():
+        with pytest.raises(SystemExit) as exited:
+            build_parser().parse_args(list(args))
+        assert exited.value.code == 2, args
+        assert said in capsys.readouterr().err, args
