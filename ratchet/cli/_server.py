@@ -49,6 +49,8 @@ def serve(args: argparse.Namespace) -> int:
     ) as server:
         ui = f"; Web UI at {server.ui_url}" if server.ui_url else " (headless)"
         print(f"Temporal dev server on {args.ip}:{server.port}{ui}")
+        if server.port != 7233:
+            print(f"Clients and workers find it with TEMPORAL_ADDRESS=localhost:{server.port}.")
         if args.ui_port != 8233 and not args.headless:
             print(f"Runs find this UI with RATCHET_UI_URL={server.ui_url} (or --ui-url).")
         print(f"log: {server.log_path}. Press Ctrl-C to stop.", flush=True)

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ValidationError
 
 from ratchet.errors import InvalidInputError
 
-from ._cases import Case, CaseScore, Outcome
+from ._cases import Case, CaseScore, Outcome, Score
 from ._evaluators import Evaluator, score_case
 
 
@@ -114,12 +114,14 @@ class Report(BaseModel):
         if live:
             lines += ["", "## Calls that ran live", ""]
             lines += [f"- {c.case.id}: {', '.join(c.new.live_calls)}" for c in live]
-        lines += ["", "## Why", ""]
-        for c in self.cases:
-            for name, score in c.new_score.scores.items():
-                old = c.old_score.scores.get(name)
-                was = f"{old.value:.2f}" if old is not None else "-"
-                lines.append(f"- {c.case.id} · {name}: {was} → {score.value:.2f} ({score.reason})")
+        why = [
+            f"- {c.case.id} · {name}: {_was(c.old_score.scores.get(name))} → "
+            f"{score.value:.2f} ({score.reason})"
+            for c in self.cases
+            for name, score in c.new_score.scores.items()
+        ]
+        if why:  # no evaluators: nothing scored, nothing to say why
+            lines += ["", "## Why", "", *why]
         return "\n".join(lines) + "\n"
 
     def to_html(self) -> str:
@@ -208,3 +210,7 @@ def _usd(value: float) -> str:
 def _cell(text: str | None, limit: int = 80) -> str:
     flat = (text or "").replace("\n", " ").replace("|", "\\|")
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _was(old: Score | None) -> str:
+    return f"{old.value:.2f}" if old is not None else "-"

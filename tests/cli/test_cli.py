@@ -341,13 +341,15 @@ def start_server_command() -> tuple[subprocess.Popen[str], int, Path]:
             text=True,
         )
         assert server.stdout is not None and server.stderr is not None
-        banner = server.stdout.readline() + server.stdout.readline()
+        banner = "".join(server.stdout.readline() for _ in range(3))  # a port not 7233:
+        # the banner's second line is how clients find it
         if banner:
             break
         server.wait(30)
         error = server.stderr.read()
         assert "in use" in error, error
     assert "(headless)" in banner and "Press Ctrl-C to stop" in banner, banner
+    assert "with TEMPORAL_ADDRESS=localhost:" in banner, banner
     log = Path(banner.split("log: ", 1)[1].split(". Press", 1)[0])
     (child,) = server_children(server.pid)
     return server, child, log.parent
