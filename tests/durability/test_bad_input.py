@@ -548,7 +548,8 @@ def test_the_cli_names_a_session_that_does_not_exist(temporal_server):
 
 def test_the_cli_refuses_a_max_turns_out_of_range(temporal_server):
     done = ratchet("run", "echo", "hi", "--max-turns", "0", address=temporal_server.address)
-    assert_one_clear_line(done, "max_turns=0")
+    assert_one_clear_line(done, "--max-turns: '0' is not a whole number of at least 1")
+    assert done.returncode == 2  # refused by the parser, before anything connects
 
 
 def test_the_cli_worker_names_an_agents_module_it_cannot_import(temporal_server):
