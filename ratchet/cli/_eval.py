@@ -195,8 +195,7 @@ async def _evaluate(args: argparse.Namespace) -> int:
     failures = report.gate(min_score=args.min_score, max_cost_increase=args.max_cost_increase)
     for failure in failures:
         print(f"gate: {failure}", file=sys.stderr)
-    gated = args.min_score is not None or args.max_cost_increase is not None
-    if not_run and not gated:  # the gate counts them; without one they still fail
+    if not_run and not failures:  # a gate counts them; without one they still fail
         print(
             f"error: {not_run} of {counted(len(report.cases), 'case')} did not run (see the "
             "warnings above; the report has each error)",
@@ -208,14 +207,17 @@ async def _evaluate(args: argparse.Namespace) -> int:
 def _warn_broken_evaluators(report: Report) -> None:
     """An evaluator that raised scored 0 (the report says why): say so here too, once
     per evaluator and error, or a typo in one reads as a worse agent."""
+    from ratchet.evals._evaluators import EVALUATOR_FAILED
+
     said: set[str] = set()
     for compared in report.cases:
         for score in (compared.old_score, compared.new_score):
             for name, each in score.scores.items():
                 why = each.reason or ""
-                if why.startswith("evaluator failed:") and f"{name}{why}" not in said:
+                if why.startswith(EVALUATOR_FAILED) and f"{name}{why}" not in said:
                     said.add(f"{name}{why}")
-                    print(f"warning: evaluator {name} {why[len('evaluator ') :]}", file=sys.stderr)
+                    error = why.removeprefix(EVALUATOR_FAILED)
+                    print(f"warning: evaluator {name} failed:{error}", file=sys.stderr)
 
 
 async def export_command(args: argparse.Namespace) -> int:
@@ -302,10 +304,14 @@ async def _decide_at_terminal(client: AgentClient, batches: list[RerunBatch]) ->
 
 
 def _concurrency(text: str) -> int:
-    """1 to 50: a batch keeps at most 50 child runs in flight."""
+    """1 to a batch's most child runs in flight at once (50)."""
+    from ratchet.evals._rerun_types import MAX_CONCURRENCY  # here: --help loads no pydantic
+
     value = at_least_one(text)
-    if value > 50:
-        raise argparse.ArgumentTypeError(f"{text!r} is more than 50, a batch's most at once")
+    if value > MAX_CONCURRENCY:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is more than {MAX_CONCURRENCY}, a batch's most at once"
+        )
     return value
 
 

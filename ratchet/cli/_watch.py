@@ -183,5 +183,7 @@ async def watch(client: Client, args: argparse.Namespace, out: TextIO = sys.stdo
 def _run_name(run_id: str | None) -> str:
     """``run 3 of SESSION`` for a session's run (its events name it ``SESSION-run-3``,
     which no command takes), else ``run RUN_ID``."""
-    session, _, number = (run_id or "").rpartition("-run-")
-    return f"run {number} of {session}" if session and number.isdigit() else f"run {run_id}"
+    from ratchet.wire._names import parse_session_run_id
+
+    parsed = parse_session_run_id(run_id or "")
+    return f"run {parsed[1]} of {parsed[0]}" if parsed else f"run {run_id}"

@@ -219,6 +219,10 @@ class LLMJudge:
         return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
+EVALUATOR_FAILED = "evaluator failed:"
+"""How the reason of a score an evaluator raised on starts (``ratchet eval`` warns)."""
+
+
 async def score_case(case: Case, outcome: Outcome, evaluators: Sequence[Evaluator]) -> CaseScore:
     """Every evaluator's score and their mean weighted by ``case.weights``."""
     scores: dict[str, Score] = {}
@@ -231,7 +235,7 @@ async def score_case(case: Case, outcome: Outcome, evaluators: Sequence[Evaluato
             result = evaluator(case, outcome)
             scores[name] = await result if inspect.isawaitable(result) else result
         except Exception as e:  # noqa: BLE001 - one broken evaluator scores 0, says why
-            scores[name] = Score(value=0.0, reason=f"evaluator failed: {type(e).__name__}: {e}")
+            scores[name] = Score(value=0.0, reason=f"{EVALUATOR_FAILED} {type(e).__name__}: {e}")
     weights = {name: case.weights.get(name, 1.0) for name in scores}
     total = sum(weights.values())
     value = sum(s.value * weights[n] for n, s in scores.items()) / total if total else 0.0

@@ -20,3 +20,14 @@ PAGE_BYTES = 384 * 1024
 EVENTS_TOPIC = "events"
 POLL_QUERY = "__temporal_workflow_stream_poll"
 OFFSET_QUERY = "__temporal_workflow_stream_offset"
+
+
+def session_run_id(session_id: str, number: int) -> str:
+    """The id of a session's ``number``-th run (from 1): ``<session>-run-<n>``."""
+    return f"{session_id}-run-{number}"
+
+
+def parse_session_run_id(run_id: str) -> tuple[str, int] | None:
+    """``(session id, number)`` of a ``session_run_id``; ``None`` for other ids."""
+    session, _, number = run_id.rpartition("-run-")
+    return (session, int(number)) if session and number.isdigit() else None

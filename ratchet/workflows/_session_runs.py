@@ -11,6 +11,7 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.agents._events import RunFinished, RunFinishedData, excerpt
     from ratchet.agents._state import AgentStatus
     from ratchet.errors import BudgetExceededError
+    from ratchet.wire._names import session_run_id
     from ratchet.wire._options import SessionOptions
     from ratchet.wire._run_data import RunResult
     from ratchet.wire._session_data import LogIndex, Queued, SendOutcome, SessionInput
@@ -66,7 +67,7 @@ class SessionRuns:
         before = (session.thread.length, session.thread.view, session.thread.cursor, session.state)
         totals.runs += 1
         totals.runs_this_workflow_run += 1
-        label = f"{session.info.id}-run-{totals.runs}"
+        label = session_run_id(session.info.id, totals.runs)
         budget = self._options.token_budget
         if budget is not None and totals.used_tokens >= budget:
             error = BudgetExceededError(totals.used_tokens, budget, scope="session")
