@@ -39,6 +39,7 @@ from temporalio.plugin import SimplePlugin
 from temporalio.worker import WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from ratchet.activities._delivery import deliver_scheduled_message
 from ratchet.activities._event_publisher import DEFAULT_BATCH_INTERVAL
 from ratchet.activities._log_cache import ThreadCache
 from ratchet.activities._resources import ResourceFactory, WorkerResources
@@ -50,6 +51,7 @@ from ratchet.errors import PAYLOAD_LIMIT, ConfigurationError
 from ratchet.payloads._converter import RatchetPayloadConverter, data_converter, with_codec
 from ratchet.payloads._storage import external_storage
 from ratchet.workflows._agent_run import AgentRunWorkflow
+from ratchet.workflows._scheduled_send import ScheduledSendWorkflow
 from ratchet.workflows._session import AgentSessionWorkflow
 
 if TYPE_CHECKING:
@@ -65,7 +67,7 @@ __all__ = [
 
 PASSED_THROUGH = ("ratchet", "pydantic", "openai", "opentelemetry")
 """Modules workflows share with the worker instead of re-importing per instance."""
-WORKFLOWS: tuple[type, ...] = (AgentRunWorkflow, AgentSessionWorkflow)
+WORKFLOWS: tuple[type, ...] = (AgentRunWorkflow, AgentSessionWorkflow, ScheduledSendWorkflow)
 
 
 @runtime_checkable
@@ -260,6 +262,7 @@ class RatchetPlugin(SimplePlugin):
         config["activities"] = [
             turns.run_turn,
             turns.run_tool,
+            deliver_scheduled_message,
             *config.get("activities", []),
         ]
         if self.max_concurrent_turns is not None:

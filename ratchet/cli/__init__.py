@@ -13,7 +13,20 @@ import inspect
 import os
 import sys
 
-COMMANDS = ("server", "worker", "run", "sessions", "watch", "web", "eval", "setup", "codec", "demo")
+COMMANDS = (
+    "server",
+    "worker",
+    "run",
+    "sessions",
+    "schedules",
+    "watch",
+    "web",
+    "eval",
+    "deploy",
+    "setup",
+    "codec",
+    "demo",
+)
 
 
 def entry() -> None:

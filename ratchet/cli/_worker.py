@@ -13,6 +13,8 @@ from datetime import timedelta
 from ratchet._grace_period import DEFAULT_GRACE_PERIOD
 
 AGENTS_ENV = "RATCHET_AGENTS"
+DEPLOYMENT_ENV = "RATCHET_DEPLOYMENT"
+BUILD_ID_ENV = "RATCHET_BUILD_ID"
 DEMO_AGENTS = "ratchet.examples:AGENTS"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 MAX_SECONDS = 10**9  # about 31 years: within timedelta's range
@@ -32,6 +34,7 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
         f"myapp.agents:AGENTS (default: ${AGENTS_ENV}; the demo's: {DEMO_AGENTS})",
     )
     add_connection_arguments(parser, queue_help="the task queue this worker polls")
+    add_workflows_argument(parser, "your own workflows this worker runs beside Ratchet's")
     parser.add_argument(
         "--max-concurrent-turns", type=int, default=50, help="turns and tools run at once"
     )
@@ -46,6 +49,21 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
         "(compose's stop_grace_period, Kubernetes' terminationGracePeriodSeconds) 10 s more",
     )
     parser.add_argument(
+        "--deployment",
+        metavar="NAME",
+        default=os.environ.get(DEPLOYMENT_ENV),
+        help="serve one build of this worker deployment (Temporal's worker versioning): "
+        "each run stays on the build that started it, a session moves to a new build "
+        f"between messages; with --build-id (default: ${DEPLOYMENT_ENV})",
+    )
+    parser.add_argument(
+        "--build-id",
+        metavar="ID",
+        default=os.environ.get(BUILD_ID_ENV),
+        help=f"this worker's build, e.g. a git commit (default: ${BUILD_ID_ENV}); "
+        "make it current with `ratchet deploy promote`",
+    )
+    parser.add_argument(
         "--metrics-address",
         help="serve Prometheus metrics on HOST:PORT at /metrics "
         "(default: RATCHET_METRICS_ADDRESS; none: off)",
@@ -56,6 +74,14 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
         "the errors tools report on purpose (ToolError)",
     )
     parser.set_defaults(func=run_worker)
+
+
+def add_workflows_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--workflows",
+        metavar="MODULE:ATTR",
+        help=f"{what}: a list of @workflow.defn classes, e.g. myapp.workflows:WORKFLOWS",
+    )
 
 
 def add_log_level(parser: argparse.ArgumentParser, shows: str = "") -> None:
@@ -91,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
 def run_worker(args: argparse.Namespace) -> int:
     from ratchet.errors import ConfigurationError
     from ratchet.evals import EvalsPlugin
-    from ratchet.worker import load_agents, serve
+    from ratchet.worker import load_agents, load_workflows, serve, versioned
 
     from ._common import is_connection_failure, no_server
 
@@ -108,8 +134,20 @@ def run_worker(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if bool(args.deployment) != bool(args.build_id):
+        given, missing = (
+            ("--deployment", "--build-id") if args.deployment else ("--build-id", "--deployment")
+        )
+        print(
+            f"error: {given} needs {missing} too: a versioned worker serves one build "
+            "(--build-id) of one worker deployment (--deployment).",
+            file=sys.stderr,
+        )
+        return 2
     try:
+        deployment = versioned(args.deployment, args.build_id) if args.deployment else None
         agents = load_agents(spec)
+        workflows = load_workflows(args.workflows) if args.workflows else []
         asyncio.run(
             serve(
                 agents,
@@ -120,6 +158,8 @@ def run_worker(args: argparse.Namespace) -> int:
                 graceful_shutdown_timeout=timedelta(seconds=args.grace_period),
                 metrics_address=args.metrics_address,
                 plugins=[EvalsPlugin()],  # reruns of recorded runs and sessions
+                deployment=deployment,
+                workflows=workflows,
             )
         )
     except (ConfigurationError, RuntimeError) as e:

@@ -46,6 +46,7 @@ from ratchet.wire._session_data import SessionStatus, new_request_id
 from ._checkpoints import Checkpoint
 from ._client import AgentClient
 from ._run_handle import RunHandle
+from ._schedules import schedule_runs_query
 from ._session_handle import SessionHandle
 from ._turn_records import TurnRecord
 
@@ -92,4 +93,5 @@ __all__ = [
     "TurnRecord",
     "TurnStarted",
     "new_request_id",
+    "schedule_runs_query",
 ]

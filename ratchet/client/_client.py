@@ -6,12 +6,14 @@ import asyncio
 import re
 import uuid
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from temporalio.client import (
     Client,
+    ScheduleHandle,
+    ScheduleOverlapPolicy,
     WorkflowHandle,
 )
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
@@ -50,6 +52,7 @@ from ratchet.workflows._session import AgentSessionWorkflow
 from ._checkpoints import Checkpoint, not_run, read_mark
 from ._error_mapping import check_agent_name, check_id, check_prompt_size, translated
 from ._run_handle import RunHandle
+from ._schedules import CATCHUP_WINDOW, create_schedule
 from ._session_handle import UPDATES_IN_FLIGHT, ResultPoller, SessionHandle
 
 if TYPE_CHECKING:
@@ -300,6 +303,52 @@ class AgentClient:
         if kind not in (SESSION_WORKFLOW, RUN_WORKFLOW):
             raise InvalidInputError(f"{source} is a {kind}; fork a session or an agent run.")
         return await read_mark(self.temporal, source, at_turn=at_turn, at_message=at_message)
+
+    async def schedule(
+        self,
+        schedule_id: str,
+        prompt: str,
+        *,
+        agent: str | None = None,
+        session: str | None = None,
+        cron: str | Sequence[str] = (),
+        every: timedelta | None = None,
+        overlap: ScheduleOverlapPolicy = ScheduleOverlapPolicy.SKIP,
+        catchup_window: timedelta = CATCHUP_WINDOW,
+        jitter: timedelta | None = None,
+        paused: bool = False,
+        note: str | None = None,
+        options: RunOptions | None = None,
+    ) -> ScheduleHandle:
+        """Run ``agent`` on ``prompt`` (or send ``prompt`` to the open ``session``) on a
+        ``cron`` expression or ``every`` interval, as Temporal Schedule ``schedule_id``.
+
+        ``overlap``: what a firing does while the last one still runs (default SKIP;
+        ``BUFFER_ONE``, ``BUFFER_ALL``, ``ALLOW_ALL``...); ``catchup_window``: how late a
+        firing missed during an outage may still run (default 5 minutes); ``jitter``:
+        a random delay up to this much per firing. The schedule's runs are listed by
+        ``schedule_runs_query(schedule_id)``; pause, trigger, backfill or delete it with the
+        returned handle (``client.temporal.get_schedule_handle(id)`` later).
+
+        A message to a session is sent once per firing, keyed by its scheduled time;
+        if the session has closed, the firing fails and the schedule pauses, its note
+        saying why.
+        """
+        return await create_schedule(
+            self,
+            schedule_id,
+            prompt,
+            agent=agent,
+            session=session,
+            cron=cron,
+            every=every,
+            overlap=overlap,
+            catchup_window=catchup_window,
+            jitter=jitter,
+            paused=paused,
+            note=note,
+            options=options,
+        )
 
     async def fork(
         self,

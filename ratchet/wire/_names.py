@@ -3,15 +3,21 @@ types, queries, the event stream's topic."""
 
 RUN_WORKFLOW = "AgentRunWorkflow"
 SESSION_WORKFLOW = "AgentSession"
+SCHEDULED_SEND_WORKFLOW = "ScheduledSend"
+"""A schedule's firing that sends a message to a session (``AgentClient.schedule``)."""
+SEND_UPDATE = "send"
 
 TURN_ACTIVITY = "ratchet.turn"
 TOOL_ACTIVITY = "ratchet.tool"
+DELIVER_ACTIVITY = "ratchet.deliver_scheduled_message"
 ATTEMPTS_KEY = "ratchet.attempts"
 """Heartbeat details key under which each attempt of a turn records who ran it."""
 
 THREAD_QUERY = "ratchet.thread"
 STATE_QUERY = "ratchet.agent_state"
 CHECKPOINT_QUERY = "ratchet.checkpoint"
+MOVE_SIGNAL = "ratchet.move"
+"""Wakes an idle session so it moves to a newly current build (``ratchet deploy promote``)."""
 THREAD_NOT_CACHED = "ThreadNotCached"
 """Failure type of a local-activity turn whose worker lacks the thread (fast mode)."""
 PAGE_BYTES = 384 * 1024

@@ -11,6 +11,7 @@ this package's ``__main__`` hands ``python -m ratchet.worker`` to it.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib
 import os
 import signal
@@ -20,7 +21,8 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio.client import Client
-from temporalio.worker import Plugin, Worker, WorkflowRunner
+from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
+from temporalio.worker import Plugin, Worker, WorkerDeploymentConfig, WorkflowRunner
 
 from ratchet import telemetry
 from ratchet._exit import hard_exit
@@ -81,6 +83,11 @@ def build_worker(
     ``RunOptions(tool_interceptor=InterceptorRef(name=..., config=...))``. A plugin in
     ``plugins`` may bring its own (``ratchet.evals.EvalsPlugin`` brings the one
     evaluations rerun with).
+
+    ``deployment_config`` (``versioned(deployment, build_id)``) turns on Temporal's
+    worker versioning: each run stays on the build that started it and a session
+    moves to a new build between messages (docs/deploying.md). Your own workflows
+    that declare no ``versioning_behavior`` are pinned too.
     """
     if not agents:
         raise ConfigurationError(
@@ -105,6 +112,8 @@ def build_worker(
         tool_interceptors=tool_interceptors,
     )
     plugins = [*worker_options.pop("plugins", []), plugin]
+    if config := worker_options.get("deployment_config"):
+        worker_options["deployment_config"] = pinned_by_default(config)
     return Worker(
         client.temporal,
         task_queue=task_queue,
@@ -114,6 +123,32 @@ def build_worker(
         graceful_shutdown_timeout=graceful_shutdown_timeout,
         **worker_options,
     )
+
+
+def versioned(deployment: str, build_id: str) -> WorkerDeploymentConfig:
+    """The ``deployment_config`` of a worker that serves ``build_id`` of the worker
+    deployment ``deployment`` (``ratchet worker --deployment NAME --build-id ID``)."""
+    for name, value in (("deployment", deployment), ("build_id", build_id)):
+        if not value or not value.strip() or "." in value:
+            raise ConfigurationError(
+                f"{name}={value!r}: give a non-empty name without '.', e.g. "
+                "versioned('support-agents', 'v42') or a git commit's short hash."
+            )
+    return WorkerDeploymentConfig(
+        version=WorkerDeploymentVersion(deployment_name=deployment, build_id=build_id),
+        use_worker_versioning=True,
+        default_versioning_behavior=VersioningBehavior.PINNED,
+    )
+
+
+def pinned_by_default(config: WorkerDeploymentConfig) -> WorkerDeploymentConfig:
+    """With versioning on, temporalio refuses a worker whose workflows declare no
+    versioning behaviour unless the worker names a default: Ratchet's is pinned."""
+    if config.use_worker_versioning and (
+        config.default_versioning_behavior == VersioningBehavior.UNSPECIFIED
+    ):
+        return dataclasses.replace(config, default_versioning_behavior=VersioningBehavior.PINNED)
+    return config
 
 
 def workflow_runner() -> WorkflowRunner:
@@ -145,6 +180,27 @@ def load_agents(spec: str) -> Mapping[str, AgentFactory]:
     return agents
 
 
+def load_workflows(spec: str) -> list[type]:
+    """Import ``module:attribute`` naming a list of workflow classes (or one)."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise ConfigurationError(f"--workflows {spec!r} must look like 'package.module:WORKFLOWS'.")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        value = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as e:
+        raise ConfigurationError(f"Cannot load workflows from {spec!r}: {e}") from e
+    workflows = [value] if isinstance(value, type) else list(value)
+    not_workflows = [w for w in workflows if not hasattr(w, "__temporal_workflow_definition")]
+    if not workflows or not_workflows:
+        raise ConfigurationError(
+            f"{spec!r} must be a workflow class or a list of them (each with @workflow.defn)"
+            + (f"; not one: {not_workflows[0]!r}" if not_workflows else "")
+        )
+    return workflows
+
+
 async def serve(
     agents: Mapping[str, AgentFactory],
     *,
@@ -156,6 +212,8 @@ async def serve(
     ready_line: bool = True,
     metrics_address: str | None = None,
     plugins: Sequence[Plugin] = (),
+    deployment: WorkerDeploymentConfig | None = None,
+    workflows: Sequence[type] = (),
 ) -> None:
     """Run a worker until SIGTERM or SIGINT, then drain it and return. ``plugins``
     are the worker's besides Ratchet's (``ratchet worker`` adds ``EvalsPlugin``).
@@ -170,6 +228,8 @@ async def serve(
 
     Traces go to ``OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT`` when it is set; Prometheus
     metrics are served on ``metrics_address`` (or ``RATCHET_METRICS_ADDRESS``) when given.
+    ``deployment`` (``versioned(...)``) serves one build of a worker deployment;
+    ``workflows`` are your own, run beside Ratchet's.
     """
     options: dict[str, Any] = {}
     if address := telemetry.metrics_address(metrics_address):
@@ -197,6 +257,7 @@ async def serve(
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal, sig)
+    versioning: dict[str, Any] = {"deployment_config": deployment} if deployment else {}
     worker = build_worker(
         client,
         agents,
@@ -204,12 +265,21 @@ async def serve(
         max_concurrent_turns=max_concurrent_turns,
         graceful_shutdown_timeout=graceful_shutdown_timeout,
         plugins=list(plugins),
+        workflows=list(workflows),
+        **versioning,
     )
     try:
         async with worker:
             if ready_line:
                 names = ", ".join(sorted(agents))
-                print(f"worker ready: task queue {task_queue!r}, agents: {names}", flush=True)
+                build = ""
+                if deployment:
+                    version = deployment.version
+                    build = f", build {version.build_id!r} of {version.deployment_name!r}"
+                print(
+                    f"worker ready: task queue {task_queue!r}{build}, agents: {names}",
+                    flush=True,
+                )
             await stop.wait()
             if ready_line:
                 grace = graceful_shutdown_timeout.total_seconds()

@@ -1,12 +1,21 @@
 """Ratchet's workflows and the workflow-side agent loop.
 
 ``AgentRunWorkflow`` runs one agent run, ``AgentSessionWorkflow`` a long-lived
-session; ``run_agent`` / ``AgentRunner`` run agents from a workflow of your own.
-Nothing here talks to a Temporal client: that is ``ratchet.client``.
+session, ``ScheduledSendWorkflow`` a schedule's message to a session; ``run_agent``
+/ ``AgentRunner`` run agents from a workflow of your own. Nothing here talks to a
+Temporal client: that is ``ratchet.client``.
 """
 
 from ._agent_run import AgentRunWorkflow
 from ._runner import AgentRunner, RunHooks, run_agent
+from ._scheduled_send import ScheduledSendWorkflow
 from ._session import AgentSessionWorkflow
 
-__all__ = ["AgentRunWorkflow", "AgentRunner", "AgentSessionWorkflow", "RunHooks", "run_agent"]
+__all__ = [
+    "AgentRunWorkflow",
+    "AgentRunner",
+    "AgentSessionWorkflow",
+    "RunHooks",
+    "ScheduledSendWorkflow",
+    "run_agent",
+]

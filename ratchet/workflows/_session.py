@@ -34,7 +34,7 @@ with workflow.unsafe.imports_passed_through():
         ThreadData,
     )
     from ratchet.errors import UsageError
-    from ratchet.wire._names import CHECKPOINT_QUERY, SESSION_WORKFLOW
+    from ratchet.wire._names import CHECKPOINT_QUERY, MOVE_SIGNAL, SESSION_WORKFLOW
     from ratchet.wire._run_data import StopRequest
     from ratchet.wire._session_data import (
         CheckpointAnswer,
@@ -64,7 +64,11 @@ STOP_WAIT = timedelta(seconds=10)
 tool already running finishes first)."""
 
 
-@workflow.defn(name=SESSION_WORKFLOW, failure_exception_types=[UsageError], sandboxed=SANDBOXED)
+@workflow.defn(
+    name=SESSION_WORKFLOW,
+    failure_exception_types=[UsageError],
+    sandboxed=SANDBOXED,
+)
 class AgentSessionWorkflow(AgentHandlers):
     """A conversation that lives for ever; each message sent runs one execution."""
 
@@ -139,10 +143,18 @@ class AgentSessionWorkflow(AgentHandlers):
         sends = self._sends
         while True:
             await workflow.wait_condition(
-                lambda: bool(sends.queued) or sends.closed or self._runs.continue_as_new_due()
+                lambda: (
+                    bool(sends.queued)
+                    or sends.closed
+                    or self._runs.continue_as_new_due()
+                    or self._runs.target_changed()
+                )
             )
-            if self._runs.continue_as_new_due() and sends.queued_bytes <= QUEUE_BYTES_CARRIED:
-                await self._runs.continue_as_new()
+            moving = self._runs.build_changed()
+            if (moving or self._runs.continue_as_new_due()) and (
+                sends.queued_bytes <= QUEUE_BYTES_CARRIED
+            ):
+                await self._runs.continue_as_new(upgrade=moving)
             item = sends.next()
             if item is not None:
                 await self._runs.execute(item)
@@ -152,6 +164,12 @@ class AgentSessionWorkflow(AgentHandlers):
             self._events.stream.detach_pollers()
             await workflow.wait_condition(workflow.all_handlers_finished)
             return self.status().model_copy(update={"log": self._runs.log_index()})
+
+    @workflow.signal(name=MOVE_SIGNAL)
+    def _move(self) -> None:
+        """Wakes an idle session so it sees a new current build and moves to it now,
+        not at its next message (``ratchet deploy promote`` sends it; it changes
+        nothing else)."""
 
     def _progress(self, change: ExecutionChange) -> None:
         if getattr(change.old, "status", None) != change.new.status:

@@ -32,6 +32,8 @@ QUEUE_BYTES_CARRIED = 24 * 1024
 HISTORY_EVENTS = 8000
 HISTORY_BYTES = 8 * 1024 * 1024
 UPDATES_PER_RUN = 1500
+MOVE_TO_NEW_BUILD = "ratchet-session-moves-to-new-build"
+"""The patch (since 0.1.0) under which a session moves to a newly current build."""
 """A workflow run continues as new past any of these (Temporal warns at 10,240
 events and 10 MB, ends runs at 51,200 events and 50 MB, and admits 2,000 Updates
 per run)."""
@@ -162,14 +164,27 @@ class SessionRuns:
             or (index is not None and index.bytes > INDEX_BYTES_CARRIED)
         )
 
+    def target_changed(self) -> bool:
+        """Whether a new build became the deployment's current one (worker
+        versioning) while this pinned workflow run kept to its own."""
+        return (
+            not self._sends.closed and workflow.info().is_target_worker_deployment_version_changed()
+        )
+
+    def build_changed(self) -> bool:
+        """``target_changed``, decided: the session then moves to the new build by
+        continue-as-new between messages (``continue_as_new(upgrade=True)``)."""
+        return self.target_changed() and workflow.patched(MOVE_TO_NEW_BUILD)
+
     def log_index(self) -> LogIndex | None:
         """Where this workflow run's part of the log is in its history, as it ends."""
         index, thread = self._runner.log_index, self._runner.state.session.thread
         return index.index(thread, log_info(thread, base=False)) if index is not None else None
 
-    async def continue_as_new(self) -> None:
+    async def continue_as_new(self, *, upgrade: bool = False) -> None:
         """A fresh workflow run: the thread stays here by reference; the input holds
-        the queue, the latest results and events, and the totals."""
+        the queue, the latest results and events, and the totals. ``upgrade``: the
+        new run starts on the deployment's current build, not this run's."""
         self._sends.ending = True  # held sends return their ticket; the client polls the new run
         self._events.stream.detach_pollers()
         await workflow.wait_condition(workflow.all_handlers_finished)
@@ -193,5 +208,8 @@ class SessionRuns:
                 results=self._sends.carried(),
                 requests=self._sends.requests.carried(),
                 previous_log=self.log_index(),
-            )
+            ),
+            initial_versioning_behavior=(
+                workflow.ContinueAsNewVersioningBehavior.AUTO_UPGRADE if upgrade else None
+            ),
         )

@@ -1,0 +1,156 @@
+"""``ratchet schedules ...``: agents on a cron or an interval (``AgentClient.schedule``)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+from ._common import add_connection_arguments, connect
+from ._printing import table
+
+OVERLAPS = ("skip", "buffer_one", "buffer_all", "cancel_other", "terminate_other", "allow_all")
+UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def duration(text: str) -> timedelta:
+    """An argparse type: ``90``, ``90s``, ``15m``, ``1h`` or ``1d``."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", text)
+    if not match:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a duration: give seconds or a number with s, m, h or d (15m)"
+        )
+    return timedelta(seconds=float(match[1]) * UNITS[match[2] or "s"])
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    schedules = commands.add_parser(
+        "schedules", help="run agents, or message sessions, on a cron or an interval"
+    )
+    verbs = schedules.add_subparsers(dest="verb", required=True)
+    create = verbs.add_parser("create", help="a new schedule (a Temporal Schedule)")
+    create.add_argument("id", help="the schedule's id, e.g. morning-report")
+    create.add_argument("prompt", help="what to send each time")
+    does = create.add_mutually_exclusive_group(required=True)
+    does.add_argument("--agent", help="start a run of this agent each time")
+    does.add_argument("--session", help="send the prompt to this open session each time")
+    when = create.add_mutually_exclusive_group(required=True)
+    when.add_argument("--cron", action="append", help="e.g. '0 7 * * 1-5' (UTC; repeatable)")
+    when.add_argument("--every", type=duration, help="an interval, e.g. 15m or 1h")
+    create.add_argument(
+        "--overlap",
+        choices=OVERLAPS,
+        default="skip",
+        help="what a firing does while the previous one still runs",
+    )
+    create.add_argument(
+        "--catchup",
+        type=duration,
+        default=timedelta(minutes=5),
+        metavar="DURATION",
+        help="how late a firing missed during an outage may still run (default: 5m)",
+    )
+    create.add_argument("--jitter", type=duration, help="a random delay up to this, per firing")
+    create.add_argument("--paused", action="store_true", help="create it paused")
+    create.add_argument("--note", help="a note shown with the schedule")
+    create.set_defaults(func=create_command)
+    listing = verbs.add_parser("list", help="the namespace's schedules")
+    listing.set_defaults(func=list_command)
+    for verb, text in (
+        ("pause", "stop firing until unpaused"),
+        ("unpause", "fire again"),
+        ("trigger", "fire once now"),
+        ("delete", "delete it (runs it started keep running)"),
+    ):
+        parser = verbs.add_parser(verb, help=text)
+        parser.add_argument("id")
+        if verb == "pause":
+            parser.add_argument("--note", default="paused with ratchet schedules pause")
+        parser.set_defaults(func=act_command)
+    for parser in [
+        create,
+        listing,
+        *(verbs.choices[v] for v in ("pause", "unpause", "trigger", "delete")),
+    ]:
+        add_connection_arguments(parser, queue_help="the task queue scheduled runs start on")
+
+
+async def create_command(args: argparse.Namespace) -> int:
+    from temporalio.client import ScheduleOverlapPolicy
+
+    client = await connect(args)
+    await client.schedule(
+        args.id,
+        args.prompt,
+        agent=args.agent,
+        session=args.session,
+        cron=args.cron or (),
+        every=args.every,
+        overlap=ScheduleOverlapPolicy[args.overlap.upper()],
+        catchup_window=args.catchup,
+        jitter=args.jitter,
+        paused=args.paused,
+        note=args.note,
+    )
+    does = f"a run of {args.agent}" if args.agent else f"a message to session {args.session}"
+    when = ", ".join(args.cron) if args.cron else f"every {args.every}"
+    state = " (paused)" if args.paused else ""
+    print(f'schedule {args.id}: {does}, {when}{state}; its runs: TemporalScheduledById="{args.id}"')
+    return 0
+
+
+async def list_command(args: argparse.Namespace) -> int:
+    client = await connect(args)
+    rows = [["id", "does", "when", "state", "next"]]
+    async for listed in await client.temporal.list_schedules():
+        if listed.schedule is None or listed.info is None:
+            continue  # not a schedule this server can describe
+        memo = await listed.memo()
+        rows.append(_row(listed.id, memo, listed.schedule, listed.info))
+    print(table(rows) if len(rows) > 1 else "no schedules")
+    return 0
+
+
+async def act_command(args: argparse.Namespace) -> int:
+    from temporalio.service import RPCError, RPCStatusCode
+
+    client = await connect(args)
+    handle = client.temporal.get_schedule_handle(args.id)
+    try:
+        if args.verb == "pause":
+            await handle.pause(note=args.note)
+        elif args.verb == "unpause":
+            await handle.unpause()
+        elif args.verb == "trigger":
+            await handle.trigger()
+        else:
+            await handle.delete()
+    except RPCError as e:
+        if e.status != RPCStatusCode.NOT_FOUND:
+            raise
+        print(f"error: there is no schedule {args.id!r} (ratchet schedules list)")
+        return 1
+    done = {
+        "pause": "paused",
+        "unpause": "unpaused",
+        "trigger": "fired once now",
+        "delete": "deleted",
+    }
+    print(f"schedule {args.id} {done[args.verb]}")
+    return 0
+
+
+def _row(schedule_id: str, memo: Mapping[str, Any], schedule: Any, info: Any) -> list[str]:
+    if memo.get("session"):
+        does = f"message to {memo['session']}"
+    else:
+        does = f"run of {memo.get('agent', '?')}"
+    spec, state = schedule.spec, schedule.state
+    intervals = ", ".join(f"every {i.every}" for i in spec.intervals)
+    when = ", ".join(spec.cron_expressions) or intervals or "calendar"
+    shown = f"paused: {state.note}" if state.paused else "active"
+    upcoming = info.next_action_times[:1]
+    next_at = f"{upcoming[0]:%Y-%m-%d %H:%M}Z" if upcoming and not state.paused else "-"
+    return [schedule_id, does, when, shown, next_at]

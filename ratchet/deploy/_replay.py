@@ -1,0 +1,172 @@
+"""The replay gate: replay what is running now against the code about to serve it.
+
+A new build may serve workflow runs started on an old one (a session that moves
+to it replays nothing, but an auto-upgraded run or a rolled-back build does), and a
+changed workflow that is not behind ``workflow.patched`` fails such a run's next
+workflow task with a non-determinism error. ``replay_open`` fetches the histories
+of the open runs (each open session's current run among them), decodes them with
+the client's data converter (so encrypted payloads too) and replays them against
+the local workflow classes; ``replay`` does the same for histories in hand, such
+as a release's recorded ones in ``tests/histories/``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from temporalio import workflow
+from temporalio.client import Client, WorkflowHistory
+from temporalio.converter import DataConverter
+from temporalio.worker import Replayer
+
+from ratchet.client import AgentClient
+from ratchet.evals._batch_workflow import RerunBatchWorkflow
+from ratchet.plugin import WORKFLOWS, ratchet_converter
+from ratchet.worker import workflow_runner
+
+RATCHET_WORKFLOWS: tuple[type, ...] = (*WORKFLOWS, RerunBatchWorkflow)
+"""The workflows a ``ratchet worker`` runs: ``RatchetPlugin``'s and the rerun batch."""
+DEFAULT_LIMIT = 1000
+ERROR_CHARS = 2000
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """A history the local code does not replay: ``error`` says which command
+    differs (temporalio's non-determinism error) or why it was not replayed."""
+
+    workflow_id: str
+    run_id: str
+    workflow_type: str
+    error: str
+
+
+@dataclass(frozen=True)
+class ReplayReport:
+    replayed: int = 0
+    """Histories replayed (each one workflow run)."""
+    mismatches: list[Mismatch] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches
+
+    def lines(self) -> list[str]:
+        """What ``ratchet replay`` prints: one line per mismatch, then the count."""
+        out = [
+            f"{m.workflow_id} (run {m.run_id}, {m.workflow_type}): {m.error}"
+            for m in self.mismatches
+        ]
+        ran = f"{self.replayed} history" + ("" if self.replayed == 1 else "s")
+        verdict = "all replay" if self.ok else f"{len(self.mismatches)} do not replay"
+        return [*out, f"{ran} replayed against this code: {verdict}"]
+
+
+async def replay_open(
+    client: AgentClient | Client,
+    *,
+    query: str | None = None,
+    limit: int = DEFAULT_LIMIT,
+    workflows: Sequence[type] = (),
+) -> ReplayReport:
+    """Replay the open workflow runs (``ExecutionStatus="Running"``, on the client's
+    task queue for an ``AgentClient``, narrowed by ``query``: a Temporal list filter)
+    against Ratchet's workflows and ``workflows`` (your own), at most ``limit``."""
+    if limit < 1:
+        raise ValueError(f"limit={limit}: replay at least one history (e.g. 1000).")
+    temporal = client.temporal if isinstance(client, AgentClient) else client
+    filters = ['ExecutionStatus="Running"']
+    if isinstance(client, AgentClient):
+        filters.append(f'TaskQueue="{client.task_queue}"')
+    if query:
+        filters.append(f"({query})")
+    return await replay(
+        _open_histories(temporal, " AND ".join(filters), limit),
+        workflows=workflows,
+        data_converter=temporal.data_converter,
+    )
+
+
+async def _open_histories(
+    temporal: Client, query: str, limit: int
+) -> AsyncIterator[WorkflowHistory]:
+    async for execution in temporal.list_workflows(query, limit=limit):
+        handle = temporal.get_workflow_handle(execution.id, run_id=execution.run_id)
+        yield await handle.fetch_history()
+
+
+async def replay(
+    histories: Iterable[WorkflowHistory] | AsyncIterator[WorkflowHistory],
+    *,
+    workflows: Sequence[type] = (),
+    data_converter: DataConverter | None = None,
+) -> ReplayReport:
+    """Replay ``histories`` against Ratchet's workflows and ``workflows``, decoding
+    payloads with ``data_converter`` (default: Ratchet's)."""
+    known = [*RATCHET_WORKFLOWS, *workflows]
+    names = {workflow._Definition.must_from_class(w).name for w in known}
+    replayer = Replayer(
+        workflows=known,
+        data_converter=data_converter or ratchet_converter(None),
+        workflow_runner=workflow_runner(),
+    )
+    mismatches: list[Mismatch] = []
+    replayable: list[WorkflowHistory] = []
+    async for history in _each(histories):
+        kind = _workflow_type(history)
+        if kind in names:
+            replayable.append(history)
+        else:
+            error = (
+                f"not replayed: no workflow of type {kind!r} was given (ratchet replay "
+                "--workflows module:ATTR, or narrow --query to leave it out)"
+            )
+            mismatches.append(Mismatch(history.workflow_id, _run_id(history), kind, error))
+    async with replayer.workflow_replay_iterator(_iterate(replayable)) as results:
+        async for result in results:
+            if result.replay_failure is not None:
+                history = result.history
+                error = _first_lines(str(result.replay_failure))
+                kind = _workflow_type(history)
+                mismatches.append(Mismatch(history.workflow_id, _run_id(history), kind, error))
+    return ReplayReport(replayed=len(replayable), mismatches=mismatches)
+
+
+def load_history(path: Path) -> WorkflowHistory:
+    """A history saved as JSON (the Temporal UI's or ``temporal workflow show
+    --output json``'s download, or ``tests/record_histories.py``'s)."""
+    return WorkflowHistory.from_json(path.stem, json.loads(path.read_text()))
+
+
+async def _each(
+    histories: Iterable[WorkflowHistory] | AsyncIterator[WorkflowHistory],
+) -> AsyncIterator[WorkflowHistory]:
+    if isinstance(histories, AsyncIterator):
+        async for history in histories:
+            yield history
+    else:
+        for history in histories:
+            yield history
+
+
+async def _iterate(histories: list[WorkflowHistory]) -> AsyncIterator[WorkflowHistory]:
+    for history in histories:
+        yield history
+
+
+def _workflow_type(history: WorkflowHistory) -> str:
+    started = history.events[0].workflow_execution_started_event_attributes
+    return started.workflow_type.name
+
+
+def _run_id(history: WorkflowHistory) -> str:
+    started = history.events[0].workflow_execution_started_event_attributes
+    return started.original_execution_run_id or "?"
+
+
+def _first_lines(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 1] + "…"

@@ -1,0 +1,220 @@
+"""Which build serves what, and moving traffic to a new one (Temporal's worker
+deployments; ``ratchet deploy status|promote``).
+
+A worker started with ``--deployment NAME --build-id ID`` serves one build
+(version) of a worker deployment. ``promote`` makes a build the current one after
+the replay gate passes: new runs and sessions start on it, runs in flight finish
+on the build that started them, and each open session moves to it at its next
+message boundary (``promote`` wakes the idle ones so they move now and the old
+build can drain).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from temporalio.api.enums.v1 import RoutingConfigUpdateState, WorkerDeploymentVersionStatus
+from temporalio.api.workflowservice.v1 import (
+    DescribeWorkerDeploymentRequest,
+    SetWorkerDeploymentCurrentVersionRequest,
+    SetWorkerDeploymentRampingVersionRequest,
+)
+from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
+
+from ratchet.client import AgentClient
+from ratchet.errors import InvalidInputError
+from ratchet.wire._names import MOVE_SIGNAL, SESSION_WORKFLOW
+
+from ._replay import ReplayReport, replay_open
+
+ROUTING_WAIT = 30.0
+"""How long ``promote`` waits for the new routing to reach the task queues before it
+wakes the idle sessions (a session woken earlier would not see the change)."""
+IDENTITY = "ratchet deploy"
+
+
+@dataclass(frozen=True)
+class BuildStatus:
+    build_id: str
+    status: str
+    """current, ramping, draining, drained or inactive (Temporal's words)."""
+    open_runs: int
+    open_sessions: int
+
+
+@dataclass(frozen=True)
+class DeploymentStatus:
+    deployment: str
+    current: str | None
+    ramping: str | None
+    ramp_percentage: float
+    builds: list[BuildStatus] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        ramp = f", ramping: {self.ramping} at {self.ramp_percentage:g}%" if self.ramping else ""
+        out = [f"deployment {self.deployment}: current build {self.current or '(none)'}{ramp}"]
+        out.append(f"{'build':<24} {'status':<9} {'open runs':>9} {'sessions':>8}")
+        for b in self.builds:
+            out.append(f"{b.build_id:<24} {b.status:<9} {b.open_runs:>9} {b.open_sessions:>8}")
+        waiting = [b for b in self.builds if b.status == "draining"]
+        for b in waiting:
+            if b.open_runs or b.open_sessions:
+                out.append(
+                    f"build {b.build_id} drains: keep its workers until its {b.open_runs} "
+                    f"run(s) end and its {b.open_sessions} session(s) move (next message)"
+                )
+        return out
+
+
+@dataclass(frozen=True)
+class PromoteResult:
+    gate: ReplayReport
+    promoted: bool
+    sessions_woken: int = 0
+
+
+async def deployment_status(client: AgentClient | Client, deployment: str) -> DeploymentStatus:
+    """Each build of ``deployment`` with its status and its open runs and sessions."""
+    temporal = _temporal(client)
+    info = (await _describe(temporal, deployment)).worker_deployment_info
+    routing = info.routing_config
+    builds = []
+    for summary in sorted(info.version_summaries, key=lambda s: s.create_time.ToDatetime()):
+        build = summary.deployment_version.build_id
+        open_query = (
+            f'ExecutionStatus="Running" AND TemporalWorkerDeploymentVersion="{deployment}:{build}"'
+        )
+        sessions = f'{open_query} AND WorkflowType="{SESSION_WORKFLOW}"'
+        total = (await temporal.count_workflows(open_query)).count
+        in_sessions = (await temporal.count_workflows(sessions)).count
+        builds.append(
+            BuildStatus(
+                build_id=build,
+                status=_status_name(summary.status),
+                open_runs=total - in_sessions,
+                open_sessions=in_sessions,
+            )
+        )
+    return DeploymentStatus(
+        deployment=deployment,
+        current=routing.current_deployment_version.build_id or None,
+        ramping=routing.ramping_deployment_version.build_id or None,
+        ramp_percentage=routing.ramping_version_percentage,
+        builds=builds,
+    )
+
+
+async def promote(
+    client: AgentClient | Client,
+    deployment: str,
+    build_id: str,
+    *,
+    workflows: Sequence[type] = (),
+    query: str | None = None,
+    ramp: float | None = None,
+    wake_sessions: bool = True,
+) -> PromoteResult:
+    """Run the replay gate (``replay_open`` with ``workflows`` and ``query``); if every
+    open run replays, make ``build_id`` the current build of ``deployment`` (or, with
+    ``ramp``, send that percentage of new runs to it), then wake the idle sessions
+    on other builds so they move to it now."""
+    if ramp is not None and not 0 <= ramp <= 100:
+        raise InvalidInputError(f"ramp={ramp}: give a percentage from 0 to 100.")
+    gate = await replay_open(client, query=query, workflows=workflows)
+    if not gate.ok:
+        return PromoteResult(gate=gate, promoted=False)
+    temporal = _temporal(client)
+    service = temporal.workflow_service
+    namespace = temporal.namespace
+    try:
+        if ramp is None:
+            await service.set_worker_deployment_current_version(
+                SetWorkerDeploymentCurrentVersionRequest(
+                    namespace=namespace,
+                    deployment_name=deployment,
+                    build_id=build_id,
+                    identity=IDENTITY,
+                )
+            )
+        else:
+            await service.set_worker_deployment_ramping_version(
+                SetWorkerDeploymentRampingVersionRequest(
+                    namespace=namespace,
+                    deployment_name=deployment,
+                    build_id=build_id,
+                    percentage=ramp,
+                    identity=IDENTITY,
+                )
+            )
+    except RPCError as e:
+        raise _refused(e, deployment, build_id) from None
+    woken = 0
+    if wake_sessions and ramp is None:
+        await _routing_settled(temporal, deployment)
+        woken = await _wake_sessions(temporal, deployment, build_id)
+    return PromoteResult(gate=gate, promoted=True, sessions_woken=woken)
+
+
+async def _wake_sessions(temporal: Client, deployment: str, build_id: str) -> int:
+    """Signal each open session of ``deployment`` still on another build: it moves
+    to the current one at once if idle, else after its run in progress."""
+    query = (
+        f'ExecutionStatus="Running" AND WorkflowType="{SESSION_WORKFLOW}" '
+        f'AND TemporalWorkerDeployment="{deployment}" '
+        f'AND TemporalWorkerDeploymentVersion!="{deployment}:{build_id}"'
+    )
+    woken = 0
+    async for execution in temporal.list_workflows(query):
+        try:
+            await temporal.get_workflow_handle(execution.id).signal(MOVE_SIGNAL)
+            woken += 1
+        except RPCError as e:  # closed meanwhile
+            if e.status != RPCStatusCode.NOT_FOUND:
+                raise
+    return woken
+
+
+async def _routing_settled(temporal: Client, deployment: str) -> None:
+    deadline = time.monotonic() + ROUTING_WAIT
+    completed = RoutingConfigUpdateState.ROUTING_CONFIG_UPDATE_STATE_COMPLETED
+    while time.monotonic() < deadline:
+        info = (await _describe(temporal, deployment)).worker_deployment_info
+        if info.routing_config_update_state == completed:
+            return
+        await asyncio.sleep(0.2)
+
+
+async def _describe(temporal: Client, deployment: str):
+    try:
+        return await temporal.workflow_service.describe_worker_deployment(
+            DescribeWorkerDeploymentRequest(
+                namespace=temporal.namespace, deployment_name=deployment
+            )
+        )
+    except RPCError as e:
+        if e.status != RPCStatusCode.NOT_FOUND:
+            raise
+        raise InvalidInputError(
+            f"There is no worker deployment {deployment!r}: start a worker with "
+            f"ratchet worker --deployment {deployment} --build-id ID first."
+        ) from None
+
+
+def _refused(error: RPCError, deployment: str, build_id: str) -> InvalidInputError:
+    return InvalidInputError(
+        f"Temporal did not make {build_id!r} current in {deployment!r}: {error.message} "
+        f"(is a worker with --deployment {deployment} --build-id {build_id} running?)"
+    )
+
+
+def _status_name(status: WorkerDeploymentVersionStatus.ValueType) -> str:
+    name = WorkerDeploymentVersionStatus.Name(status)
+    return name.removeprefix("WORKER_DEPLOYMENT_VERSION_STATUS_").lower()
+
+
+def _temporal(client: AgentClient | Client) -> Client:
+    return client.temporal if isinstance(client, AgentClient) else client
