@@ -65,7 +65,8 @@ Recorded = list[tuple[str, Any]]
 async def record() -> None:
     with DevServer.start(ui=False) as server:
         recorded: Recorded = []
-        for part in (_runs, _people, _clients, _watched, _sessions, _rules, _reruns, _service):
+        parts = (_runs, _people, _clients, _watched, _sessions, _rules, _reruns, _service)
+        for part in (*parts, _scheduled, _moved):
             queue = f"record-{part.__name__.strip('_')}"
             client = await AgentClient.connect(server.address, task_queue=queue)
             recorded += await part(client)
@@ -390,6 +391,58 @@ async def _service(client: AgentClient) -> Recorded:
             await handle.result()
         await model.client.close()
     return [("agent_run_on_a_service_thread", handle.workflow)]
+
+
+async def _scheduled(client: AgentClient) -> Recorded:
+    """A schedule's message to a session, delivered; then to the session once closed."""
+    async with build_worker(client, {"echo": Echo}):
+        session = await client.start_session("echo")
+        schedule = await client.schedule(
+            "record-standup", "standup", session=session.id, cron="0 7 * * *"
+        )
+        await schedule.trigger()
+        delivered = await _firing(client, "record-standup", 1)
+        await session.close()
+        await schedule.trigger()
+        refused = await _firing(client, "record-standup", 2)
+        await schedule.delete()
+    return [
+        ("scheduled_send_delivered", delivered),
+        ("scheduled_send_to_a_closed_session", refused),
+    ]
+
+
+async def _firing(client: AgentClient, schedule_id: str, count: int):
+    """The ``count``-th firing of the schedule, once it has closed."""
+    while True:
+        query = f'TemporalScheduledById="{schedule_id}" AND ExecutionStatus!="Running"'
+        found = [w async for w in client.temporal.list_workflows(query)]
+        if len(found) >= count:
+            newest = max(found, key=lambda w: w.start_time)
+            return client.temporal.get_workflow_handle(newest.id, run_id=newest.run_id)
+        await asyncio.sleep(0.2)
+
+
+async def _moved(client: AgentClient) -> Recorded:
+    """A session on one build that moves to the next between messages (worker
+    versioning: continue-as-new onto the new current build, patched since 0.1.0)."""
+    from ratchet.deploy import promote
+    from ratchet.worker import versioned
+
+    deployment = f"record-{uuid.uuid4().hex[:6]}"
+    old = build_worker(client, {"echo": Echo}, deployment_config=versioned(deployment, "v1"))
+    new = build_worker(client, {"echo": Echo}, deployment_config=versioned(deployment, "v2"))
+    async with old:
+        await promote(client, deployment, "v1")
+        session = await client.start_session("echo")
+        await session.send("on the first build")
+        first_run = (await session.workflow.describe()).run_id
+        async with new:
+            await promote(client, deployment, "v2")  # wakes the session: it moves now
+            await session.send("on the second build")
+            await session.close()
+    moved = client.temporal.get_workflow_handle(session.id, run_id=first_run)
+    return [("agent_session_moved_to_a_new_build", moved)]
 
 
 async def _fill_cart(context) -> None:

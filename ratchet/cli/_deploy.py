@@ -132,8 +132,9 @@ async def promote_command(args: argparse.Namespace) -> int:
     else:
         print(
             f"{args.build} is the current build of {deployment}: new runs and sessions start "
-            f"on it; {result.sessions_woken} idle session(s) on other builds woken to move to "
-            "it; runs in flight finish where they started (ratchet deploy status)"
+            f"on it; {result.sessions_woken} open session(s) on other builds woken: idle ones "
+            "move to it now, the others after their run in progress; runs in flight finish "
+            "where they started (ratchet deploy status)"
         )
     return 0
 

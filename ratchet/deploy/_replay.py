@@ -13,6 +13,7 @@ as a release's recorded ones in ``tests/histories/``.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,7 +61,7 @@ class ReplayReport:
             f"{m.workflow_id} (run {m.run_id}, {m.workflow_type}): {m.error}"
             for m in self.mismatches
         ]
-        ran = f"{self.replayed} history" + ("" if self.replayed == 1 else "s")
+        ran = f"{self.replayed} histor" + ("y" if self.replayed == 1 else "ies")
         verdict = "all replay" if self.ok else f"{len(self.mismatches)} do not replay"
         return [*out, f"{ran} replayed against this code: {verdict}"]
 
@@ -129,7 +130,7 @@ async def replay(
         async for result in results:
             if result.replay_failure is not None:
                 history = result.history
-                error = _first_lines(str(result.replay_failure))
+                error = readable(str(result.replay_failure))
                 kind = _workflow_type(history)
                 mismatches.append(Mismatch(history.workflow_id, _run_id(history), kind, error))
     return ReplayReport(replayed=len(replayable), mismatches=mismatches)
@@ -167,6 +168,15 @@ def _run_id(history: WorkflowHistory) -> str:
     return started.original_execution_run_id or "?"
 
 
-def _first_lines(text: str) -> str:
-    text = " ".join(text.split())
+def readable(text: str) -> str:
+    """The messages in temporalio's failure (a Rust debug dump: its ``message: "..."``
+    fields, outermost first), with a hint where one helps."""
+    found = [m.encode().decode("unicode_escape") for m in _MESSAGE.findall(text)]
+    messages = [m.strip("'") for m in found if m]
+    text = ": ".join(messages) if messages else " ".join(text.split())
+    if "binary/encrypted" in text:
+        text += " (give this command the workers' RATCHET_ENCRYPTION_KEYS)"
     return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 1] + "…"
+
+
+_MESSAGE = re.compile(r'message: "((?:[^"\\]|\\.)*)"')

@@ -35,6 +35,7 @@ ROUTING_WAIT = 30.0
 """How long ``promote`` waits for the new routing to reach the task queues before it
 wakes the idle sessions (a session woken earlier would not see the change)."""
 IDENTITY = "ratchet deploy"
+REGISTER_WAIT = 10.0
 
 
 @dataclass(frozen=True)
@@ -128,35 +129,49 @@ async def promote(
     if not gate.ok:
         return PromoteResult(gate=gate, promoted=False)
     temporal = _temporal(client)
-    service = temporal.workflow_service
-    namespace = temporal.namespace
-    try:
-        if ramp is None:
-            await service.set_worker_deployment_current_version(
-                SetWorkerDeploymentCurrentVersionRequest(
-                    namespace=namespace,
-                    deployment_name=deployment,
-                    build_id=build_id,
-                    identity=IDENTITY,
-                )
-            )
-        else:
-            await service.set_worker_deployment_ramping_version(
-                SetWorkerDeploymentRampingVersionRequest(
-                    namespace=namespace,
-                    deployment_name=deployment,
-                    build_id=build_id,
-                    percentage=ramp,
-                    identity=IDENTITY,
-                )
-            )
-    except RPCError as e:
-        raise _refused(e, deployment, build_id) from None
+    await _route(temporal, deployment, build_id, ramp)
     woken = 0
     if wake_sessions and ramp is None:
         await _routing_settled(temporal, deployment)
         woken = await _wake_sessions(temporal, deployment, build_id)
     return PromoteResult(gate=gate, promoted=True, sessions_woken=woken)
+
+
+async def _route(temporal: Client, deployment: str, build_id: str, ramp: float | None) -> None:
+    """Set the current (or ramping) build. A worker that just started may not have
+    registered its build yet: retried for ``REGISTER_WAIT``."""
+    service, namespace = temporal.workflow_service, temporal.namespace
+    deadline = time.monotonic() + REGISTER_WAIT
+    while True:
+        try:
+            if ramp is None:
+                await service.set_worker_deployment_current_version(
+                    SetWorkerDeploymentCurrentVersionRequest(
+                        namespace=namespace,
+                        deployment_name=deployment,
+                        build_id=build_id,
+                        identity=IDENTITY,
+                    )
+                )
+            else:
+                await service.set_worker_deployment_ramping_version(
+                    SetWorkerDeploymentRampingVersionRequest(
+                        namespace=namespace,
+                        deployment_name=deployment,
+                        build_id=build_id,
+                        percentage=ramp,
+                        identity=IDENTITY,
+                    )
+                )
+            return
+        except RPCError as e:
+            unregistered = e.status in (
+                RPCStatusCode.NOT_FOUND,
+                RPCStatusCode.FAILED_PRECONDITION,
+            )
+            if not unregistered or time.monotonic() > deadline:
+                raise _refused(e, deployment, build_id) from None
+        await asyncio.sleep(0.5)
 
 
 async def _wake_sessions(temporal: Client, deployment: str, build_id: str) -> int:

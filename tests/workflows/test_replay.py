@@ -13,11 +13,10 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from ratchet.evals._batch_workflow import RerunBatchWorkflow
+from ratchet.deploy import load_history, replay
 from ratchet.examples.orchestration import FanOut, WriterCriticLoop
 from ratchet.wire import RunInput, RunResult
 from ratchet.worker import workflow_runner
-from ratchet.workflows import AgentRunWorkflow, AgentSessionWorkflow
 
 from ..conftest import ROOT
 from ..user_workflows import ForeignToken, ResearchAndReview, SharedPlan
@@ -70,6 +69,9 @@ def test_histories_are_recorded():
         "agent_session_retried_request_id",
         "agent_session_forked",
         "agent_session_forked_from_a_run",
+        "agent_session_moved_to_a_new_build",
+        "scheduled_send_delivered",
+        "scheduled_send_to_a_closed_session",
         "research_and_review",
         "shared_plan_with_conflict",
         "writer_critic_loop",
@@ -95,19 +97,15 @@ def test_each_release_kept_a_history_of_every_kind():
         assert {p.stem for p in release.glob("*.json")} <= current, release.name
 
 
+USER_WORKFLOWS = [ResearchAndReview, SharedPlan, ForeignToken, WriterCriticLoop, FanOut]
+
+
 @pytest.mark.parametrize("path", HISTORIES, ids=_name)
 async def test_recorded_history_replays_without_nondeterminism(path: Path):
-    result = await replayer(
-        AgentRunWorkflow,
-        AgentSessionWorkflow,
-        RerunBatchWorkflow,
-        ResearchAndReview,
-        SharedPlan,
-        ForeignToken,
-        WriterCriticLoop,
-        FanOut,
-    ).replay_workflow(load(path))
-    assert result.replay_failure is None
+    """Through the replay gate (``ratchet.deploy.replay``), as ``ratchet replay`` does."""
+    report = await replay([load_history(path)], workflows=USER_WORKFLOWS)
+    assert report.replayed == 1
+    assert report.ok, report.lines()
 
 
 @workflow.defn(name="AgentRunWorkflow", sandboxed=False)
