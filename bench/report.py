@@ -453,6 +453,131 @@ def render_session_memory(results: Path) -> str:
     )
 
 
+ACTION_TYPES = {
+    "grpc_StartWorkflowExecution": "start",
+    "command_ScheduleActivityTask": "activity",
+    "command_BatchMarkers": "local activities",
+    "grpc_RecordActivityTaskHeartbeat": "heartbeat",
+    "command_UpsertWorkflowSearchAttributes": "upsert",
+    "message_UpdateWorkflowExecution_Acceptance": "update",
+    "grpc_QueryWorkflow": "query",
+    "grpc_SignalWorkflowExecution": "signal",
+}
+TURNS_PER_RUN = 2  # the workload: a model call asking for a tool, the tool, the answer
+REALISTIC_TURNS_PER_SEND = 4 / 3  # bench.sessions' realistic agent: a tool every third send
+
+
+def action_total(row: Data) -> float:
+    return sum(row.values())
+
+
+def action_kinds(row: Data) -> str:
+    return ", ".join(f"{ACTION_TYPES.get(k, k)} {v:g}" for k, v in row.items())
+
+
+def render_actions(results: Path) -> str:
+    data = load(results, "actions")
+    engines, extras, check = data["engines"], data["extras"], data["history_check"]
+    rows = [
+        [
+            name,
+            f"{action_total(row):g}",
+            f"{action_total(row) / TURNS_PER_RUN:g}",
+            action_kinds(row),
+        ]
+        for name, row in engines.items()
+    ]
+    grid = table(["engine", "actions per message", "per turn", "of which"], rows)
+    base = engines["ratchet run (defaults)"]
+    added = [
+        [name, f"+{action_total(row) - action_total(base):g}", action_kinds(row)]
+        for name, row in extras.items()
+    ]
+    extra_grid = table(["on a Ratchet run", "adds", "the run's actions then"], added)
+    checks = "; ".join(f"{name}: {n}" for name, n in check.items())
+    return paragraphs(
+        grid,
+        extra_grid,
+        f"Billable events in one run's history (heartbeats and queries leave none; a "
+        f"workflow task's local-activity markers are billed as one): {checks}.",
+        f"{data['runs']} runs each, {data['date']}: "
+        f"`python -m bench.actions --runs {data['runs']}`",
+    )
+
+
+def render_capacity(results: Path) -> str:
+    memory = load(results, "session_memory")
+    overhead = load(results, "overhead")
+    sessions = load(results, "sessions")
+    actions = load(results, "actions")["engines"]
+    kb = memory["kb_per_idle_workflow"]["ratchet_session"]
+    cpu = overhead["concurrent_worker_cpu_ms_per_turn_median"]
+    long_session = sessions["realistic"][-1]
+    bytes_per_send = long_session["history_bytes"] / long_session["sends"]
+    run_actions = action_total(actions["ratchet run (defaults)"])
+    send_actions = action_total(actions["ratchet session message (defaults)"])
+    per_second = 1_000_000 / 86_400
+    grid = table(
+        ["figure", "Ratchet (defaults)", "fast mode", "from"],
+        [
+            ["memory per cached idle session", f"{kb:.0f} KB", "", "`session_memory`"],
+            [
+                "sessions cached per worker (temporalio's `max_cached_workflows`, 1,000)",
+                f"{kb * 1000 / 1000:.0f} MB for 1,000",
+                "",
+                "`session_memory`",
+            ],
+            [
+                "worker CPU per turn (50 runs at once)",
+                f"{cpu['ratchet']:.2f} ms",
+                f"{cpu['ratchet_fast']:.2f} ms",
+                "`overhead`",
+            ],
+            [
+                "turns per second per worker core (1 ÷ CPU per turn)",
+                count(1000 / cpu["ratchet"]),
+                count(1000 / cpu["ratchet_fast"]),
+                "`overhead`",
+            ],
+            [
+                "history per message (long session, a tool every third)",
+                size(bytes_per_send),
+                "",
+                "`sessions`",
+            ],
+            [
+                "actions per message: a run / a session message",
+                f"{run_actions:g} / {send_actions:g}",
+                f"{action_total(actions['ratchet run (fast mode)']):g} / —",
+                "`actions`",
+            ],
+        ],
+    )
+    million = table(
+        ["1 million turns a day (extrapolated)", "needs"],
+        [
+            ["turns per second, on average", f"{per_second:.1f}"],
+            [
+                "worker cores busy with Ratchet's own work, on average",
+                f"{per_second * cpu['ratchet'] / 1000:.2f}",
+            ],
+            [
+                "the same at a peak of ten times the average",
+                f"{10 * per_second * cpu['ratchet'] / 1000:.2f}",
+            ],
+            [
+                "Temporal actions a day (runs of two turns, defaults)",
+                count(1_000_000 / TURNS_PER_RUN * run_actions),
+            ],
+            [
+                "history written a day (session messages of this length)",
+                size(1_000_000 / REALISTIC_TURNS_PER_SEND * bytes_per_send),
+            ],
+        ],
+    )
+    return paragraphs(grid, million)
+
+
 def render_state_cost(results: Path) -> str:
     data = load(results, "state_cost")
     us, per_turn = data["serializer_us"], data["history_bytes_per_turn"]
@@ -912,6 +1037,8 @@ RENDERERS: dict[str, Renderer] = {
     "web": render_web,
     "rerun": render_rerun,
     "context_window": render_context_window,
+    "actions": render_actions,
+    "capacity": render_capacity,
 }
 RENDERED_WITHIN = {
     "followers_before": "followers",

@@ -102,13 +102,21 @@ async def create_command(args: argparse.Namespace) -> int:
 
 
 async def list_command(args: argparse.Namespace) -> int:
+    from temporalio.service import RPCError, RPCStatusCode
+
     client = await connect(args)
     rows = [["id", "does", "when", "state", "next"]]
     async for listed in await client.temporal.list_schedules():
-        if listed.schedule is None or listed.info is None:
-            continue  # not a schedule this server can describe
-        memo = await listed.memo()
-        rows.append(_row(listed.id, memo, listed.schedule, listed.info))
+        # The list is the server's visibility, a moment behind: describe each one, so
+        # a schedule paused a moment ago shows as paused.
+        try:
+            described = await client.temporal.get_schedule_handle(listed.id).describe()
+        except RPCError as e:
+            if e.status != RPCStatusCode.NOT_FOUND:
+                raise
+            continue  # deleted meanwhile
+        memo = await described.memo()
+        rows.append(_row(listed.id, memo, described.schedule, described.info))
     print(table(rows) if len(rows) > 1 else "no schedules")
     return 0
 
@@ -149,7 +157,8 @@ def _row(schedule_id: str, memo: Mapping[str, Any], schedule: Any, info: Any) ->
         does = f"run of {memo.get('agent', '?')}"
     spec, state = schedule.spec, schedule.state
     intervals = ", ".join(f"every {i.every}" for i in spec.intervals)
-    when = ", ".join(spec.cron_expressions) or intervals or "calendar"
+    # The server keeps a cron expression as a calendar spec: the memo has it as given.
+    when = memo.get("when") or ", ".join(spec.cron_expressions) or intervals or "calendar"
     shown = f"paused: {state.note}" if state.paused else "active"
     upcoming = info.next_action_times[:1]
     next_at = f"{upcoming[0]:%Y-%m-%d %H:%M}Z" if upcoming and not state.paused else "-"

@@ -179,6 +179,7 @@ class AgentClient:
                 RunInput(agent=agent, messages=messages, session=session, options=options),
                 id=workflow_id,
                 agent=agent,
+                status="RUNNING",
                 static_summary=f"{agent}: {_excerpt(messages)}",
                 static_details=run_details(
                     agent, messages, session=session.info.id if session else None, parent=None
@@ -194,14 +195,16 @@ class AgentClient:
         id: str,
         agent: str,
         task_queue: str | None = None,
+        status: str = "PENDING",
         **options: Any,
     ) -> WorkflowHandle[Any, Any]:
-        """Start a run or session indexed from the start (its agent, status PENDING),
-        so a list shows what it is before a worker has taken it. A namespace without
-        Ratchet's search attributes gets them from its first worker; until then the
-        workflow starts unindexed."""
+        """Start a run or session indexed from the start (its agent and ``status``:
+        RUNNING for a run, which then upserts nothing until it waits or ends, one
+        action fewer; PENDING for an idle session), so a list shows what it is before
+        a worker has taken it. A namespace without Ratchet's search attributes gets
+        them from its first worker; until then the workflow starts unindexed."""
         indexed = TypedSearchAttributes(
-            [SearchAttributePair(AGENT_NAME, agent), SearchAttributePair(AGENT_STATUS, "PENDING")]
+            [SearchAttributePair(AGENT_NAME, agent), SearchAttributePair(AGENT_STATUS, status)]
         )
         start = self.temporal.start_workflow
         queue = task_queue or self.task_queue

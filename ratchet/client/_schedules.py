@@ -91,7 +91,7 @@ async def create_schedule(
             typed_search_attributes=TypedSearchAttributes(
                 [
                     SearchAttributePair(AGENT_NAME, agent),
-                    SearchAttributePair(AGENT_STATUS, "PENDING"),
+                    SearchAttributePair(AGENT_STATUS, "RUNNING"),
                 ]
             ),
             static_summary=f"{agent} (scheduled): {_excerpt(prompt)}",
@@ -111,7 +111,12 @@ async def create_schedule(
         return await client.temporal.create_schedule(
             schedule_id,
             schedule,
-            memo={"agent": agent, "session": session, "prompt": _excerpt(prompt)},
+            memo={
+                "agent": agent,
+                "session": session,
+                "prompt": _excerpt(prompt),
+                "when": ", ".join(crons) if crons else f"every {every}",
+            },
         )
     except ScheduleAlreadyRunningError:
         raise InvalidInputError(

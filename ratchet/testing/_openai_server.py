@@ -357,13 +357,16 @@ class OpenAIServer:
     @classmethod
     def tool_loop(cls, steps: int, *, tool: str = "fetch", final: str = "done") -> OpenAIServer:
         """A server that needs no script: a chat completion whose ``messages`` hold
-        fewer than ``steps`` assistant messages gets one call ``tool({"page": n})``,
-        any other the text ``final``. Stateless, so any number of runs (of any
+        fewer than ``steps`` assistant messages since the last user message gets one
+        call ``tool({"page": n})``, any other the text ``final`` (so each message to
+        a session runs the loop too). Stateless, so any number of runs (of any
         framework) can share it; usage grows with the request's size."""
 
         def answer(request: Request) -> Reply:
             body = request.body if isinstance(request.body, dict) else {}
-            count = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
+            roles = [m.get("role") for m in body.get("messages", [])]
+            since = roles[len(roles) - roles[::-1].index("user") :] if "user" in roles else roles
+            count = since.count("assistant")
             if count < steps:
                 call = {
                     "id": f"call_{uuid.uuid4().hex[:24]}",

@@ -17,7 +17,7 @@ from temporalio.client import (
 )
 from temporalio.common import SearchAttributeKey
 
-from ratchet.agents import ScriptedModel, Tool, ToolCallingAgent, tool
+from ratchet.agents import ScriptedModel, ToolCallingAgent, tool
 from ratchet.client import AgentClient, schedule_runs_query
 from ratchet.errors import InvalidInputError
 from ratchet.wire import RunResult
@@ -70,7 +70,9 @@ async def test_a_daily_schedule_backfilled_over_three_days_runs_three_times_in_o
     assert [w.status for w in done] == [WorkflowExecutionStatus.COMPLETED] * 3
     scheduled = [w.typed_search_attributes.get(SCHEDULED_AT) for w in done]
     assert [t.hour for t in scheduled] == [7, 7, 7]
-    assert [b - a for a, b in zip(scheduled, scheduled[1:])] == [timedelta(days=1)] * 2
+    assert [b - a for a, b in zip(scheduled, scheduled[1:], strict=False)] == [
+        timedelta(days=1)
+    ] * 2
     starts = [w.start_time for w in done]
     assert starts == sorted(starts)  # ran in the order they were scheduled
     get = agent_client.temporal.get_workflow_handle

@@ -1,0 +1,92 @@
+"""``ratchet schedules``, ``ratchet replay`` and ``ratchet worker --deployment`` (in
+process: ``ratchet deploy`` runs in child processes in
+tests/durability/test_versioned_deploy.py)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+from ratchet.cli import main
+from ratchet.devserver import DevServer
+
+from ..conftest import ROOT
+
+HISTORIES = ROOT / "tests" / "histories"
+
+
+def ratchet(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def listed(capsys: pytest.CaptureFixture[str], name: str) -> str:
+    """``schedules list``'s row for ``name``, once the server's list has it (its
+    visibility lags a moment behind a create)."""
+    deadline = time.monotonic() + 30
+    while True:
+        rows = [
+            r for r in ratchet(capsys, "schedules", "list")[1].splitlines() if r.startswith(name)
+        ]
+        if rows or time.monotonic() > deadline:
+            [row] = rows
+            return row
+        time.sleep(0.1)
+
+
+def test_a_schedule_made_listed_fired_paused_and_deleted_from_the_cli(
+    temporal_server: DevServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("TEMPORAL_ADDRESS", temporal_server.address)
+    name = f"report-{uuid.uuid4().hex[:8]}"
+    code, out, err = ratchet(
+        capsys, "schedules", "create", name, "Write the report", "--agent", "reporter",
+        "--cron", "0 7 * * 1-5", "--task-queue", name,
+    )  # fmt: skip
+    assert code == 0, err
+    assert out.startswith(f"schedule {name}: a run of reporter, 0 7 * * 1-5;")
+    assert ratchet(capsys, "schedules", "trigger", name)[1] == f"schedule {name} fired once now\n"
+    assert ratchet(capsys, "schedules", "pause", name, "--note", "holidays")[0] == 0
+    row = listed(capsys, name)
+    assert row.split()[1:8] == ["run", "of", "reporter", "0", "7", "*", "*"]
+    assert "paused: holidays" in row
+    code, _, err = ratchet(
+        capsys, "schedules", "create", name, "x", "--agent", "reporter", "--every", "1h"
+    )
+    assert code == 1 and "exists already" in err
+    assert ratchet(capsys, "schedules", "delete", name)[0] == 0
+    code, out, _ = ratchet(capsys, "schedules", "trigger", name)
+    assert code == 1 and f"there is no schedule {name!r}" in out
+
+
+def test_replay_of_saved_histories_passes_and_names_what_it_cannot_replay(
+    capsys: pytest.CaptureFixture[str],
+):
+    moved = str(HISTORIES / "agent_session_moved_to_a_new_build.json")
+    assert ratchet(capsys, "replay", moved) == (
+        0,
+        "1 history replayed against this code: all replay\n",
+        "",
+    )
+    fan_out = str(HISTORIES / "fan_out.json")
+    code, out, _ = ratchet(capsys, "replay", fan_out)
+    assert code == 1 and "not replayed: no workflow of type 'FanOut' was given" in out
+    given = ratchet(
+        capsys, "replay", fan_out, "--workflows", "ratchet.examples.orchestration:FanOut"
+    )
+    assert given[0] == 0, given
+    code, _, err = ratchet(capsys, "replay", str(HISTORIES / "nope.json"))
+    assert code == 1 and "no such file" in err
+
+
+def test_a_versioned_worker_needs_both_its_deployment_and_its_build(
+    capsys: pytest.CaptureFixture[str],
+):
+    agents = ("worker", "--agents", "ratchet.examples:AGENTS")
+    code, _, err = ratchet(capsys, *agents, "--deployment", "shop")
+    assert code == 2 and "--deployment needs --build-id too" in err
+    code, _, err = ratchet(capsys, *agents, "--deployment", "shop", "--build-id", "1.2.3")
+    assert code == 2 and "without '.'" in err
