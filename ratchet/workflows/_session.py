@@ -64,11 +64,7 @@ STOP_WAIT = timedelta(seconds=10)
 tool already running finishes first)."""
 
 
-@workflow.defn(
-    name=SESSION_WORKFLOW,
-    failure_exception_types=[UsageError],
-    sandboxed=SANDBOXED,
-)
+@workflow.defn(name=SESSION_WORKFLOW, failure_exception_types=[UsageError], sandboxed=SANDBOXED)
 class AgentSessionWorkflow(AgentHandlers):
     """A conversation that lives for ever; each message sent runs one execution."""
 

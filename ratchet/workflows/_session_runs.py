@@ -32,11 +32,11 @@ QUEUE_BYTES_CARRIED = 24 * 1024
 HISTORY_EVENTS = 8000
 HISTORY_BYTES = 8 * 1024 * 1024
 UPDATES_PER_RUN = 1500
-MOVE_TO_NEW_BUILD = "ratchet-session-moves-to-new-build"
-"""The patch (since 0.1.0) under which a session moves to a newly current build."""
 """A workflow run continues as new past any of these (Temporal warns at 10,240
 events and 10 MB, ends runs at 51,200 events and 50 MB, and admits 2,000 Updates
 per run)."""
+MOVE_TO_NEW_BUILD = "ratchet-session-moves-to-new-build"
+"""The patch (since 0.1.0) under which a session moves to a newly current build."""
 
 
 class SessionRuns:

@@ -9,6 +9,7 @@ incompatible workflow change is refused."""
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import subprocess
 import sys
@@ -105,14 +106,20 @@ async def test_sessions_move_to_a_new_build_between_messages_and_runs_finish_whe
     )
 
     new = worker(server, "v2")
-    second = promote(server, "v2")
+    # Messages sent while the session moves: each is answered once, by one build.
+    racing = [asyncio.ensure_future(chat.send(f"racing {i}")) for i in range(3)]
+    second = await asyncio.to_thread(promote, server, "v2")
     assert second.returncode == 0, second.stdout + second.stderr
-    assert "4 histories replayed against this code: all replay" in second.stdout
+    raced = [(await r).final_response.text for r in racing]
+    assert set(raced) <= {"answered by v1", "answered by v2"}
+    assert "histories replayed against this code: all replay" in second.stdout
     assert "2 open session(s) on other builds woken" in second.stdout
 
     # The idle session moved at once; its next message runs on v2.
     await until(lambda: build_of(client, chat.id), lambda build: build == "v2")
     assert (await chat.send("and now?")).final_response.text == "answered by v2"
+    said = [m.text for m in (await chat.thread()).messages if m.role == "user"]
+    assert sorted(said[1:4]) == ["racing 0", "racing 1", "racing 2"] and len(said) == 5
     # The session mid-run finishes that run on v1, then moves: its next run is on v2.
     await review.approve(asked.action.id)
     await until(review.status, lambda s: s.status == "PENDING")
