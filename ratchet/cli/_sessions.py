@@ -263,12 +263,17 @@ async def _waits_for(session: SessionHandle) -> list[PendingView]:
 async def sessions_command(args: argparse.Namespace) -> int:
     client = await connect(args)
     if args.verb == "list":
-        from ratchet.client._listing import agent_clause, list_workflows, type_clause
+        from ratchet.client._listing import (
+            agent_clause,
+            list_workflows,
+            status_clause,
+            type_clause,
+        )
 
         # Newest first; a session's runs are its own, standalone runs are listed too.
         query = type_clause(runs=not args.sessions_only)
         if args.status:
-            query += f" AND AgentStatus = '{args.status}'"
+            query += f" AND {status_clause(args.status)}"
         if args.agent:
             query += f" AND {agent_clause(args.agent)}"
         rows = [["id", "kind", "agent", "status", "turns", "tokens", "started"]]

@@ -198,11 +198,12 @@ class AgentClient:
         status: str = "PENDING",
         **options: Any,
     ) -> WorkflowHandle[Any, Any]:
-        """Start a run or session indexed from the start (its agent and ``status``:
-        RUNNING for a run, which then upserts nothing until it waits or ends, one
-        action fewer; PENDING for an idle session), so a list shows what it is before
-        a worker has taken it. A namespace without Ratchet's search attributes gets
-        them from its first worker; until then the workflow starts unindexed."""
+        """Start a run or session indexed from the start with its agent and ``status``,
+        so a list shows what it is before a worker has taken it. A single run starts
+        RUNNING, so it upserts nothing when a worker takes it (one Temporal action
+        fewer); lists show it PENDING until then, from Temporal's own ``BuildIds``
+        (``_listing.status_clause``). A namespace without Ratchet's search attributes
+        gets them from its first worker; until then the workflow starts unindexed."""
         indexed = TypedSearchAttributes(
             [SearchAttributePair(AGENT_NAME, agent), SearchAttributePair(AGENT_STATUS, status)]
         )

@@ -48,6 +48,21 @@ def type_clause(runs: bool) -> str:
     return f"WorkflowType IN ({', '.join(repr(t) for t in types)})"
 
 
+def status_clause(status: str) -> str:
+    """The list filter for an ``AgentStatus``. A single run starts indexed RUNNING (so
+    it upserts nothing when a worker takes it: an action fewer); until a worker
+    completes its first workflow task Temporal has set no ``BuildIds`` on it, and it
+    is PENDING, as a session is when idle."""
+    if status == "PENDING":
+        return (
+            "(AgentStatus = 'PENDING' OR (AgentStatus = 'RUNNING' AND BuildIds IS NULL "
+            "AND ExecutionStatus = 'Running'))"
+        )
+    if status == "RUNNING":
+        return "(AgentStatus = 'RUNNING' AND BuildIds IS NOT NULL)"
+    return f"AgentStatus = '{status}'"
+
+
 def agent_clause(agent: str) -> str:
     """``AgentName = '...'``, refusing what would end the quoted value."""
     if "'" in agent or "\\" in agent:
@@ -67,7 +82,7 @@ async def list_workflows(client: Client, query: str, *, limit: int = 100) -> lis
                 id=info.id,
                 kind="run" if info.workflow_type == RUN_TYPE else "session",
                 agent=_str(found.get("AgentName")),
-                status=_status(info.status, found.get("AgentStatus")),
+                status=_status(info.status, found.get("AgentStatus"), found.get("BuildIds")),
                 turns=_int(found.get("AgentTurns")),
                 tokens=_int(found.get("AgentTokens")),
                 cost_usd=_float(found.get("AgentCostUsd")),
@@ -81,10 +96,15 @@ _ENDED_AS = {"CANCELLED", "FAILED"}
 """How a run can end while its workflow completes (stopped; failed as an answer)."""
 
 
-def _status(closed_as: WorkflowExecutionStatus | None, agent_status: object) -> str:
-    """``AgentStatus`` while the workflow is open; then how it closed, except that a
-    run stopped or failed inside a workflow that completed says so (not COMPLETED)."""
+def _status(
+    closed_as: WorkflowExecutionStatus | None, agent_status: object, build_ids: object
+) -> str:
+    """``AgentStatus`` while the workflow is open (PENDING for a run no worker has
+    taken yet: see ``status_clause``); then how it closed, except that a run stopped
+    or failed inside a workflow that completed says so (not COMPLETED)."""
     if closed_as is None or closed_as == WorkflowExecutionStatus.RUNNING:
+        if str(agent_status or "RUNNING") == "RUNNING" and not build_ids:
+            return "PENDING"
         return str(agent_status or "RUNNING")
     if closed_as == WorkflowExecutionStatus.COMPLETED and str(agent_status) in _ENDED_AS:
         return str(agent_status)

@@ -13,7 +13,13 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from ratchet.agents._pending import Decision, PendingView
 from ratchet.agents._state import AgentStatus, ThreadData
 from ratchet.client import AgentClient, RunHandle, SessionHandle
-from ratchet.client._listing import WorkflowSummary, agent_clause, list_workflows, type_clause
+from ratchet.client._listing import (
+    WorkflowSummary,
+    agent_clause,
+    list_workflows,
+    status_clause,
+    type_clause,
+)
 from ratchet.client._turn_records import TurnRecord
 from ratchet.errors import AgentNotFoundError, EventsExpiredError, InvalidInputError
 from ratchet.wire._session_data import SessionStatus
@@ -102,7 +108,7 @@ async def list_sessions(
     if status_ is not None:
         if status_.upper() not in STATUSES:
             raise InvalidInputError(f"status must be one of {', '.join(STATUSES)}.")
-        clauses.append(f"AgentStatus = '{status_.upper()}'")
+        clauses.append(status_clause(status_.upper()))
     if agent is not None:
         clauses.append(agent_clause(agent))
     if min_tokens is not None:

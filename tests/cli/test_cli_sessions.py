@@ -466,13 +466,15 @@ async def test_a_decision_and_a_chat_message_say_when_no_worker_takes_them(
 
 def test_a_listed_run_that_was_stopped_or_failed_inside_a_completed_workflow_says_so():
     running, completed = WorkflowExecutionStatus.RUNNING, WorkflowExecutionStatus.COMPLETED
-    assert _status(running, "AWAITING_APPROVAL") == "AWAITING_APPROVAL"
-    assert _status(None, None) == "RUNNING"
-    assert _status(completed, "CANCELLED") == "CANCELLED"  # stopped: was COMPLETED
-    assert _status(completed, "FAILED") == "FAILED"
-    assert _status(completed, "COMPLETED") == "COMPLETED"
-    assert _status(completed, None) == "COMPLETED"
-    assert _status(WorkflowExecutionStatus.TERMINATED, "RUNNING") == "TERMINATED"
+    taken = ["unversioned:0a1b2c"]  # BuildIds: a worker completed a workflow task
+    assert _status(running, "AWAITING_APPROVAL", taken) == "AWAITING_APPROVAL"
+    assert _status(None, None, taken) == "RUNNING"
+    assert _status(running, "RUNNING", None) == "PENDING"  # no worker has taken it yet
+    assert _status(completed, "CANCELLED", taken) == "CANCELLED"  # stopped: was COMPLETED
+    assert _status(completed, "FAILED", taken) == "FAILED"
+    assert _status(completed, "COMPLETED", taken) == "COMPLETED"
+    assert _status(completed, None, taken) == "COMPLETED"
+    assert _status(WorkflowExecutionStatus.TERMINATED, "RUNNING", None) == "TERMINATED"
 
 
 async def test_chat_exits_1_when_a_message_fails_and_refuses_a_closed_session(
