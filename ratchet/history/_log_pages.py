@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from temporalio.client import Client, WorkflowQueryFailedError
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet.agents._messages import Message
 from ratchet.agents._state import ThreadBase
@@ -113,6 +113,16 @@ async def fetch_range(
     return messages, before_id
 
 
+DEFINITE = frozenset({
+    RPCStatusCode.NOT_FOUND,
+    RPCStatusCode.INVALID_ARGUMENT,
+    RPCStatusCode.PERMISSION_DENIED,
+    RPCStatusCode.UNAUTHENTICATED,
+    RPCStatusCode.UNIMPLEMENTED,
+})  # fmt: skip
+"""A query's RPC failures that another try would meet again."""
+
+
 async def _query(
     client: Client,
     holder: Holder,
@@ -129,6 +139,11 @@ async def _query(
     try:
         page = await handle.query(THREAD_QUERY, request, result_type=ThreadPage)
     except (WorkflowQueryFailedError, RPCError) as e:
+        if isinstance(e, RPCError) and e.status not in DEFINITE:
+            # The worker answering it was killed ("context canceled"), the query timed
+            # out, the server is busy: another attempt may get the page (a turn
+            # attempt fails retryably, from its checkpoint).
+            raise
         raise ThreadResolutionError(
             f"Workflow {holder.workflow_id!r} (run {holder.run_id}) could not give messages "
             f"{start}-{end} of thread {holder.thread_id!r}: {e}"
