@@ -29,6 +29,7 @@ from ratchet.agents._messages import Message, new_id
 from ratchet.agents._state import AgentSession, ThreadBase, ThreadData
 from ratchet.agents._state_export import StateExport
 from ratchet.errors import (
+    ConfigurationError,
     InvalidInputError,
     ServerUnreachableError,
 )
@@ -138,6 +139,7 @@ class AgentClient:
         if namespace:
             config["namespace"] = namespace
         config.setdefault("target_host", "localhost:7233")
+        check_address(config["target_host"])
         config.update(connect_options)
         plugin = RatchetClientPlugin(payload_storage=payload_storage, codec=codec, tracing=tracing)
         config["plugins"] = [plugin, *config.get("plugins", [])]
@@ -440,3 +442,16 @@ def _with_state(
 def _excerpt(messages: Sequence[Message], limit: int = 80) -> str:
     text = next((m.text for m in messages if m.role == "user" and m.text), messages[-1].text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+ADDRESS = re.compile(r"(?:[A-Za-z0-9_.-]+|\[[0-9A-Fa-f:.]+\]):\d{1,5}")
+
+
+def check_address(address: str) -> None:
+    """Refuse an address that is not ``HOST:PORT`` before connecting (temporalio
+    reports some as unreachable and raises on others)."""
+    if not ADDRESS.fullmatch(address) or not 0 < int(address.rpartition(":")[2]) < 65536:
+        raise ConfigurationError(
+            f"{address!r} is not a Temporal address: give HOST:PORT, e.g. localhost:7233 "
+            "or my-ns.a1b2c.tmprl.cloud:7233 (no scheme, no path)."
+        )

@@ -87,6 +87,11 @@ async def test_sessions_show_export_fork_and_decide(
         assert code == 0, err
         assert "agent: two · PENDING · 2 runs" in out and "assistant: beta: turn 4" in out
         assert f"turns of run 2 of {two.id} (COMPLETED):" in out
+        # A run of the session, as events and `ratchet watch` name it, stands for it.
+        code, by_run, err = await ratchet(
+            temporal_server, task_queue, "sessions", "show", f"{two.id}-run-2"
+        )
+        assert code == 0 and by_run == out, err
         code, out, err = await ratchet(
             temporal_server, task_queue, "sessions", "show", two.id, "--messages", "2"
         )

@@ -138,6 +138,12 @@ def test_session_options_out_of_range_fail_where_they_are_written(fields, fix):
     assert fix in str(e.value)
 
 
+@pytest.mark.parametrize("address", ["nonsense", "http://x:1:2", "localhost:99999", "host:"])
+async def test_a_malformed_address_is_refused_before_connecting(address: str):
+    with pytest.raises(ConfigurationError, match="is not a Temporal address: give HOST:PORT"):
+        await AgentClient.connect(address)
+
+
 def test_every_bad_field_is_named_at_once():
     with pytest.raises(InvalidOptionsError) as e:
         RunOptions(max_turns=0, max_attempts=-2, token_budget=0)
