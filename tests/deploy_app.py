@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 from temporalio import workflow
+from temporalio.common import VersioningBehavior
 
 from ratchet.agents import Message, RunContext, ScriptedModel, ToolCallingAgent, tool
 
@@ -60,4 +61,18 @@ class Reminder:
         self._done = True
 
 
-WORKFLOWS = [Reminder]
+@workflow.defn(name="Nightly", sandboxed=False, versioning_behavior=VersioningBehavior.AUTO_UPGRADE)
+class Nightly(Reminder):
+    """``Reminder`` on auto-upgrade: it moves to each new build, so the replay gate
+    must check it (pinned runs never replay on another build)."""
+
+    @workflow.run
+    async def run(self, text: str) -> str:
+        return await super().run(text)
+
+    @workflow.signal
+    def done(self) -> None:
+        self._done = True
+
+
+WORKFLOWS = [Reminder, Nightly]

@@ -40,8 +40,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     status.set_defaults(func=status_command)
     promote = verbs.add_parser(
         "promote",
-        help="replay the open runs against this code, then make BUILD current: new runs "
-        "start on it, sessions move to it between messages",
+        help="replay the open runs BUILD would take over against this code (run it from "
+        "BUILD's checkout or image), then make BUILD current: new runs start on it, "
+        "sessions move to it between messages",
     )
     promote.add_argument("build", help="the build id, as its workers' --build-id")
     add_deployment_argument(promote)
@@ -52,6 +53,11 @@ def register(commands: argparse._SubParsersAction) -> None:
         metavar="PERCENT",
         help="send only this share of new runs and sessions to BUILD (0-100); promote "
         "again without --ramp to make it current",
+    )
+    promote.add_argument(
+        "--force",
+        action="store_true",
+        help="promote even if no worker of BUILD polls the task queue now",
     )
     promote.add_argument(
         "--no-wake",
@@ -117,6 +123,7 @@ async def promote_command(args: argparse.Namespace) -> int:
         query=args.query,
         ramp=args.ramp,
         wake_sessions=not args.no_wake,
+        force=args.force,
     )
     for line in result.gate.lines():
         print(line)
@@ -130,11 +137,15 @@ async def promote_command(args: argparse.Namespace) -> int:
     if args.ramp is not None:
         print(f"{args.build} of {deployment} now takes {args.ramp:g}% of new runs and sessions")
     else:
+        moving = (
+            "sessions on other builds move to it at their next message"
+            if args.no_wake
+            else f"{result.sessions_woken} open session(s) on other builds woken: idle ones "
+            "move to it now, the others after their run in progress"
+        )
         print(
             f"{args.build} is the current build of {deployment}: new runs and sessions start "
-            f"on it; {result.sessions_woken} open session(s) on other builds woken: idle ones "
-            "move to it now, the others after their run in progress; runs in flight finish "
-            "where they started (ratchet deploy status)"
+            f"on it; {moving}; runs in flight finish where they started (ratchet deploy status)"
         )
     return 0
 

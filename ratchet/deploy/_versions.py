@@ -16,8 +16,14 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from temporalio.api.enums.v1 import RoutingConfigUpdateState, WorkerDeploymentVersionStatus
+from temporalio.api.enums.v1 import (
+    RoutingConfigUpdateState,
+    TaskQueueType,
+    WorkerDeploymentVersionStatus,
+)
+from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import (
+    DescribeTaskQueueRequest,
     DescribeWorkerDeploymentRequest,
     SetWorkerDeploymentCurrentVersionRequest,
     SetWorkerDeploymentRampingVersionRequest,
@@ -35,6 +41,12 @@ ROUTING_WAIT = 30.0
 """How long ``promote`` waits for the new routing to reach the task queues before it
 wakes the idle sessions (a session woken earlier would not see the change)."""
 IDENTITY = "ratchet deploy"
+POLLED_WITHIN = 75.0
+"""Seconds since a live worker last polled: an idle one polls again within about 60
+(so a worker stopped less than this ago still counts)."""
+TAKEN_OVER = (
+    '(TemporalWorkflowVersioningBehavior IS NULL OR TemporalWorkflowVersioningBehavior != "Pinned")'
+)
 REGISTER_WAIT = 10.0
 
 
@@ -118,23 +130,60 @@ async def promote(
     query: str | None = None,
     ramp: float | None = None,
     wake_sessions: bool = True,
+    force: bool = False,
 ) -> PromoteResult:
-    """Run the replay gate (``replay_open`` with ``workflows`` and ``query``); if every
-    open run replays, make ``build_id`` the current build of ``deployment`` (or, with
-    ``ramp``, send that percentage of new runs to it), then wake the idle sessions
-    on other builds so they move to it now."""
+    """Run the replay gate (``replay_open`` with ``workflows`` and ``query``) on the
+    open runs the build would take over (the unpinned ones); if they all replay, make
+    ``build_id`` the current build of ``deployment`` (or, with ``ramp``, send that
+    percentage of new runs to it), then wake the sessions on other builds so they
+    move to it. Run it from the new build's code: the gate replays against the code
+    it runs in. Refuses a build that no worker polls on the client's task queue
+    (``force`` skips that check)."""
     if ramp is not None and not 0 <= ramp <= 100:
-        raise InvalidInputError(f"ramp={ramp}: give a percentage from 0 to 100.")
-    gate = await replay_open(client, query=query, workflows=workflows)
+        raise InvalidInputError(f"ramp={ramp:g}: give a percentage from 0 to 100.")
+    temporal = _temporal(client)
+    if isinstance(client, AgentClient) and not force:
+        await _check_polled(temporal, client.task_queue, deployment, build_id)
+    # Pinned runs never run on another build: the gate replays the runs the new build
+    # would take over (auto-upgrade ones, and runs started before versioning).
+    unpinned = f"{TAKEN_OVER}{f' AND ({query})' if query else ''}"
+    gate = await replay_open(client, query=unpinned, workflows=workflows)
     if not gate.ok:
         return PromoteResult(gate=gate, promoted=False)
-    temporal = _temporal(client)
     await _route(temporal, deployment, build_id, ramp)
     woken = 0
     if wake_sessions and ramp is None:
         await _routing_settled(temporal, deployment)
         woken = await _wake_sessions(temporal, deployment, build_id)
     return PromoteResult(gate=gate, promoted=True, sessions_woken=woken)
+
+
+async def _check_polled(temporal: Client, task_queue: str, deployment: str, build: str) -> None:
+    """Refuse a build no live worker serves: new runs and moving sessions would wait.
+    A worker that just started may not have polled yet: asked for ``REGISTER_WAIT``."""
+    request = DescribeTaskQueueRequest(
+        namespace=temporal.namespace,
+        task_queue=TaskQueue(name=task_queue),
+        task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+    )
+    deadline = time.monotonic() + REGISTER_WAIT
+    while True:
+        answer = await temporal.workflow_service.describe_task_queue(request)
+        now = time.time()
+        for poller in answer.pollers:
+            options = poller.deployment_options
+            recent = now - poller.last_access_time.ToSeconds() <= POLLED_WITHIN
+            if (options.deployment_name, options.build_id) == (deployment, build) and recent:
+                return
+        if time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.5)
+    raise InvalidInputError(
+        f"No worker of build {build!r} of {deployment!r} has polled task queue "
+        f"{task_queue!r} in the last {POLLED_WITHIN:g} s: new runs and sessions would "
+        f"wait for one. Start it first (ratchet worker --deployment {deployment} "
+        f"--build-id {build} --task-queue {task_queue}), or pass --force."
+    )
 
 
 async def _route(temporal: Client, deployment: str, build_id: str, ramp: float | None) -> None:
@@ -220,9 +269,11 @@ async def _describe(temporal: Client, deployment: str):
 
 
 def _refused(error: RPCError, deployment: str, build_id: str) -> InvalidInputError:
+    hint = ""
+    if error.status == RPCStatusCode.NOT_FOUND:
+        hint = f" (is a worker with --deployment {deployment} --build-id {build_id} running?)"
     return InvalidInputError(
-        f"Temporal did not make {build_id!r} current in {deployment!r}: {error.message} "
-        f"(is a worker with --deployment {deployment} --build-id {build_id} running?)"
+        f"Temporal did not route to {build_id!r} in {deployment!r}: {error.message}{hint}"
     )
 
 

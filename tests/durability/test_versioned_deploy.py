@@ -25,7 +25,7 @@ from ratchet.devserver import DevServer
 from ratchet.testing import WorkerProcess
 
 from ..conftest import ROOT
-from ..deploy_app import Reminder
+from ..deploy_app import Nightly, Reminder
 from ..history import until
 
 pytestmark = pytest.mark.slow
@@ -77,8 +77,10 @@ def ratchet(server: DevServer, *args: str, **env: str) -> subprocess.CompletedPr
     )
 
 
-def promote(server: DevServer, build: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return ratchet(server, "deploy", "promote", build, "--task-queue", QUEUE, *APP, **env)
+def promote(
+    server: DevServer, build: str, *args: str, **env: str
+) -> subprocess.CompletedProcess[str]:
+    return ratchet(server, "deploy", "promote", build, "--task-queue", QUEUE, *APP, *args, **env)
 
 
 async def build_of(client: AgentClient, workflow_id: str) -> str:
@@ -148,14 +150,17 @@ async def test_sessions_move_to_a_new_build_between_messages_and_runs_finish_whe
     assert old.wait_exit() == 0
     assert "worker stopped" in old.output
 
-    # A build whose workflow changed without workflow.patched is refused.
-    await client.temporal.start_workflow(
-        Reminder.run, "call the bank", id="reminder-2", task_queue=QUEUE
-    )
-    await until(lambda: build_of(client, "reminder-2"), lambda build: build == "v2")
-    refused = promote(server, "v3", REMINDER_CHANGED="1")
-    assert refused.returncode == 1
-    assert "reminder-2" in refused.stdout and "Reminder" in refused.stdout
+    # A build whose workflow changed without workflow.patched is refused if a run it
+    # would take over (auto-upgrade) cannot replay; pinned runs stay where they are.
+    for kind, workflow_id in ((Reminder, "reminder-2"), (Nightly, "nightly-1")):
+        await client.temporal.start_workflow(
+            kind.run, "call the bank", id=workflow_id, task_queue=QUEUE
+        )
+        await until(lambda id=workflow_id: build_of(client, id), lambda build: build == "v2")
+    refused = promote(server, "v3", "--force", REMINDER_CHANGED="1")  # no v3 worker yet
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "nightly-1" in refused.stdout and "Nightly" in refused.stdout
+    assert "reminder-2" not in refused.stdout  # pinned to v2: never replays on v3
     assert "not promoted" in refused.stderr
     assert (await deployment_status(client, DEPLOYMENT)).current == "v2"
     new.stop()
