@@ -97,6 +97,12 @@ async def replay_command(args: argparse.Namespace) -> int:
         report = await replay_open(client, query=args.query, limit=args.limit, workflows=workflows)
     for line in report.lines():
         print(line)
+    if not args.files and args.query and not report.replayed and report.ok:
+        print(
+            f"warning: no open run matched --query {args.query!r}; workflow types are "
+            "Temporal's names (AgentRunWorkflow, AgentSession, ScheduledSend, yours).",
+            file=sys.stderr,
+        )
     return 0 if report.ok else 1
 
 
@@ -162,7 +168,7 @@ def _deployment(args: argparse.Namespace) -> str:
 def _workflows(args: argparse.Namespace) -> list[type]:
     from ratchet.worker import load_workflows
 
-    return load_workflows(args.workflows) if args.workflows else []
+    return [w for spec in args.workflows or [] for w in load_workflows(spec)]
 
 
 def _history_files(paths: list[Path]) -> list[Path]:

@@ -66,8 +66,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     ):
         parser = verbs.add_parser(verb, help=text)
         parser.add_argument("id")
-        if verb == "pause":
-            parser.add_argument("--note", default="paused with ratchet schedules pause")
+        if verb in ("pause", "unpause"):
+            parser.add_argument("--note", default=f"{verb}d with ratchet schedules {verb}")
         parser.set_defaults(func=act_command)
     for parser in [
         create,
@@ -79,6 +79,8 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 async def create_command(args: argparse.Namespace) -> int:
     from temporalio.client import ScheduleOverlapPolicy
+
+    from ratchet.client._schedules import span
 
     client = await connect(args)
     await client.schedule(
@@ -95,7 +97,7 @@ async def create_command(args: argparse.Namespace) -> int:
         note=args.note,
     )
     does = f"a run of {args.agent}" if args.agent else f"a message to session {args.session}"
-    when = ", ".join(args.cron) if args.cron else f"every {args.every}"
+    when = ", ".join(args.cron) if args.cron else f"every {span(args.every)}"
     state = " (paused)" if args.paused else ""
     print(f'schedule {args.id}: {does}, {when}{state}; its runs: TemporalScheduledById="{args.id}"')
     return 0
@@ -130,7 +132,7 @@ async def act_command(args: argparse.Namespace) -> int:
         if args.verb == "pause":
             await handle.pause(note=args.note)
         elif args.verb == "unpause":
-            await handle.unpause()
+            await handle.unpause(note=args.note)
         elif args.verb == "trigger":
             await handle.trigger()
         else:

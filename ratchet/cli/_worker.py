@@ -80,7 +80,9 @@ def add_workflows_argument(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument(
         "--workflows",
         metavar="MODULE:ATTR",
-        help=f"{what}: a list of @workflow.defn classes, e.g. myapp.workflows:WORKFLOWS",
+        action="append",
+        help=f"{what}: a @workflow.defn class or a list of them, e.g. "
+        "myapp.workflows:WORKFLOWS (repeatable)",
     )
 
 
@@ -147,7 +149,7 @@ def run_worker(args: argparse.Namespace) -> int:
     try:
         deployment = versioned(args.deployment, args.build_id) if args.deployment else None
         agents = load_agents(spec)
-        workflows = load_workflows(args.workflows) if args.workflows else []
+        workflows = [w for spec in args.workflows or [] for w in load_workflows(spec)]
         asyncio.run(
             serve(
                 agents,

@@ -115,7 +115,7 @@ async def create_schedule(
                 "agent": agent,
                 "session": session,
                 "prompt": _excerpt(prompt),
-                "when": ", ".join(crons) if crons else f"every {every}",
+                "when": ", ".join(crons) if crons else f"every {span(every)}",
             },
         )
     except ScheduleAlreadyRunningError:
@@ -151,13 +151,16 @@ def _check(
             "one of the two."
         )
     if every is not None and every < timedelta(seconds=1):
-        raise InvalidInputError(f"every={every!r}: a schedule fires at most once a second.")
+        raise InvalidInputError(
+            f"every (--every) is {span(every)}: a schedule fires at most once a second."
+        )
     if catchup_window < timedelta(seconds=10):
         raise InvalidInputError(
-            f"catchup_window={catchup_window!r}: Temporal needs at least 10 seconds."
+            f"catchup_window (--catchup) is {span(catchup_window)}: Temporal needs at "
+            "least 10 seconds."
         )
     if jitter is not None and jitter < timedelta(0):
-        raise InvalidInputError(f"jitter={jitter!r} is negative.")
+        raise InvalidInputError(f"jitter (--jitter) is negative: {span(jitter)}.")
 
 
 async def _open_session_agent(client: AgentClient, session: str) -> str:
@@ -174,6 +177,22 @@ async def _open_session_agent(client: AgentClient, session: str) -> str:
         )
     agents = description.typed_search_attributes.get(AGENT_NAME)
     return agents or "?"
+
+
+def span(duration: timedelta | None) -> str:
+    """A duration as a person writes it: 90s, 15m, 1h, 1d (or 1h30m)."""
+    if duration is None:
+        return "none"
+    left, parts = duration.total_seconds(), []
+    if left < 0:
+        return "-" + span(-duration)
+    for unit, seconds in (("d", 86400), ("h", 3600), ("m", 60)):
+        if left >= seconds:
+            parts.append(f"{int(left // seconds)}{unit}")
+            left %= seconds
+    if left or not parts:
+        parts.append(f"{left:g}s")
+    return "".join(parts)
 
 
 def _text(prompt: str) -> str:

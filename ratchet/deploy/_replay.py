@@ -24,6 +24,7 @@ from temporalio.converter import DataConverter
 from temporalio.worker import Replayer
 
 from ratchet.client import AgentClient
+from ratchet.errors import InvalidInputError
 from ratchet.evals._batch_workflow import RerunBatchWorkflow
 from ratchet.plugin import WORKFLOWS, ratchet_converter
 from ratchet.worker import workflow_runner
@@ -31,6 +32,7 @@ from ratchet.worker import workflow_runner
 RATCHET_WORKFLOWS: tuple[type, ...] = (*WORKFLOWS, RerunBatchWorkflow)
 """The workflows a ``ratchet worker`` runs: ``RatchetPlugin``'s and the rerun batch."""
 DEFAULT_LIMIT = 1000
+NOT_GIVEN = "not replayed"
 ERROR_CHARS = 2000
 
 
@@ -56,14 +58,19 @@ class ReplayReport:
         return not self.mismatches
 
     def lines(self) -> list[str]:
-        """What ``ratchet replay`` prints: one line per mismatch, then the count."""
+        """What ``ratchet replay`` prints: one line per mismatch, then the counts."""
         out = [
             f"{m.workflow_id} (run {m.run_id}, {m.workflow_type}): {m.error}"
             for m in self.mismatches
         ]
+        skipped = sum(1 for m in self.mismatches if m.error.startswith(NOT_GIVEN))
+        failed = len(self.mismatches) - skipped
         ran = f"{self.replayed} histor" + ("y" if self.replayed == 1 else "ies")
-        verdict = "all replay" if self.ok else f"{len(self.mismatches)} do not replay"
-        return [*out, f"{ran} replayed against this code: {verdict}"]
+        verdict = "all replay" if not failed else f"{failed} do not replay"
+        summary = f"{ran} replayed against this code: {verdict}"
+        if skipped:
+            summary += f"; {skipped} not replayed (their workflows were not given)"
+        return [*out, summary]
 
 
 async def replay_open(
@@ -122,8 +129,8 @@ async def replay(
             replayable.append(history)
         else:
             error = (
-                f"not replayed: no workflow of type {kind!r} was given (ratchet replay "
-                "--workflows module:ATTR, or narrow --query to leave it out)"
+                f"{NOT_GIVEN}: no workflow of type {kind!r} was given (pass your workflows: "
+                "ratchet replay --workflows module:ATTR)"
             )
             mismatches.append(Mismatch(history.workflow_id, _run_id(history), kind, error))
     async with replayer.workflow_replay_iterator(_iterate(replayable)) as results:
@@ -138,8 +145,15 @@ async def replay(
 
 def load_history(path: Path) -> WorkflowHistory:
     """A history saved as JSON (the Temporal UI's or ``temporal workflow show
-    --output json``'s download, or ``tests/record_histories.py``'s)."""
-    return WorkflowHistory.from_json(path.stem, json.loads(path.read_text()))
+    --output json``'s download, or ``tests/record_histories.py``'s), named by its
+    path (its workflow id is not in it)."""
+    try:
+        return WorkflowHistory.from_json(str(path), json.loads(path.read_text()))
+    except (ValueError, TypeError, KeyError) as e:  # not JSON, or not a history's
+        raise InvalidInputError(
+            f"{path} is not a Temporal history in JSON ({e}); save one with "
+            "temporal workflow show --workflow-id ID --output json."
+        ) from None
 
 
 async def _each(

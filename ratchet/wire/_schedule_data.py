@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-SCHEDULE_PAUSED_NOTE = "paused by Ratchet: session {session} is closed"
+SCHEDULE_PAUSED_NOTE = "Ratchet: session {session} is closed; delete this schedule"
 
 
 class ScheduledMessage(BaseModel):

@@ -191,14 +191,15 @@ def load_workflows(spec: str) -> list[type]:
         value = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as e:
         raise ConfigurationError(f"Cannot load workflows from {spec!r}: {e}") from e
-    workflows = [value] if isinstance(value, type) else list(value)
-    not_workflows = [w for w in workflows if not hasattr(w, "__temporal_workflow_definition")]
-    if not workflows or not_workflows:
+    # A string is refused whole below, not iterated character by character.
+    found: list[Any] = [value] if isinstance(value, type | str | bytes) else list(value)
+    not_workflows = [w for w in found if not hasattr(w, "__temporal_workflow_definition")]
+    if not found or not_workflows:
         raise ConfigurationError(
             f"{spec!r} must be a workflow class or a list of them (each with @workflow.defn)"
             + (f"; not one: {not_workflows[0]!r}" if not_workflows else "")
         )
-    return workflows
+    return found
 
 
 async def serve(

@@ -74,12 +74,18 @@ def test_replay_of_saved_histories_passes_and_names_what_it_cannot_replay(
     fan_out = str(HISTORIES / "fan_out.json")
     code, out, _ = ratchet(capsys, "replay", fan_out)
     assert code == 1 and "not replayed: no workflow of type 'FanOut' was given" in out
+    assert out.splitlines()[-1] == (
+        "0 histories replayed against this code: all replay; 1 not replayed (their "
+        "workflows were not given)"
+    )
     given = ratchet(
         capsys, "replay", fan_out, "--workflows", "ratchet.examples.orchestration:FanOut"
     )
     assert given[0] == 0, given
     code, _, err = ratchet(capsys, "replay", str(HISTORIES / "nope.json"))
     assert code == 1 and "no such file" in err
+    code, _, err = ratchet(capsys, "replay", str(HISTORIES / "release-0.1.0" / "README.md"))
+    assert code == 1 and "is not a Temporal history in JSON" in err
 
 
 def test_a_versioned_worker_needs_both_its_deployment_and_its_build(

@@ -181,7 +181,10 @@ async def test_a_message_scheduled_to_a_closed_session_pauses_its_schedule(
         state = (await handle.describe()).schedule.state
         await handle.delete()
     assert firing.status == WorkflowExecutionStatus.FAILED
-    assert state.paused and state.note == f"paused by Ratchet: session {session.id} is closed"
+    assert (
+        state.paused
+        and state.note == f"Ratchet: session {session.id} is closed; delete this schedule"
+    )
 
 
 async def test_a_schedule_is_refused_before_it_is_made_when_it_cannot_work(
