@@ -13,8 +13,7 @@ import asyncio
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterator
 
 import pytest
 from temporalio.common import SearchAttributeKey
@@ -53,10 +52,22 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
     server.stop()
 
 
-def worker(server: DevServer, build: str) -> WorkerProcess:
-    env = {"PYTHONPATH": str(ROOT), "RATCHET_BUILD_ID": build, "RATCHET_DEPLOYMENT": DEPLOYMENT}
-    process = WorkerProcess(server, QUEUE, "tests.deploy_app:AGENTS", *APP, env=env, cwd=ROOT)
-    return process.wait_ready()
+@pytest.fixture
+def worker(server: DevServer) -> Iterator[Callable[[str], WorkerProcess]]:
+    """Starts a worker process serving ``build``; each is stopped after the test,
+    whether it passed or not."""
+    started: list[WorkerProcess] = []
+
+    def start(build: str) -> WorkerProcess:
+        env = {"PYTHONPATH": str(ROOT), "RATCHET_BUILD_ID": build, "RATCHET_DEPLOYMENT": DEPLOYMENT}
+        process = WorkerProcess(server, QUEUE, "tests.deploy_app:AGENTS", *APP, env=env, cwd=ROOT)
+        started.append(process)
+        return process.wait_ready()
+
+    yield start
+    for process in started:
+        if process.process.poll() is None:
+            process.kill()
 
 
 def ratchet(server: DevServer, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -90,10 +101,10 @@ async def build_of(client: AgentClient, workflow_id: str) -> str:
 
 
 async def test_sessions_move_to_a_new_build_between_messages_and_runs_finish_where_they_started(
-    server: DevServer, tmp_path: Path
+    server: DevServer, worker: Callable[[str], WorkerProcess]
 ):
     client = await AgentClient.connect(server.address, task_queue=QUEUE)
-    old = worker(server, "v1")
+    old = worker("v1")
     first = promote(server, "v1")
     assert first.returncode == 0, first.stdout + first.stderr
     chat = await client.start_session("where")
@@ -107,7 +118,7 @@ async def test_sessions_move_to_a_new_build_between_messages_and_runs_finish_whe
         Reminder.run, "water the plants", id="reminder-1", task_queue=QUEUE
     )
 
-    new = worker(server, "v2")
+    worker("v2")  # stopped with the test, after v1 has drained
     # Messages sent while the session moves: each is answered once, by one build.
     racing = [asyncio.ensure_future(chat.send(f"racing {i}")) for i in range(3)]
     second = await asyncio.to_thread(promote, server, "v2")
@@ -163,4 +174,3 @@ async def test_sessions_move_to_a_new_build_between_messages_and_runs_finish_whe
     assert "reminder-2" not in refused.stdout  # pinned to v2: never replays on v3
     assert "not promoted" in refused.stderr
     assert (await deployment_status(client, DEPLOYMENT)).current == "v2"
-    new.stop()
