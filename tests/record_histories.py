@@ -45,6 +45,7 @@ from ratchet.worker import build_worker
 from .agents.test_compaction import paging_agent
 from .agents.test_openai_chat import lookup
 from .client.test_observability import weather_agent
+from .durability.test_closed_after_continue_as_new import close_on_a_fresh_worker
 from .evals.test_rerun import AGENTS as rerun_agents
 from .evals.test_rerun import recorded_session
 from .hitl_agents import Blocker, Ledger, payment_agent
@@ -66,7 +67,7 @@ async def record() -> None:
     with DevServer.start(ui=False) as server:
         recorded: Recorded = []
         parts = (_runs, _people, _clients, _watched, _sessions, _rules, _reruns, _service)
-        for part in (*parts, _scheduled, _moved):
+        for part in (*parts, _scheduled, _moved, _closed_fresh):
             queue = f"record-{part.__name__.strip('_')}"
             client = await AgentClient.connect(server.address, task_queue=queue)
             recorded += await part(client)
@@ -421,6 +422,14 @@ async def _firing(client: AgentClient, schedule_id: str, count: int):
             newest = max(found, key=lambda w: w.start_time)
             return client.temporal.get_workflow_handle(newest.id, run_id=newest.run_id)
         await asyncio.sleep(0.2)
+
+
+async def _closed_fresh(client: AgentClient) -> Recorded:
+    """A session closed in the first workflow task of a run it continued into, by a
+    worker that never ran that run (patched since 0.1.0: see ``close``)."""
+    closed = await close_on_a_fresh_worker(client)
+    name = "agent_session_closed_after_continue_as_new_on_a_fresh_worker"
+    return [(name, client.temporal.get_workflow_handle(closed))]
 
 
 async def _moved(client: AgentClient) -> Recorded:

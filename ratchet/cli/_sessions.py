@@ -352,6 +352,11 @@ async def show(session: SessionHandle, last: int) -> int:
         print(f"cost: ${status.cost_usd:.4f}")
     if status.current_run:
         print(f"run in progress: {status.current_run}")
+    if status.status == "CLOSED":
+        # Read from its history: a closed session waits for nobody, and no worker
+        # is asked to replay it for its last run's turns.
+        print_last(await session.thread(last=last), last)
+        return 0
     print_pending(await session.pending())
     if status.runs:
         from ratchet.agents._state import ExecutionState

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from temporalio.client import (
+    WorkflowExecutionStatus,
     WorkflowHandle,
     WorkflowUpdateFailedError,
     WorkflowUpdateStage,
@@ -287,7 +288,13 @@ class SessionHandle(AgentHandle):
         raise AssertionError("unreachable")
 
     async def status(self) -> SessionStatus:
+        """The session's status: asked of its open run, or read from its closed run's
+        result (no worker replays a closed session to answer)."""
         with translated("session", self.id):
+            described = await self._handle.describe()
+            if described.status == WorkflowExecutionStatus.COMPLETED:
+                status: SessionStatus = await self._handle.result()
+                return status.model_copy(update={"log": None})
             return await self._handle.query(AgentSessionWorkflow.status)
 
     async def thread(

@@ -59,6 +59,11 @@ with workflow.unsafe.imports_passed_through():
     from ._thread_query import log_info
 
 
+CLOSE_SHOWN_AT_ONCE = "ratchet-close-shown-at-once"
+"""The patch (since 0.1.0) under which ``close`` indexes the session's close itself,
+so its commands do not depend on the activation's job order (a close in a
+continued run's first workflow task on a worker without it cached wrote a history
+its own code did not replay)."""
 STOP_WAIT = timedelta(seconds=10)
 """Longest a ``stop`` Update waits for the run to end before it answers (a durable
 tool already running finishes first)."""
@@ -238,6 +243,11 @@ class AgentSessionWorkflow(AgentHandlers):
         sends = self._sends
         self._totals.updates_this_workflow_run += 1
         sends.closed = True
+        if workflow.patched(CLOSE_SHOWN_AT_ONCE):
+            # Index the close here, before this handler can complete: left to the main
+            # loop, the upsert went before or after the Update's completion by the
+            # activation's job order, which a replay need not repeat.
+            self._show()
         await workflow.wait_condition(lambda: sends.idle or sends.ending)
         return self.status()
 

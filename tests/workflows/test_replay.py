@@ -70,6 +70,7 @@ def test_histories_are_recorded():
         "agent_session_forked",
         "agent_session_forked_from_a_run",
         "agent_session_moved_to_a_new_build",
+        "agent_session_closed_after_continue_as_new_on_a_fresh_worker",
         "scheduled_send_delivered",
         "scheduled_send_to_a_closed_session",
         "research_and_review",
