@@ -42,6 +42,8 @@ configuration change fixes, and failures of a run, which happen at run time::
         ├── ResultExpiredError      a send that ran, whose result the session no longer holds
         ├── StaleAttemptError       a turn attempt the server has replaced (in the worker)
         ├── ThreadResolutionError   a worker could not obtain the thread a turn names
+        │   └── HistoryGoneError    a closed workflow run that held part of a thread is
+        │                           gone (Temporal's retention deleted it, or a person)
         ├── ToolError               a tool's failure the model should read, never retried
         └── RunFailedError          raised by the client: the run's workflow failed
 
@@ -174,6 +176,24 @@ class StaleAttemptError(RunError):
 
 class ThreadResolutionError(RunError):
     """A worker could not obtain the thread version a turn refers to."""
+
+
+class HistoryGoneError(ThreadResolutionError):
+    """Workflow run ``run_id`` of ``workflow_id``, which held log positions ``start``
+    to ``end`` of a thread, is gone: Temporal deleted its history (the namespace's
+    retention passed, or someone deleted it). Readers name the gap
+    (``ThreadData.gaps``) and go on with what remains."""
+
+    def __init__(self, workflow_id: str, run_id: str | None, start: int, end: int) -> None:
+        super().__init__(
+            f"Messages {start}-{end - 1} of this thread were held by workflow "
+            f"{workflow_id!r} (run {run_id}), whose history Temporal no longer has (the "
+            "namespace's retention passed, or it was deleted)."
+        )
+        self.workflow_id = workflow_id
+        self.run_id = run_id
+        self.start = start
+        self.end = end
 
 
 class ModelError(RunError):

@@ -39,6 +39,7 @@ from temporalio.plugin import SimplePlugin
 from temporalio.worker import WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from ratchet.activities._anchor_copies import AnchorCopies
 from ratchet.activities._delivery import deliver_scheduled_message
 from ratchet.activities._event_publisher import DEFAULT_BATCH_INTERVAL
 from ratchet.activities._log_cache import ThreadCache
@@ -205,8 +206,10 @@ class RatchetPlugin(SimplePlugin):
         state_cache: StateCache | None = None,
         live_events: timedelta | None = DEFAULT_BATCH_INTERVAL,
         tool_interceptors: Mapping[str, InterceptorFactory] | None = None,
+        horizon: timedelta | None = None,
     ) -> None:
         check_agents(agents)
+        self._anchoring = AnchorCopies(horizon)
         self.agents = agents
         self.max_concurrent_turns = max_concurrent_turns
         self._task_queue = task_queue
@@ -263,6 +266,8 @@ class RatchetPlugin(SimplePlugin):
             turns.run_turn,
             turns.run_tool,
             deliver_scheduled_message,
+            self._anchoring.copy,
+            self._anchoring.horizon,
             *config.get("activities", []),
         ]
         if self.max_concurrent_turns is not None:

@@ -83,6 +83,7 @@ async def _page_in(
             page_bytes=cache.page_bytes,
             stats=cache.stats,
             segments=segments,
+            gaps=[],  # what is gone reads as placeholders: the turn goes on with the rest
         )
         if start and before_id and not log.confirm(start - 1, id_tag(before_id)):
             return None

@@ -109,6 +109,21 @@ class ThreadBase(SparseModel):
     thread_id: str | None = None
     """The thread the base messages belong to, when it is not this one (a fork
     shares its source's messages up to the fork point)."""
+    anchor: int | None = None
+    """Set when run ``run_id`` re-anchored the thread: it copied these messages into
+    its own history (its ``anchor``-th copy), so no older run is needed to read
+    them (``ratchet.history._anchors``)."""
+
+
+class Gap(SparseModel):
+    """Log positions ``start`` to ``end`` (not included) whose messages are gone:
+    the closed workflow run that held them was deleted (the namespace's retention
+    passed before the thread was re-anchored, or someone deleted it)."""
+
+    start: int
+    end: int
+    workflow_id: str
+    run_id: str | None = None
 
 
 class PromptSize(SparseModel):
@@ -164,6 +179,9 @@ class ThreadData(BaseModel):
     prompt: PromptSize | None = None
     """The last prompt a turn sent over this thread, as the model counted it: where
     the next turn's count starts (``ratchet.agents._fit_window``)."""
+    gaps: list[Gap] = Field(default_factory=list[Gap])
+    """Set by readers only: the positions whose messages are gone (each such
+    position holds a placeholder that says so, ``gap_note``)."""
 
     @property
     def offset(self) -> int:

@@ -17,7 +17,7 @@ from typing import Any
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from ratchet.agents._messages import Message
-from ratchet.agents._state import ThreadBase, ThreadData
+from ratchet.agents._state import Gap, ThreadBase, ThreadData
 from ratchet.errors import InvalidInputError
 from ratchet.history._log_pages import Holder, fetch_range
 from ratchet.history._log_segments import SegmentCache, closed_segment
@@ -55,7 +55,8 @@ async def read_thread(
     log = await _where(client, handle, segments)
     info = log.info
     start, end = _part(info.length, after, last, limit)
-    messages, before_id = await log.read(client, start, end, segments)
+    gaps: list[Gap] = []
+    messages, before_id = await log.read(client, start, end, segments, gaps)
     base = ThreadBase(workflow_id=handle.id, version=start, last_id=before_id) if start else None
     return ThreadData(
         id=info.thread_id,
@@ -64,6 +65,7 @@ async def read_thread(
         messages=messages,
         view=info.view,
         base=base,
+        gaps=gaps,
     )
 
 
@@ -85,7 +87,7 @@ async def iter_messages(
     position, _ = _part(length, after, None, None)
     while position < length:
         end = min(length, position + page)
-        messages, _ = await log.read(client, position, end, segments)
+        messages, _ = await log.read(client, position, end, segments, [])
         for message in messages:
             yield message
         position = end
@@ -113,7 +115,12 @@ class _Log:
     run, which answers queries and names the runs before it."""
 
     async def read(
-        self, client: Client, start: int, end: int, segments: SegmentCache | None
+        self,
+        client: Client,
+        start: int,
+        end: int,
+        segments: SegmentCache | None,
+        gaps: list[Gap] | None = None,
     ) -> tuple[list[Message], str | None]:
         """Messages ``start`` to ``end``, and the id of message ``start - 1``. Those
         all before the latest run's own are read from the runs before it, without
@@ -123,7 +130,7 @@ class _Log:
         if self.run_id is None and base is not None and end <= base.version:
             holder = Holder.of_base(base, self.info.thread_id)
         return await fetch_range(
-            client, holder, start, end, page_bytes=PAGE_BYTES, segments=segments
+            client, holder, start, end, page_bytes=PAGE_BYTES, segments=segments, gaps=gaps
         )
 
 

@@ -18,11 +18,11 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryRequest
 from temporalio.client import Client
 from temporalio.converter import DataConverter
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet.agents._messages import Message
-from ratchet.agents._state import ThreadBase
-from ratchet.errors import ThreadResolutionError
+from ratchet.agents._state import Gap, ThreadBase
+from ratchet.errors import HistoryGoneError, ThreadResolutionError
 from ratchet.wire._names import SESSION_WORKFLOW, TOOL_ACTIVITY, TURN_ACTIVITY
 from ratchet.wire._session_data import (
     KEY_CHARS,
@@ -59,6 +59,9 @@ class Segment:
     messages: list[Message]
     base: ThreadBase | None
     """The run that holds the messages before ``start``."""
+    gaps: tuple[Gap, ...] = ()
+    """Positions of ``messages`` that are placeholders for messages gone (an anchor
+    copied them so)."""
 
     @property
     def end(self) -> int:
@@ -98,6 +101,8 @@ async def run_history(
                 return events
             request.next_page_token = response.next_page_token
     except RPCError as e:
+        if e.status == RPCStatusCode.NOT_FOUND:
+            raise HistoryGoneError(workflow_id, run_id, 0, 0) from e
         raise ThreadResolutionError(
             f"Could not read the history of workflow {workflow_id!r} (run {run_id}): {e}"
         ) from e
@@ -153,6 +158,8 @@ async def _assemble(
         return None
     if ids_digest(messages) != index.digest:
         return None
+    # A run that re-anchored the thread ended on another base than it started with.
+    base = index.base or base
     return Segment(info=index.info, start=index.start, messages=messages, base=base)
 
 

@@ -13,11 +13,11 @@ import asyncio
 from collections import OrderedDict
 
 from temporalio.client import Client, WorkflowExecutionStatus
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet.agents._messages import approximate_size
 from ratchet.agents._state import ThreadBase
-from ratchet.errors import ThreadResolutionError
+from ratchet.errors import HistoryGoneError, ThreadResolutionError
 from ratchet.wire._names import SESSION_WORKFLOW
 
 from ._log_events import Segment, run_history, segment_of, started_input
@@ -99,6 +99,8 @@ async def _closed_session_run(client: Client, workflow_id: str, run_id: str) -> 
     try:
         described = await client.get_workflow_handle(workflow_id, run_id=run_id).describe()
     except RPCError as e:
+        if e.status == RPCStatusCode.NOT_FOUND:
+            raise HistoryGoneError(workflow_id, run_id, 0, 0) from e
         raise ThreadResolutionError(
             f"Could not describe workflow {workflow_id!r} (run {run_id}): {e}"
         ) from e
@@ -125,20 +127,21 @@ async def read_ahead(
 
     async def read(workflow_id: str, run_id: str, continued: bool) -> Segment | None:
         async with slots:
-            return await closed_segment(client, workflow_id, run_id, cache, continued=continued)
+            try:
+                return await closed_segment(client, workflow_id, run_id, cache, continued=continued)
+            except HistoryGoneError:
+                return None  # the reading names the gap
 
     holder: ThreadBase | None = base
     try:
-        while holder is not None and holder.run_id and holder.version > start:
+        # An anchored base's run holds the rest itself: the reading reads it.
+        while holder and holder.run_id and holder.version > start and holder.anchor is None:
             key = (holder.workflow_id, holder.run_id)
             known, earlier = cache.base_of(*key)
             if not known:
-                first = await run_history(client, *key, first_only=True)
-                started = await started_input(first[0], client.data_converter) if first else None
-                if started is None:
-                    break  # not a session's run: the reading asks it
-                earlier = started.session.thread.base if started.session else None
-                cache.link(*key, earlier)
+                known, earlier = await _base_of(client, cache, *key)
+            if not known:
+                break  # gone, or not a session's run: the reading names it, or asks it
             wanted = (earlier.version if earlier else 0) < end and cache.get(*key) is None
             if wanted and len(reads) < cache.max_bytes // RUN_BYTES:
                 reads.append(asyncio.create_task(read(*key, continued)))
@@ -150,3 +153,20 @@ async def read_ahead(
             task.cancel()
         raise
     await asyncio.gather(*reads)
+
+
+async def _base_of(
+    client: Client, cache: SegmentCache, workflow_id: str, run_id: str
+) -> tuple[bool, ThreadBase | None]:
+    """Which run session run ``run_id`` continued, from its first event (kept in
+    ``cache``); ``(False, None)``: not a session's run, or gone."""
+    try:
+        first = await run_history(client, workflow_id, run_id, first_only=True)
+    except HistoryGoneError:
+        return False, None
+    started = await started_input(first[0], client.data_converter) if first else None
+    if started is None:
+        return False, None
+    earlier = started.session.thread.base if started.session else None
+    cache.link(workflow_id, run_id, earlier)
+    return True, earlier

@@ -162,9 +162,16 @@ class SessionOptions(CheckedOptions):
     """Keeps what the agent sees within budget (overrides ``run.compaction``): it
     applies before a turn whose view is over budget and changes only the view."""
 
+    horizon: timedelta | None = None
+    """How long the session may rely on one of its closed workflow runs: before that
+    passes it copies what it still needs into its open run (re-anchoring), so
+    Temporal's retention never takes its conversation. ``None``: the worker's
+    (``build_worker(horizon=)``), by default half the namespace's retention."""
+
     def problems(self) -> list[str]:
         return [
             *(f"run.{p}" for p in self.run.problems()),
+            *positive("horizon", self.horizon, "timedelta(days=15)"),
             *at_least("continue_as_new_after_runs", self.continue_as_new_after_runs, 1),
             *at_least("token_budget", self.token_budget, 1, " (None: no budget)"),
         ]

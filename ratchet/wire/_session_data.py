@@ -7,6 +7,7 @@ import json
 import os
 import re
 import time
+from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -146,6 +147,9 @@ class LogIndex(SparseModel):
     the workflow made itself (a rejection, an answer, a note)."""
     digest: str
     """``ids_digest`` of the run's messages: what a reader assembles must match it."""
+    base: ThreadBase | None = None
+    """Where the messages before ``start`` are, when not where the run's input said:
+    the run re-anchored the thread (copied them into its own history)."""
 
 
 KEY_CHARS = 8
@@ -210,6 +214,11 @@ class SessionInput(BaseModel):
     previous_log: LogIndex | None = None
     """Where the workflow run before this one (which continued as new) holds its
     part of the log in its history; for readers only (see ``LogIndex``)."""
+    depends_since: datetime | None = None
+    """When the oldest closed run this run's thread relies on closed (``None``:
+    from a run of 0.1.0, which did not say): it re-anchors ``horizon`` after."""
+    log_bytes: int = 0
+    """About the JSON size of the log before this run's own messages."""
 
 
 class SessionStatus(SparseModel):
@@ -237,6 +246,9 @@ class SessionStatus(SparseModel):
     cost_usd: float = 0.0
     approval_rules: list[str] = Field(default_factory=list)
     """The session's own approval rules, one line each (``allow pay``)."""
+    retention_warning: str | None = None
+    """Set when the session's log grows too large to keep past the namespace's
+    retention without payload storage (see docs/sessions.md#retention)."""
     log: LogIndex | None = None
     """Only in the result of the session's last workflow run: where that run holds
     its part of the log in its history (see ``LogIndex``)."""

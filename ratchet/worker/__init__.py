@@ -56,6 +56,7 @@ def build_worker(
     live_events: timedelta | None = DEFAULT_BATCH_INTERVAL,
     graceful_shutdown_timeout: timedelta = GRACE_PERIOD,
     tool_interceptors: Mapping[str, InterceptorFactory] | None = None,
+    horizon: timedelta | None = None,
     **worker_options: Any,
 ) -> Worker:
     """A worker that hosts ``agents`` and runs ``AgentRunWorkflow`` (plus ``workflows``).
@@ -84,6 +85,11 @@ def build_worker(
     ``plugins`` may bring its own (``ratchet.evals.EvalsPlugin`` brings the one
     evaluations rerun with).
 
+    ``horizon`` is how long a session may rely on one of its closed workflow runs
+    before it copies what it still needs from it into its open run (re-anchoring,
+    docs/sessions.md#retention); default: half the namespace's retention, read from
+    Temporal. A session's ``SessionOptions.horizon`` overrides it.
+
     ``deployment_config`` (``versioned(deployment, build_id)``) turns on Temporal's
     worker versioning: each run stays on the build that started it and a session
     moves to a new build between messages (docs/deploying.md). Your own workflows
@@ -92,6 +98,11 @@ def build_worker(
     if not agents:
         raise ConfigurationError(
             "build_worker() needs at least one agent: agents={'name': factory}."
+        )
+    if horizon is not None and horizon <= timedelta(0):
+        raise ConfigurationError(
+            f"horizon={horizon!r} must be positive, e.g. timedelta(days=15) (or None: half "
+            "the namespace's retention)."
         )
     if graceful_shutdown_timeout < timedelta(0):
         raise ConfigurationError(
@@ -110,6 +121,7 @@ def build_worker(
         state_cache=state_cache,
         live_events=live_events,
         tool_interceptors=tool_interceptors,
+        horizon=horizon,
     )
     plugins = [*worker_options.pop("plugins", []), plugin]
     if config := worker_options.get("deployment_config"):

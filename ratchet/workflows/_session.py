@@ -34,7 +34,12 @@ with workflow.unsafe.imports_passed_through():
         ThreadData,
     )
     from ratchet.errors import UsageError
-    from ratchet.wire._names import CHECKPOINT_QUERY, MOVE_SIGNAL, SESSION_WORKFLOW
+    from ratchet.wire._names import (
+        ANCHOR_SIGNAL,
+        CHECKPOINT_QUERY,
+        MOVE_SIGNAL,
+        SESSION_WORKFLOW,
+    )
     from ratchet.wire._run_data import StopRequest
     from ratchet.wire._session_data import (
         CheckpointAnswer,
@@ -46,6 +51,7 @@ with workflow.unsafe.imports_passed_through():
         SessionStatus,
     )
 
+    from ._anchoring import Anchoring
     from ._decisions import AgentHandlers
     from ._ledger import ExecutionChange
     from ._log_index import LogIndexer
@@ -60,10 +66,8 @@ with workflow.unsafe.imports_passed_through():
 
 
 CLOSE_SHOWN_AT_ONCE = "ratchet-close-shown-at-once"
-"""The patch (since 0.1.0) under which ``close`` indexes the session's close itself,
-so its commands do not depend on the activation's job order (a close in a
-continued run's first workflow task on a worker without it cached wrote a history
-its own code did not replay)."""
+"""The patch (since 0.1.0) under which ``close`` indexes the close itself, whatever
+the activation's job order (see ``close``)."""
 STOP_WAIT = timedelta(seconds=10)
 """Longest a ``stop`` Update waits for the run to end before it answers (a durable
 tool already running finishes first)."""
@@ -121,10 +125,10 @@ class AgentSessionWorkflow(AgentHandlers):
             self._options,
             totals=self._totals,
             sends=self._sends,
-            events=self._events,
             observer=observer,
             display=self._display,
             show=self._show,
+            anchoring=Anchoring(lambda: self.state, input.options, input),
         )
         self._marks = TurnMarks(
             turn_mark(input.turns, self.state.session, input.agent),
@@ -141,6 +145,7 @@ class AgentSessionWorkflow(AgentHandlers):
     async def run(self, input: SessionInput) -> SessionStatus:
         input.options.check()  # a bad value fails the session (UsageError), never wedges it
         self._show()
+        self._runs.anchoring.start()
         sends = self._sends
         while True:
             await workflow.wait_condition(
@@ -171,6 +176,11 @@ class AgentSessionWorkflow(AgentHandlers):
         """Wakes an idle session so it sees a new current build and moves to it now,
         not at its next message (``ratchet deploy promote`` sends it; it changes
         nothing else)."""
+
+    @workflow.signal(name=ANCHOR_SIGNAL)
+    async def _anchor(self) -> None:
+        """Re-anchor now (``ratchet sessions anchor``; a run of 0.1.0 has no timer)."""
+        await self._runs.anchoring.asked()
 
     def _progress(self, change: ExecutionChange) -> None:
         if getattr(change.old, "status", None) != change.new.status:
@@ -288,6 +298,7 @@ class AgentSessionWorkflow(AgentHandlers):
             run_tokens=execution.usage.total_tokens if running and execution is not None else 0,
             cost_usd=totals.cost_usd,
             approval_rules=self.state.session.approvals.lines(),
+            retention_warning=self._runs.anchoring.problem,
         )
 
     @workflow.query

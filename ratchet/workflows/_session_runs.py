@@ -16,9 +16,10 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.wire._run_data import RunResult
     from ratchet.wire._session_data import LogIndex, Queued, SendOutcome, SessionInput
 
+    from ._anchoring import Anchoring
     from ._failures import first_application_error
     from ._log_index import INDEX_BYTES_CARRIED
-    from ._observe import EventStream, RunObserver
+    from ._observe import RunObserver
     from ._runner import AgentRunner
     from ._sends import SendBook
     from ._session_view import SessionDisplay, SessionTotals, position, rolled_back
@@ -49,19 +50,20 @@ class SessionRuns:
         *,
         totals: SessionTotals,
         sends: SendBook,
-        events: EventStream,
         observer: RunObserver,
         display: SessionDisplay,
         show: Callable[[], None],
+        anchoring: Anchoring,
     ) -> None:
         self._runner = runner
         self._options = options
         self._totals = totals
         self._sends = sends
-        self._events = events
         self._observer = observer
         self._display = display
         self._show = show
+        self.anchoring = anchoring
+        """How old what the thread relies on is, and its re-anchoring."""
 
     async def execute(self, item: Queued) -> None:
         """Run ``item``; its outcome goes to the send book, whatever happens."""
@@ -143,7 +145,7 @@ class SessionRuns:
         self._show()
 
     def _finished(self, run: str, status: AgentStatus, text: str) -> None:
-        self._events.publish(
+        self._observer.events.publish(
             RunFinished(
                 run_id=run,
                 agent=self._totals.agent,
@@ -179,15 +181,22 @@ class SessionRuns:
     def log_index(self) -> LogIndex | None:
         """Where this workflow run's part of the log is in its history, as it ends."""
         index, thread = self._runner.log_index, self._runner.state.session.thread
-        return index.index(thread, log_info(thread, base=False)) if index is not None else None
+        found = index.index(thread, log_info(thread, base=False)) if index is not None else None
+        if found is not None and thread.base is not None and thread.base.anchor is not None:
+            found = found.model_copy(update={"base": thread.base})  # re-anchored meanwhile
+        return found
 
     async def continue_as_new(self, *, upgrade: bool = False) -> None:
         """A fresh workflow run: the thread stays here by reference; the input holds
-        the queue, the latest results and events, and the totals. ``upgrade``: the
-        new run starts on the deployment's current build, not this run's."""
+        the queue, the latest results and events, the totals, and how old what the
+        thread relies on is (``anchoring``). ``upgrade``: the new run starts on the
+        deployment's current build, not this run's."""
         self._sends.ending = True  # held sends return their ticket; the client polls the new run
-        self._events.stream.detach_pollers()
-        await workflow.wait_condition(workflow.all_handlers_finished)
+        self._observer.events.stream.detach_pollers()
+        anchoring = self.anchoring
+        await workflow.wait_condition(
+            lambda: workflow.all_handlers_finished() and not anchoring.busy
+        )
         info, totals, session = workflow.info(), self._totals, self._runner.state.session
         carried = session.thread.continued(info.workflow_id, info.run_id)
         workflow.continue_as_new(
@@ -200,7 +209,7 @@ class SessionRuns:
                 used_tokens=totals.used_tokens,
                 turns=totals.turns,
                 cost_usd=totals.cost_usd,
-                stream=self._events.carried(
+                stream=self._observer.events.carried(
                     max_events=EVENTS_CARRIED, max_bytes=EVENT_BYTES_CARRIED
                 ),
                 tickets=self._sends.tickets,
@@ -208,6 +217,8 @@ class SessionRuns:
                 results=self._sends.carried(),
                 requests=self._sends.requests.carried(),
                 previous_log=self.log_index(),
+                depends_since=anchoring.carried_since(),
+                log_bytes=anchoring.carried_bytes(),
             ),
             initial_versioning_behavior=(
                 workflow.ContinueAsNewVersioningBehavior.AUTO_UPGRADE if upgrade else None

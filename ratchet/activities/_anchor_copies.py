@@ -1,0 +1,132 @@
+"""The worker's side of re-anchoring (``ratchet.workflows._anchoring``): copying the
+start of a thread into the calling run's history, and the horizon it is due by.
+
+The copy is the activity's result, so Temporal writes it into the calling run's
+history; ``ratchet.history._anchors`` reads it back from there. Messages already
+gone (a run deleted before this ran) are copied as placeholders, and the gap is
+named, so a session goes on with what remains.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+from temporalio import activity
+from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
+from temporalio.exceptions import ApplicationError
+
+from ratchet.agents._messages import Message, approximate_size
+from ratchet.agents._state import Gap
+from ratchet.errors import HistoryGoneError, ThreadResolutionError
+from ratchet.history._anchors import gap_messages
+from ratchet.history._log_pages import Holder, fetch_range
+from ratchet.history._log_segments import SegmentCache
+from ratchet.wire._anchor_data import AnchorChunk, AnchorRequest, Horizon
+from ratchet.wire._names import ANCHOR_ACTIVITY, HORIZON_ACTIVITY, PAGE_BYTES
+
+HORIZON_SHARE = 0.5
+"""The part of the namespace's retention a thread relies on a closed run for: it
+re-anchors half a retention after the run closed, with the other half to spare
+(for a worker outage, a retention shortened meanwhile)."""
+STEP = 200
+"""Positions read at once while copying."""
+NAMESPACE_READ_EVERY = 60.0
+"""Seconds a worker keeps the namespace's retention it read."""
+
+
+class AnchorCopies:
+    """Activities that re-anchor threads; ``horizon`` set: the worker's own, instead
+    of a share of the namespace's retention."""
+
+    def __init__(self, horizon: timedelta | None = None) -> None:
+        self._horizon = horizon
+        self._read: tuple[float, Horizon] | None = None
+
+    @activity.defn(name=ANCHOR_ACTIVITY)
+    async def copy(self, request: AnchorRequest) -> AnchorChunk:
+        """Positions ``request.start`` on of what ``request.base`` names, up to about
+        ``request.max_bytes`` of them."""
+        client = activity.client()
+        holder = Holder.of_base(request.base, request.thread_id)
+        end, position = request.base.version, request.start
+        segments = SegmentCache()
+        messages: list[Message] = []
+        gaps: list[Gap] = []
+        size = 0
+        while position < end and size < request.max_bytes:
+            upto = min(end, position + STEP)
+            try:
+                found, _ = await fetch_range(
+                    client,
+                    holder,
+                    position,
+                    upto,
+                    page_bytes=PAGE_BYTES,
+                    segments=segments,
+                    gaps=gaps,
+                )
+            except HistoryGoneError:  # the base's own run: it held all before ``end``
+                gap = Gap(
+                    start=position, end=end, workflow_id=holder.workflow_id, run_id=holder.run_id
+                )
+                gaps.append(gap)
+                found = gap_messages(gap)[: upto - position]
+            except ThreadResolutionError as e:
+                raise ApplicationError(str(e), type=type(e).__name__, non_retryable=True) from e
+            for message in found:
+                messages.append(message)
+                size += approximate_size(message)
+                position += 1
+                if size >= request.max_bytes:
+                    break
+            activity.heartbeat(position)
+        stop = request.start + len(messages)
+        kept = [
+            g.model_copy(update={"start": max(g.start, request.start), "end": min(g.end, stop)})
+            for g in gaps
+            if g.start < stop and g.end > request.start
+        ]
+        return AnchorChunk(
+            anchor=request.anchor,
+            start=request.start,
+            messages=messages,
+            gaps=_merged(kept),
+            bytes=size,
+        )
+
+    @activity.defn(name=HORIZON_ACTIVITY)
+    async def horizon(self) -> Horizon:
+        """The worker's horizon, or ``HORIZON_SHARE`` of the namespace's retention (read
+        from Temporal at most once a minute)."""
+        if self._horizon is not None:
+            return Horizon(seconds=self._horizon.total_seconds())
+        if self._read is not None and time.monotonic() - self._read[0] < NAMESPACE_READ_EVERY:
+            return self._read[1]
+        client = activity.client()
+        described = await client.workflow_service.describe_namespace(
+            DescribeNamespaceRequest(namespace=client.namespace), retry=True
+        )
+        retention = described.config.workflow_execution_retention_ttl.ToTimedelta()
+        seconds = retention.total_seconds()
+        answer = Horizon(
+            seconds=seconds * HORIZON_SHARE if seconds else 0.0, retention_seconds=seconds or None
+        )
+        self._read = (time.monotonic(), answer)
+        return answer
+
+
+def _merged(gaps: list[Gap]) -> list[Gap]:
+    """Adjacent gaps of one run as one."""
+    merged: list[Gap] = []
+    for gap in sorted(gaps, key=lambda g: g.start):
+        last = merged[-1] if merged else None
+        if (
+            last
+            and last.end == gap.start
+            and (last.workflow_id, last.run_id) == (gap.workflow_id, gap.run_id)
+        ):
+            merged[-1] = last.model_copy(update={"end": gap.end})
+        else:
+            merged.append(gap)
+    return merged

@@ -1,0 +1,134 @@
+"""Conversations that outlive Temporal's retention of their closed workflow runs.
+
+A dev server whose namespace keeps closed runs for 10 seconds deletes them itself,
+as Temporal Cloud does after 1 to 90 days. What the session still relies on is
+re-anchored before that (half the retention by default, read from the namespace),
+and what was lost anyway is named, never a dead session. Each check runs in a
+process of its own, with a fresh client, worker and caches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from datetime import timedelta
+
+import pytest
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
+from temporalio.client import WorkflowExecutionStatus
+
+from ratchet.client import AgentClient
+from ratchet.devserver import DevServer
+from ratchet.wire import SessionOptions
+from ratchet.worker import build_worker
+
+from ..conftest import ROOT
+from ..workflows.test_sessions import Echo
+from .retention import namespace_with_retention, start_server, wait_until_gone
+
+pytestmark = pytest.mark.slow  # a dev server of its own, and checks in child processes
+
+
+@pytest.fixture(scope="module")
+def retention_server():
+    server = start_server()
+    yield server
+    server.stop()
+
+
+async def read_elsewhere(
+    server: DevServer, client: AgentClient, session_id: str, send: str | None = None
+) -> dict:
+    """The session's thread (and an answer to ``send``), read by a new process."""
+    args = [server.address, client.temporal.namespace, client.task_queue, session_id]
+    done = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "tests.durability.retention", *args, *([send] if send else [])],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+async def closed_runs(client: AgentClient, workflow_id: str) -> list[str]:
+    """The runs of ``workflow_id`` that continued as new, as visibility lists them."""
+    runs = client.temporal.list_workflows(f"WorkflowId = '{workflow_id}'")
+    return [r.run_id async for r in runs if r.status == WorkflowExecutionStatus.CONTINUED_AS_NEW]
+
+
+async def event_types(client: AgentClient, workflow_id: str) -> list[EventType.ValueType]:
+    history = await client.temporal.get_workflow_handle(workflow_id).fetch_history()
+    return [e.event_type for e in history.events]
+
+
+async def test_a_session_and_its_fork_outlive_the_retention_of_their_closed_runs(
+    retention_server: DevServer,
+):
+    namespace = await namespace_with_retention(retention_server, timedelta(seconds=10))
+    client = await AgentClient.connect(
+        retention_server.address, namespace=namespace, task_queue="retention"
+    )
+    # The horizon is the default: half the namespace's retention, read from Temporal.
+    options = SessionOptions(continue_as_new_after_runs=1)
+    async with build_worker(client, {"echo": Echo}):
+        session = await client.start_session("echo", options=options)
+        for text in ("one", "two", "three"):
+            await session.send(text)
+        fork = await client.fork(session.id, at_turn=2)
+        closed = await closed_runs(client, session.id)
+        assert len(closed) == 3
+        # The server deletes each closed run about 10 s after it closed; before that
+        # the session and the fork copied what they rely on into their open runs.
+        await wait_until_gone(client.temporal, session.id, closed, within=60)
+        # Re-anchored by a durable timer (no message woke the session), once.
+        types = await event_types(client, session.id)
+        assert types.count(EventType.EVENT_TYPE_TIMER_FIRED) == 1
+        assert types.count(EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED) == 1  # one chunk
+
+    kept = await read_elsewhere(retention_server, client, session.id, send="four")
+    assert kept["gaps"] == []
+    assert kept["texts"] == [
+        "one", "#1 one (saw 1)", "two", "#2 two (saw 3)", "three", "#3 three (saw 5)",
+    ]  # fmt: skip
+    assert kept["answer"] == "#4 four (saw 7)"  # the agent saw the whole conversation
+    forked = await read_elsewhere(retention_server, client, fork.id, send="fork")
+    assert forked["gaps"] == []
+    assert forked["texts"] == ["one", "#1 one (saw 1)", "two", "#2 two (saw 3)"]
+    assert forked["answer"] == "#3 fork (saw 5)"
+
+
+async def test_a_history_already_gone_is_a_named_gap_and_the_session_goes_on(
+    retention_server: DevServer,
+):
+    namespace = await namespace_with_retention(retention_server, timedelta(hours=1))
+    client = await AgentClient.connect(
+        retention_server.address, namespace=namespace, task_queue="gone"
+    )
+    # A horizon the test never reaches: the first run goes before it is re-anchored.
+    options = SessionOptions(continue_as_new_after_runs=1, horizon=timedelta(hours=1))
+    async with build_worker(client, {"echo": Echo}):
+        session = await client.start_session("echo", options=options)
+        for text in ("one", "two"):
+            await session.send(text)
+    first = (await closed_runs(client, session.id))[-1]  # newest first: the oldest is last
+    await client.temporal.workflow_service.delete_workflow_execution(
+        DeleteWorkflowExecutionRequest(
+            namespace=namespace,
+            workflow_execution=WorkflowExecution(workflow_id=session.id, run_id=first),
+        )
+    )
+    await wait_until_gone(client.temporal, session.id, [first], within=60)
+
+    found = await read_elsewhere(retention_server, client, session.id, send="three")
+    assert found["gaps"] == [{"start": 0, "end": 2, "workflow_id": session.id, "run_id": first}]
+    assert found["texts"][0].startswith("[2 earlier message(s) of this conversation")
+    assert found["texts"][2:] == ["two", "#2 two (saw 3)"]
+    # The send ran: the agent saw what remains, the placeholders where the gap is.
+    assert found["answer"] == "#3 three (saw 5)"
