@@ -68,7 +68,8 @@ class RecentRequests(SparseModel):
     first (see ``workflows.idempotency``)."""
     horizon_ms: int = 0
     """When the newest UUIDv7 id the session forgot was made (ms since the epoch, its
-    client's clock): one made no later may have been sent already."""
+    client's clock), or taken if that was earlier (the session's clock): one made no
+    later may have been sent already."""
 
 
 class Queued(SparseModel):

@@ -95,7 +95,7 @@ class SendBook:
         already, by its request id)."""
         if request.request_id is not None:
             digest = send_digest(request.messages)
-            ticket = self.requests.known(request.request_id, digest)
+            ticket = self.requests.known(request.request_id, digest, _now_ms())
             if ticket is not None:
                 return ticket, False
             self.requests.add(request.request_id, digest, self.tickets, _now_ms())
