@@ -10,19 +10,23 @@ import uuid
 from datetime import timedelta
 
 import pytest
+from temporalio.client import WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
 
-from ratchet.agents import ScriptedModel, ToolCallingAgent, ask_user
+from ratchet.agents import Message, ScriptedModel, ToolCallingAgent, ask_user
 from ratchet.client import AgentClient, new_request_id
 from ratchet.client import _retries as retries
 from ratchet.errors import (
     AnswerUnavailableError,
     ConversationConflictError,
+    InvalidInputError,
     RequestExpiredError,
     RunFailedError,
 )
 from ratchet.testing import RatchetTestEnvironment
 from ratchet.wire import RunOptions, SessionOptions
-from ratchet.wire._session_data import RecentRequests, request_made_ms
+from ratchet.wire._names import SEND_UPDATE
+from ratchet.wire._session_data import RecentRequests, SendRequest, request_made_ms
 from ratchet.worker import build_worker
 from ratchet.workflows import _idempotency as idempotency
 from ratchet.workflows._idempotency import KEPT, RequestIds
@@ -94,6 +98,33 @@ async def test_a_submit_with_a_request_id_taken_for_other_messages_raises(
         thread = await session.thread()
         await session.close()
     assert [m.text for m in thread.messages if m.role == "user"] == ["pay 10 EUR"]
+
+
+async def test_an_empty_or_over_long_request_id_is_refused_and_runs_nothing(
+    agent_client: AgentClient,
+):
+    """An empty id was replaced by a fresh one, so a retry ran the message again. The
+    client refuses it, and so does the session, for a caller of the raw Update."""
+    async with build_worker(agent_client, {"echo": Echo}):
+        session = await agent_client.start_session("echo")
+        for request_id, why in [("", "request_id is empty"), ("r" * 201, "201 characters")]:
+            with pytest.raises(InvalidInputError, match=why) as refused:
+                await session.send("pay once", request_id=request_id)
+            assert "leave request_id out" in str(refused.value)
+            with pytest.raises(InvalidInputError, match=why):
+                await session.submit("pay once", request_id=request_id)
+            raw = SendRequest(messages=[Message(role="user", content="pay once")])
+            handle = agent_client.temporal.get_workflow_handle(session.id)
+            with pytest.raises(WorkflowUpdateFailedError) as by_update:
+                await handle.execute_update(
+                    SEND_UPDATE, raw.model_copy(update={"request_id": request_id})
+                )
+            cause = by_update.value.cause
+            assert isinstance(cause, ApplicationError) and cause.type == "InvalidInputError"
+            assert why in cause.message
+        thread = await session.thread()
+        await session.close()
+    assert thread.messages == []
 
 
 @pytest.mark.slow  # starts its own dev server, whose clock the test moves
