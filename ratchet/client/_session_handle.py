@@ -46,6 +46,7 @@ from ratchet.wire._session_data import (
     SendRequest,
     SessionStatus,
     new_request_id,
+    request_id_problem,
     send_digest,
 )
 from ratchet.workflows._session import AgentSessionWorkflow
@@ -158,7 +159,8 @@ class SessionHandle(AgentHandle):
         returns that message's outcome instead of running it again; the same id
         with other messages raises ``ConversationConflictError``, and a UUIDv7 id
         older than what the session remembers ``RequestExpiredError``. Without one,
-        the send makes its own, so its own retries never run the message twice.
+        the send makes its own, so its own retries never run the message twice; an
+        empty or longer one raises ``InvalidInputError`` (it is never replaced).
         Failures that pass (no worker answers, Temporal out of reach) are retried
         for up to two minutes; past that ``AnswerUnavailableError`` says whether the
         message was taken and carries the request id to send again with.
@@ -167,7 +169,7 @@ class SessionHandle(AgentHandle):
         message's run (``ratchet.agents._client_tools``): the run waits for each call's
         result (``pending()`` lists it; send it with ``provide_tool_result``).
         """
-        request = self._send_request(prompt, request_id or new_request_id(), client_tools)
+        request = self._send_request(prompt, request_id, client_tools)
         until = deadline()
         rid = request.request_id or ""
         try:
@@ -198,7 +200,7 @@ class SessionHandle(AgentHandle):
         """``send`` without waiting for the run: returns the request id once the
         session has accepted the message (it is in history; bad input raises here, as
         with ``send``). ``send`` with the same prompt and id waits for its answer."""
-        request = self._send_request(prompt, request_id or new_request_id(), client_tools)
+        request = self._send_request(prompt, request_id, client_tools)
         stage = WorkflowUpdateStage.ACCEPTED
         try:
             await retrying(
@@ -214,14 +216,22 @@ class SessionHandle(AgentHandle):
         return request.request_id or ""
 
     def _send_request(
-        self, prompt: str | Sequence[Message], request_id: str, tools: Sequence[ClientTool] = ()
+        self,
+        prompt: str | Sequence[Message],
+        request_id: str | None,
+        tools: Sequence[ClientTool] = (),
     ) -> SendRequest:
+        if request_id is not None and (problem := request_id_problem(request_id)):
+            raise InvalidInputError(
+                f"{problem} Retry a send with the request id it was sent with, or leave "
+                "request_id out (None) and the send makes a fresh one."
+            )
         request = SendRequest(
-            messages=new_messages(prompt, new_id), request_id=request_id, client_tools=list(tools)
+            messages=new_messages(prompt, new_id),
+            request_id=new_request_id() if request_id is None else request_id,
+            client_tools=list(tools),
         )
         check_prompt_size(self._client.temporal, request.messages, "session", self.id)
-        if not 0 < len(request_id) <= 200:
-            raise InvalidInputError("request_id must be 1 to 200 characters long.")
         if wrong := tool_problems(request.client_tools):
             raise InvalidInputError(f"{wrong[0]}.")
         return request

@@ -101,7 +101,7 @@ def _check_ids(body: RunAgentInput) -> None:
             f"white space (it is the session's id, in URLs); got {body.thread_id[:60]!r} "
             f"({len(body.thread_id)} characters)."
         )
-    if not 0 < len(request_id(body.run_id)) <= MAX_ID:
+    if not 0 < len(body.run_id) <= MAX_ID - len(request_id("")):
         raise InvalidInputError(
             f"runId must be 1 to {MAX_ID - len(request_id(''))} characters long; "
             f"got {len(body.run_id)}."

@@ -22,7 +22,7 @@ from ratchet.client._listing import (
 )
 from ratchet.client._turn_records import TurnRecord
 from ratchet.errors import AgentNotFoundError, EventsExpiredError, InvalidInputError
-from ratchet.wire._session_data import SessionStatus
+from ratchet.wire._session_data import SessionStatus, request_id_problem
 
 from . import _sse as sse
 from ._bodies import Created, NewDecision, NewFork, NewMessage, NewSession, full, out
@@ -167,11 +167,17 @@ async def send_message(
     session_id: str,
     body: NewMessage,
     request: Request,
-    idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
+    idempotency_key: Annotated[str | None, Header()] = None,
 ) -> dict[str, Any] | StreamingResponse:
     """Runs the agent on the message. With ``Accept: text/event-stream`` the response
     streams the run's events, then a ``result`` (or ``error``) event. A POST retried
     with the same ``Idempotency-Key`` sends nothing twice: it gets the first one's run."""
+    key = idempotency_key
+    if key is not None and (problem := request_id_problem(key, "Idempotency-Key")):
+        raise InvalidInputError(
+            f"{problem} Retry a POST with the key it was sent with, or send no "
+            "Idempotency-Key header and the server makes one."
+        )
     session = client_of(request).get_session(session_id)
     if not _streams(request):
         return sse.result_json(await session.send(body.text, request_id=idempotency_key))

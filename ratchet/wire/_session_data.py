@@ -33,6 +33,24 @@ class SendRequest(BaseModel):
     """Tools the caller runs, offered for this send's run (``RunOptions.client_tools``)."""
 
 
+MAX_REQUEST_ID = 200
+"""Characters a request id has at most (at least 1)."""
+
+
+def request_id_problem(request_id: str, name: str = "request_id") -> str | None:
+    """What makes ``request_id`` no request id, in a sentence naming it ``name``;
+    ``None`` when it is one. An empty id is refused, never replaced by a fresh one:
+    a retry of it would run its message again."""
+    if not request_id:
+        return f"{name} is empty; a request id is 1 to {MAX_REQUEST_ID} characters."
+    if len(request_id) > MAX_REQUEST_ID:
+        return (
+            f"{name} is {len(request_id)} characters long; a request id is 1 to "
+            f"{MAX_REQUEST_ID} characters."
+        )
+    return None
+
+
 def new_request_id() -> str:
     """A fresh request id: a UUIDv7 (RFC 9562), so it tells when it was made and a
     session can refuse a retry older than what it remembers."""
@@ -69,7 +87,8 @@ class RecentRequests(SparseModel):
     first (see ``workflows.idempotency``)."""
     horizon_ms: int = 0
     """When the newest UUIDv7 id the session forgot was made (ms since the epoch, its
-    client's clock): one made no later may have been sent already."""
+    client's clock), or taken if that was earlier (the session's clock): one made no
+    later may have been sent already."""
 
 
 class Queued(SparseModel):

@@ -10,9 +10,10 @@ first one's reply) and the ticket of the message it brought.
 An id the book has forgotten cannot be told from a new one, unless it says when it
 was made: a UUIDv7 (what ``new_request_id`` makes) made no later than the newest
 UUIDv7 the book forgot is refused as expired, so a late retry never runs its
-message twice. Those times are all the clients' own, never compared with the
-workflow's clock (a test's clock may run days ahead). Ids of other shapes are
-remembered as long, and past that are taken as new.
+message twice. An id's time counts only up to when the session took it: a time
+ahead of that (a client's clock running ahead, an id made up) would refuse every
+other client's fresh ids until it came. Ids of other shapes are remembered as long,
+and past that are taken as new.
 """
 
 from __future__ import annotations
@@ -76,14 +77,18 @@ class RequestIds:
                 f"Request id {request_id!r} was made before what session {session} still "
                 f"remembers (ids of the last {MAX_AGE.total_seconds() / 3600:g} hours, at most "
                 f"{KEPT}); it may have been sent already, so it is not sent again. Read the "
-                "thread to see whether it was, and send a new message with a new request id.",
+                "thread to see whether it was, and send a new message with a new request id "
+                "(if this one was made just now, the clock of the machine that made it runs "
+                "behind the session's).",
                 type="RequestExpiredError",
                 non_retryable=True,
             )
         return None
 
-    def known(self, request_id: str, digest: str) -> int | None:
-        """``find`` without its checks (the Update handler, after its validator)."""
+    def known(self, request_id: str, digest: str, now_ms: int) -> int | None:
+        """``find`` without its checks (the Update handler, after its validator). It
+        forgets as ``find`` did: a replay runs no validator of an accepted Update."""
+        self._forget(now_ms)
         entry = self._entries.get(_key(request_id))
         return entry.ticket if entry is not None and entry.digest == digest else None
 
@@ -97,10 +102,17 @@ class RequestIds:
         while self._entries:
             key, entry = next(iter(self._entries.items()))
             if len(self._entries) <= KEPT and entry.taken_ms >= now_ms - _MAX_AGE_MS:
-                return
+                break
             del self._entries[key]
             if entry.made_ms is not None:
-                self._horizon_ms = max(self._horizon_ms, entry.made_ms)
+                made = min(entry.made_ms, entry.taken_ms)
+                self._horizon_ms = max(self._horizon_ms, made)
+        # No forgotten id was taken after the oldest one remembered (none left: all
+        # were taken before MAX_AGE ago), so a horizon past that came from an id dated
+        # ahead, which 0.1.0 took at its word: it refused every send until then.
+        oldest = next(iter(self._entries.values()), None)
+        bound = oldest.taken_ms if oldest is not None else now_ms - _MAX_AGE_MS
+        self._horizon_ms = min(self._horizon_ms, bound)
 
     def carried(self) -> RecentRequests:
         return RecentRequests(

@@ -19,6 +19,7 @@ from temporalio.common import RetryPolicy, SearchAttributeKey
 with workflow.unsafe.imports_passed_through():
     from ratchet.wire._names import DELIVER_ACTIVITY, SCHEDULED_SEND_WORKFLOW
     from ratchet.wire._schedule_data import Delivery, ScheduledMessage
+    from ratchet.wire._session_data import MAX_REQUEST_ID
 
     from ._sandbox import SANDBOXED
 
@@ -26,7 +27,6 @@ SCHEDULED_BY = SearchAttributeKey.for_keyword("TemporalScheduledById")
 DELIVERY_TIMEOUT = timedelta(seconds=60)
 NOT_RETRIED = ["SessionClosed", "InvalidInput"]
 """Failures a delivery does not retry: the session is gone, or it refused the message."""
-MAX_REQUEST_ID = 200
 
 
 @workflow.defn(name=SCHEDULED_SEND_WORKFLOW, sandboxed=SANDBOXED)

@@ -26,6 +26,7 @@ with workflow.unsafe.imports_passed_through():
         RecentRequests,
         SendOutcome,
         SendRequest,
+        request_id_problem,
         send_digest,
     )
 
@@ -95,7 +96,7 @@ class SendBook:
         already, by its request id)."""
         if request.request_id is not None:
             digest = send_digest(request.messages)
-            ticket = self.requests.known(request.request_id, digest)
+            ticket = self.requests.known(request.request_id, digest, _now_ms())
             if ticket is not None:
                 return ticket, False
             self.requests.add(request.request_id, digest, self.tickets, _now_ms())
@@ -148,6 +149,8 @@ class SendBook:
         session = workflow.info().workflow_id
         messages = request.messages
         if request.request_id is not None:
+            if problem := request_id_problem(request.request_id):
+                raise ApplicationError(problem, type="InvalidInputError")
             digest = send_digest(messages)
             if self.requests.find(session, request.request_id, digest, _now_ms()) is not None:
                 return

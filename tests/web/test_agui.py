@@ -219,6 +219,9 @@ async def test_bad_requests_get_clear_errors_and_start_nothing(alice: httpx.Asyn
             "/v1/agui/echo", json=run_input(thread, [user("hi")], tools=tools)
         )
         assert why in problem_of(refused, 422, "InvalidInputError")["detail"]
+    no_run_id = {**run_input(thread, [user("hi")]), "runId": ""}  # would share "agui-"
+    refused = await alice.post("/v1/agui/echo", json=no_run_id)
+    assert "runId must be 1 to 195" in problem_of(refused, 422, "InvalidInputError")["detail"]
     assert (await alice.get(f"/v1/sessions/{thread}")).status_code == 404  # nothing started
 
     first = await run(alice, "echo", run_input(thread, [user("one")]))

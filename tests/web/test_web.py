@@ -125,6 +125,27 @@ async def test_a_retried_post_with_the_same_idempotency_key_sends_once(alice: ht
     await alice.post(f"/v1/sessions/{session}/close")
 
 
+async def test_an_empty_or_over_long_idempotency_key_is_refused_and_sends_nothing(
+    alice: httpx.AsyncClient,
+):
+    """An empty key was replaced by a fresh request id, so a retried POST ran its
+    message again; a streamed one is refused before its stream starts."""
+    session = await new_session(alice, "echo")
+    url = f"/v1/sessions/{session}/messages"
+    for key, accept, why in [
+        ("", "application/json", "Idempotency-Key is empty"),
+        ("", "text/event-stream", "Idempotency-Key is empty"),
+        ("k" * 201, "application/json", "Idempotency-Key is 201 characters long"),
+    ]:
+        headers = {"Idempotency-Key": key, "Accept": accept}
+        refused = await alice.post(url, json={"text": "pay once"}, headers=headers)
+        detail = problem_of(refused, 422, "InvalidInputError")["detail"]
+        assert why in detail and "no Idempotency-Key header" in detail
+    thread = (await alice.get(f"/v1/sessions/{session}/thread")).json()
+    assert thread["messages"] == []
+    await alice.post(f"/v1/sessions/{session}/close")
+
+
 async def test_an_event_id_older_than_the_retained_events_is_gone(alice: httpx.AsyncClient):
     """A session keeps its latest events across continue-as-new: asking for an older
     one answers 410 with a snapshot to restart from, not a silent gap."""
