@@ -67,7 +67,7 @@ async def record() -> None:
     with DevServer.start(ui=False) as server:
         recorded: Recorded = []
         parts = (_runs, _people, _clients, _watched, _sessions, _rules, _reruns, _service)
-        for part in (*parts, _scheduled, _moved, _closed_fresh):
+        for part in (*parts, _scheduled, _moved, _closed_fresh, _anchored):
             queue = f"record-{part.__name__.strip('_')}"
             client = await AgentClient.connect(server.address, task_queue=queue)
             recorded += await part(client)
@@ -430,6 +430,39 @@ async def _closed_fresh(client: AgentClient) -> Recorded:
     closed = await close_on_a_fresh_worker(client)
     name = "agent_session_closed_after_continue_as_new_on_a_fresh_worker"
     return [(name, client.temporal.get_workflow_handle(closed))]
+
+
+async def _anchored(client: AgentClient) -> Recorded:
+    """Sessions that copy what their closed runs hold into their open run: by their
+    timer, and when asked (as sessions started on 0.1.0 do); a fork, by its timer."""
+    from temporalio.api.enums.v1 import EventType
+
+    soon = SessionOptions(continue_as_new_after_runs=2, horizon=timedelta(seconds=3))
+    later = SessionOptions(continue_as_new_after_runs=1, horizon=timedelta(hours=1))
+
+    async def copied(session: Any) -> None:
+        while True:
+            history = await session.workflow.fetch_history()
+            done = EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
+            if any(e.event_type == done for e in history.events):
+                return
+            await asyncio.sleep(0.2)
+
+    async with build_worker(client, {"echo": Echo}):
+        timed = await client.start_session("echo", options=soon)
+        asked = await client.start_session("echo", options=later)
+        for session in (timed, asked):
+            await session.send("one")
+            await session.send("two")
+        fork = await client.fork(timed.id, at_turn=1)
+        await asked.reanchor()
+        await copied(timed)
+        await copied(fork)
+    return [
+        ("agent_session_reanchored_by_its_timer", timed.workflow),
+        ("agent_session_reanchored_when_asked", asked.workflow),
+        ("agent_session_fork_reanchored", fork.workflow),
+    ]
 
 
 async def _moved(client: AgentClient) -> Recorded:

@@ -85,9 +85,16 @@ def register(commands: argparse._SubParsersAction) -> None:
         "stop", help="stop a session's run in progress (the session stays), or a run"
     )
     stop.add_argument("session", help="a session id or a run id")
+    anchor = verbs.add_parser(
+        "anchor",
+        help="copy what a session still needs from its closed runs into its open run now "
+        "(sessions do it themselves; run it once with --all after upgrading from 0.1.0)",
+    )
+    anchor.add_argument("session", nargs="?", help="a session id")
+    anchor.add_argument("--all", action="store_true", help="every open session")
     for parser in (approve, reject, answer):
         parser.add_argument("--by", default=_user(), help="who decides (default: you)")
-    for parser in (show, export, fork, approve, reject, answer, stop):
+    for parser in (show, export, fork, approve, reject, answer, stop, anchor):
         add_connection_arguments(parser)
 
 
@@ -283,6 +290,8 @@ async def sessions_command(args: argparse.Namespace) -> int:
             rows.append([row.id, row.kind, row.agent or "?", row.status, *counts, started])
         print(table(rows))
         return 0
+    if args.verb == "anchor":
+        return await anchor_sessions(client, args.session, every=args.all)
     if args.verb == "fork":  # from a session or a single run
         fork = await client.fork(
             args.session, at_turn=args.at_turn, at_message=args.at_message, session_id=args.id
@@ -368,3 +377,28 @@ async def show(session: SessionHandle, last: int) -> int:
             print(turns_table(execution))
     print_last(await session.thread(last=last), last)  # read alone: not paged in whole
     return 0
+
+
+async def anchor_sessions(client: AgentClient, session_id: str | None, *, every: bool) -> int:
+    """``ratchet sessions anchor ID|--all``: re-anchor now, saying what each copied."""
+    from ratchet.client._listing import list_workflows, type_clause
+    from ratchet.errors import RatchetError, UsageError
+
+    if every == (session_id is not None):
+        raise UsageError("Name one session, or pass --all for every open session.")
+    ids = [session_id] if session_id else []
+    if every:
+        query = f"{type_clause(runs=False)} AND ExecutionStatus = 'Running'"
+        ids = [row.id for row in await list_workflows(client.temporal, query)]
+    failed = 0
+    for found in ids:
+        try:
+            done = await client.get_session(found).reanchor()
+        except RatchetError as e:
+            print(f"{found}: {e}", file=sys.stderr)
+            failed += 1
+            continue
+        what = f"{done.messages} messages copied" if done.messages else "relies on no closed run"
+        gaps = "".join(f"; messages {g.start}-{g.end - 1} were gone already" for g in done.gaps)
+        print(f"{found}: {what}{gaps}" + (f"\n  warning: {done.warning}" if done.warning else ""))
+    return 1 if failed else 0

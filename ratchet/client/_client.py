@@ -405,7 +405,13 @@ class AgentClient:
         with translated("session", session_id):
             handle = await self._start(
                 AgentSessionWorkflow.run,
-                SessionInput(agent=agent, session=session, options=options, session_id=session_id),
+                SessionInput(
+                    agent=agent,
+                    session=session,
+                    options=options,
+                    session_id=session_id,
+                    depends_since=datetime.now(UTC),  # its source's runs may close from now
+                ),
                 id=session_id,
                 agent=agent,
                 task_queue=queue,

@@ -36,7 +36,8 @@ from ratchet.errors import (
     SessionBusyError,
     run_failed,
 )
-from ratchet.wire._names import OFFSET_QUERY
+from ratchet.wire._anchor_data import Anchored
+from ratchet.wire._names import OFFSET_QUERY, REANCHOR_UPDATE
 from ratchet.wire._run_data import (
     RunResult,
     new_messages,
@@ -355,6 +356,13 @@ class SessionHandle(AgentHandle):
         once that run has ended (at most about 10 s: a durable tool already running
         finishes first), with the session's status then."""
         return await self._request(AgentSessionWorkflow.stop, None)
+
+    async def reanchor(self) -> Anchored:
+        """Copy what the session's thread still needs from its closed workflow runs
+        into its open run now, so Temporal's retention cannot take it. A session does
+        it by itself before the oldest such run is a horizon old; one started on
+        0.1.0 does it only when asked (``ratchet sessions anchor --all``)."""
+        return await self._request(REANCHOR_UPDATE, None, result_type=Anchored)
 
     async def wait_for_pending(self) -> list[PendingView]:
         """Wait for a run of this session to wait for someone; list what for.

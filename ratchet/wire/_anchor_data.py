@@ -49,3 +49,14 @@ class Horizon(SparseModel):
     seconds: float
     retention_seconds: float | None = None
     """The namespace's retention (``None``: unlimited, or the horizon was set)."""
+
+
+class Anchored(SparseModel):
+    """What a re-anchoring asked for did (``SessionHandle.reanchor``)."""
+
+    messages: int = 0
+    """Messages copied into the open run's history (0: it relied on no closed run)."""
+    bytes: int = 0
+    gaps: list[Gap] = Field(default_factory=list[Gap])
+    """What was gone already (copied as placeholders)."""
+    warning: str | None = None

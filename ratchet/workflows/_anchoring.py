@@ -23,17 +23,16 @@ from datetime import datetime, timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from ratchet.agents._messages import approximate_size
     from ratchet.agents._state import AgentState, ThreadBase
-    from ratchet.wire._anchor_data import AnchorChunk, AnchorRequest, Horizon
+    from ratchet.wire._anchor_data import AnchorChunk, Anchored, AnchorRequest, Horizon
     from ratchet.wire._names import ANCHOR_ACTIVITY, HORIZON_ACTIVITY
     from ratchet.wire._options import SessionOptions
     from ratchet.wire._session_data import SessionInput
 
-REANCHOR = "ratchet-reanchor"
-"""The patch (since 0.1.0) under which a session re-anchors its thread."""
 ANCHOR_ASKED = "ratchet-reanchor-asked"
 """The patch under which a session re-anchors when asked (``ratchet sessions anchor``):
 sessions started on 0.1.0 have no timer in their open run."""
@@ -61,8 +60,8 @@ class Anchoring:
         self._state = state
         self._option = options.horizon
         self.since: datetime | None = input.depends_since
-        """When the oldest closed run this run relies on closed; ``None``: relies on
-        none, or (with a base) unknown: a run continued from 0.1.0 copies at once."""
+        """When the oldest closed run this run relies on closed (a fork: when it was
+        made); ``None``: relies on none, or a run 0.1.0 continued (no timer)."""
         self.copies = 0
         self.log_bytes = input.log_bytes
         """About the JSON size of the log before this run's own messages."""
@@ -77,13 +76,13 @@ class Anchoring:
         return thread.kind == "messages" and thread.base is not None and thread.base.anchor is None
 
     def start(self) -> None:
-        """Keep the thread anchored while this run is open (a run started by this
-        code; one started by 0.1.0 does it when asked)."""
-        if not self.relies_on_others or not workflow.patched(REANCHOR):
-            return
-        if self.since is None and not workflow.info().continued_run_id:
-            self.since = workflow.now()  # a fork: its source may close from now on
-        self._keeper = asyncio.create_task(self.keep())
+        """Keep the thread anchored while this run is open. Decided by the run's input
+        alone, never by ``workflow.patched`` at the run's start: a worker that takes
+        a continued run's first two workflow tasks at once (the first was done with
+        no command elsewhere) would record a marker that a replay, taking them one by
+        one, does not expect. Runs of 0.1.0 (no ``depends_since``) do it when asked."""
+        if self.relies_on_others and self.since is not None:
+            self._keeper = asyncio.create_task(self.keep())
 
     async def keep(self) -> None:
         """Re-anchor once the oldest closed run this run relies on is ``horizon`` old
@@ -99,10 +98,11 @@ class Anchoring:
             await self.reanchor()
             return
 
-    async def asked(self) -> None:
+    async def asked(self) -> Anchored:
         """``ratchet sessions anchor``: re-anchor now."""
-        if workflow.patched(ANCHOR_ASKED):
-            await self.reanchor()
+        if not workflow.patched(ANCHOR_ASKED):
+            return Anchored()
+        return await self.reanchor()
 
     async def horizon(self) -> timedelta | None:
         if self._option is not None:
@@ -112,45 +112,43 @@ class Anchoring:
         )
         return timedelta(seconds=read.seconds) if read.seconds else None
 
-    async def reanchor(self) -> None:
+    async def reanchor(self) -> Anchored:
         """Copy the messages the thread's base names into this run's history, then
         name this run as the base. Whatever asked, one copy runs at a time."""
         if self.busy:
             await workflow.wait_condition(lambda: not self.busy)
-            return
+            return Anchored()
         base = self._state().session.thread.base
         if base is None or not self.relies_on_others:
-            return
+            return Anchored()
         if self.log_bytes > MAX_COPY_BYTES:
-            self._warn(
-                "it is not copied, and its earliest messages go with the runs that hold them"
-            )
-            return
+            self._warn("it is not copied: its earliest messages go with the runs that hold them")
+            return Anchored(warning=self.problem)
         self.busy = True
         try:
             copied = await self._copy(base)
+        except ActivityError as e:
+            self.problem = f"Re-anchoring the thread failed: {e.cause or e}"
+            workflow.logger.warning(self.problem)
+            return Anchored(warning=self.problem)
         finally:
             self.busy = False
         info = workflow.info()
-        anchored = base.model_copy(
-            update={
-                "workflow_id": info.workflow_id,
-                "run_id": info.run_id,
-                "anchor": self.copies,
-                "thread_id": None,
-            }
-        )
+        update = {"workflow_id": info.workflow_id, "run_id": info.run_id, "anchor": self.copies}
+        anchored = base.model_copy(update={**update, "thread_id": None})
         state = self._state()
         thread = state.session.thread.model_copy(update={"base": anchored})
         state.session = state.session.model_copy(update={"thread": thread})
-        self.since, self.log_bytes = None, copied
-        if copied > WARN_COPY_BYTES:
+        self.since, self.log_bytes = None, copied.bytes
+        if copied.bytes > WARN_COPY_BYTES:
             self._warn("the next copies will not fit")
+        return copied.model_copy(update={"warning": self.problem})
 
-    async def _copy(self, base: ThreadBase) -> int:
-        """Every chunk of the copy, one activity each; the bytes copied."""
+    async def _copy(self, base: ThreadBase) -> Anchored:
+        """Every chunk of the copy, one activity each."""
         self.copies += 1
-        thread_id, start, copied = self._state().session.thread.id, 0, 0
+        thread_id, start = self._state().session.thread.id, 0
+        copied = Anchored()
         while start < base.version:
             request = AnchorRequest(base=base, thread_id=thread_id, anchor=self.copies, start=start)
             chunk: AnchorChunk = await workflow.execute_activity(
@@ -162,9 +160,10 @@ class Anchoring:
                 retry_policy=ANCHOR_RETRIES,
                 summary=f"re-anchor: messages from {start}",
             )
-            if chunk.end <= start:
-                raise RuntimeError(f"re-anchoring copied nothing from position {start}")
-            start, copied = chunk.end, copied + chunk.bytes
+            start = max(chunk.end, start + 1)  # a chunk holds one message at least
+            copied.messages += len(chunk.messages)
+            copied.bytes += chunk.bytes
+            copied.gaps += chunk.gaps
         return copied
 
     def carried_since(self) -> datetime:

@@ -48,6 +48,8 @@ class TurnMarks:
         self._marks = [first]
         self._session = session
         self._turns_before = turns_before
+        self._earlier = session().thread.base
+        """The run this one continued (kept: a re-anchored thread names this run)."""
 
     def __call__(self, change: ExecutionChange) -> None:
         old, new = change.old, change.new
@@ -79,13 +81,13 @@ class TurnMarks:
                 None,
             )
             if where is None:
-                return answer.model_copy(update={"earlier": thread.base})
+                return answer.model_copy(update={"earlier": self._earlier})
             found = next((m for m in marks if m.length > where), None)
             return answer.model_copy(update={"mark": _settled(found, thread)})
         if request.turn is None:
             return answer.model_copy(update={"mark": _settled(marks[-1], thread)})
         if request.turn < marks[0].turn:
-            return answer.model_copy(update={"earlier": thread.base})
+            return answer.model_copy(update={"earlier": self._earlier})
         found = next((m for m in marks if m.turn == request.turn), None)
         return answer.model_copy(update={"mark": _settled(found, thread)})
 

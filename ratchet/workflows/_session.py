@@ -34,10 +34,11 @@ with workflow.unsafe.imports_passed_through():
         ThreadData,
     )
     from ratchet.errors import UsageError
+    from ratchet.wire._anchor_data import Anchored
     from ratchet.wire._names import (
-        ANCHOR_SIGNAL,
         CHECKPOINT_QUERY,
         MOVE_SIGNAL,
+        REANCHOR_UPDATE,
         SESSION_WORKFLOW,
     )
     from ratchet.wire._run_data import StopRequest
@@ -177,10 +178,10 @@ class AgentSessionWorkflow(AgentHandlers):
         not at its next message (``ratchet deploy promote`` sends it; it changes
         nothing else)."""
 
-    @workflow.signal(name=ANCHOR_SIGNAL)
-    async def _anchor(self) -> None:
+    @workflow.update(name=REANCHOR_UPDATE)
+    async def _reanchor(self) -> Anchored:
         """Re-anchor now (``ratchet sessions anchor``; a run of 0.1.0 has no timer)."""
-        await self._runs.anchoring.asked()
+        return await self._runs.anchoring.asked()
 
     def _progress(self, change: ExecutionChange) -> None:
         if getattr(change.old, "status", None) != change.new.status:

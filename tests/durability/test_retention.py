@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from temporalio.api.common.v1 import WorkflowExecution
@@ -29,6 +31,7 @@ from ratchet.worker import build_worker
 from ..conftest import ROOT
 from ..workflows.test_sessions import Echo
 from .retention import namespace_with_retention, start_server, wait_until_gone
+from .test_closed_after_continue_as_new import release_0_1_0
 
 pytestmark = pytest.mark.slow  # a dev server of its own, and checks in child processes
 
@@ -132,3 +135,83 @@ async def test_a_history_already_gone_is_a_named_gap_and_the_session_goes_on(
     assert found["texts"][2:] == ["two", "#2 two (saw 3)"]
     # The send ran: the agent saw what remains, the placeholders where the gap is.
     assert found["answer"] == "#3 three (saw 5)"
+
+
+START_WITH_0_1_0 = """
+import asyncio, sys
+from ratchet._exit import hard_exit
+from ratchet.agents import Agent, Message, Result
+from ratchet.client import AgentClient
+from ratchet.wire import SessionOptions
+from ratchet.worker import build_worker
+
+class Echo(Agent):
+    async def run(self, messages, thread, context):
+        await thread.on_new_messages(messages)
+        seen = len(thread.messages)
+        return Result(final_response=Message.assistant(f"{messages[-1].text} (saw {seen})"))
+
+async def main():
+    address, namespace, queue = sys.argv[1:]
+    client = await AgentClient.connect(address, namespace=namespace, task_queue=queue)
+    async with build_worker(client, {"echo": Echo}):
+        session = await client.start_session(
+            "echo", options=SessionOptions(continue_as_new_after_runs=1)
+        )
+        await session.send("one")
+        await session.send("two")
+    print(session.id)
+
+asyncio.run(main())
+hard_exit(0)
+"""
+
+
+async def test_a_session_started_on_0_1_0_is_reanchored_when_asked(
+    retention_server: DevServer, tmp_path: Path
+):
+    namespace = await namespace_with_retention(retention_server, timedelta(hours=1))
+    client = await AgentClient.connect(
+        retention_server.address, namespace=namespace, task_queue="from-0-1-0"
+    )
+    script = tmp_path / "start_with_0_1_0.py"
+    script.write_text(START_WITH_0_1_0)
+    old = release_0_1_0(tmp_path / "release-0.1.0")
+    started = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, str(script), retention_server.address, namespace, client.task_queue],
+        env={**os.environ, "PYTHONPATH": str(old)},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert started.returncode == 0, started.stderr[-3000:]
+    session_id = started.stdout.split()[-1]
+    closed = await closed_runs(client, session_id)
+    assert len(closed) == 2  # its open run relies on both, and 0.1.0 set no timer
+
+    async with build_worker(client, {"echo": Echo}):
+        anchored = await asyncio.to_thread(
+            subprocess.run,
+            [sys.executable, "-m", "ratchet", "sessions", "anchor", "--all",
+             "--address", retention_server.address, "--namespace", namespace],
+            cwd=ROOT, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert anchored.returncode == 0, anchored.stderr
+        assert f"{session_id}: 4 messages copied" in anchored.stdout
+        again = await client.get_session(session_id).reanchor()
+        assert again.messages == 0  # relies on no closed run now
+    for run_id in closed:
+        await client.temporal.workflow_service.delete_workflow_execution(
+            DeleteWorkflowExecutionRequest(
+                namespace=namespace,
+                workflow_execution=WorkflowExecution(workflow_id=session_id, run_id=run_id),
+            )
+        )
+    await wait_until_gone(client.temporal, session_id, closed, within=60)
+
+    found = await read_elsewhere(retention_server, client, session_id, send="three")
+    assert found["gaps"] == []
+    assert found["texts"] == ["one", "one (saw 1)", "two", "two (saw 3)"]
+    assert found["answer"] == "#1 three (saw 5)"  # this code's Echo counts its own visits
