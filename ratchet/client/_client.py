@@ -405,13 +405,13 @@ class AgentClient:
         with translated("session", session_id):
             handle = await self._start(
                 AgentSessionWorkflow.run,
-                SessionInput(
+                SessionInput(  # the source's runs it relies on may close from now on
                     agent=agent,
                     session=session,
                     options=options,
                     session_id=session_id,
-                    depends_since=datetime.now(UTC),  # its source's runs may close from now
-                ),
+                    depends_since=datetime.now(UTC),
+                ),  # fmt: skip
                 id=session_id,
                 agent=agent,
                 task_queue=queue,
