@@ -57,6 +57,7 @@ from ._thread_reader import iter_messages, log_info, read_messages, read_thread
 
 if TYPE_CHECKING:
     from ._client import AgentClient
+    from ._deletion import SessionDeletion
 
 UPDATES_IN_FLIGHT = 3
 MIN_POLL = 0.02
@@ -338,6 +339,10 @@ class SessionHandle(AgentHandle):
         once that run has ended (at most about 10 s: a durable tool already running
         finishes first), with the session's status then."""
         return await self._request(AgentSessionWorkflow.stop, None)
+
+    async def delete(self, *, force: bool = False) -> SessionDeletion:
+        """Delete this session and everything of it (``AgentClient.delete_session``)."""
+        return await self._client.delete_session(self.id, force=force)
 
     async def wait_for_pending(self) -> list[PendingView]:
         """Wait for a run of this session to wait for someone; list what for.
