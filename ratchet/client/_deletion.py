@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, Field
 from temporalio.api.common.v1 import WorkflowExecution
@@ -48,6 +48,8 @@ from ._error_mapping import check_id
 if TYPE_CHECKING:
     from ._client import AgentClient
 
+T = TypeVar("T")
+
 FORKED_FROM = "ratchet.forked_from"
 """Memo key a fork records its source under (carried by its continue-as-new)."""
 DELETE_WAIT = 120.0
@@ -55,7 +57,9 @@ DELETE_WAIT = 120.0
 STOP_WAIT = 10.0
 """Seconds a running session's run in progress gets to stop before it is terminated."""
 RESEND_AFTER = 2.0
-"""Seconds after which a delete that has not taken is sent again."""
+"""Seconds after which a delete that has not taken is sent again (then 4, 8... 30)."""
+CALLS_AT_ONCE = 20
+"""Deletes and describes in flight at once."""
 
 
 class SessionDeletion(BaseModel):
@@ -273,30 +277,36 @@ async def _delete(
     queries list none of them, sending a delete again to a run still there."""
     deadline = time.monotonic() + wait
     waiting = {(run.workflow_id, run.run_id) for run in runs}
-    sent: dict[tuple[str, str], float] = {}
+    resend_at: dict[tuple[str, str], float] = {}
+    every = dict.fromkeys(waiting, RESEND_AFTER)
+    calls = asyncio.Semaphore(CALLS_AT_ONCE)
     delay = 0.1
     while waiting:
         now = time.monotonic()
-        for key in waiting:
-            if now - sent.get(key, -RESEND_AFTER) >= RESEND_AFTER:
-                await _send_delete(temporal, *key)
-                sent[key] = now
+        due = [key for key in waiting if now >= resend_at.get(key, now)]
+        await asyncio.gather(*(_bounded(calls, _send_delete(temporal, *key)) for key in due))
+        for key in due:  # sent again less and less often: a long session has many runs
+            resend_at[key], every[key] = now + every[key], min(every[key] * 2, 30.0)
         await asyncio.sleep(delay)
         delay = min(1.0, delay * 2)
-        for key in list(waiting):
-            if await _gone(temporal, *key):
-                waiting.discard(key)
+        keys = sorted(waiting)
+        gone = await asyncio.gather(*(_bounded(calls, _gone(temporal, *key)) for key in keys))
+        waiting -= {key for key, done in zip(keys, gone, strict=True) if done}
         if waiting and time.monotonic() > deadline:
-            raise DeletionIncompleteError(
-                session_id, sorted(f"{w} (run {r})" for w, r in waiting), wait
-            )
+            still = sorted(f"{w} (run {r})" for w, r in waiting)
+            raise DeletionIncompleteError(session_id, still, wait)
     deleted = {run.run_id for run in runs}
     for query in queries.values():
         while listed := [r for r in await _runs(temporal, query) if r.run_id in deleted]:
             if time.monotonic() > deadline:
-                listed_ids = [f"{r.workflow_id} (run {r.run_id}, still listed)" for r in listed]
-                raise DeletionIncompleteError(session_id, listed_ids, wait)
+                still = [f"{r.workflow_id} (run {r.run_id}, still listed)" for r in listed]
+                raise DeletionIncompleteError(session_id, still, wait)
             await asyncio.sleep(0.2)
+
+
+async def _bounded(calls: asyncio.Semaphore, call: Awaitable[T]) -> T:
+    async with calls:
+        return await call
 
 
 async def _send_delete(temporal: Client, workflow_id: str, run_id: str) -> None:

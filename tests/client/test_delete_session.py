@@ -15,7 +15,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet.agents import Message, RunContext, ScriptedModel, ToolCallingAgent, agent_tool
 from ratchet.client import AgentClient, schedule_runs_query
-from ratchet.errors import SessionHasForksError
+from ratchet.errors import DeletionIncompleteError, SessionHasForksError
 from ratchet.wire import SessionOptions
 from ratchet.worker import build_worker
 
@@ -137,6 +137,11 @@ async def test_a_session_that_forks_read_from_is_deleted_only_with_force(
         assert "force=True" in str(refused.value)
         assert await listed(temporal, f"WorkflowId = '{source.id}'")  # nothing deleted
 
+        # Temporal deletes asynchronously (here for seconds): a short wait runs out,
+        # naming what is still there, and deleting again finishes.
+        with pytest.raises(DeletionIncompleteError) as unfinished:
+            await agent_client.delete_session(source.id, force=True, wait=0.2)
+        assert unfinished.value.remaining == [f"{source.id} (run {source.first_temporal_run_id})"]
         deleted = await agent_client.delete_session(source.id, force=True)
         assert deleted.forks == sorted([fork.id, fork_of_fork.id])
         assert await listed(temporal, f"WorkflowId = '{source.id}'") == []
