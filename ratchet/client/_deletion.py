@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, Field
@@ -94,6 +95,7 @@ class _Run(BaseModel):
     run_id: str
     workflow_type: str
     running: bool
+    started: datetime
 
 
 async def delete_session(
@@ -109,26 +111,15 @@ async def delete_session(
             f"{session_id} is a {other.pop()} workflow, not a session: delete_session "
             "deletes sessions (a single run: temporal workflow delete)."
         )
-    forks = await _forks(temporal, session_id) if own else []
+    since = min((run.started for run in own), default=None)
+    forks = await _forks(temporal, session_id, since) if since else []
     if forks and not force:
         raise SessionHasForksError(session_id, forks)
     terminated = any(run.running for run in own) and await _terminate(client, session_id)
     schedules = await _schedules_sending_to(temporal, session_id)
     for schedule_id in schedules:
         await _delete_schedule(temporal, schedule_id)
-    queries = {
-        "own": f"WorkflowId = {quoted(session_id)}",
-        "children": f"RootWorkflowId = {quoted(session_id)} AND WorkflowId != {quoted(session_id)}",
-        **{
-            f"schedule {s}": f"TemporalScheduledById = {quoted(s)}"
-            for s in schedules
-            if _quotable(s)
-        },
-        **{
-            f"rerun {b}": f"RootWorkflowId = {quoted(b)}"
-            for b in await _reruns_of(temporal, session_id)
-        },
-    }
+    queries = await _queries(temporal, session_id, schedules)
     found = {name: await _runs(temporal, query) for name, query in queries.items()}
     every = [run for runs in found.values() for run in runs]
     await _delete(temporal, session_id, every, queries, wait=wait)
@@ -149,6 +140,20 @@ async def delete_session(
     )
 
 
+async def _queries(temporal: Client, session_id: str, schedules: list[str]) -> dict[str, str]:
+    """The visibility queries that list the session's runs and the workflows of it."""
+    me = quoted(session_id)
+    queries = {
+        "own": f"WorkflowId = {me}",
+        "children": f"RootWorkflowId = {me} AND WorkflowId != {me}",
+    }
+    for schedule_id in schedules:
+        queries[f"schedule {schedule_id}"] = f"TemporalScheduledById = {quoted(schedule_id)}"
+    for batch_id in await _reruns_of(temporal, session_id):
+        queries[f"rerun {batch_id}"] = f"RootWorkflowId = {quoted(batch_id)}"
+    return queries
+
+
 def quoted(value: str) -> str:
     """``value`` as a visibility query string literal."""
     if "'" not in value:
@@ -158,10 +163,6 @@ def quoted(value: str) -> str:
     raise InvalidInputError(
         f"{value!r} holds both kinds of quote: no visibility query can name it."
     )
-
-
-def _quotable(value: str) -> bool:
-    return "'" not in value or '"' not in value
 
 
 def _ids(runs: Any) -> list[str]:
@@ -176,17 +177,21 @@ async def _runs(temporal: Client, query: str) -> list[_Run]:
             run_id=info.run_id,
             workflow_type=info.workflow_type,
             running=info.status == WorkflowExecutionStatus.RUNNING,
+            started=info.start_time,
         )
         async for info in temporal.list_workflows(query)
     ]
 
 
-async def _forks(temporal: Client, session_id: str) -> list[str]:
+async def _forks(temporal: Client, session_id: str, since: datetime) -> list[str]:
     """Sessions that read from ``session_id``: forks of it, forks of those, and so
-    on. A fork names its source in its memo; one from Ratchet 0.1.0 has no memo and
-    is known by its default id (``<source>-fork-<hex>``)."""
+    on (each started after it, ``since``). A fork names its source in its memo; one
+    from Ratchet 0.1.0 has no memo and is known by its default id
+    (``<source>-fork-<hex>``)."""
     sources: dict[str, str] = {}
-    async for info in temporal.list_workflows(f"WorkflowType = {quoted(SESSION_WORKFLOW)}"):
+    after = (since - timedelta(seconds=1)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    query = f"WorkflowType = {quoted(SESSION_WORKFLOW)} AND StartTime >= '{after}'"
+    async for info in temporal.list_workflows(query):
         if info.id in sources:
             continue
         memo = await info.memo()
