@@ -194,7 +194,10 @@ async def _forks(temporal: Client, session_id: str, since: datetime) -> list[str
     async for info in temporal.list_workflows(query):
         if info.id in sources:
             continue
-        memo = await info.memo()
+        try:
+            memo = await info.memo()
+        except Exception:  # noqa: BLE001 - a memo under another encryption key: none
+            memo = {}
         source = memo.get(FORKED_FROM)
         if isinstance(source, str):
             sources[info.id] = source

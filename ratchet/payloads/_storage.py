@@ -20,10 +20,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote
 
+from temporalio import activity
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import (
     ExternalStorage,
     StorageDriver,
+    StorageDriverActivityInfo,
     StorageDriverClaim,
     StorageDriverRetrieveContext,
     StorageDriverStoreContext,
@@ -76,13 +78,10 @@ class FileStorageDriver(StorageDriver):
     async def store(
         self, context: StorageDriverStoreContext, payloads: Sequence[Payload]
     ) -> list[StorageDriverClaim]:
-        target = context.target
-        owner = (
-            _dir_name(target.id)
-            if isinstance(target, StorageDriverWorkflowInfo) and target.id
-            else OWNERLESS
+        owner = _owner(context.target)
+        return await asyncio.to_thread(
+            self._store_all, _dir_name(owner) if owner else OWNERLESS, payloads
         )
-        return await asyncio.to_thread(self._store_all, owner, payloads)
 
     def _store_all(self, owner: str, payloads: Sequence[Payload]) -> list[StorageDriverClaim]:
         claims = []
@@ -131,6 +130,17 @@ class FileStorageDriver(StorageDriver):
         count = sum(1 for path in folder.rglob("*") if path.is_file())
         shutil.rmtree(folder, ignore_errors=True)
         return count
+
+
+def _owner(target: StorageDriverWorkflowInfo | StorageDriverActivityInfo | None) -> str | None:
+    """The workflow a payload is stored for. temporalio names none for a heartbeat
+    sent by task token (a turn's checkpoint), so inside an activity it is the
+    activity's workflow."""
+    if isinstance(target, StorageDriverWorkflowInfo):
+        return target.id
+    if target is None and activity.in_activity():
+        return activity.info().workflow_id
+    return None
 
 
 def _dir_name(workflow_id: str) -> str:

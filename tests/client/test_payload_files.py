@@ -15,6 +15,7 @@ from temporalio.converter import (
     StorageDriverStoreContext,
     StorageDriverWorkflowInfo,
 )
+from temporalio.testing import ActivityEnvironment
 
 from ratchet.errors import ConfigurationError
 from ratchet.payloads import FileStorageDriver
@@ -57,6 +58,17 @@ async def test_a_store_from_0_1_0_still_reads_its_claims_and_new_payloads_go_per
     claim = StorageDriverClaim({"sha256": digest})
     assert await driver.retrieve(StorageDriverRetrieveContext(), [claim]) == [PAYLOAD]
     assert driver.delete_workflow("session-a") == 1 and old.exists()
+
+
+async def test_a_payload_stored_for_no_target_inside_an_activity_is_its_workflows(
+    tmp_path: Path,
+):
+    """temporalio names no target for a heartbeat sent by task token (a turn's
+    checkpoint): it belongs to the activity's workflow, and goes with it."""
+    driver = FileStorageDriver(tmp_path)
+    (claim,) = await ActivityEnvironment().run(driver.store, StorageDriverStoreContext(), [PAYLOAD])
+    assert claim.claim_data["workflow"] == "test"  # ActivityEnvironment's workflow id
+    assert driver.delete_workflow("test") == 1
 
 
 @pytest.mark.parametrize("workflow_id", ["../escape", "a/b", ".", "x" * 400, "rerun-1/s#1"])
