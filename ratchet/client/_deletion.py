@@ -34,6 +34,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from ratchet.errors import (
     DeletionIncompleteError,
     InvalidInputError,
+    PayloadDecryptionError,
     SessionHasForksError,
     SessionNotFoundError,
 )
@@ -196,7 +197,7 @@ async def _forks(temporal: Client, session_id: str, since: datetime) -> list[str
             continue
         try:
             memo = await info.memo()
-        except Exception:  # noqa: BLE001 - a memo under another encryption key: none
+        except (KeyError, PayloadDecryptionError):  # a memo under another encryption key
             memo = {}
         source = memo.get(FORKED_FROM)
         if isinstance(source, str):
@@ -249,21 +250,28 @@ async def _delete_schedule(temporal: Client, schedule_id: str) -> None:
 
 async def _reruns_of(temporal: Client, session_id: str) -> list[str]:
     """Evaluation reruns (``RerunBatch`` workflows) whose sources name the session."""
-    batches: list[str] = []
+    batches: set[str] = set()
     seen: set[str] = set()
     async for info in temporal.list_workflows(f"WorkflowType = {quoted(RERUN_BATCH_WORKFLOW)}"):
-        if info.id in seen:
-            continue
-        seen.add(info.id)
-        handle = temporal.get_workflow_handle(info.id, run_id=info.run_id)
+        if info.id not in seen:
+            seen.add(info.id)
+            sources = await _batch_sources(temporal, info.id, info.run_id)
+            if any(_names_session(source, session_id) for source in sources):
+                batches.add(info.id)
+    return sorted(batches)
+
+
+async def _batch_sources(temporal: Client, batch_id: str, run_id: str) -> list[object]:
+    """The sources in a batch run's input (each run carries them all)."""
+    handle = temporal.get_workflow_handle(batch_id, run_id=run_id)
+    try:
         async for event in handle.fetch_history_events():
             payloads = event.workflow_execution_started_event_attributes.input.payloads
             (batch,) = await temporal.data_converter.decode(payloads) if payloads else [{}]
-            sources = batch.get("sources", []) if isinstance(batch, dict) else []
-            if any(_names_session(source, session_id) for source in sources):
-                batches.append(info.id)
-            break
-    return sorted(batches)
+            return list(batch.get("sources", [])) if isinstance(batch, dict) else []
+    except (RPCError, KeyError, PayloadDecryptionError):  # gone meanwhile, or another key's
+        pass
+    return []
 
 
 def _names_session(source: object, session_id: str) -> bool:
