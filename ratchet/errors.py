@@ -30,6 +30,7 @@ configuration change fixes, and failures of a run, which happen at run time::
     │   │   ├── RunNotFoundError
     │   │   └── SessionNotFoundError
     │   ├── AlreadyStartedError     a run or session with that id exists already
+    │   ├── SessionHasForksError    a delete refused: forks still read the session
     │   └── EventsExpiredError      an event id older than what the stream retains
     └── RunError                    a run could not finish
         ├── ModelError              the model service failed (``retryable`` says if it may pass)
@@ -45,6 +46,7 @@ configuration change fixes, and failures of a run, which happen at run time::
         │   └── HistoryGoneError    a closed workflow run that held part of a thread is
         │                           gone (Temporal's retention deleted it, or a person)
         ├── ToolError               a tool's failure the model should read, never retried
+        ├── DeletionIncompleteError a delete whose runs were still there when it gave up
         └── RunFailedError          raised by the client: the run's workflow failed
 
 The client raises a run's failure as ``RunFailedError`` *and* the error it names:
@@ -324,6 +326,21 @@ class AlreadyStartedError(UsageError):
     while the workflow is open, and within its retention afterwards)."""
 
 
+class SessionHasForksError(UsageError):
+    """A session was not deleted because forks read its earlier messages from it
+    (a fork copies none): deleting it would cut those forks' threads."""
+
+    def __init__(self, session_id: str, forks: list[str]) -> None:
+        super().__init__(
+            f"Session {session_id} was not deleted: {len(forks)} fork(s) read their earlier "
+            f"messages from it: {', '.join(forks)}. Delete them first, or delete anyway "
+            "with force=True (ratchet sessions delete --force; DELETE ...?force=true): "
+            "those forks then lose the messages before their fork point."
+        )
+        self.session_id = session_id
+        self.forks = forks
+
+
 class EventsExpiredError(UsageError):
     """Events were asked for from an offset the stream can no longer give (a reader
     gets every event up to 500 behind the end, across continue-as-new): read a
@@ -337,6 +354,20 @@ class EventsExpiredError(UsageError):
         self.workflow_id = workflow_id
         self.requested = requested
         self.oldest = oldest
+
+
+class DeletionIncompleteError(RunError):
+    """A deletion sent, whose workflow runs Temporal still showed when the wait ran
+    out (Temporal deletes asynchronously). Deleting again finishes it."""
+
+    def __init__(self, session_id: str, remaining: list[str], waited: float) -> None:
+        super().__init__(
+            f"Session {session_id}: {len(remaining)} workflow run(s) were still there after "
+            f"{waited:g} s: {', '.join(remaining[:10])}{' …' if len(remaining) > 10 else ''}. "
+            "Temporal deletes asynchronously; delete the session again to finish."
+        )
+        self.session_id = session_id
+        self.remaining = remaining
 
 
 class SessionClosedError(RunError):

@@ -92,9 +92,20 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     anchor.add_argument("session", nargs="?", help="a session id")
     anchor.add_argument("--all", action="store_true", help="every open session")
+    delete = verbs.add_parser(
+        "delete",
+        help="delete a session and everything of it: its runs, sub-agent runs, schedules, "
+        "evaluation reruns and stored payloads",
+    )
+    delete.add_argument("session", help="a session id")
+    delete.add_argument(
+        "--force",
+        action="store_true",
+        help="delete it even though forks read from it (they lose their earlier messages)",
+    )
     for parser in (approve, reject, answer):
         parser.add_argument("--by", default=_user(), help="who decides (default: you)")
-    for parser in (show, export, fork, approve, reject, answer, stop, anchor):
+    for parser in (show, export, fork, approve, reject, answer, stop, anchor, delete):
         add_connection_arguments(parser)
 
 
@@ -292,6 +303,8 @@ async def sessions_command(args: argparse.Namespace) -> int:
         return 0
     if args.verb == "anchor":
         return await anchor_sessions(client, args.session, every=args.all)
+    if args.verb == "delete":
+        return await delete(client, args.session, force=args.force)
     if args.verb == "fork":  # from a session or a single run
         fork = await client.fork(
             args.session, at_turn=args.at_turn, at_message=args.at_message, session_id=args.id
@@ -347,6 +360,40 @@ async def sessions_command(args: argparse.Namespace) -> int:
             return 0
         await session.stop()  # answers once that run has ended
         print(f"session {session.id}: its run in progress stopped (finished turns are kept)")
+    return 0
+
+
+async def delete(client: AgentClient, session_id: str, *, force: bool) -> int:
+    from ratchet.errors import SessionHasForksError
+
+    try:
+        deleted = await client.delete_session(session_id, force=force)
+    except SessionHasForksError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    if not deleted.found:
+        print(f"session {session_id}: nothing to delete (no such session, or deleted already)")
+        return 0
+    ended = " (it was open: stopped, then terminated)" if deleted.terminated else ""
+    print(f"session {session_id} deleted{ended}:")
+    counts = [
+        (len(deleted.runs), "workflow run(s) of the session"),
+        (len(deleted.child_runs), "sub-agent run(s)"),
+        (len(deleted.schedules), f"schedule(s) {', '.join(deleted.schedules)}"),
+        (len(deleted.schedule_runs), "scheduled send(s)"),
+        (len(deleted.eval_runs), "evaluation rerun workflow(s)"),
+        (deleted.payload_files, "stored payload file(s)"),
+    ]
+    for count, what in counts:
+        if count:
+            print(f"  {count} {what}")
+    if deleted.payloads_left:
+        print(
+            "  payloads in a bucket were not deleted: delete the objects of these workflow "
+            f"ids there (docs/sessions.md): {', '.join(deleted.payloads_left)}"
+        )
+    if deleted.forks:
+        print(f"  forks that lost their earlier messages: {', '.join(deleted.forks)}")
     return 0
 
 

@@ -45,6 +45,7 @@ from ratchet.wire._session_data import SessionStatus, new_request_id
 
 from ._checkpoints import Checkpoint
 from ._client import AgentClient
+from ._deletion import SessionDeletion
 from ._run_handle import RunHandle
 from ._schedules import schedule_runs_query
 from ._session_handle import SessionHandle
@@ -70,6 +71,7 @@ __all__ = [
     "RunHandle",
     "RunStarted",
     "RunStartedData",
+    "SessionDeletion",
     "SessionHandle",
     "SessionInfo",
     "SessionStatus",

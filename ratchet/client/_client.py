@@ -51,6 +51,7 @@ from ratchet.workflows._progress import run_details
 from ratchet.workflows._session import AgentSessionWorkflow
 
 from ._checkpoints import Checkpoint, not_run, read_mark
+from ._deletion import DELETE_WAIT, FORKED_FROM, SessionDeletion, delete_session
 from ._error_mapping import check_agent_name, check_id, check_prompt_size, translated
 from ._run_handle import RunHandle
 from ._schedules import CATCHUP_WINDOW, create_schedule
@@ -416,8 +417,30 @@ class AgentClient:
                 agent=agent,
                 task_queue=queue,
                 static_summary=f"{agent} session, forked from {source} at turn {turn}",
+                memo={FORKED_FROM: source},  # delete_session finds the forks of a session
             )
         return SessionHandle(handle, self)
+
+    async def delete_session(
+        self, session_id: str, *, force: bool = False, wait: float = DELETE_WAIT
+    ) -> SessionDeletion:
+        """Delete session ``session_id`` and everything of it: every workflow run of it
+        (its continue-as-new chain and the sub-agent runs it started), the schedules
+        that send to it and their firings, evaluation reruns of it, and the payloads
+        each of those stored in a ``FileStorageDriver`` directory (on S3 or GCS the
+        result's ``payloads_left`` names what to delete there). An open session's run
+        in progress is asked to stop, then the session is terminated.
+
+        Returns once Temporal answers NOT_FOUND for every run and lists none of
+        them (a delete that did not take is sent again), or raises
+        ``DeletionIncompleteError`` after ``wait`` seconds. Deleting again is
+        safe: an unknown or deleted session gives ``found=False``.
+
+        Forks read their earlier messages from their source: a session with forks is
+        not deleted (``SessionHasForksError`` names them) unless ``force``; the
+        result then names the forks, which lose the messages before their fork point.
+        """
+        return await delete_session(self, session_id, force=force, wait=wait)
 
     def get_session(self, session_id: str) -> SessionHandle:
         check_id("session", session_id)

@@ -60,6 +60,7 @@ from ._thread_reader import iter_messages, log_info, read_messages, read_thread
 
 if TYPE_CHECKING:
     from ._client import AgentClient
+    from ._deletion import SessionDeletion
 
 UPDATES_IN_FLIGHT = 3
 MIN_POLL = 0.02
@@ -363,6 +364,10 @@ class SessionHandle(AgentHandle):
         it by itself before the oldest such run is a horizon old; one started on
         0.1.0 does it only when asked (``ratchet sessions anchor --all``)."""
         return await self._request(REANCHOR_UPDATE, None, result_type=Anchored)
+
+    async def delete(self, *, force: bool = False) -> SessionDeletion:
+        """Delete this session and everything of it (``AgentClient.delete_session``)."""
+        return await self._client.delete_session(self.id, force=force)
 
     async def wait_for_pending(self) -> list[PendingView]:
         """Wait for a run of this session to wait for someone; list what for.

@@ -9,11 +9,11 @@ from ratchet.agents._messages import Message, ToolCall
 from ratchet.agents._sparse import SparseModel
 from ratchet.agents._state import AgentSession
 from ratchet.agents._usage import Usage
+from ratchet.wire._names import RERUN_BATCH_WORKFLOW as RERUN_BATCH_WORKFLOW
 from ratchet.wire._options import CheckedOptions, InterceptorRef, RunOptions, at_least
 
 from ._recording import RECORDING, Recording
 
-RERUN_BATCH_WORKFLOW = "RerunBatch"
 PLAN_ACTIVITY = "ratchet.rerun_plan"
 """Reads a recorded session or run and turns it into rerun cases."""
 

@@ -39,6 +39,8 @@ STATUS: list[tuple[type[Exception], int, str]] = [
     (errors.RequestExpiredError, 409, "That request id is older than the session remembers"),
     (errors.ResultExpiredError, 410, "The result is no longer held"),
     (errors.AlreadyStartedError, 409, "That id is in use"),
+    (errors.SessionHasForksError, 409, "Forks read from this session"),
+    (errors.DeletionIncompleteError, 503, "The deletion is not finished: delete again"),
     (errors.EventsExpiredError, 410, "Those events are no longer retained"),
     (errors.AgentNotFoundError, 404, "No such agent"),
     (errors.NotFoundError, 404, "Not found"),

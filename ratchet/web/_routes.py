@@ -12,7 +12,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from ratchet.agents._pending import Decision, PendingView
 from ratchet.agents._state import AgentStatus, ThreadData
-from ratchet.client import AgentClient, RunHandle, SessionHandle
+from ratchet.client import AgentClient, RunHandle, SessionDeletion, SessionHandle
 from ratchet.client._listing import (
     WorkflowSummary,
     agent_clause,
@@ -21,7 +21,13 @@ from ratchet.client._listing import (
     type_clause,
 )
 from ratchet.client._turn_records import TurnRecord
-from ratchet.errors import AgentNotFoundError, EventsExpiredError, InvalidInputError
+from ratchet.errors import (
+    AgentNotFoundError,
+    EventsExpiredError,
+    InvalidInputError,
+    NotFoundError,
+    SessionNotFoundError,
+)
 from ratchet.wire._session_data import SessionStatus, request_id_problem
 
 from . import _sse as sse
@@ -148,6 +154,21 @@ async def approvals_inbox(
 @api.get("/sessions/{session_id}", response_model=SessionStatus)
 async def get_session(session_id: str, request: Request) -> JSONResponse:
     return out(await client_of(request).get_session(session_id).status())
+
+
+@api.delete("/sessions/{session_id}", response_model=SessionDeletion)
+async def delete_session(session_id: str, request: Request, force: bool = False) -> JSONResponse:
+    """Deletes the session and everything of it (``AgentClient.delete_session``). An
+    unknown id, one deleted already, or one that is not a session answers 404 alike;
+    a session that forks read from answers 409 naming them, unless ``?force=true``."""
+    unknown = SessionNotFoundError(f"There is no session {session_id!r}.")
+    try:
+        deleted = await client_of(request).delete_session(session_id, force=force)
+    except NotFoundError:
+        raise unknown from None
+    if not deleted.found:
+        raise unknown
+    return out(deleted)
 
 
 @api.post("/sessions/{session_id}/close", response_model=SessionStatus)

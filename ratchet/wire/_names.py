@@ -5,6 +5,8 @@ RUN_WORKFLOW = "AgentRunWorkflow"
 SESSION_WORKFLOW = "AgentSession"
 SCHEDULED_SEND_WORKFLOW = "ScheduledSend"
 """A schedule's firing that sends a message to a session (``AgentClient.schedule``)."""
+RERUN_BATCH_WORKFLOW = "RerunBatch"
+"""An evaluation's rerun of recorded sessions (``ratchet.evals``)."""
 SEND_UPDATE = "send"
 
 TURN_ACTIVITY = "ratchet.turn"

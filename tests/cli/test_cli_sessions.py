@@ -513,3 +513,47 @@ async def test_chat_exits_1_when_a_message_fails_and_refuses_a_closed_session(
     assert stop[:2] == (0, f"session {session.id} is closed; nothing to stop\n"), stop
     for _, _, err in (unknown, other, closed, missing):
         assert "Traceback" not in err
+
+
+async def test_sessions_delete_stops_a_running_session_then_deletes_it_and_its_runs(
+    temporal_server: DevServer, agent_client: AgentClient, task_queue: str
+):
+    agent = Blocker()
+    options = SessionOptions(
+        continue_as_new_after_runs=1, run=RunOptions(heartbeat_timeout=timedelta(seconds=1))
+    )
+    temporal = agent_client.temporal
+    async with build_worker(agent_client, {"blocker": agent, "two": TwoStep}):
+        session = await agent_client.start_session("blocker", options=options)
+        await session.send("first")
+        sent = asyncio.create_task(session.send("block"))
+        await agent.blocked.wait()
+        code, out, err = await ratchet(
+            temporal_server, task_queue, "sessions", "delete", session.id
+        )
+        assert code == 0, err
+        head, runs = out.splitlines()[:2]
+        assert head == f"session {session.id} deleted (it was open: stopped, then terminated):"
+        # Two runs, and a third when the stopped run's end continued it as new in time.
+        assert runs in ("  2 workflow run(s) of the session", "  3 workflow run(s) of the session")
+        assert (await sent).status == AgentStatus.CANCELLED  # stopped before it was deleted
+        query = f"WorkflowId = '{session.id}'"
+        assert [w async for w in temporal.list_workflows(query)] == []
+        code, out, err = await ratchet(
+            temporal_server, task_queue, "sessions", "delete", session.id
+        )
+        assert (code, out.strip()) == (
+            0,
+            f"session {session.id}: nothing to delete (no such session, or deleted already)",
+        ), err
+
+        source = await agent_client.start_session("two")
+        await source.send("alpha")
+        fork = await agent_client.fork(source.id, at_turn=1, session_id=f"{source.id}-kept")
+        code, out, err = await ratchet(temporal_server, task_queue, "sessions", "delete", source.id)
+        assert code == 1 and f"fork(s) read their earlier messages from it: {fork.id}" in err
+        code, out, err = await ratchet(
+            temporal_server, task_queue, "sessions", "delete", source.id, "--force"
+        )
+        assert code == 0, err
+        assert f"forks that lost their earlier messages: {fork.id}" in out

@@ -632,3 +632,22 @@ async def test_under_ask_a_durable_tool_waits_for_a_person_too_and_a_rejection_i
     lima_case = report.cases[1]
     assert lima_case.new.live_calls == []  # nothing ran live
     assert lima_case.new.answer is not None and "rejected this call" in lima_case.new.answer
+
+
+async def test_deleting_a_session_deletes_the_reruns_of_it_and_no_other(
+    agent_client: AgentClient,
+):
+    temporal = agent_client.temporal
+    async with build_worker(agent_client, AGENTS, plugins=[EvalsPlugin()]):
+        source = await recorded_session(agent_client)
+        other = await recorded_session(agent_client)
+        batch = await start_batch(agent_client, [source], agent="weather-v2", inline_bytes=0)
+        kept = await start_batch(agent_client, [other], agent="weather-v2", inline_bytes=0)
+        cases = [r.workflow_id for r in (await batch.result()).records]
+        await kept.result()
+
+        deleted = await agent_client.delete_session(source)
+
+    assert deleted.eval_runs == sorted([batch.id, *cases])
+    assert [w async for w in temporal.list_workflows(f"RootWorkflowId = '{batch.id}'")] == []
+    assert len([w async for w in temporal.list_workflows(f"RootWorkflowId = '{kept.id}'")]) == 3

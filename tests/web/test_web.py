@@ -76,6 +76,35 @@ async def test_a_session_over_http_from_start_to_close(alice: httpx.AsyncClient)
     assert {session, forked} <= {row["id"] for row in listed}
 
 
+async def test_delete_removes_a_session_and_answers_404_for_one_it_does_not_know(
+    alice: httpx.AsyncClient,
+):
+    options = SessionOptions(continue_as_new_after_runs=1).model_dump(mode="json")
+    session = await new_session(alice, "echo", options=options)
+    for text in ("a", "b"):
+        await alice.post(f"/v1/sessions/{session}/messages", json={"text": text})
+    fork = await alice.post(f"/v1/sessions/{session}/fork", json={"at_turn": 1})
+    forked = fork.json()["id"]
+
+    refused = problem_of(await alice.delete(f"/v1/sessions/{session}"), 409, "SessionHasForksError")
+    assert forked in refused["detail"] and "force" in refused["detail"]
+    deleted = await alice.delete(f"/v1/sessions/{session}", params={"force": "true"})
+    assert deleted.status_code == 200, deleted.text
+    body = deleted.json()
+    assert (body["found"], body["terminated"], len(body["runs"])) == (True, True, 3)
+    assert body["forks"] == [forked]
+    listed = (await alice.get("/v1/sessions", params={"agent": "echo", "limit": 1000})).json()
+    assert session not in {row["id"] for row in listed} and forked in {r["id"] for r in listed}
+    problem_of(await alice.get(f"/v1/sessions/{session}"), 404, "SessionNotFoundError")
+
+    again = problem_of(await alice.delete(f"/v1/sessions/{session}"), 404, "SessionNotFoundError")
+    unknown = problem_of(
+        await alice.delete("/v1/sessions/no-such-session"), 404, "SessionNotFoundError"
+    )
+    assert again["detail"] == f"There is no session {session!r}."
+    assert unknown["detail"] == "There is no session 'no-such-session'."
+
+
 async def test_a_reply_streams_its_events_then_the_result(alice: httpx.AsyncClient):
     session = await new_session(alice, "chatty")
     headers = {"Accept": "text/event-stream"}
