@@ -100,6 +100,7 @@ async def numbered_events(
     resent = resent or Resent()
     offset, delay, closed, oldest = from_offset, MIN_POLL, False, from_offset == 0
     tail_read: str | None = None
+    woken = False  # by ``wake``: poll afresh, not from the poll another reader made
     with shared_poll(client, workflow_id) as shared:
         watch = shared.watch()
         while True:
@@ -107,11 +108,12 @@ async def numbered_events(
             # The run that just continued as new, while the next one waits to start.
             tail = watch.tail if watch.tail != tail_read else None
             if tail is None and watch.following and not watch.ready:
-                await _wait(watch, version, wake, SAFETY_POLL)  # the new run answers soon
+                woken = await _wait(watch, version, wake, SAFETY_POLL)  # the new run answers soon
                 continue
-            read = partial(_read, shared, workflow_id, offset, strict, oldest, tail or "", version)
+            fresh = None if woken else version
+            read = partial(_read, shared, workflow_id, offset, strict, oldest, tail or "", fresh)
             result = await _patiently(read, workflow_id, offset)
-            oldest, tail_read = False, tail or tail_read
+            oldest, tail_read, woken = False, tail or tail_read, False
             for item in _decoded(client, result):
                 if resent(item[1]):
                     continue
@@ -125,7 +127,7 @@ async def numbered_events(
                 if watch.closed:
                     closed = True  # one more poll reads what came before the close
                     continue
-                await _wait(watch, version, wake, SAFETY_POLL)  # nothing new, or more on the way
+                woken = await _wait(watch, version, wake, SAFETY_POLL)  # nothing new yet
                 continue
             # Not following the history: poll on a timer.
             if result.items:
@@ -144,7 +146,7 @@ async def _wait(
     watch: HistoryWatch | None, version: int, wake: asyncio.Event | None, seconds: float
 ) -> bool:
     """Waits for a change of ``watch`` after ``version``, or for ``wake`` (then
-    cleared), at most ``seconds``; whether one came."""
+    cleared), at most ``seconds``; whether ``wake`` was set."""
     waits = [asyncio.ensure_future(watch.wait(version, seconds))] if watch else []
     if wake is not None:
         waits.append(asyncio.ensure_future(wake.wait()))
@@ -159,7 +161,7 @@ async def _wait(
     woken = wake is not None and wake.is_set()
     if wake is not None:
         wake.clear()
-    return woken or (watch is not None and watch.version > version)
+    return woken
 
 
 async def _patiently(call: Callable[[], Awaitable[T]], workflow_id: str, offset: int) -> T:
