@@ -100,7 +100,7 @@ async def numbered_events(
     resent = resent or Resent()
     offset, delay, closed, oldest = from_offset, MIN_POLL, False, from_offset == 0
     tail_read: str | None = None
-    woken = False  # by ``wake``: poll afresh, not from the poll another reader made
+    fresh = False  # woken by ``wake``, or by the safety poll: never another reader's poll
     with shared_poll(client, workflow_id) as shared:
         watch = shared.watch()
         while True:
@@ -108,12 +108,12 @@ async def numbered_events(
             # The run that just continued as new, while the next one waits to start.
             tail = watch.tail if watch.tail != tail_read else None
             if tail is None and watch.following and not watch.ready:
-                woken = await _wait(watch, version, wake, SAFETY_POLL)  # the new run answers soon
+                fresh = await _wait(watch, version, wake, SAFETY_POLL)  # the new run answers soon
                 continue
-            fresh = None if woken else version
-            read = partial(_read, shared, workflow_id, offset, strict, oldest, tail or "", fresh)
+            since = None if fresh else version
+            read = partial(_read, shared, workflow_id, offset, strict, oldest, tail or "", since)
             result = await _patiently(read, workflow_id, offset)
-            oldest, tail_read, woken = False, tail or tail_read, False
+            oldest, tail_read, fresh = False, tail or tail_read, False
             for item in _decoded(client, result):
                 if resent(item[1]):
                     continue
@@ -127,7 +127,7 @@ async def numbered_events(
                 if watch.closed:
                     closed = True  # one more poll reads what came before the close
                     continue
-                woken = await _wait(watch, version, wake, SAFETY_POLL)  # nothing new yet
+                fresh = await _wait(watch, version, wake, SAFETY_POLL)  # nothing new yet
                 continue
             # Not following the history: poll on a timer.
             if result.items:
@@ -146,7 +146,8 @@ async def _wait(
     watch: HistoryWatch | None, version: int, wake: asyncio.Event | None, seconds: float
 ) -> bool:
     """Waits for a change of ``watch`` after ``version``, or for ``wake`` (then
-    cleared), at most ``seconds``; whether ``wake`` was set."""
+    cleared), at most ``seconds``; whether the next poll must be made afresh: ``wake``
+    was set (something was just sent), or the watch saw nothing (the safety poll)."""
     waits = [asyncio.ensure_future(watch.wait(version, seconds))] if watch else []
     if wake is not None:
         waits.append(asyncio.ensure_future(wake.wait()))
@@ -161,7 +162,7 @@ async def _wait(
     woken = wake is not None and wake.is_set()
     if wake is not None:
         wake.clear()
-    return woken
+    return woken or (watch is not None and watch.version <= version)
 
 
 async def _patiently(call: Callable[[], Awaitable[T]], workflow_id: str, offset: int) -> T:
