@@ -40,6 +40,7 @@ configuration change fixes, and failures of a run, which happen at run time::
         ├── SessionClosedError      the session takes no more messages
         ├── SessionBusyError        the session cannot take a message now; send again later
         ├── AnswerUnavailableError  a send's outcome could not be read now; send it again
+        ├── EventsUnavailableError  events could not be read for a while; follow on from ``offset``
         ├── ResultExpiredError      a send that ran, whose result the session no longer holds
         ├── StaleAttemptError       a turn attempt the server has replaced (in the worker)
         ├── ThreadResolutionError   a worker could not obtain the thread a turn names
@@ -402,6 +403,20 @@ class AnswerUnavailableError(RunError):
         self.session_id = session_id
         self.request_id = request_id
         self.taken = taken
+
+
+class EventsUnavailableError(RunError):
+    """A follower could not read the next events for longer than it waits (Temporal
+    or every worker out of reach). Nothing was skipped: follow again from ``offset``."""
+
+    def __init__(self, workflow_id: str, offset: int, seconds: float, cause: str) -> None:
+        super().__init__(
+            f"Could not read {workflow_id}'s events from offset {offset} for {seconds:g} s: "
+            f"{cause}. Nothing was skipped: follow again with from_offset={offset} once "
+            "Temporal and a worker answer."
+        )
+        self.workflow_id = workflow_id
+        self.offset = offset
 
 
 class ResultExpiredError(RunError):

@@ -10,6 +10,7 @@ run names the run it continued in its first history event.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from temporalio.api.common.v1 import WorkflowExecution
@@ -24,9 +25,16 @@ Item = Any
 """A stream item as the poll query returns it (``offset``, ``data``)."""
 
 
+QUERY_TIMEOUT = 10.0
+"""Seconds a poll waits for a worker to answer (one that died holds it for 30)."""
+
+
 async def poll(handle: WorkflowHandle[Any, Any], offset: int) -> PollResult:
     return await handle.query(
-        POLL_QUERY, PollInput(topics=[EVENTS_TOPIC], from_offset=offset), result_type=PollResult
+        POLL_QUERY,
+        PollInput(topics=[EVENTS_TOPIC], from_offset=offset),
+        result_type=PollResult,
+        rpc_timeout=timedelta(seconds=QUERY_TIMEOUT),
     )
 
 

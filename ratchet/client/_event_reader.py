@@ -9,7 +9,9 @@ quiet workflow costs no queries (one every ``SAFETY_POLL`` seconds). If the
 history cannot be followed, a poll that finds nothing waits a little longer each
 time, from ``MIN_POLL`` up to ``MAX_POLL``. Offsets are global and go on across
 continue-as-new, so a query without a run id always reads the latest run.
-Iteration ends when the workflow has closed and its retained events are read.
+Iteration ends when the workflow has closed and its retained events are read,
+from the latest run (never from a run it continued). Readers of one workflow in
+one process share the watch and take turns to query (``ratchet.client._shared_poll``).
 
 What a reader gets: every event from its offset on, each once, or
 ``EventsExpiredError`` at the first one it can no longer have, never a silent
@@ -18,7 +20,13 @@ skip; every poll checks. A workflow run holds its last 2,000 events at least
 new run: a reader whose offset is older than the current run holds, and at most
 ``RETAINED`` (500) events behind the end, reads the gap from the runs before
 (``ratchet.client._earlier_runs``); further behind it gets the error. A reader
-from offset 0 starts at the oldest event held, the last 500 at least.
+that starts from offset 0 starts at the oldest event held, the last 500 at
+least; from its first read on, its offset is where it is (0 included).
+
+A read that fails for a reason that may pass (a worker killed or draining, the
+server's query buffer full, Temporal out of reach) is made again, with backoff,
+for up to ``RETRY_FOR`` seconds; then ``EventsUnavailableError`` names the offset
+to follow on from. Nothing is skipped meanwhile.
 
 A session's messages run in the session workflow, so its stream holds
 everything its runs do.
@@ -27,18 +35,28 @@ everything its runs do.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from datetime import timedelta
+from functools import partial
+from typing import TypeVar
 
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.contrib.workflow_streams import PollResult
 
 from ratchet._temporal_internals import decode_stream_payload
 from ratchet.agents._events import RunEvent
-from ratchet.errors import EventsExpiredError
+from ratchet.errors import EventsExpiredError, EventsUnavailableError
 from ratchet.wire._names import OFFSET_QUERY
 
+from . import _earlier_runs as earlier_runs
 from ._earlier_runs import earlier_events, held_from, poll
 from ._follow import HistoryWatch
+from ._retries import passing, retrying
+from ._shared_poll import SharedPoll, shared_poll
+
+T = TypeVar("T")
 
 MIN_POLL = 0.05
 MAX_POLL = 1.0
@@ -47,7 +65,11 @@ SAFETY_POLL = 30.0
 RETAINED = 500
 """Events behind the end a reader may be and still get every one, whatever
 continued as new meanwhile."""
+RETRY_FOR = 120.0
+"""Seconds a reader reads again after failures that may pass, before it gives up."""
 RUNNING = (WorkflowExecutionStatus.RUNNING, WorkflowExecutionStatus.CONTINUED_AS_NEW)
+
+log = logging.getLogger(__name__)
 
 
 async def run_events(
@@ -75,63 +97,94 @@ async def numbered_events(
     ``wake`` ends an idle wait at once (something was just sent to the workflow).
     A reader that starts again where it left off passes the previous ``resent``."""
     handle = client.get_workflow_handle(workflow_id)
-    watch = HistoryWatch(client, workflow_id)
     resent = resent or Resent()
-    offset, delay, closed = from_offset, MIN_POLL, False
-    try:
+    offset, delay, closed, oldest = from_offset, MIN_POLL, False, from_offset == 0
+    tail_read: str | None = None
+    fresh = False  # woken by ``wake``, or by the safety poll: never another reader's poll
+    with shared_poll(client, workflow_id) as shared:
+        watch = shared.watch()
         while True:
-            watch.changed.clear()  # before the query: a change during it is not missed
+            version = watch.version  # before the query: a change during it is not missed
             # The run that just continued as new, while the next one waits to start.
-            tail = watch.take_tail()
+            tail = watch.tail if watch.tail != tail_read else None
             if tail is None and watch.following and not watch.ready:
-                await _first(watch.changed, wake, SAFETY_POLL)  # the new run answers soon
+                fresh = await _wait(watch, version, wake, SAFETY_POLL)  # the new run answers soon
                 continue
-            result = await _read(client, workflow_id, offset, strict=strict, run_id=tail or "")
+            since = None if fresh else version
+            read = partial(_read, shared, workflow_id, offset, strict, oldest, tail or "", since)
+            result = await _patiently(read, workflow_id, offset)
+            oldest, tail_read, fresh = False, tail or tail_read, False
             for item in _decoded(client, result):
                 if resent(item[1]):
                     continue
                 yield item
             offset = max(offset, result.next_offset)
-            if result.more_ready:
-                continue
+            if result.more_ready or tail:
+                continue  # more to read; after a run it continued, the latest run
             if closed:
-                return  # read to the end after it closed
+                return  # read the latest run to its end after the workflow closed
             if watch.following:
                 if watch.closed:
                     closed = True  # one more poll reads what came before the close
                     continue
-                await _first(watch.changed, wake, SAFETY_POLL)  # nothing new, or more on the way
+                fresh = await _wait(watch, version, wake, SAFETY_POLL)  # nothing new yet
                 continue
             # Not following the history: poll on a timer.
             if result.items:
                 delay = MIN_POLL
                 continue
-            status = (await handle.describe()).status
+            status = (await _patiently(handle.describe, workflow_id, offset)).status
             if status not in RUNNING:
                 closed = True
                 continue
-            if wake is None:
-                await asyncio.sleep(delay)
-            elif await _first(wake, None, delay):
+            if await _wait(None, 0, wake, delay):
                 delay = MIN_POLL / 1.5  # woken: poll eagerly again
             delay = min(MAX_POLL, delay * 1.5)
-    finally:
-        watch.close()
 
 
-async def _first(a: asyncio.Event, b: asyncio.Event | None, seconds: float) -> bool:
-    """Waits until ``a`` or ``b`` is set, at most ``seconds``, and clears
-    both; whether one was set. (A change after the wait is seen by the next query.)"""
-    events = [e for e in (a, b) if e is not None]
-    waits = [asyncio.ensure_future(e.wait()) for e in events]
+async def _wait(
+    watch: HistoryWatch | None, version: int, wake: asyncio.Event | None, seconds: float
+) -> bool:
+    """Waits for a change of ``watch`` after ``version``, or for ``wake`` (then
+    cleared), at most ``seconds``; whether the next poll must be made afresh: ``wake``
+    was set (something was just sent), or the watch saw nothing (the safety poll)."""
+    waits = [asyncio.ensure_future(watch.wait(version, seconds))] if watch else []
+    if wake is not None:
+        waits.append(asyncio.ensure_future(wake.wait()))
+    if not waits:
+        await asyncio.sleep(seconds)
+        return False
     try:
-        done, _ = await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
     finally:
         for w in waits:
             w.cancel()
-    for e in events:
-        e.clear()
-    return bool(done)
+    woken = wake is not None and wake.is_set()
+    if wake is not None:
+        wake.clear()
+    return woken or (watch is not None and watch.version <= version)
+
+
+async def _patiently(call: Callable[[], Awaitable[T]], workflow_id: str, offset: int) -> T:
+    """``call()``, again after each failure that may pass, for up to ``RETRY_FOR``
+    seconds; then ``EventsUnavailableError``, which names where to follow on from."""
+
+    def retried(error: Exception, delay: float) -> None:
+        log.info(
+            "reading %s's events from %d failed (%s); again in %.1f s",
+            workflow_id,
+            offset,
+            error,
+            delay,
+        )
+
+    try:
+        return await retrying(call, until=time.monotonic() + RETRY_FOR, on_retry=retried)
+    except Exception as e:
+        if not passing(e):
+            raise
+        cause = f"{type(e).__name__}: {e}"
+        raise EventsUnavailableError(workflow_id, offset, RETRY_FOR, cause) from e
 
 
 async def read_events(
@@ -143,40 +196,54 @@ async def read_events(
     skips ahead instead)."""
     resent = Resent()
     items: list[tuple[int, RunEvent]] = []
-    offset = from_offset
-    while True:
-        result = await _read(client, workflow_id, offset, strict=strict)
-        for item in _decoded(client, result):
-            if item[0] >= until:
+    offset, oldest = from_offset, from_offset == 0
+    with shared_poll(client, workflow_id) as shared:
+        while True:
+            read = partial(_read, shared, workflow_id, offset, strict, oldest, "", None)
+            result = await _patiently(read, workflow_id, offset)
+            oldest = False
+            for item in _decoded(client, result):
+                if item[0] >= until:
+                    return items
+                if not resent(item[1]):
+                    items.append(item)
+            if not result.more_ready or result.next_offset >= until or result.next_offset <= offset:
                 return items
-            if not resent(item[1]):
-                items.append(item)
-        if not result.more_ready or result.next_offset >= until or result.next_offset <= offset:
-            return items
-        offset = result.next_offset
+            offset = result.next_offset
 
 
 async def _read(
-    client: Client, workflow_id: str, offset: int, *, strict: bool, run_id: str = ""
+    shared: SharedPoll,
+    workflow_id: str,
+    offset: int,
+    strict: bool,
+    oldest: bool,
+    run_id: str,
+    version: int | None,
 ) -> PollResult:
-    """One poll of run ``run_id`` (``""``: the latest) from ``offset``, with what it
-    no longer holds read from the runs before it (see the module's docstring)."""
+    """One poll of run ``run_id`` (``""``: the latest, as a poll begun at the watch's
+    ``version`` shows it) from ``offset``, with what it no longer holds read from
+    the runs before it (see the module's docstring). ``oldest``: a reader's first
+    read from offset 0, which starts at the oldest event held."""
+    client = shared.client
     handle = client.get_workflow_handle(workflow_id, run_id=run_id or None)
-    result = await poll(handle, offset)
-    held = held_from(result)
-    if held <= offset:
-        return result
-    end = result.next_offset
-    if result.more_ready:
-        end = await handle.query(OFFSET_QUERY, result_type=int)
-    start = max(0, end - RETAINED) if offset == 0 else offset  # 0: the oldest held
-    if start >= held:
-        return result
-    earlier = None
-    if end - start <= RETAINED:
-        earlier = await earlier_events(client, workflow_id, run_id, start, held)
+    async with shared.lock:  # one query at a time per workflow from this process
+        result = await (poll(handle, offset) if run_id else shared.latest(offset, version))
+        held = held_from(result)
+        if held <= offset:
+            return result
+        end = result.next_offset
+        if result.more_ready:
+            timeout = timedelta(seconds=earlier_runs.QUERY_TIMEOUT)
+            end = await handle.query(OFFSET_QUERY, result_type=int, rpc_timeout=timeout)
+        start = max(0, end - RETAINED) if oldest else offset
+        if start >= held:
+            return result
+        earlier = None
+        if end - start <= RETAINED:
+            earlier = await earlier_events(client, workflow_id, run_id, start, held)
     if earlier is None:
-        if strict and offset > 0:
+        if strict and not oldest:
             raise EventsExpiredError(workflow_id, offset, held)
         return result
     items = [*earlier, *result.items]

@@ -13,7 +13,10 @@ server holds the query until then), and the server delays that task when the
 run before lived less than a second (``ContinueAsNewMinInterval``). So after a
 continue-as-new the watch is not ``ready`` until the new run's first task has
 completed, and if that task is delayed it names the run that just closed
-(``tail``): the reader reads the closed run's last events from it meanwhile.
+(``tail``, until the new run is ready): readers read the closed run's last events
+from it meanwhile. One watch serves every reader of the workflow in a process
+(``ratchet.client._shared_poll``): each waits for a change after the ``version``
+it last read at.
 
 Each watch holds one long poll open against the frontend, and the frontend
 admits ``frontend.namespaceCount`` (dynamic config, 1,200 by default) concurrent
@@ -26,6 +29,7 @@ readers poll on a timer instead.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from datetime import timedelta
 
@@ -55,21 +59,22 @@ log = logging.getLogger(__name__)
 
 
 class HistoryWatch:
-    """Sets ``changed`` whenever there may be something new to read: a workflow task
-    completed (after a continue-as-new, the new run's first), the workflow closed
-    (then ``closed`` is true too), or a new run's first task is delayed (then
-    ``take_tail()`` names the run it continued, once). ``ready``: the latest run
-    answers a query at once. ``changed`` starts set. ``close()`` stops following."""
+    """Counts a new ``version`` whenever there may be something new to read: a
+    workflow task completed (after a continue-as-new, the new run's first), the
+    workflow closed (then ``closed`` is true too), or a new run's first task is
+    delayed (then ``tail`` names the run it continued, until the new run is
+    ``ready``: it answers a query at once). ``wait(version)`` waits for a change
+    after ``version``. ``close()`` stops following."""
 
     active = 0
     """Watches following a history in this process."""
 
     def __init__(self, client: Client, workflow_id: str) -> None:
-        self.changed = asyncio.Event()
-        self.changed.set()
+        self.version = 0
+        self._next = asyncio.Event()
         self.closed = False
         self.ready = True
-        self._tail: str | None = None
+        self.tail: str | None = None
         self.following = HistoryWatch.active < LIMIT
         self._client, self._id = client, workflow_id
         self._task: asyncio.Task[None] | None = None
@@ -82,9 +87,17 @@ class HistoryWatch:
         if self._task is not None:
             self._task.cancel()
 
-    def take_tail(self) -> str | None:
-        tail, self._tail = self._tail, None
-        return tail
+    async def wait(self, version: int, seconds: float) -> bool:
+        """Waits for a change after ``version``, at most ``seconds``; whether one came."""
+        if self.version <= version:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._next.wait(), seconds)
+        return self.version > version
+
+    def _changed(self) -> None:
+        self.version += 1
+        self._next.set()
+        self._next = asyncio.Event()
 
     async def _follow(self) -> None:
         run_id, token = "", b""  # "": the latest run, pinned by the first page's token
@@ -109,8 +122,8 @@ class HistoryWatch:
                     run_id, token = "", b""  # on to the new run, from its start
                     continue
                 if kinds & READY:
-                    self.ready = True
-                    self.changed.set()
+                    self.ready, self.tail = True, None
+                    self._changed()
                 elif events and events[0].event_type == STARTED and not self.ready:
                     self._waiting(events[0])
                 if kinds & CLOSES:
@@ -125,7 +138,7 @@ class HistoryWatch:
         except Exception as e:  # noqa: BLE001 - readers go back to polling
             log.warning("not following %s's history (%s); polling it instead", self._id, e)
             self.following = False
-            self.changed.set()
+            self._changed()
 
     def _waiting(self, started: HistoryEvent) -> None:
         """A new run whose first workflow task is delayed: its reader reads the
@@ -133,8 +146,8 @@ class HistoryWatch:
         attributes = started.workflow_execution_started_event_attributes
         delayed = attributes.first_workflow_task_backoff.ToTimedelta() > timedelta(0)
         if delayed and attributes.continued_execution_run_id:
-            self._tail = attributes.continued_execution_run_id
-            self.changed.set()
+            self.tail = attributes.continued_execution_run_id
+            self._changed()
 
 
 def _stopped(_: asyncio.Task[None]) -> None:

@@ -71,11 +71,17 @@ def cancelled() -> bool:
     return task is not None and task.cancelling() > 0
 
 
-async def retrying(call: Callable[[], Awaitable[T]], *, until: float) -> T:
+async def retrying(
+    call: Callable[[], Awaitable[T]],
+    *,
+    until: float,
+    on_retry: Callable[[Exception, float], None] | None = None,
+) -> T:
     """``call()``, again after each failure that may pass, until ``until`` (a
     ``time.monotonic()``); then the last failure is raised (``TimeoutError`` for a
-    call still waiting then: an Update no worker takes). A cancelled caller stops at
-    once, cancelled."""
+    call still waiting then: an Update no worker takes). ``on_retry`` hears of each
+    failure retried, with the delay before the next call. A cancelled caller stops
+    at once, cancelled."""
     delay = FIRST_DELAY
     while True:
         try:
@@ -87,6 +93,8 @@ async def retrying(call: Callable[[], Awaitable[T]], *, until: float) -> T:
                 raise asyncio.CancelledError() from e
             if not passing(e) or time.monotonic() + delay > until:
                 raise
+            if on_retry is not None:
+                on_retry(e, delay)
         await asyncio.sleep(delay)
         delay = min(MAX_DELAY, delay * 2)
 

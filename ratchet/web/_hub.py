@@ -33,6 +33,7 @@ from temporalio.service import RPCError
 
 from ratchet.agents._events import RunEvent
 from ratchet.client._event_reader import Resent, numbered_events, read_events
+from ratchet.errors import EventsUnavailableError
 
 from ._problems import BUSY
 
@@ -90,12 +91,13 @@ class Feed:
                     await asyncio.sleep(0)  # a poll may bring hundreds: let readers keep up
                 self._end(_END)
                 return
-            except RPCError as e:
-                if e.status not in BUSY:
+            except (RPCError, EventsUnavailableError) as e:
+                if isinstance(e, RPCError) and e.status not in BUSY:
                     self._end(e)
                     return
-                # Temporal is overloaded or out of reach for a moment: the watchers
-                # keep their streams (and keep-alives) while the feed tries again.
+                # Temporal is overloaded or out of reach (the reader retried for two
+                # minutes already): the watchers keep their streams (and keep-alives)
+                # while the feed tries again.
                 log.warning("reading %s's events failed (%s); again in %.1f s", self._id, e, pause)
                 await asyncio.sleep(pause)
                 pause = min(RETRY_MAX, pause * 2)

@@ -42,6 +42,7 @@ STATUS: list[tuple[type[Exception], int, str]] = [
     (errors.SessionHasForksError, 409, "Forks read from this session"),
     (errors.DeletionIncompleteError, 503, "The deletion is not finished: delete again"),
     (errors.EventsExpiredError, 410, "Those events are no longer retained"),
+    (errors.EventsUnavailableError, 503, "The events could not be read for a while"),
     (errors.AgentNotFoundError, 404, "No such agent"),
     (errors.NotFoundError, 404, "Not found"),
     (errors.InvalidInputError, 422, "Invalid input"),

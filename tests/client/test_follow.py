@@ -6,6 +6,7 @@ deliver every event once, across continue-as-new, to the close."""
 from __future__ import annotations
 
 import asyncio
+from weakref import WeakKeyDictionary
 
 import pytest
 from temporalio.client import WorkflowContinuedAsNewError
@@ -24,9 +25,15 @@ def chat() -> ToolCallingAgent:
     return ToolCallingAgent(ScriptedModel(list(REPLIES)))
 
 
+_seen: WeakKeyDictionary[HistoryWatch, int] = WeakKeyDictionary()
+
+
 async def changes(watch: HistoryWatch) -> None:
-    await asyncio.wait_for(watch.changed.wait(), 30)
-    watch.changed.clear()
+    """Returns at once the first time, then at each change after the last one seen."""
+    seen = _seen.get(watch, -1)
+    if seen >= 0:
+        assert await watch.wait(seen, 30), "no change within 30 s"
+    _seen[watch] = watch.version
 
 
 @pytest.mark.parametrize("mode", ["following", "polling"])
@@ -114,19 +121,17 @@ async def test_after_continue_as_new_a_watch_waits_for_the_new_run_or_names_the_
             # The first run's last workflow task may have set ``changed`` already: wait
             # on until the watch has read the new run's start (the test's timeout ends
             # a watch that never names the closed run).
-            tail = None
-            while tail is None:
+            while watch.tail is None:
                 await changes(watch)
-                tail = watch.take_tail()
-            assert tail == session.first_temporal_run_id
-            assert not watch.ready and watch.take_tail() is None
+            assert watch.tail == session.first_temporal_run_id
+            assert not watch.ready
         async with build_worker(agent_client, {"chat": chat()}):
             await session.close()
             while not watch.closed:
                 await changes(watch)
     finally:
         watch.close()
-    assert watch.ready
+    assert watch.ready and watch.tail is None  # named until the new run answered
 
 
 async def _first_task_delay(session) -> float:

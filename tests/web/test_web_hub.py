@@ -123,6 +123,9 @@ async def test_every_reply_of_a_session_reaches_its_watchers(agent_client: Agent
     assert late == [(offset, event.kind) for offset, event in whole]
 
 
+LOGGERS = ("ratchet.web", "ratchet.client._event_reader")
+
+
 class Noticed(logging.Handler):
     """Set once a log record's message contains ``text``."""
 
@@ -149,7 +152,10 @@ async def test_a_feed_rides_out_a_temporal_restart(tmp_path: Path, task_queue: s
         client = await AgentClient.connect(server.address, task_queue=task_queue)
         hub = Hub(client.temporal)
         refused = Noticed("again in")
-        logging.getLogger("ratchet.web").addHandler(refused)
+        # The feed's reader retries itself (an INFO record), then the feed does.
+        for name in LOGGERS:
+            logging.getLogger(name).addHandler(refused)
+        logging.getLogger(LOGGERS[1]).setLevel(logging.INFO)
         async with build_worker(client, AGENTS):
             session = await client.start_session("writer")
             joined, seen = asyncio.Event(), []
@@ -176,7 +182,9 @@ async def test_a_feed_rides_out_a_temporal_restart(tmp_path: Path, task_queue: s
             await session.close()
             await asyncio.wait_for(watcher, 60)
     finally:
-        logging.getLogger("ratchet.web").removeHandler(refused)
+        for name in LOGGERS:
+            logging.getLogger(name).removeHandler(refused)
+        logging.getLogger(LOGGERS[1]).setLevel(logging.NOTSET)
         server.stop()
     assert [event.kind for _, event in whole].count("run_finished") == 2
     assert seen == [(offset, event.kind) for offset, event in whole]
