@@ -376,22 +376,7 @@ class AgentClient:
         with translated("session", source):
             queue = (await self.temporal.get_workflow_handle(source).describe()).task_queue
         options = options or answer.options or SessionOptions()
-        base = ThreadBase(
-            workflow_id=source,
-            run_id=answer.run_id,
-            version=mark.length,
-            last_id=mark.last_id,
-            thread_id=answer.thread_id,
-        )
-        thread = ThreadData(
-            id=f"thread-{uuid.uuid4().hex[:12]}",
-            kind=answer.kind,
-            cursor=mark.cursor,
-            messages=not_run(mark.open_calls),
-            base=base,
-            view=mark.view,
-            prompt=mark.prompt,
-        )
+        thread = _fork_thread(source, answer, mark)
         agent, turn, state = mark.agent, mark.turn, mark.state
         session = AgentSession.new(
             agent, datetime.now(UTC), session_id=session_id, thread_kind=options.run.thread_kind
@@ -484,3 +469,23 @@ def check_address(address: str) -> None:
             f"{address!r} is not a Temporal address: give HOST:PORT, e.g. localhost:7233 "
             "or my-ns.a1b2c.tmprl.cloud:7233 (no scheme, no path)."
         )
+
+
+def _fork_thread(source: str, answer: CheckpointAnswer, mark: TurnMark) -> ThreadData:
+    """A fork's thread: the source's log up to the mark, by reference (no copy)."""
+    base = ThreadBase(
+        workflow_id=source,
+        run_id=answer.run_id,
+        version=mark.length,
+        last_id=mark.last_id,
+        thread_id=answer.thread_id,
+    )
+    return ThreadData(
+        id=f"thread-{uuid.uuid4().hex[:12]}",
+        kind=answer.kind,
+        cursor=mark.cursor,
+        messages=not_run(mark.open_calls),
+        base=base,
+        view=mark.view,
+        prompt=mark.prompt,
+    )
