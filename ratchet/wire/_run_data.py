@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any, Literal, TypeVar, overload
 
 from pydantic import BaseModel, Field, TypeAdapter
@@ -41,6 +42,11 @@ class RunInput(BaseModel):
     parent_workflow_id: str | None = None
     stream: WorkflowStreamState | None = None
     """The live events carried over a continue-as-new."""
+    depends_since: datetime | None = None
+    """When the oldest closed run this run's thread relies on closed (set by a
+    continue-as-new): it re-anchors a horizon after (``workflows._anchoring``)."""
+    log_bytes: int = 0
+    """About the JSON size of the log before this run's own messages."""
 
 
 class RunResult(SparseModel):

@@ -18,6 +18,7 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.wire._run_data import RunInput, RunResult, StopRequest
     from ratchet.wire._session_data import CheckpointAnswer, CheckpointRequest, LogInfo
 
+    from ._anchoring import Anchoring
     from ._decisions import AgentHandlers
     from ._marks import TurnMarks, turn_mark
     from ._observe import EventStream, Index, RunObserver
@@ -71,10 +72,14 @@ class AgentRunWorkflow(AgentHandlers):
             lambda: self._runner.state.session,
         )
         """This workflow run's turns (the first: where it started), for forks."""
+        self._anchoring = Anchoring(
+            lambda: self._runner.state, None, input.depends_since, input.log_bytes
+        )
 
     @workflow.run
     async def run(self, input: RunInput) -> RunResult:
         input.options.check()  # a bad value fails the run (UsageError), never wedges it
+        self._anchoring.start()
         try:
             result = await self._runner.run(input.messages, resume=input.execution)
         finally:
@@ -101,7 +106,10 @@ class AgentRunWorkflow(AgentHandlers):
             return
         self._ending = True
         self._events.stream.detach_pollers()  # watchers follow to the new run
-        await workflow.wait_condition(workflow.all_handlers_finished)
+        anchoring = self._anchoring
+        await workflow.wait_condition(
+            lambda: workflow.all_handlers_finished() and not anchoring.busy
+        )
         if runner.stop_request is not None:  # a stop arrived meanwhile: finish here
             self._ending = False
             return
@@ -113,6 +121,8 @@ class AgentRunWorkflow(AgentHandlers):
                 options=runner.options,
                 execution=runner.state.execution,
                 stream=self._events.state(),
+                depends_since=anchoring.carried_since(),
+                log_bytes=anchoring.carried_bytes(),
             )
         )
 

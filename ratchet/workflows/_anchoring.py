@@ -30,8 +30,6 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.agents._state import AgentState, ThreadBase
     from ratchet.wire._anchor_data import AnchorChunk, Anchored, AnchorRequest, Horizon
     from ratchet.wire._names import ANCHOR_ACTIVITY, HORIZON_ACTIVITY
-    from ratchet.wire._options import SessionOptions
-    from ratchet.wire._session_data import SessionInput
 
 ANCHOR_ASKED = "ratchet-reanchor-asked"
 """The patch under which a session re-anchors when asked (``ratchet sessions anchor``):
@@ -52,18 +50,25 @@ TOO_LARGE = (
 
 
 class Anchoring:
-    """One session run's re-anchoring: when it is due, and the copy."""
+    """One workflow run's re-anchoring (a session's, or a single run's that continued
+    as new): when it is due, and the copy."""
 
     def __init__(
-        self, state: Callable[[], AgentState], options: SessionOptions, input: SessionInput
+        self,
+        state: Callable[[], AgentState],
+        horizon: timedelta | None,
+        since: datetime | None,
+        log_bytes: int,
     ) -> None:
+        """``horizon``: the session's own (``None``: the worker's); ``since`` and
+        ``log_bytes``: as the run before carried them (``depends_since``)."""
         self._state = state
-        self._option = options.horizon
-        self.since: datetime | None = input.depends_since
+        self._option = horizon
+        self.since = since
         """When the oldest closed run this run relies on closed (a fork: when it was
         made); ``None``: relies on none, or a run 0.1.0 continued (no timer)."""
         self.copies = 0
-        self.log_bytes = input.log_bytes
+        self.log_bytes = log_bytes
         """About the JSON size of the log before this run's own messages."""
         self.busy = False
         self.problem: str | None = None

@@ -129,7 +129,9 @@ class AgentSessionWorkflow(AgentHandlers):
             observer=observer,
             display=self._display,
             show=self._show,
-            anchoring=Anchoring(lambda: self.state, input.options, input),
+            anchoring=Anchoring(
+                lambda: self.state, input.options.horizon, input.depends_since, input.log_bytes
+            ),
         )
         self._marks = TurnMarks(
             turn_mark(input.turns, self.state.session, input.agent),
