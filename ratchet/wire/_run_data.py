@@ -23,6 +23,7 @@ from ratchet.agents._usage import Usage
 from ratchet.errors import InvalidInputError
 
 from ._options import RunOptions
+from ._run_record import RunRecord
 
 T = TypeVar("T")
 
@@ -41,6 +42,9 @@ class RunInput(BaseModel):
     parent_workflow_id: str | None = None
     stream: WorkflowStreamState | None = None
     """The live events carried over a continue-as-new."""
+    previous_record: RunRecord | None = None
+    """The turn marks and events index of the workflow run before this one (which
+    continued as new); for readers of closed runs only (see ``wire._run_record``)."""
 
 
 class RunResult(SparseModel):

@@ -113,6 +113,9 @@ class AgentRunWorkflow(AgentHandlers):
                 options=runner.options,
                 execution=runner.state.execution,
                 stream=self._events.state(),
+                previous_record=self._marks.record().model_copy(
+                    update={"events": self._events.index()}
+                ),
             )
         )
 

@@ -41,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.agents._state import AgentStatus, ExecutionState, ThreadData
     from ratchet.agents._state_context import StateChanged
     from ratchet.wire._names import EVENTS_TOPIC
+    from ratchet.wire._run_record import EventIndex
     from ratchet.wire._search_attributes import (
         AGENT_COST_USD,
         AGENT_NAME,
@@ -50,6 +51,7 @@ with workflow.unsafe.imports_passed_through():
         AGENT_TURNS,
     )
 
+    from ._event_index import EventIndexer
     from ._ledger import ExecutionChange
 
 JSON_PLAIN = {"encoding": b"json/plain"}
@@ -139,11 +141,18 @@ class EventStream:
     def __init__(self, stream: WorkflowStream) -> None:
         self.stream = stream
         self._topic = stream.topic(EVENTS_TOPIC, type=EventBase)
+        self._indexer = EventIndexer(self.end)
 
     def publish(self, event: EventBase) -> None:
         # The payload the pydantic converter would build, built directly: asking the
         # workflow for its converter costs more than the event (a turn publishes four).
-        self._topic.publish(Payload(metadata=JSON_PLAIN, data=to_json(event)))
+        offset, data = self.end, to_json(event)
+        self._topic.publish(Payload(metadata=JSON_PLAIN, data=data))
+        self._indexer.published(offset, data)
+
+    def index(self) -> EventIndex:
+        """Where this run's events are in its history, as it ends (see ``event_index``)."""
+        return self._indexer.index(self.end)
 
     def state(self) -> WorkflowStreamState:
         """What a continue-as-new carries: the latest events only."""

@@ -120,6 +120,7 @@ class AgentSessionWorkflow(AgentHandlers):
             observer=observer,
             display=self._display,
             show=self._show,
+            record=lambda: self._marks.record().model_copy(update={"events": self._events.index()}),
         )
         self._marks = TurnMarks(
             turn_mark(input.turns, self.state.session, input.agent),
@@ -159,7 +160,8 @@ class AgentSessionWorkflow(AgentHandlers):
             self._show()
             self._events.stream.detach_pollers()
             await workflow.wait_condition(workflow.all_handlers_finished)
-            return self.status().model_copy(update={"log": self._runs.log_index()})
+            ending = {"log": self._runs.log_index(), "record": self._runs.record()}
+            return self.status().model_copy(update=ending)
 
     @workflow.signal(name=MOVE_SIGNAL)
     def _move(self) -> None:

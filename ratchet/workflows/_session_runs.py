@@ -14,6 +14,7 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.wire._names import session_run_id
     from ratchet.wire._options import SessionOptions
     from ratchet.wire._run_data import RunResult
+    from ratchet.wire._run_record import RunRecord
     from ratchet.wire._session_data import LogIndex, Queued, SendOutcome, SessionInput
 
     from ._failures import first_application_error
@@ -53,6 +54,7 @@ class SessionRuns:
         observer: RunObserver,
         display: SessionDisplay,
         show: Callable[[], None],
+        record: Callable[[], RunRecord],
     ) -> None:
         self._runner = runner
         self._options = options
@@ -62,6 +64,8 @@ class SessionRuns:
         self._observer = observer
         self._display = display
         self._show = show
+        self.record = record
+        """This workflow run's turn marks and events index, as it ends (for readers)."""
 
     async def execute(self, item: Queued) -> None:
         """Run ``item``; its outcome goes to the send book, whatever happens."""
@@ -183,7 +187,9 @@ class SessionRuns:
 
     async def continue_as_new(self, *, upgrade: bool = False) -> None:
         """A fresh workflow run: the thread stays here by reference; the input holds
-        the queue, the latest results and events, and the totals. ``upgrade``: the
+        the queue, the latest results and events, the totals, and what readers of
+        this run once closed take from its history (log index, marks, events
+        index: payloads only, no command changes). ``upgrade``: the
         new run starts on the deployment's current build, not this run's."""
         self._sends.ending = True  # held sends return their ticket; the client polls the new run
         self._events.stream.detach_pollers()
@@ -208,6 +214,7 @@ class SessionRuns:
                 results=self._sends.carried(),
                 requests=self._sends.requests.carried(),
                 previous_log=self.log_index(),
+                previous_record=self.record(),
             ),
             initial_versioning_behavior=(
                 workflow.ContinueAsNewVersioningBehavior.AUTO_UPGRADE if upgrade else None

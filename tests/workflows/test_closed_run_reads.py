@@ -1,0 +1,127 @@
+"""Reading a session's closed workflow runs needs no worker: their turn marks (for
+forks) and events are read from their histories, where each run leaves them as it
+ends. Seen before: once the build that ran them had no worker left (a versioned
+deploy's old build stopped), forks and event replay of a moved session failed."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from ratchet.client import AgentClient, _checkpoints
+from ratchet.client._earlier_runs import earlier_events
+from ratchet.errors import ClosedRunUnreadableError
+from ratchet.wire import SessionOptions
+from ratchet.wire._run_record import EventIndex, RunRecord, TurnMark, compact_marks
+from ratchet.wire._session_data import SessionInput
+from ratchet.worker import build_worker
+from ratchet.workflows._event_index import EventIndexer
+from tests.workflows.test_thread_reads import Talker, counted, workflow_runs
+
+NO_WORKER_WAIT = 20
+"""Longest a read may take with no worker: a query no worker answers waits (then
+fails with 'no poller seen'), so an answer within this was read from history."""
+
+
+async def test_fork_checkpoint_and_events_of_closed_runs_need_no_worker(
+    agent_client: AgentClient,
+):
+    options = SessionOptions(continue_as_new_after_runs=1)
+    async with build_worker(agent_client, {"talker": Talker}):
+        session = await agent_client.start_session("talker", options=options)
+        for n in range(1, 5):  # the third calls a tool: its result is a turn-end event
+            await session.send(f"{n} hello")
+        end = await session.event_offset()
+        seen = await _events(session.events(from_offset=0), end)
+        expected = await agent_client.checkpoint(session.id, at_turn=1)
+        runs = await workflow_runs(agent_client, session)
+    assert len(runs) == 5  # four closed by continue-as-new, one open (idle)
+    assert {e.kind for e in seen} >= {"run_started", "tool_result", "run_finished"}
+
+    # Every worker has stopped. A fresh client (no caches) reads the closed runs.
+    fresh, queries = counted(agent_client)
+    async with asyncio.timeout(NO_WORKER_WAIT):
+        checkpoint = await fresh.checkpoint(session.id, at_turn=1)
+        until = await _first_offset_of_open_run(fresh, session.id)
+        items = await earlier_events(fresh.temporal, session.id, "", 0, until)
+    assert checkpoint == expected and checkpoint.turn == 1
+    assert [m.text for m in checkpoint.messages] == ["1 hello", expected.messages[-1].text]
+    assert items is not None and [i.offset for i in items] == list(range(until))
+    assert queries.sent == []  # no run was asked, closed or open
+
+    # A worker again (the new build's): a fork runs, and a follower from 0 gets
+    # every event, the closed runs' from their histories.
+    async with build_worker(agent_client, {"talker": Talker}):
+        fork = await fresh.fork(session.id, at_turn=1)
+        answer = await fork.send("5 more")
+        again = await _events(fresh.get_session(session.id).events(), end)
+    assert answer.output.startswith("5 ")
+    assert again == seen
+    assert not [run for _, run, _ in queries.sent if run in runs[:-1]]  # no closed run
+
+
+async def _events(stream, end: int) -> list:  # noqa: ANN001
+    found = []
+    async for event in stream:
+        found.append(event)
+        if len(found) >= end:
+            break
+    return found
+
+
+async def _first_offset_of_open_run(client: AgentClient, session_id: str) -> int:
+    """Where the open run's own events begin (it holds the carried ones from its
+    input's base offset)."""
+    handle = client.temporal.get_workflow_handle(session_id)
+    first = [e async for e in handle.fetch_history_events()][0]
+    payloads = first.workflow_execution_started_event_attributes.input.payloads
+    (started,) = await client.temporal.data_converter.decode(payloads, [SessionInput])
+    assert started.stream is not None
+    return started.stream.base_offset
+
+
+async def test_a_closed_run_without_marks_in_history_and_no_worker_is_a_typed_error(
+    agent_client: AgentClient, monkeypatch: pytest.MonkeyPatch
+):
+    options = SessionOptions(continue_as_new_after_runs=1)
+    async with build_worker(agent_client, {"talker": Talker}):
+        session = await agent_client.start_session("talker", options=options)
+        for n in (1, 2):
+            await session.send(f"{n} hello")
+        runs = await workflow_runs(agent_client, session)
+    # A run recorded before marks were written to history (0.1.0) reads as none.
+    monkeypatch.setattr(_checkpoints, "closed_run", _no_record)
+    fresh, _ = counted(agent_client)
+    with pytest.raises(ClosedRunUnreadableError) as raised:
+        await fresh.checkpoint(session.id, at_turn=1)
+    # Turn 1 ended the first run and began the second, which holds its mark.
+    assert runs[1] in str(raised.value)
+    assert "Start a worker of the build that ran it" in str(raised.value)
+    assert "fork at turn 2 or later" in str(raised.value)
+
+
+async def _no_record(*_: object) -> None:
+    return None
+
+
+def test_a_records_marks_keep_each_state_once_and_drop_the_oldest_past_the_bound():
+    state = {"k": {"value": "v" * 10}}
+    marks = [TurnMark(turn=t, length=t, agent="a", state=state) for t in range(4)]  # type: ignore[arg-type]
+    record = compact_marks(marks)
+    assert record.same_state == [1, 2, 3] and record.marks[1].state == {}
+    assert record.full_marks() == marks
+    big = [TurnMark(turn=t, length=t, agent="a" * 100_000) for t in range(10)]
+    kept = compact_marks(big)
+    assert 0 < len(kept.marks) < 10 and kept.turns_from == 0
+    assert kept.marks[-1].turn == 9
+
+
+def test_an_events_index_counts_signalled_events_in_place_and_keeps_its_own():
+    indexer = EventIndexer(start=5)
+    indexer.published(7, b'{"kind":"turn_started"}')  # 5 and 6 came by signal
+    indexer.published(8, b'{"kind":"turn_completed"}')
+    assert indexer.index(end=11) == EventIndex(
+        start=5, end=11, entries=[2, '{"kind":"turn_started"}', '{"kind":"turn_completed"}', 2]
+    )
+    assert RunRecord().events is None
