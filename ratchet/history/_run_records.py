@@ -146,13 +146,18 @@ def checkpoint_answer(run: ClosedRun, request: CheckpointRequest) -> CheckpointA
     )
     if not earlier and _dropped(record, marks, request, mark):
         return None  # a mark the bound dropped: the run still knows it
+    # A session's first run makes its thread itself: its log index names it.
     session = run.started.session
-    thread = session.thread if session is not None else None
+    thread = run.segment.info if run.segment is not None else None
+    thread_id = thread.thread_id if thread else session.thread.id if session else None
+    kind = thread.kind if thread else session.thread.kind if session else "messages"
+    if thread_id is None:
+        return None
     options = run.started.options if isinstance(run.started, SessionInput) else None
     answer = CheckpointAnswer(
         run_id=run.run_id,
-        thread_id=thread.id if thread is not None else "",
-        kind=thread.kind if thread is not None else "messages",
+        thread_id=thread_id,
+        kind=kind,
         turns=marks[-1].turn,
         from_turn=record.turns_from,
         options=options,

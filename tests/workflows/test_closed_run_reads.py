@@ -35,6 +35,7 @@ async def test_fork_checkpoint_and_events_of_closed_runs_need_no_worker(
         end = await session.event_offset()
         seen = await _events(session.events(from_offset=0), end)
         expected = await agent_client.checkpoint(session.id, at_turn=1)
+        before = await agent_client.checkpoint(session.id, at_turn=0)  # the first run's
         runs = await workflow_runs(agent_client, session)
     assert len(runs) == 5  # four closed by continue-as-new, one open (idle)
     assert {e.kind for e in seen} >= {"run_started", "tool_result", "run_finished"}
@@ -43,6 +44,7 @@ async def test_fork_checkpoint_and_events_of_closed_runs_need_no_worker(
     fresh, queries = counted(agent_client)
     async with asyncio.timeout(NO_WORKER_WAIT):
         checkpoint = await fresh.checkpoint(session.id, at_turn=1)
+        assert await fresh.checkpoint(session.id, at_turn=0) == before
         until = await _first_offset_of_open_run(fresh, session.id)
         items = await earlier_events(fresh.temporal, session.id, "", 0, until)
     assert checkpoint == expected and checkpoint.turn == 1
