@@ -12,4 +12,11 @@ from ._run_records import (
     held_events,
 )
 
-__all__ = ["ClosedRun", "HeldEvents", "checkpoint_answer", "closed_run", "first_turn", "held_events"]
+__all__ = [
+    "ClosedRun",
+    "HeldEvents",
+    "checkpoint_answer",
+    "closed_run",
+    "first_turn",
+    "held_events",
+]

@@ -176,7 +176,7 @@ async def test_sessions_move_to_a_new_build_between_messages_and_runs_finish_whe
     assert [m.text for m in checkpoint.messages] == ["hello", "answered by v1"]
     assert [e.kind for e in events].count("run_started") == 5
     fork = await fresh.fork(chat.id, at_turn=1)
-    assert (await fork.send("still there?")).final_response.text == "answered by v2"
+    assert (await fork.send("still there?")).output == "answered by v2"
 
     # A build whose workflow changed without workflow.patched is refused if a run it
     # would take over (auto-upgrade) cannot replay; pinned runs stay where they are.
