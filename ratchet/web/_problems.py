@@ -40,6 +40,7 @@ STATUS: list[tuple[type[Exception], int, str]] = [
     (errors.ResultExpiredError, 410, "The result is no longer held"),
     (errors.AlreadyStartedError, 409, "That id is in use"),
     (errors.EventsExpiredError, 410, "Those events are no longer retained"),
+    (errors.ClosedRunUnreadableError, 503, "No worker can read that closed run"),
     (errors.AgentNotFoundError, 404, "No such agent"),
     (errors.NotFoundError, 404, "Not found"),
     (errors.InvalidInputError, 422, "Invalid input"),

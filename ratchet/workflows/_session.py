@@ -36,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.errors import UsageError
     from ratchet.wire._names import CHECKPOINT_QUERY, MOVE_SIGNAL, SESSION_WORKFLOW
     from ratchet.wire._run_data import StopRequest
+    from ratchet.wire._run_record import RunRecord
     from ratchet.wire._session_data import (
         CheckpointAnswer,
         CheckpointRequest,
@@ -120,7 +121,6 @@ class AgentSessionWorkflow(AgentHandlers):
             observer=observer,
             display=self._display,
             show=self._show,
-            record=lambda: self._marks.record().model_copy(update={"events": self._events.index()}),
         )
         self._marks = TurnMarks(
             turn_mark(input.turns, self.state.session, input.agent),
@@ -151,7 +151,7 @@ class AgentSessionWorkflow(AgentHandlers):
             if (moving or self._runs.continue_as_new_due()) and (
                 sends.queued_bytes <= QUEUE_BYTES_CARRIED
             ):
-                await self._runs.continue_as_new(upgrade=moving)
+                await self._runs.continue_as_new(self._record, upgrade=moving)
             item = sends.next()
             if item is not None:
                 await self._runs.execute(item)
@@ -160,8 +160,13 @@ class AgentSessionWorkflow(AgentHandlers):
             self._show()
             self._events.stream.detach_pollers()
             await workflow.wait_condition(workflow.all_handlers_finished)
-            ending = {"log": self._runs.log_index(), "record": self._runs.record()}
+            ending = {"log": self._runs.log_index(), "record": self._record()}
             return self.status().model_copy(update=ending)
+
+    def _record(self) -> RunRecord:
+        """This run's turn marks and events index as it ends, for readers of the
+        closed run (``wire._run_record``)."""
+        return self._marks.record().model_copy(update={"events": self._events.index()})
 
     @workflow.signal(name=MOVE_SIGNAL)
     def _move(self) -> None:

@@ -54,7 +54,6 @@ class SessionRuns:
         observer: RunObserver,
         display: SessionDisplay,
         show: Callable[[], None],
-        record: Callable[[], RunRecord],
     ) -> None:
         self._runner = runner
         self._options = options
@@ -64,8 +63,6 @@ class SessionRuns:
         self._observer = observer
         self._display = display
         self._show = show
-        self.record = record
-        """This workflow run's turn marks and events index, as it ends (for readers)."""
 
     async def execute(self, item: Queued) -> None:
         """Run ``item``; its outcome goes to the send book, whatever happens."""
@@ -177,7 +174,7 @@ class SessionRuns:
 
     def build_changed(self) -> bool:
         """``target_changed``, decided: the session then moves to the new build by
-        continue-as-new between messages (``continue_as_new(upgrade=True)``)."""
+        continue-as-new between messages (``continue_as_new(..., upgrade=True)``)."""
         return self.target_changed() and workflow.patched(MOVE_TO_NEW_BUILD)
 
     def log_index(self) -> LogIndex | None:
@@ -185,11 +182,14 @@ class SessionRuns:
         index, thread = self._runner.log_index, self._runner.state.session.thread
         return index.index(thread, log_info(thread, base=False)) if index is not None else None
 
-    async def continue_as_new(self, *, upgrade: bool = False) -> None:
+    async def continue_as_new(
+        self, record: Callable[[], RunRecord], *, upgrade: bool = False
+    ) -> None:
         """A fresh workflow run: the thread stays here by reference; the input holds
         the queue, the latest results and events, the totals, and what readers of
         this run once closed take from its history (log index, marks, events
-        index: payloads only, no command changes). ``upgrade``: the
+        index: payloads only, no command changes; ``record`` gives the last two as
+        the run ends). ``upgrade``: the
         new run starts on the deployment's current build, not this run's."""
         self._sends.ending = True  # held sends return their ticket; the client polls the new run
         self._events.stream.detach_pollers()
@@ -214,7 +214,7 @@ class SessionRuns:
                 results=self._sends.carried(),
                 requests=self._sends.requests.carried(),
                 previous_log=self.log_index(),
-                previous_record=self.record(),
+                previous_record=record(),
             ),
             initial_versioning_behavior=(
                 workflow.ContinueAsNewVersioningBehavior.AUTO_UPGRADE if upgrade else None
