@@ -8,6 +8,7 @@ from ._run_records import (
     HeldEvents,
     checkpoint_answer,
     closed_run,
+    closed_run_of,
     first_turn,
     held_events,
 )
@@ -17,6 +18,7 @@ __all__ = [
     "HeldEvents",
     "checkpoint_answer",
     "closed_run",
+    "closed_run_of",
     "first_turn",
     "held_events",
 ]

@@ -9,6 +9,7 @@ run whose build is gone still answers. A run recorded before Ratchet wrote them
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,7 +65,14 @@ class ClosedRun:
 async def closed_run(client: Client, workflow_id: str, run_id: str) -> ClosedRun | None:
     """Closed run ``run_id``'s history, read once; ``None`` for another workflow's."""
     events = await run_history(client, workflow_id, run_id)
-    converter = client.data_converter
+    return await closed_run_of(events, run_id, client.data_converter)
+
+
+async def closed_run_of(
+    events: Sequence[HistoryEvent], run_id: str, converter: DataConverter
+) -> ClosedRun | None:
+    """What closed run ``run_id``'s history ``events`` hold for readers; ``None``
+    for another workflow's."""
     if not events or events[0].event_type != STARTED:
         return None
     kind = events[0].workflow_execution_started_event_attributes.workflow_type.name
@@ -80,8 +88,9 @@ async def closed_run(client: Client, workflow_id: str, run_id: str) -> ClosedRun
             if attributes.signal_name == PUBLISH_SIGNAL:
                 signals += attributes.input.payloads
     published = await converter.decode(signals, [PublishInput] * len(signals))
-    segment = await segment_of(events, converter) if kind == SESSION_WORKFLOW else None
-    record = await _record(events[-1], input_type, converter)
+    listed = list(events)
+    segment = await segment_of(listed, converter) if kind == SESSION_WORKFLOW else None
+    record = await _record(listed[-1], input_type, converter)
     return ClosedRun(run_id, started, record, segment, published)
 
 
@@ -134,8 +143,8 @@ def checkpoint_answer(run: ClosedRun, request: CheckpointRequest) -> CheckpointA
     offset = 0
     if run.segment is not None:
         messages, offset = run.segment.messages, run.segment.start
-    elif request.message is not None or any(m.open_calls for m in marks):
-        return None  # the run's part of the log is not indexed: the query reads it
+    elif request.message is not None:
+        return None  # the run's part of the log is not indexed: the query finds it
     mark, earlier = find_mark(
         marks,
         turn=request.turn,
@@ -146,11 +155,13 @@ def checkpoint_answer(run: ClosedRun, request: CheckpointRequest) -> CheckpointA
     )
     if not earlier and _dropped(record, marks, request, mark):
         return None  # a mark the bound dropped: the run still knows it
-    # A session's first run makes its thread itself: its log index names it.
+    # A first run makes its thread itself (its input names none): the record names it.
     session = run.started.session
-    thread = run.segment.info if run.segment is not None else None
-    thread_id = thread.thread_id if thread else session.thread.id if session else None
-    kind = thread.kind if thread else session.thread.kind if session else "messages"
+    thread_id, kind = record.thread_id, record.thread_kind
+    if thread_id is None and run.segment is not None:
+        thread_id, kind = run.segment.info.thread_id, run.segment.info.kind
+    elif thread_id is None and session is not None:
+        thread_id, kind = session.thread.id, session.thread.kind
     if thread_id is None:
         return None
     options = run.started.options if isinstance(run.started, SessionInput) else None

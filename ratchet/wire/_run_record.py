@@ -68,6 +68,10 @@ class RunRecord(SparseModel):
     """What a workflow run leaves in its history for readers of closed runs, beside
     its log index (see the module's docstring)."""
 
+    thread_id: str | None = None
+    thread_kind: str = "messages"
+    """The thread the marks are of (a run's input may not name it: its first run
+    makes it)."""
     turns_from: int = 0
     """The turn the run started at (its first mark's, before any was dropped)."""
     marks: list[TurnMark] = Field(default_factory=list)

@@ -113,7 +113,7 @@ class AgentRunWorkflow(AgentHandlers):
                 options=runner.options,
                 execution=runner.state.execution,
                 stream=self._events.state(),
-                previous_record=self._marks.record().model_copy(
+                previous_record=self._marks.record(runner.state.session.thread).model_copy(
                     update={"events": self._events.index()}
                 ),
             )

@@ -10,7 +10,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from ratchet.agents._state import AgentSession, ThreadData
     from ratchet.wire._options import SessionOptions
-    from ratchet.wire._run_record import RunRecord, TurnMark, compact_marks, find_mark
+    from ratchet.wire._run_record import RunRecord, TurnMark, compact_marks, find_mark, settled
     from ratchet.wire._session_data import CheckpointAnswer, CheckpointRequest
 
     from ._ledger import ExecutionChange
@@ -82,6 +82,9 @@ class TurnMarks:
             return answer.model_copy(update={"earlier": thread.base})
         return answer.model_copy(update={"mark": mark})
 
-    def record(self) -> RunRecord:
-        """The marks as this run ends, for readers of the closed run (its history)."""
-        return compact_marks(self._marks)
+    def record(self, thread: ThreadData) -> RunRecord:
+        """The marks as this run ends, settled against its part of ``thread``, for
+        readers of the closed run (its history)."""
+        settled_marks = [settled(m, thread.messages, thread.offset) or m for m in self._marks]
+        record = compact_marks(settled_marks)
+        return record.model_copy(update={"thread_id": thread.id, "thread_kind": thread.kind})

@@ -166,7 +166,9 @@ class AgentSessionWorkflow(AgentHandlers):
     def _record(self) -> RunRecord:
         """This run's turn marks and events index as it ends, for readers of the
         closed run (``wire._run_record``)."""
-        return self._marks.record().model_copy(update={"events": self._events.index()})
+        return self._marks.record(self.state.session.thread).model_copy(
+            update={"events": self._events.index()}
+        )
 
     @workflow.signal(name=MOVE_SIGNAL)
     def _move(self) -> None:

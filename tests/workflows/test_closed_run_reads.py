@@ -6,17 +6,25 @@ deploy's old build stopped), forks and event replay of a moved session failed.""
 from __future__ import annotations
 
 import asyncio
+import json
+from pathlib import Path
 
 import pytest
+from temporalio.client import WorkflowHistory
 
+from ratchet._temporal_internals import decode_stream_payload
 from ratchet.client import AgentClient, _checkpoints
 from ratchet.client._earlier_runs import earlier_events
 from ratchet.errors import ClosedRunUnreadableError
-from ratchet.wire import SessionOptions
+from ratchet.history import ClosedRun, checkpoint_answer, closed_run_of, held_events
+from ratchet.payloads._converter import data_converter
+from ratchet.wire import RunOptions, SessionOptions
+from ratchet.wire._names import THREAD_QUERY
 from ratchet.wire._run_record import EventIndex, RunRecord, TurnMark, compact_marks
-from ratchet.wire._session_data import SessionInput
+from ratchet.wire._session_data import CheckpointRequest, SessionInput
 from ratchet.worker import build_worker
 from ratchet.workflows._event_index import EventIndexer
+from tests.agents.test_compaction import paging_agent
 from tests.workflows.test_thread_reads import Talker, counted, workflow_runs
 
 NO_WORKER_WAIT = 20
@@ -127,3 +135,55 @@ def test_an_events_index_counts_signalled_events_in_place_and_keeps_its_own():
         start=5, end=11, entries=[2, '{"kind":"turn_started"}', '{"kind":"turn_completed"}', 2]
     )
     assert RunRecord().events is None
+
+
+async def test_a_single_runs_closed_runs_give_their_marks_and_events_from_history(
+    agent_client: AgentClient,
+):
+    options = RunOptions(continue_as_new_after_turns=2)
+    async with build_worker(agent_client, {"pager": lambda: paging_agent(4, [])}):
+        run = await agent_client.start_run("pager", "Read the pages.", options=options)
+        await run.result()
+        by_query = await agent_client.checkpoint(run.id, at_turn=1)
+        fresh, queries = counted(agent_client)
+        checkpoint = await fresh.checkpoint(run.id, at_turn=1)
+        events = [e async for e in fresh.get_run(run.id).events(from_offset=0)]
+        first = run.temporal_run_id
+    assert checkpoint == by_query and checkpoint.turn == 1
+    kinds = [e.kind for e in events]
+    assert kinds[0] == "run_started" and kinds.count("tool_result") == 4
+    # Its first run (continued as new) gave its mark and events from its history; a
+    # single run does not index its log, so the checkpoint's messages were asked.
+    assert {q for _, r, q in queries.sent if r == first} == {THREAD_QUERY}
+
+
+HISTORIES = Path(__file__).parents[1] / "histories"
+
+
+async def _closed(path: Path) -> ClosedRun:
+    history = WorkflowHistory.from_json(path.stem, await asyncio.to_thread(path.read_text))
+    run = await closed_run_of(history.events, "r", data_converter)
+    assert run is not None
+    return run
+
+
+@pytest.mark.parametrize(
+    "name", ["agent_session_continued_with_its_record", "agent_run_continued_with_its_record"]
+)
+async def test_a_recorded_run_that_continued_as_new_holds_its_marks_and_events(name: str):
+    run = await _closed(HISTORIES / f"{name}.json")
+    answer = checkpoint_answer(run, CheckpointRequest(turn=1))
+    assert answer is not None and answer.mark is not None and answer.mark.turn == 1
+    assert answer.thread_id and answer.run_id == "r"
+    held = held_events(run)
+    assert held is not None and held.start == 0
+    assert [item.offset for item in held.items] == list(range(held.end))
+    kinds = [json.loads(decode_stream_payload(item.data).data)["kind"] for item in held.items]
+    assert kinds[0] == "run_started" and "turn_completed" in kinds
+
+
+async def test_a_run_recorded_by_0_1_0_holds_none_so_its_reader_asks_it():
+    run = await _closed(HISTORIES / "release-0.1.0" / "agent_session_compaction_and_failure.json")
+    assert run.record is None
+    assert checkpoint_answer(run, CheckpointRequest(turn=1)) is None
+    assert held_events(run) is None
