@@ -9,6 +9,7 @@ run whose build is gone still answers. A run recorded before Ratchet wrote them
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,7 @@ from temporalio.contrib.workflow_streams import PublishInput, WorkflowStreamStat
 from temporalio.converter import DataConverter
 
 from ratchet._temporal_internals import PUBLISH_SIGNAL, stream_item, wire_stream_item
+from ratchet.agents._events import excerpt
 from ratchet.agents._messages import Message
 from ratchet.agents._state import ThreadBase
 from ratchet.wire._names import EVENTS_TOPIC, RUN_WORKFLOW, SESSION_WORKFLOW
@@ -214,10 +216,14 @@ def held_events(run: ClosedRun) -> HeldEvents | None:
     carried_end = stream.base_offset + len(stream.log)
     if index.start > carried_end:
         items = []  # the bound dropped the run's first events: only the rest are held
+    texts = _Texts(run.segment)
     offset, cursor = index.start, index.skip
     for entry in index.entries:
-        if isinstance(entry, str):
-            payload = Payload(metadata=JSON_PLAIN, data=entry.encode())
+        if not isinstance(entry, int):
+            data = entry.encode() if isinstance(entry, str) else texts.event(entry)
+            if data is None:
+                return None
+            payload = Payload(metadata=JSON_PLAIN, data=data)
             items.append(stream_item(EVENTS_TOPIC, payload, offset))
             offset += 1
             continue
@@ -231,6 +237,28 @@ def held_events(run: ClosedRun) -> HeldEvents | None:
         return None
     start = items[0].offset if items else index.end
     return HeldEvents(start=start, end=index.end, items=items)
+
+
+class _Texts:
+    """The texts of the run's messages, for events an index keeps by reference."""
+
+    def __init__(self, segment: Segment | None) -> None:
+        self._segment = segment
+        self._by_id: dict[str, str] | None = None
+
+    def event(self, entry: list[int | str]) -> bytes | None:
+        """The JSON of an event kept as ``[message_id, json without text, limit]``;
+        ``None`` if the run's log (its history) does not have the message."""
+        message_id, without, limit = entry
+        if self._by_id is None:
+            messages = self._segment.messages if self._segment is not None else []
+            self._by_id = {m.id: m.text for m in messages}
+        text = self._by_id.get(str(message_id))
+        if text is None or not isinstance(without, str) or not isinstance(limit, int):
+            return None
+        event = json.loads(without)
+        event["text"] = excerpt(text, limit) if limit else text
+        return json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def _accepted(stream: WorkflowStreamState, published: list[PublishInput]) -> list[tuple[str, str]]:

@@ -24,6 +24,9 @@ from ratchet.agents._state_context import StateEntry
 MARK_BYTES_KEPT = 512 * 1024
 """About the most a run's record holds of turn marks; past it the oldest marks are
 dropped (a fork at one of their turns asks the run by query, which needs a worker)."""
+TEXT_BY_REFERENCE = 256
+"""An event's text longer than this that is a message's (a final answer) is kept
+by the message's id: the log holds the text already."""
 EVENT_BYTES_KEPT = 256 * 1024
 """About the most a run's record holds of the events its workflow published itself;
 past it the oldest events are dropped (as the stream itself keeps only its latest)."""
@@ -58,10 +61,12 @@ class EventIndex(SparseModel):
     skip: int = 0
     """Items of the run's accepted publish signals before ``start`` (dropped by the
     bound, ``EVENT_BYTES_KEPT``)."""
-    entries: list[int | str] = Field(default_factory=list)
+    entries: list[int | str | list[int | str]] = Field(default_factory=list)
     """In offset order: a number, that many items of the run's accepted publish
     signals, in history order; a string, an event the workflow published itself
-    (its JSON)."""
+    (its JSON); a list ``[message_id, json, limit]``, such an event whose text is
+    that of a message of the run's log (a turn's final answer), cut to ``limit``
+    characters as ``agents._events.excerpt`` cuts (0: whole), stored without it."""
 
 
 class RunRecord(SparseModel):

@@ -29,26 +29,36 @@ class EventIndexer:
         self._end = start
         """Offset after the last event accounted for."""
         self._skip = 0
-        self._entries: deque[int | str] = deque()
+        self._entries: deque[int | str | list[int | str]] = deque()
         self._bytes = 0
 
-    def published(self, offset: int, data: bytes) -> None:
+    def published(
+        self, offset: int, data: bytes, text_of: tuple[str, bytes, int] | None = None
+    ) -> None:
         """The workflow published the event ``data`` (its JSON) at ``offset``; the
-        events since the last one accounted for came by signal."""
+        events since the last one accounted for came by signal. ``text_of``: the
+        event's text is message ``id``'s (cut to ``limit``), and ``without`` is its
+        JSON without it (``(id, without, limit)``)."""
         self._signalled(offset)
-        text = data.decode()
-        self._entries.append(text)
-        self._bytes += len(text)
+        if text_of is not None:
+            message_id, without, limit = text_of
+            entry: int | str | list[int | str] = [message_id, without.decode(), limit]
+            size = len(message_id) + len(without) + NUMBER_BYTES
+        else:
+            entry = data.decode()
+            size = len(entry)
+        self._entries.append(entry)
+        self._bytes += size
         self._end = offset + 1
         while self._bytes > EVENT_BYTES_KEPT and self._entries:
             dropped = self._entries.popleft()
-            if isinstance(dropped, str):
-                self._start += 1
-                self._bytes -= len(dropped)
-            else:
+            if isinstance(dropped, int):
                 self._start += dropped
                 self._skip += dropped
                 self._bytes -= NUMBER_BYTES
+            else:
+                self._start += 1
+                self._bytes -= _size(dropped)
 
     def _signalled(self, upto: int) -> None:
         if upto > self._end:
@@ -62,3 +72,9 @@ class EventIndexer:
         return EventIndex(
             start=self._start, end=self._end, skip=self._skip, entries=list(self._entries)
         )
+
+
+def _size(entry: str | list[int | str]) -> int:
+    if isinstance(entry, str):
+        return len(entry)
+    return sum(len(part) if isinstance(part, str) else NUMBER_BYTES for part in entry)

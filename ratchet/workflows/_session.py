@@ -91,7 +91,7 @@ class AgentSessionWorkflow(AgentHandlers):
         index = LogIndexer(session.thread.offset) if log else None
         if index is not None:
             index.held(session.thread.messages)  # the thread this run started with
-        self._events = EventStream(WorkflowStream(input.stream))
+        self._events = EventStream(WorkflowStream(input.stream), texts_by_reference=log)
         observer = RunObserver(
             self._events,
             Index(enabled=False),  # the session indexes its own totals

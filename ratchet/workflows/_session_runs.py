@@ -9,6 +9,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from ratchet.agents._events import RunFinished, RunFinishedData, excerpt
+    from ratchet.agents._messages import Message
     from ratchet.agents._state import AgentStatus
     from ratchet.errors import BudgetExceededError
     from ratchet.wire._names import session_run_id
@@ -27,6 +28,8 @@ with workflow.unsafe.imports_passed_through():
 
 
 EVENTS_CARRIED = 500
+FINISHED_TEXT = 4000
+"""A ``run_finished`` event's text: its answer's first characters."""
 EVENT_BYTES_CARRIED = 24 * 1024
 QUEUE_BYTES_CARRIED = 24 * 1024
 """A continue-as-new waits for the queue to drain below this many bytes."""
@@ -126,7 +129,7 @@ class SessionRuns:
         totals.cost_usd += result.usage.cost_usd
         totals.agent = result.agent  # a handoff moves the session to another agent
         final_at = position(self._runner.state.session.thread, result.final_response)
-        self._finished(label, result.status, result.output)
+        self._finished(label, result.status, result.output, result.final_response)
         # What the client knows or reads anyway stays out of history: the answer (read
         # from the thread at final_at), the session's id, the thread's end.
         short = {"final_response": None, "thread": None, "session_id": None, "thread_end": None}
@@ -143,14 +146,18 @@ class SessionRuns:
         self._sends.settle(outcome)
         self._show()
 
-    def _finished(self, run: str, status: AgentStatus, text: str) -> None:
+    def _finished(
+        self, run: str, status: AgentStatus, text: str, final: Message | None = None
+    ) -> None:
         self._events.publish(
             RunFinished(
                 run_id=run,
                 agent=self._totals.agent,
-                text=excerpt(text, 4000),
+                text=excerpt(text, FINISHED_TEXT),
                 data=RunFinishedData(status=status),
-            )
+            ),
+            text_of=final,
+            limit=FINISHED_TEXT,
         )
 
     def continue_as_new_due(self) -> bool:

@@ -13,6 +13,7 @@ import pytest
 from temporalio.client import WorkflowHistory
 
 from ratchet._temporal_internals import decode_stream_payload
+from ratchet.agents._events import RunEvent
 from ratchet.client import AgentClient, _checkpoints
 from ratchet.client._earlier_runs import earlier_events
 from ratchet.errors import ClosedRunUnreadableError
@@ -38,14 +39,16 @@ async def test_fork_checkpoint_and_events_of_closed_runs_need_no_worker(
     options = SessionOptions(continue_as_new_after_runs=1)
     async with build_worker(agent_client, {"talker": Talker}):
         session = await agent_client.start_session("talker", options=options)
-        for n in range(1, 5):  # the third calls a tool: its result is a turn-end event
+        # Every third calls a tool (its result is a turn-end event); the answers are
+        # more than a continue-as-new carries, so the earlier runs hold the first.
+        for n in range(1, 11):
             await session.send(f"{n} hello")
         end = await session.event_offset()
         seen = await _events(session.events(from_offset=0), end)
         expected = await agent_client.checkpoint(session.id, at_turn=1)
         before = await agent_client.checkpoint(session.id, at_turn=0)  # the first run's
         runs = await workflow_runs(agent_client, session)
-    assert len(runs) == 5  # four closed by continue-as-new, one open (idle)
+    assert len(runs) == 11  # ten closed by continue-as-new, one open (idle)
     assert {e.kind for e in seen} >= {"run_started", "tool_result", "run_finished"}
 
     # Every worker has stopped. A fresh client (no caches) reads the closed runs.
@@ -57,7 +60,13 @@ async def test_fork_checkpoint_and_events_of_closed_runs_need_no_worker(
         items = await earlier_events(fresh.temporal, session.id, "", 0, until)
     assert checkpoint == expected and checkpoint.turn == 1
     assert [m.text for m in checkpoint.messages] == ["1 hello", expected.messages[-1].text]
-    assert items is not None and [i.offset for i in items] == list(range(until))
+    assert until > 10 and items is not None and [i.offset for i in items] == list(range(until))
+    # Each as the runs published it: turn ends and answers (their texts named by
+    # message in the index), tool results, statuses, streamed ones.
+    converter = fresh.temporal.data_converter.payload_converter
+    rebuilt = [converter.from_payload(decode_stream_payload(i.data), RunEvent) for i in items]
+    assert rebuilt == seen[:until]
+    assert any(e.kind == "turn_completed" and len(e.text or "") > 1500 for e in rebuilt)
     assert queries.sent == []  # no run was asked, closed or open
 
     # A worker again (the new build's): a fork runs, and a follower from 0 gets
