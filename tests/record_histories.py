@@ -145,6 +145,7 @@ async def _runs(client: AgentClient) -> Recorded:
                 "agent_run_continued_with_its_record",
                 client.temporal.get_workflow_handle(paged.id, run_id=paged.temporal_run_id),
             ),
+            ("agent_run_started_after_a_record", client.temporal.get_workflow_handle(paged.id)),
             ("agent_run_fit_window", fitted.workflow),
             ("agent_run_fast_mode", fast.workflow),
             ("agent_run_with_state", with_state.workflow),
@@ -321,6 +322,7 @@ async def _sessions(client: AgentClient) -> Recorded:
             "agent_session_continued_with_its_record",
             first(carried.id, run_id=carried.first_temporal_run_id),
         ),
+        ("agent_session_started_after_a_record", carried.workflow),  # decodes it
         ("agent_session_fast_mode", fast.workflow),
         ("agent_session_waiting_for_approval", waiting.workflow),
         ("agent_session_retried_request_id", retried.workflow),
