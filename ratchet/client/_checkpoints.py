@@ -104,7 +104,9 @@ async def _answer(
     """One workflow run's answer: a closed run's from its history when it holds
     it, else the run's own by query."""
     if closed and run_id is not None:
-        run = await closed_run(client, source, run_id)
+        # A turn's mark is in the run's input and close events; a message's needs
+        # the run's log too (its whole history).
+        run = await closed_run(client, source, run_id, whole=request.message is not None)
         answer = checkpoint_answer(run, request) if run is not None else None
         if answer is not None:
             return answer

@@ -14,17 +14,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from temporalio.api.common.v1 import Payload
-from temporalio.api.enums.v1 import EventType
+from temporalio.api.common.v1 import Payload, WorkflowExecution
+from temporalio.api.enums.v1 import EventType, HistoryEventFilterType
 from temporalio.api.history.v1 import HistoryEvent
+from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryRequest
 from temporalio.client import Client
 from temporalio.contrib.workflow_streams import PublishInput, WorkflowStreamState
 from temporalio.converter import DataConverter
+from temporalio.service import RPCError
 
 from ratchet._temporal_internals import PUBLISH_SIGNAL, stream_item, wire_stream_item
 from ratchet.agents._events import excerpt
 from ratchet.agents._messages import Message
 from ratchet.agents._state import ThreadBase
+from ratchet.errors import ThreadResolutionError
 from ratchet.wire._names import EVENTS_TOPIC, RUN_WORKFLOW, SESSION_WORKFLOW
 from ratchet.wire._run_data import RunInput
 from ratchet.wire._run_record import RunRecord, TurnMark, find_mark
@@ -64,17 +67,40 @@ class ClosedRun:
         return session.thread.base if session is not None else None
 
 
-async def closed_run(client: Client, workflow_id: str, run_id: str) -> ClosedRun | None:
-    """Closed run ``run_id``'s history, read once; ``None`` for another workflow's."""
-    events = await run_history(client, workflow_id, run_id)
-    return await closed_run_of(events, run_id, client.data_converter)
+async def closed_run(
+    client: Client, workflow_id: str, run_id: str, *, whole: bool = True
+) -> ClosedRun | None:
+    """Closed run ``run_id``'s history, read once; ``None`` for another workflow's.
+    ``whole=False``: only its first and its close event (its input and record: what
+    a fork at a turn needs), two short reads however long the run was."""
+    if whole:
+        events = await run_history(client, workflow_id, run_id)
+    else:
+        events = await run_history(client, workflow_id, run_id, first_only=True)
+        events += await _close_event(client, workflow_id, run_id)
+    return await closed_run_of(events, run_id, client.data_converter, log=whole)
+
+
+async def _close_event(client: Client, workflow_id: str, run_id: str) -> list[HistoryEvent]:
+    request = GetWorkflowExecutionHistoryRequest(
+        namespace=client.namespace,
+        execution=WorkflowExecution(workflow_id=workflow_id, run_id=run_id),
+        history_event_filter_type=HistoryEventFilterType.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT,
+    )
+    try:
+        response = await client.workflow_service.get_workflow_execution_history(request, retry=True)
+    except RPCError as e:
+        raise ThreadResolutionError(
+            f"Could not read the close of workflow {workflow_id!r} (run {run_id}): {e}"
+        ) from e
+    return list(response.history.events)
 
 
 async def closed_run_of(
-    events: Sequence[HistoryEvent], run_id: str, converter: DataConverter
+    events: Sequence[HistoryEvent], run_id: str, converter: DataConverter, *, log: bool = True
 ) -> ClosedRun | None:
     """What closed run ``run_id``'s history ``events`` hold for readers; ``None``
-    for another workflow's."""
+    for another workflow's. ``log``: also its part of the log (a session's)."""
     if not events or events[0].event_type != STARTED:
         return None
     kind = events[0].workflow_execution_started_event_attributes.workflow_type.name
@@ -91,7 +117,7 @@ async def closed_run_of(
                 signals += attributes.input.payloads
     published = await converter.decode(signals, [PublishInput] * len(signals))
     listed = list(events)
-    segment = await segment_of(listed, converter) if kind == SESSION_WORKFLOW else None
+    segment = await segment_of(listed, converter) if log and kind == SESSION_WORKFLOW else None
     record = await _record(listed[-1], input_type, converter)
     return ClosedRun(run_id, started, record, segment, published)
 

@@ -120,7 +120,7 @@ async def test_a_closed_run_without_marks_in_history_and_no_worker_is_a_typed_er
     assert "fork at turn 2 or later" in str(raised.value)
 
 
-async def _no_record(*_: object) -> None:
+async def _no_record(*_: object, **__: object) -> None:
     return None
 
 
