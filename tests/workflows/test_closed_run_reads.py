@@ -7,12 +7,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from temporalio.api.common.v1 import Payload
 from temporalio.client import WorkflowHistory
+from temporalio.contrib.workflow_streams import (
+    PublishEntry,
+    PublisherState,
+    PublishInput,
+    WorkflowStreamState,
+)
 
-from ratchet._temporal_internals import decode_stream_payload
+from ratchet._temporal_internals import decode_stream_payload, stream_item
 from ratchet.agents._events import RunEvent
 from ratchet.client import AgentClient, _checkpoints
 from ratchet.client._earlier_runs import earlier_events
@@ -21,7 +29,13 @@ from ratchet.history import ClosedRun, checkpoint_answer, closed_run_of, held_ev
 from ratchet.payloads._converter import data_converter
 from ratchet.wire import RunOptions, SessionOptions
 from ratchet.wire._names import THREAD_QUERY
-from ratchet.wire._run_record import EventIndex, RunRecord, TurnMark, compact_marks
+from ratchet.wire._run_record import (
+    EVENT_BYTES_KEPT,
+    EventIndex,
+    RunRecord,
+    TurnMark,
+    compact_marks,
+)
 from ratchet.wire._session_data import CheckpointRequest, SessionInput
 from ratchet.worker import build_worker
 from ratchet.workflows._event_index import EventIndexer
@@ -196,3 +210,57 @@ async def test_a_run_recorded_by_0_1_0_holds_none_so_its_reader_asks_it():
     assert run.record is None
     assert checkpoint_answer(run, CheckpointRequest(turn=1)) is None
     assert held_events(run) is None
+
+
+def _entry(data: bytes) -> PublishEntry:
+    payload = Payload(metadata={"encoding": b"json/plain"}, data=data)
+    return PublishEntry(topic="events", data=stream_item("events", payload, 0).data)
+
+
+def test_a_closed_runs_events_are_rebuilt_from_its_signals_as_its_stream_took_them():
+    carried = [stream_item("events", Payload(data=b), 3 + i) for i, b in enumerate([b"c0", b"c1"])]
+    state = WorkflowStreamState(
+        log=carried,
+        base_offset=3,
+        publishers={"turn": PublisherState(sequence=1, last_seen=datetime.now(UTC))},
+    )
+    published = [
+        PublishInput(items=[_entry(b'"dup"')], publisher_id="turn", sequence=1),  # sent again
+        PublishInput(items=[_entry(b'"b"'), _entry(b'"c"')], publisher_id="turn", sequence=2),
+        PublishInput(items=[_entry(b'"d"')]),
+    ]
+    own = '{"kind":"status","text":"RUNNING"}'
+
+    def rebuilt(index: EventIndex) -> list[tuple[int, bytes]] | None:
+        record = RunRecord(events=index)
+        run = ClosedRun("r", SessionInput(agent="a", stream=state), record, None, published)
+        held = held_events(run)
+        if held is None:
+            return None
+        return [(i.offset, decode_stream_payload(i.data).data) for i in held.items]
+
+    whole = EventIndex(start=5, end=9, entries=[2, own, 1])
+    assert rebuilt(whole) == [
+        (3, b"c0"),
+        (4, b"c1"),
+        (5, b'"b"'),
+        (6, b'"c"'),
+        (7, own.encode()),
+        (8, b'"d"'),
+    ]
+    # The bound dropped the first signalled event: the rest only (no hole).
+    cut = EventIndex(start=6, end=9, skip=1, entries=[1, own, 1])
+    assert rebuilt(cut) == [(6, b'"c"'), (7, own.encode()), (8, b'"d"')]
+    # An index that names more signalled events than the history holds is not trusted.
+    assert rebuilt(EventIndex(start=5, end=10, entries=[2, own, 2])) is None
+
+
+def test_an_events_index_past_its_bound_drops_its_oldest_and_counts_them():
+    indexer = EventIndexer(start=0)
+    event = b'{"kind":"status","text":"' + b"x" * 1000 + b'"}'
+    for offset in range(0, 600, 2):  # one signalled event before each of its own
+        indexer.published(offset + 1, event)
+    index = indexer.index(end=600)
+    assert 0 < index.start < 300 and index.end == 600
+    assert index.skip == index.start // 2  # the signalled ones among those dropped
+    assert sum(len(e) for e in index.entries if isinstance(e, str)) <= EVENT_BYTES_KEPT
