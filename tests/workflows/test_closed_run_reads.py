@@ -9,6 +9,7 @@ import asyncio
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio.api.common.v1 import Payload
@@ -78,7 +79,8 @@ async def test_fork_checkpoint_and_events_of_closed_runs_need_no_worker(
     # Each as the runs published it: turn ends and answers (their texts named by
     # message in the index), tool results, statuses, streamed ones.
     converter = fresh.temporal.data_converter.payload_converter
-    rebuilt = [converter.from_payload(decode_stream_payload(i.data), RunEvent) for i in items]
+    event_type: Any = RunEvent  # a discriminated union, which the converter decodes
+    rebuilt = [converter.from_payload(decode_stream_payload(i.data), event_type) for i in items]
     assert rebuilt == seen[:until]
     assert any(e.kind == "turn_completed" and len(e.text or "") > 1500 for e in rebuilt)
     assert queries.sent == []  # no run was asked, closed or open
