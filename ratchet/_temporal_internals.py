@@ -41,6 +41,27 @@ def decode_stream_payload(wire: str) -> Payload:
     return payload
 
 
+PUBLISH_SIGNAL = "__temporal_workflow_stream_publish"
+"""The signal a workflow stream takes published batches by (``PublishInput``)."""
+
+
+def stream_item(topic: str, payload: Payload, offset: int) -> Any:
+    """A workflow stream item as its poll answers it (the wire form)."""
+    from temporalio.contrib.workflow_streams._types import (
+        _encode_payload,
+        _WorkflowStreamWireItem,
+    )
+
+    return _WorkflowStreamWireItem(topic=topic, data=_encode_payload(payload), offset=offset)
+
+
+def wire_stream_item(topic: str, data: str, offset: int) -> Any:
+    """A workflow stream item as its poll answers it, from a published entry's ``data``."""
+    from temporalio.contrib.workflow_streams._types import _WorkflowStreamWireItem
+
+    return _WorkflowStreamWireItem(topic=topic, data=data, offset=offset)
+
+
 def update_settled(handle: WorkflowUpdateHandle[Any]) -> bool:
     """Whether an Update's outcome came back with ``start_update`` already (a
     validator's refusal does: ``start_update`` keeps it without raising)."""

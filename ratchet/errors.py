@@ -46,6 +46,7 @@ configuration change fixes, and failures of a run, which happen at run time::
         ├── ThreadResolutionError   a worker could not obtain the thread a turn names
         │   └── HistoryGoneError    a closed workflow run that held part of a thread is
         │                           gone (Temporal's retention deleted it, or a person)
+        ├── ClosedRunUnreadableError    a closed run that only a worker could read, and none did
         ├── ToolError               a tool's failure the model should read, never retried
         ├── DeletionIncompleteError a delete whose runs were still there when it gave up
         └── RunFailedError          raised by the client: the run's workflow failed
@@ -197,6 +198,23 @@ class HistoryGoneError(ThreadResolutionError):
         self.run_id = run_id
         self.start = start
         self.end = end
+
+
+class ClosedRunUnreadableError(RunError):
+    """A closed workflow run whose history does not hold what was read (it ran
+    before Ratchet recorded its turn marks and events there, as 0.1.0 did), and
+    that no worker could replay to answer instead (no worker polls its build, or
+    its code changed)."""
+
+    def __init__(self, workflow_id: str, run_id: str, what: str, cause: str, instead: str) -> None:
+        super().__init__(
+            f"Run {run_id} of {workflow_id} closed before Ratchet recorded its {what} in "
+            f"its history, so only a worker that replays the run can read them, and none "
+            f"did ({cause}). Start a worker of the build that ran it, with that code "
+            f"unchanged, or {instead}."
+        )
+        self.workflow_id = workflow_id
+        self.run_id = run_id
 
 
 class ModelError(RunError):

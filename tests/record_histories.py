@@ -116,6 +116,10 @@ async def _runs(client: AgentClient) -> Recorded:
             ),
         )
         await compacted.result()
+        paged = await client.start_run(
+            "pager", "Read the pages.", options=RunOptions(continue_as_new_after_turns=2)
+        )
+        await paged.result()
         fitted = await client.start_run("pager_window", "Read the pages.")
         await fitted.result()
         fast = await client.start_run(
@@ -137,6 +141,12 @@ async def _runs(client: AgentClient) -> Recorded:
             ("research_and_review", user),
             ("agent_run_summarize_then_continue_as_new", first_run),
             ("agent_run_continued", client.temporal.get_workflow_handle(compacted.id)),
+            # Its record (turn marks, events index) in its continue-as-new input.
+            (
+                "agent_run_continued_with_its_record",
+                client.temporal.get_workflow_handle(paged.id, run_id=paged.temporal_run_id),
+            ),
+            ("agent_run_started_after_a_record", client.temporal.get_workflow_handle(paged.id)),
             ("agent_run_fit_window", fitted.workflow),
             ("agent_run_fast_mode", fast.workflow),
             ("agent_run_with_state", with_state.workflow),
@@ -277,6 +287,11 @@ async def _sessions(client: AgentClient) -> Recorded:
         await retried.send("two")
         await retried.send("pay once", request_id="order-17")  # answered by the third run
         await retried.close()
+        carried = await client.start_session(
+            "echo", options=SessionOptions(continue_as_new_after_runs=1)
+        )
+        for text in ("one", "two"):
+            await carried.send(text)
         forked = await client.fork(plain.id, at_turn=1)
         await forked.send("from the fork")
         await forked.close()
@@ -303,6 +318,12 @@ async def _sessions(client: AgentClient) -> Recorded:
             first(compacting.id, run_id=compacting.first_temporal_run_id),
         ),
         ("agent_session_continued_by_reference", compacting.workflow),
+        # Its record (turn marks, events index) in its continue-as-new input.
+        (
+            "agent_session_continued_with_its_record",
+            first(carried.id, run_id=carried.first_temporal_run_id),
+        ),
+        ("agent_session_started_after_a_record", carried.workflow),  # decodes it
         ("agent_session_fast_mode", fast.workflow),
         ("agent_session_waiting_for_approval", waiting.workflow),
         ("agent_session_retried_request_id", retried.workflow),

@@ -14,6 +14,7 @@ from temporalio.client import (
     Client,
     ScheduleHandle,
     ScheduleOverlapPolicy,
+    WorkflowExecutionStatus,
     WorkflowHandle,
 )
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
@@ -272,8 +273,9 @@ class AgentClient:
     ) -> Checkpoint:
         """The thread and state of session (or run) ``source`` after turn ``at_turn``
         (counted across all its runs, from 1), or after the turn that added message
-        ``at_message``; neither: after its last turn. The source answers by query (its
-        workflow runs keep a mark per turn, and a closed run still answers)."""
+        ``at_message``; neither: after its last turn. Its workflow runs keep a mark
+        per turn: an open run answers by query, a closed one is read from its
+        history (no worker needed)."""
         answer, mark = await self._mark(source, at_turn, at_message)
         log, _ = await fetch_range(
             self.temporal,
@@ -299,7 +301,7 @@ class AgentClient:
     ) -> tuple[CheckpointAnswer, TurnMark]:
         """The mark of a session or run (see ``checkpoint``)."""
         try:
-            kind = (await self.temporal.get_workflow_handle(source).describe()).workflow_type
+            described = await self.temporal.get_workflow_handle(source).describe()
         except RPCError as e:
             if e.status != RPCStatusCode.NOT_FOUND:
                 raise
@@ -307,9 +309,17 @@ class AgentClient:
                 f"There is no workflow {source} (or it is past the namespace's "
                 "retention); fork a session or run by its id."
             ) from e
+        kind = described.workflow_type
         if kind not in (SESSION_WORKFLOW, RUN_WORKFLOW):
             raise InvalidInputError(f"{source} is a {kind}; fork a session or an agent run.")
-        return await read_mark(self.temporal, source, at_turn=at_turn, at_message=at_message)
+        running = described.status == WorkflowExecutionStatus.RUNNING
+        return await read_mark(
+            self.temporal,
+            source,
+            at_turn=at_turn,
+            at_message=at_message,
+            closed_run_id=None if running else described.run_id,
+        )
 
     async def schedule(
         self,

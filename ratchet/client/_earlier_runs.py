@@ -1,11 +1,12 @@
 """Reading a workflow's events from its earlier runs (client side).
 
 A continue-as-new carries only the latest events (about 24 KB) into the new run;
-the run that ended holds the rest, and a closed run still answers the stream's
-poll query (a worker replays its history to answer, so it costs a replay). A
-reader whose offset is older than what a run holds reads the gap from the runs
-before it: back, run by run, to one that holds the offset, then forward. Each
-run names the run it continued in its first history event.
+the run that ended holds the rest. A reader whose offset is older than what a
+run holds reads the gap from the runs before it: back, run by run, to one that
+holds the offset, then forward. Each run names the run it continued in its first
+history event. A closed run's events are read from its history (each run indexes
+them there as it ends, ``wire._run_record``), so no worker of its build replays
+it; only a run closed before Ratchet did that (0.1.0) is asked by query.
 """
 
 from __future__ import annotations
@@ -16,9 +17,12 @@ from typing import Any
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import ContinueAsNewInitiator
 from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryRequest
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowHandle, WorkflowQueryFailedError
 from temporalio.contrib.workflow_streams import PollInput, PollResult
+from temporalio.service import RPCError
 
+from ratchet.errors import ClosedRunUnreadableError
+from ratchet.history import HeldEvents, closed_run, held_events
 from ratchet.wire._names import EVENTS_TOPIC, POLL_QUERY
 
 Item = Any
@@ -68,27 +72,54 @@ async def earlier_events(
 ) -> list[Item] | None:
     """The events from offset ``start`` up to ``until`` (where run ``run_id``'s own
     begin), read from the runs before it; ``None`` if no earlier run holds ``start``."""
-    chain: list[tuple[str, PollResult]] = []  # newest first
+    chain: list[HeldEvents] = []  # newest first
     current = run_id
-    while not chain or held_from(chain[-1][1]) > start:
+    while not chain or chain[-1].start > start:
         previous = await previous_run(client, workflow_id, current)
         if previous is None:
             return None
-        handle = client.get_workflow_handle(workflow_id, run_id=previous)
-        chain.append((previous, await poll(handle, start)))
+        chain.append(await _closed_events(client, workflow_id, previous, start, until))
         current = previous
     items: list[Item] = []
     offset = start
-    for previous, result in reversed(chain):
-        handle = client.get_workflow_handle(workflow_id, run_id=previous)
-        while True:
-            if held_from(result) > offset:
-                return None  # a hole between two runs: nothing holds these
-            items += [item for item in result.items if offset <= item.offset < until]
-            offset = max(offset, result.next_offset)
-            if offset >= until:
-                return items
-            if not result.more_ready:
-                break
-            result = await poll(handle, offset)
+    for held in reversed(chain):
+        if held.start > offset:
+            return None  # a hole between two runs: nothing holds these
+        items += [item for item in held.items if offset <= item.offset < until]
+        offset = max(offset, held.end)
+        if offset >= until:
+            return items
     return None  # the runs end before ``until``
+
+
+async def _closed_events(
+    client: Client, workflow_id: str, run_id: str, start: int, until: int
+) -> HeldEvents:
+    """Closed run ``run_id``'s events: from its history, or (a run that did not
+    index them) by query from ``start`` on."""
+    run = await closed_run(client, workflow_id, run_id)
+    held = held_events(run) if run is not None else None
+    if held is not None:
+        return held
+    try:
+        return await _polled(client.get_workflow_handle(workflow_id, run_id=run_id), start, until)
+    except (RPCError, WorkflowQueryFailedError) as e:
+        raise ClosedRunUnreadableError(
+            workflow_id,
+            run_id,
+            "events",
+            str(e),
+            "read the thread and state, then follow the events from an offset the "
+            "later runs hold (events_end() gives the latest)",
+        ) from e
+
+
+async def _polled(handle: WorkflowHandle[Any, Any], start: int, until: int) -> HeldEvents:
+    """A closed run's events from ``start`` up to ``until``, asked of it by query
+    (a worker replays it to answer)."""
+    result = await poll(handle, start)
+    first, items = held_from(result), list(result.items)
+    while result.more_ready and result.next_offset < until:
+        result = await poll(handle, result.next_offset)
+        items += result.items
+    return HeldEvents(start=first, end=result.next_offset, items=items)

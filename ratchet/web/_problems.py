@@ -43,6 +43,7 @@ STATUS: list[tuple[type[Exception], int, str]] = [
     (errors.DeletionIncompleteError, 503, "The deletion is not finished: delete again"),
     (errors.EventsExpiredError, 410, "Those events are no longer retained"),
     (errors.EventsUnavailableError, 503, "The events could not be read for a while"),
+    (errors.ClosedRunUnreadableError, 503, "No worker can read that closed run"),
     (errors.AgentNotFoundError, 404, "No such agent"),
     (errors.NotFoundError, 404, "Not found"),
     (errors.InvalidInputError, 422, "Invalid input"),

@@ -24,6 +24,7 @@ from ratchet.agents._usage import Usage
 from ratchet.errors import InvalidInputError
 
 from ._options import RunOptions
+from ._run_record import RunRecord
 
 T = TypeVar("T")
 
@@ -47,6 +48,9 @@ class RunInput(BaseModel):
     continue-as-new): it re-anchors a horizon after (``workflows._anchoring``)."""
     log_bytes: int = 0
     """About the JSON size of the log before this run's own messages."""
+    previous_record: RunRecord | None = None
+    """The turn marks and events index of the workflow run before this one (which
+    continued as new); for readers of closed runs only (see ``wire._run_record``)."""
 
 
 class RunResult(SparseModel):

@@ -14,14 +14,14 @@ from pydantic import BaseModel, Field
 from temporalio.contrib.workflow_streams import WorkflowStreamState
 
 from ratchet.agents._client_tools import ClientTool
-from ratchet.agents._messages import Message, ToolCall
+from ratchet.agents._messages import Message
 from ratchet.agents._spans import View, whole_log
 from ratchet.agents._sparse import SparseModel
-from ratchet.agents._state import AgentSession, AgentStatus, PromptSize, ThreadBase
-from ratchet.agents._state_context import StateEntry
+from ratchet.agents._state import AgentSession, AgentStatus, ThreadBase
 
 from ._options import SessionOptions
 from ._run_data import RunResult
+from ._run_record import RunRecord, TurnMark
 
 
 class SendRequest(BaseModel):
@@ -115,24 +115,6 @@ class SendOutcome(SparseModel):
     error_type: str | None = None
 
 
-class TurnMark(SparseModel):
-    """A run or session after one of its turns: what a fork or checkpoint starts from."""
-
-    turn: int
-    """Counted across the whole session (or run), from 1 (0: before its first)."""
-    length: int
-    """Messages in the log after the turn."""
-    last_id: str | None = None
-    view: View = Field(default_factory=whole_log)
-    cursor: str | None = None
-    agent: str
-    state: dict[str, StateEntry] = Field(default_factory=dict)
-    open_calls: list[ToolCall] = Field(default_factory=list)
-    """Tool calls of the turn whose results were not in the log yet."""
-    prompt: PromptSize | None = None
-    """The turn's prompt as its model counted it (a fork's count starts from it)."""
-
-
 class LogInfo(SparseModel):
     """Where a run's or session's thread is: its id, length, and its view."""
 
@@ -205,6 +187,8 @@ class CheckpointAnswer(SparseModel):
     kind: str = "messages"
     turns: int = 0
     """Turns the session (or run) has had (for error messages)."""
+    from_turn: int | None = None
+    """The first turn this run holds a mark of (for error messages)."""
     options: SessionOptions | None = None
     """A session's options (a fork's default); ``None`` for a run."""
 
@@ -238,6 +222,9 @@ class SessionInput(BaseModel):
     from a run of 0.1.0, which did not say): it re-anchors ``horizon`` after."""
     log_bytes: int = 0
     """About the JSON size of the log before this run's own messages."""
+    previous_record: RunRecord | None = None
+    """The turn marks and events index of the workflow run before this one; for
+    readers of closed runs only (see ``wire._run_record``)."""
 
 
 class SessionStatus(SparseModel):
@@ -271,3 +258,6 @@ class SessionStatus(SparseModel):
     log: LogIndex | None = None
     """Only in the result of the session's last workflow run: where that run holds
     its part of the log in its history (see ``LogIndex``)."""
+    record: RunRecord | None = None
+    """Only in the result of the session's last workflow run: its turn marks and
+    events index (see ``wire._run_record``)."""

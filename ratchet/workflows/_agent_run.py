@@ -123,6 +123,9 @@ class AgentRunWorkflow(AgentHandlers):
                 stream=self._events.state(),
                 depends_since=anchoring.carried_since(),
                 log_bytes=anchoring.carried_bytes(),
+                previous_record=self._marks.record(runner.state.session.thread).model_copy(
+                    update={"events": self._events.index()}
+                ),
             )
         )
 

@@ -10,7 +10,8 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from ratchet.agents._state import AgentSession, ThreadData
     from ratchet.wire._options import SessionOptions
-    from ratchet.wire._session_data import CheckpointAnswer, CheckpointRequest, TurnMark
+    from ratchet.wire._run_record import RunRecord, TurnMark, compact_marks, find_mark, settled
+    from ratchet.wire._session_data import CheckpointAnswer, CheckpointRequest
 
     from ._ledger import ExecutionChange
 
@@ -69,42 +70,23 @@ class TurnMarks:
             thread_id=thread.id,
             kind=thread.kind,
             turns=marks[-1].turn,
+            from_turn=marks[0].turn,
             options=options,
         )
-        if request.message is not None:
-            where = next(
-                (
-                    thread.offset + i
-                    for i, m in enumerate(thread.messages)
-                    if m.id == request.message
-                ),
-                None,
-            )
-            if where is None:
-                return answer.model_copy(update={"earlier": self._earlier})
-            found = next((m for m in marks if m.length > where), None)
-            return answer.model_copy(update={"mark": _settled(found, thread)})
-        if request.turn is None:
-            return answer.model_copy(update={"mark": _settled(marks[-1], thread)})
-        if request.turn < marks[0].turn:
+        mark, earlier = find_mark(
+            marks,
+            turn=request.turn,
+            message=request.message,
+            messages=thread.messages,
+            offset=thread.offset,
+        )
+        if earlier:
             return answer.model_copy(update={"earlier": self._earlier})
-        found = next((m for m in marks if m.turn == request.turn), None)
-        return answer.model_copy(update={"mark": _settled(found, thread)})
+        return answer.model_copy(update={"mark": mark})
 
-
-def _settled(mark: TurnMark | None, thread: ThreadData) -> TurnMark | None:
-    """The mark with the results settled for its open tool calls (approvals,
-    durable tools), which the log holds right after it, when it has them."""
-    if mark is None or not mark.open_calls:
-        return mark
-    offset = thread.offset
-    open_ids = {c.id for c in mark.open_calls}
-    position, last_id = mark.length, mark.last_id
-    while 0 <= position - offset < len(thread.messages):
-        message = thread.messages[position - offset]
-        if message.role != "tool" or message.tool_call_id not in open_ids:
-            break
-        open_ids.discard(message.tool_call_id)
-        position, last_id = position + 1, message.id
-    calls = [c for c in mark.open_calls if c.id in open_ids]
-    return mark.model_copy(update={"length": position, "last_id": last_id, "open_calls": calls})
+    def record(self, thread: ThreadData) -> RunRecord:
+        """The marks as this run ends, settled against its part of ``thread``, for
+        readers of the closed run (its history)."""
+        settled_marks = [settled(m, thread.messages, thread.offset) or m for m in self._marks]
+        record = compact_marks(settled_marks)
+        return record.model_copy(update={"thread_id": thread.id, "thread_kind": thread.kind})

@@ -35,12 +35,15 @@ with workflow.unsafe.imports_passed_through():
         TurnCompleted,
         TurnCompletedData,
         TurnStarted,
+        excerpt,
         tool_answered,
         tool_called,
     )
+    from ratchet.agents._messages import Message
     from ratchet.agents._state import AgentStatus, ExecutionState, ThreadData
     from ratchet.agents._state_context import StateChanged
     from ratchet.wire._names import EVENTS_TOPIC
+    from ratchet.wire._run_record import TEXT_BY_REFERENCE, EventIndex
     from ratchet.wire._search_attributes import (
         AGENT_COST_USD,
         AGENT_NAME,
@@ -50,6 +53,7 @@ with workflow.unsafe.imports_passed_through():
         AGENT_TURNS,
     )
 
+    from ._event_index import EventIndexer
     from ._ledger import ExecutionChange
 
 JSON_PLAIN = {"encoding": b"json/plain"}
@@ -136,14 +140,35 @@ def _indexed_already() -> dict[str, Any]:
 class EventStream:
     """The workflow's live event stream (construct it in ``@workflow.init``)."""
 
-    def __init__(self, stream: WorkflowStream) -> None:
+    def __init__(self, stream: WorkflowStream, *, texts_by_reference: bool = False) -> None:
         self.stream = stream
         self._topic = stream.topic(EVENTS_TOPIC, type=EventBase)
+        self._indexer = EventIndexer(self.end)
+        self._by_reference = texts_by_reference
+        """The run indexes its log, so its events index may name a message for a text."""
 
-    def publish(self, event: EventBase) -> None:
+    def publish(self, event: EventBase, text_of: Message | None = None, limit: int = 0) -> None:
+        """``text_of``: the message whose text (cut to ``limit`` as ``excerpt`` cuts,
+        0: whole) is the event's, which the events index then names instead."""
         # The payload the pydantic converter would build, built directly: asking the
         # workflow for its converter costs more than the event (a turn publishes four).
-        self._topic.publish(Payload(metadata=JSON_PLAIN, data=to_json(event)))
+        offset, data = self.end, to_json(event)
+        self._topic.publish(Payload(metadata=JSON_PLAIN, data=data))
+        self._indexer.published(offset, data, self._reference(event, text_of, limit))
+
+    def _reference(
+        self, event: EventBase, message: Message | None, limit: int
+    ) -> tuple[str, bytes, int] | None:
+        text = event.text or ""
+        if not self._by_reference or message is None or len(text) <= TEXT_BY_REFERENCE:
+            return None
+        if text != (excerpt(message.text, limit) if limit else message.text):
+            return None
+        return message.id, to_json(event.model_copy(update={"text": None})), limit
+
+    def index(self) -> EventIndex:
+        """Where this run's events are in its history, as it ends (see ``event_index``)."""
+        return self._indexer.index(self.end)
 
     def state(self) -> WorkflowStreamState:
         """What a continue-as-new carries: the latest events only."""
@@ -257,7 +282,8 @@ class RunObserver:
             tool_calls=step.tool_calls, tokens=step.usage.total_tokens, final=step.final
         )
         text = final.text if final is not None else None
-        self._publish(TurnCompleted(turn=step.turn, text=text, data=data), change.agent)
+        completed = TurnCompleted(turn=step.turn, text=text, data=data)
+        self._publish(completed, change.agent, text_of=final)
         self.events.trim()
 
     def _tool_events(self, agent: str, thread: ThreadData, turn: int, ids: set[str]) -> None:
@@ -287,6 +313,6 @@ class RunObserver:
             event.agent,
         )
 
-    def _publish(self, event: EventBase, agent: str) -> None:
+    def _publish(self, event: EventBase, agent: str, text_of: Message | None = None) -> None:
         event.run_id, event.agent = self.run_id, agent
-        self.events.publish(event)
+        self.events.publish(event, text_of)

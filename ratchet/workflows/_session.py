@@ -42,6 +42,7 @@ with workflow.unsafe.imports_passed_through():
         SESSION_WORKFLOW,
     )
     from ratchet.wire._run_data import StopRequest
+    from ratchet.wire._run_record import RunRecord
     from ratchet.wire._session_data import (
         CheckpointAnswer,
         CheckpointRequest,
@@ -67,8 +68,10 @@ with workflow.unsafe.imports_passed_through():
 
 
 CLOSE_SHOWN_AT_ONCE = "ratchet-close-shown-at-once"
-"""The patch (since 0.1.0) under which ``close`` indexes the close itself, whatever
-the activation's job order (see ``close``)."""
+"""The patch (since 0.1.0) under which ``close`` indexes the close itself. Left to
+the main loop, the upsert went before or after the Update's completion by the
+activation's job order, which a replay need not repeat (a close in a continued
+run's first workflow task, on a worker that never ran that run)."""
 STOP_WAIT = timedelta(seconds=10)
 """Longest a ``stop`` Update waits for the run to end before it answers (a durable
 tool already running finishes first)."""
@@ -100,7 +103,7 @@ class AgentSessionWorkflow(AgentHandlers):
         index = LogIndexer(session.thread.offset) if log else None
         if index is not None:
             index.held(session.thread.messages)  # the thread this run started with
-        self._events = EventStream(WorkflowStream(input.stream))
+        self._events = EventStream(WorkflowStream(input.stream), texts_by_reference=log)
         observer = RunObserver(
             self._events,
             Index(enabled=False),  # the session indexes its own totals
@@ -163,7 +166,7 @@ class AgentSessionWorkflow(AgentHandlers):
             if (moving or self._runs.continue_as_new_due()) and (
                 sends.queued_bytes <= QUEUE_BYTES_CARRIED
             ):
-                await self._runs.continue_as_new(upgrade=moving)
+                await self._runs.continue_as_new(self._record, upgrade=moving)
             item = sends.next()
             if item is not None:
                 await self._runs.execute(item)
@@ -172,13 +175,17 @@ class AgentSessionWorkflow(AgentHandlers):
             self._show()
             self._events.stream.detach_pollers()
             await workflow.wait_condition(workflow.all_handlers_finished)
-            return self.status().model_copy(update={"log": self._runs.log_index()})
+            ending = {"log": self._runs.log_index(), "record": self._record()}
+            return self.status().model_copy(update=ending)
+
+    def _record(self) -> RunRecord:
+        """Turn marks and events index for readers of the closed run (``wire._run_record``)."""
+        thread, events = self.state.session.thread, self._events.index()
+        return self._marks.record(thread).model_copy(update={"events": events})
 
     @workflow.signal(name=MOVE_SIGNAL)
     def _move(self) -> None:
-        """Wakes an idle session so it sees a new current build and moves to it now,
-        not at its next message (``ratchet deploy promote`` sends it; it changes
-        nothing else)."""
+        """Wakes an idle session to move to a new current build now (``deploy promote``)."""
 
     @workflow.update(name=REANCHOR_UPDATE)
     async def _reanchor(self) -> Anchored:
@@ -256,10 +263,7 @@ class AgentSessionWorkflow(AgentHandlers):
         sends = self._sends
         self._totals.updates_this_workflow_run += 1
         sends.closed = True
-        if workflow.patched(CLOSE_SHOWN_AT_ONCE):
-            # Index the close here, before this handler can complete: left to the main
-            # loop, the upsert went before or after the Update's completion by the
-            # activation's job order, which a replay need not repeat.
+        if workflow.patched(CLOSE_SHOWN_AT_ONCE):  # index it here, whatever the job order
             self._show()
         await workflow.wait_condition(lambda: sends.idle or sends.ending)
         return self.status()

@@ -9,11 +9,13 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from ratchet.agents._events import RunFinished, RunFinishedData, excerpt
+    from ratchet.agents._messages import Message
     from ratchet.agents._state import AgentStatus
     from ratchet.errors import BudgetExceededError
     from ratchet.wire._names import session_run_id
     from ratchet.wire._options import SessionOptions
     from ratchet.wire._run_data import RunResult
+    from ratchet.wire._run_record import RunRecord
     from ratchet.wire._session_data import LogIndex, Queued, SendOutcome, SessionInput
 
     from ._anchoring import Anchoring
@@ -27,6 +29,8 @@ with workflow.unsafe.imports_passed_through():
 
 
 EVENTS_CARRIED = 500
+FINISHED_TEXT = 4000
+"""A ``run_finished`` event's text: its answer's first characters."""
 EVENT_BYTES_CARRIED = 24 * 1024
 QUEUE_BYTES_CARRIED = 24 * 1024
 """A continue-as-new waits for the queue to drain below this many bytes."""
@@ -127,7 +131,7 @@ class SessionRuns:
         totals.cost_usd += result.usage.cost_usd
         totals.agent = result.agent  # a handoff moves the session to another agent
         final_at = position(self._runner.state.session.thread, result.final_response)
-        self._finished(label, result.status, result.output)
+        self._finished(label, result.status, result.output, result.final_response)
         # What the client knows or reads anyway stays out of history: the answer (read
         # from the thread at final_at), the session's id, the thread's end.
         short = {"final_response": None, "thread": None, "session_id": None, "thread_end": None}
@@ -144,14 +148,18 @@ class SessionRuns:
         self._sends.settle(outcome)
         self._show()
 
-    def _finished(self, run: str, status: AgentStatus, text: str) -> None:
+    def _finished(
+        self, run: str, status: AgentStatus, text: str, final: Message | None = None
+    ) -> None:
         self._observer.events.publish(
             RunFinished(
                 run_id=run,
                 agent=self._totals.agent,
-                text=excerpt(text, 4000),
+                text=excerpt(text, FINISHED_TEXT),
                 data=RunFinishedData(status=status),
-            )
+            ),
+            text_of=final,
+            limit=FINISHED_TEXT,
         )
 
     def continue_as_new_due(self) -> bool:
@@ -175,7 +183,7 @@ class SessionRuns:
 
     def build_changed(self) -> bool:
         """``target_changed``, decided: the session then moves to the new build by
-        continue-as-new between messages (``continue_as_new(upgrade=True)``)."""
+        continue-as-new between messages (``continue_as_new(..., upgrade=True)``)."""
         return self.target_changed() and workflow.patched(MOVE_TO_NEW_BUILD)
 
     def log_index(self) -> LogIndex | None:
@@ -186,11 +194,16 @@ class SessionRuns:
             found = found.model_copy(update={"base": thread.base})  # re-anchored meanwhile
         return found
 
-    async def continue_as_new(self, *, upgrade: bool = False) -> None:
+    async def continue_as_new(
+        self, record: Callable[[], RunRecord], *, upgrade: bool = False
+    ) -> None:
         """A fresh workflow run: the thread stays here by reference; the input holds
-        the queue, the latest results and events, the totals, and how old what the
-        thread relies on is (``anchoring``). ``upgrade``: the new run starts on the
-        deployment's current build, not this run's."""
+        the queue, the latest results and events, the totals, how old what the
+        thread relies on is (``anchoring``), and what readers of this run once
+        closed take from its history (log index, marks, events index: payloads
+        only, no command changes; ``record`` gives the last two as the run ends).
+        ``upgrade``: the new run starts on the deployment's current build, not
+        this run's."""
         self._sends.ending = True  # held sends return their ticket; the client polls the new run
         self._observer.events.stream.detach_pollers()
         anchoring = self.anchoring
@@ -219,6 +232,7 @@ class SessionRuns:
                 previous_log=self.log_index(),
                 depends_since=anchoring.carried_since(),
                 log_bytes=anchoring.carried_bytes(),
+                previous_record=record(),
             ),
             initial_versioning_behavior=(
                 workflow.ContinueAsNewVersioningBehavior.AUTO_UPGRADE if upgrade else None

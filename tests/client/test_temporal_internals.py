@@ -9,11 +9,14 @@ from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamIt
 from temporalio.contrib.workflow_streams._types import _encode_payload
 
 from ratchet._temporal_internals import (
+    PUBLISH_SIGNAL,
     decode_stream_payload,
     handle_client,
     stream_end,
+    stream_item,
     stream_items_since,
     update_settled,
+    wire_stream_item,
 )
 
 
@@ -46,3 +49,14 @@ def test_an_update_handle_says_whether_its_outcome_came_back_already():
     assert not update_settled(handle)
     handle._known_outcome = object()  # type: ignore[attr-defined, assignment]
     assert update_settled(handle)
+
+
+def test_the_publish_signal_and_a_rebuilt_stream_item_match_what_the_stream_uses():
+    from temporalio.contrib.workflow_streams import _stream
+
+    assert PUBLISH_SIGNAL == _stream._PUBLISH_SIGNAL  # type: ignore[attr-defined]
+    payload = Payload(metadata={"encoding": b"json/plain"}, data=b'{"kind":"text"}')
+    item = stream_item("events", payload, 3)
+    assert (item.topic, item.offset) == ("events", 3)
+    assert decode_stream_payload(item.data) == payload
+    assert wire_stream_item("events", item.data, 4).data == item.data

@@ -161,6 +161,23 @@ async def test_sessions_move_to_a_new_build_between_messages_and_runs_finish_whe
     assert old.wait_exit() == 0
     assert "worker stopped" in old.output
 
+    # With no worker of v1 left, the moved session's v1 runs are read from their
+    # histories: a fork at turn 1 and its events from the start (was: RPCError "no
+    # poller seen for task queue recently").
+    fresh = await AgentClient.connect(server.address, task_queue=QUEUE)
+    end = await chat.event_offset()
+    async with asyncio.timeout(30):
+        checkpoint = await fresh.checkpoint(chat.id, at_turn=1)
+        events = []
+        async for event in fresh.get_session(chat.id).events(from_offset=0):
+            events.append(event)
+            if len(events) == end:
+                break
+    assert [m.text for m in checkpoint.messages] == ["hello", "answered by v1"]
+    assert [e.kind for e in events].count("run_started") == 5
+    fork = await fresh.fork(chat.id, at_turn=1)
+    assert (await fork.send("still there?")).output == "answered by v2"
+
     # A build whose workflow changed without workflow.patched is refused if a run it
     # would take over (auto-upgrade) cannot replay; pinned runs stay where they are.
     for kind, workflow_id in ((Reminder, "reminder-2"), (Nightly, "nightly-1")):
