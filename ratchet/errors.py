@@ -116,6 +116,28 @@ class InvalidInputError(UsageError):
     """A prompt, message or argument that cannot be run."""
 
 
+class CheckpointGoneError(InvalidInputError):
+    """A fork or checkpoint at a turn whose workflow run Temporal has deleted (the
+    namespace's retention passed, or someone deleted it): ``first_turn`` is the
+    first turn it can still be taken at."""
+
+    def __init__(self, source: str, turn: int | None, run_id: str, first_turn: int | None) -> None:
+        at = f"turn {turn}" if turn is not None else "that message"
+        instead = (
+            f"Fork at turn {first_turn} or later."
+            if first_turn is not None
+            else "Fork at the latest turn."
+        )
+        super().__init__(
+            f"{source} can no longer be forked at {at}: run {run_id}, which held it, is "
+            f"gone (Temporal deleted its history). {instead}"
+        )
+        self.source = source
+        self.turn = turn
+        self.run_id = run_id
+        self.first_turn = first_turn
+
+
 class InvalidOptionsError(ConfigurationError, ValueError):
     """Options (RunOptions, SessionOptions) with a value out of its range."""
 

@@ -19,8 +19,14 @@ from temporalio.client import Client, WorkflowQueryFailedError
 from temporalio.service import RPCError
 
 from ratchet.agents._messages import Message, ToolCall
+from ratchet.agents._state import Gap
 from ratchet.agents._state_context import StateEntry
-from ratchet.errors import ClosedRunUnreadableError, InvalidInputError
+from ratchet.errors import (
+    CheckpointGoneError,
+    ClosedRunUnreadableError,
+    HistoryGoneError,
+    InvalidInputError,
+)
 from ratchet.history import checkpoint_answer, closed_run, first_turn
 from ratchet.wire._names import CHECKPOINT_QUERY
 from ratchet.wire._options import SessionOptions
@@ -40,6 +46,8 @@ class Checkpoint(BaseModel):
     """How many turns the source had when it was read."""
     options: SessionOptions | None = None
     """The source session's options (``None`` for a single run)."""
+    gaps: list[Gap] = Field(default_factory=list[Gap])
+    """Positions whose messages are gone (their run deleted): placeholders in ``messages``."""
 
 
 def _check_point(at_turn: int | None, at_message: str | None) -> None:
@@ -106,7 +114,10 @@ async def _answer(
     if closed and run_id is not None:
         # A turn's mark is in the run's input and close events; a message's needs
         # the run's log too (its whole history).
-        run = await closed_run(client, source, run_id, whole=request.message is not None)
+        try:
+            run = await closed_run(client, source, run_id, whole=request.message is not None)
+        except HistoryGoneError as e:
+            raise CheckpointGoneError(source, request.turn, run_id, after) from e
         answer = checkpoint_answer(run, request) if run is not None else None
         if answer is not None:
             return answer

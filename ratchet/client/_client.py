@@ -27,7 +27,7 @@ from temporalio.envconfig import ClientConfig
 from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet.agents._messages import Message, new_id
-from ratchet.agents._state import AgentSession, ThreadBase, ThreadData
+from ratchet.agents._state import AgentSession, Gap, ThreadBase, ThreadData
 from ratchet.agents._state_export import StateExport
 from ratchet.errors import (
     ConfigurationError,
@@ -277,6 +277,7 @@ class AgentClient:
         per turn: an open run answers by query, a closed one is read from its
         history (no worker needed)."""
         answer, mark = await self._mark(source, at_turn, at_message)
+        gaps: list[Gap] = []  # what Temporal deleted reads as placeholders, named
         log, _ = await fetch_range(
             self.temporal,
             Holder(source, answer.run_id, answer.thread_id),
@@ -284,9 +285,11 @@ class AgentClient:
             mark.length,
             page_bytes=PAGE_BYTES,
             segments=self.segments,
+            gaps=gaps,
         )
         seen = ThreadData(messages=log, view=mark.view).visible()
         return Checkpoint(
+            gaps=gaps,
             source=source,
             turn=mark.turn,
             agent=mark.agent,

@@ -21,7 +21,7 @@ from temporalio.client import Client, WorkflowHandle, WorkflowQueryFailedError
 from temporalio.contrib.workflow_streams import PollInput, PollResult
 from temporalio.service import RPCError
 
-from ratchet.errors import ClosedRunUnreadableError
+from ratchet.errors import ClosedRunUnreadableError, HistoryGoneError
 from ratchet.history import HeldEvents, closed_run, held_events
 from ratchet.wire._names import EVENTS_TOPIC, POLL_QUERY
 
@@ -75,10 +75,13 @@ async def earlier_events(
     chain: list[HeldEvents] = []  # newest first
     current = run_id
     while not chain or chain[-1].start > start:
-        previous = await previous_run(client, workflow_id, current)
-        if previous is None:
-            return None
-        chain.append(await _closed_events(client, workflow_id, previous, start, until))
+        try:
+            previous = await previous_run(client, workflow_id, current)
+            if previous is None:
+                return None
+            chain.append(await _closed_events(client, workflow_id, previous, start, until))
+        except HistoryGoneError:
+            return None  # deleted (retention): the reader gets EventsExpiredError
         current = previous
     items: list[Item] = []
     offset = start

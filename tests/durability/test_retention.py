@@ -25,6 +25,7 @@ from temporalio.client import WorkflowExecutionStatus
 
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
+from ratchet.errors import CheckpointGoneError
 from ratchet.wire import SessionOptions
 from ratchet.worker import build_worker
 
@@ -135,6 +136,19 @@ async def test_a_history_already_gone_is_a_named_gap_and_the_session_goes_on(
     assert found["texts"][2:] == ["two", "#2 two (saw 3)"]
     # The send ran: the agent saw what remains, the placeholders where the gap is.
     assert found["answer"] == "#3 three (saw 5)"
+    # A fork at a turn whose mark only the deleted run held is refused, naming the
+    # first it can take; a later one starts, its checkpoint naming the gap it inherits.
+    fresh = await AgentClient.connect(
+        retention_server.address, namespace=namespace, task_queue="gone"
+    )
+    with pytest.raises(CheckpointGoneError) as lost:
+        await fresh.checkpoint(session.id, at_turn=0)  # only the deleted run held it
+    assert lost.value.first_turn == 1 and lost.value.run_id == first
+    assert "Fork at turn 1 or later" in str(lost.value)
+    later = await fresh.checkpoint(session.id, at_turn=2)
+    assert [g.model_dump() for g in later.gaps] == found["gaps"]
+    assert [m.text for m in later.messages][2:] == ["two", "#2 two (saw 3)"]
+
 
 
 START_WITH_0_1_0 = """
@@ -142,6 +156,7 @@ import asyncio, sys
 from ratchet._exit import hard_exit
 from ratchet.agents import Agent, Message, Result
 from ratchet.client import AgentClient
+from ratchet.errors import CheckpointGoneError
 from ratchet.wire import SessionOptions
 from ratchet.worker import build_worker
 
