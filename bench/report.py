@@ -596,9 +596,15 @@ def render_reanchor(results: Path) -> str:
         [
             f"- copy {r['copy']}, {count(r['sessions'])} sessions at once: "
             f"{action_kinds(r['metered'])}"
+            + ("" if r["isolated"] else " (**not isolated**: a copy ran before the window)")
             for r in rounds
         ]
         + [f"- one more horizon, every session idle: {idle_metered}"]
+    )
+    made = "; ".join(
+        f"{size(s['log_bytes'])} {'with' if s['payload_storage'] else 'without'} storage "
+        f"{count(s['copies_made'])}"
+        for s in sessions
     )
     per_month = MONTH_DAYS / HORIZON_DAYS
 
@@ -647,6 +653,7 @@ def render_reanchor(results: Path) -> str:
         actions_grid,
         "Metered (`action` by type) while only the timers fired and the copies ran:",
         metered_lines,
+        f"Copies each session made in all, by its log: {made}.",
         f"Computed, not measured: per month at the default horizon of a {RETENTION_DAYS}-day "
         f"retention ({HORIZON_DAYS:g} days), from the counts above. An idle session copies "
         "once after its last continue-as-new, then relies on no closed run (no timer); a "
