@@ -462,6 +462,8 @@ ACTION_TYPES = {
     "message_UpdateWorkflowExecution_Acceptance": "update",
     "grpc_QueryWorkflow": "query",
     "grpc_SignalWorkflowExecution": "signal",
+    "command_StartTimer": "timer",
+    "command_ContinueAsNewWorkflowExecution": "continue-as-new",
 }
 TURNS_PER_RUN = 2  # the workload: a model call asking for a tool, the tool, the answer
 REALISTIC_TURNS_PER_SEND = 4 / 3  # bench.sessions' realistic agent: a tool every third send
@@ -502,6 +504,165 @@ def render_actions(results: Path) -> str:
         f"workflow task's local-activity markers are billed as one): {checks}.",
         f"{data['runs']} runs each, {data['date']}: "
         f"`python -m bench.actions --runs {data['runs']}`",
+    )
+
+
+RETENTION_DAYS = 30  # a common namespace retention; the default horizon is half of it
+HORIZON_DAYS = RETENTION_DAYS / 2
+MONTH_DAYS = 30
+
+
+def copy_actions(row: Data, heartbeats_per_chunk: float) -> float:
+    """The actions of one re-anchor by its timer: the open run's timer and horizon
+    markers, one activity per chunk and its recorded heartbeats (not the start of the
+    run, which is its continue-as-new's)."""
+    billable = row["billable_in_open_run"]
+    chunks = billable.get("anchor activity", 0)
+    return (
+        billable.get("timer", 0)
+        + billable.get("horizon marker", 0)
+        + chunks * (1 + heartbeats_per_chunk)
+    )
+
+
+def share(x: float) -> str:
+    """A ratio that may be far below one: 1.02×, 0.002×."""
+    return ratio(x) if x >= 0.1 else f"{x:.3f}×"
+
+
+def render_reanchor(results: Path) -> str:
+    data = load(results, "reanchor")
+    sessions, rounds = data["sessions"], data["metered_rounds"]
+    metered = [r["metered"] for r in rounds]
+    scheduled = sum(m.get("command_ScheduleActivityTask", 0) for m in metered)
+    beats = sum(m.get("grpc_RecordActivityTaskHeartbeat", 0) for m in metered)
+    per_chunk = beats / scheduled if scheduled else 0.0
+
+    def storage(session: Data) -> str:
+        return "yes" if session["payload_storage"] else "no"
+
+    def stored(session: Data, row: Data) -> list[str]:
+        if not session["payload_storage"]:
+            return ["–", "–", "–"]
+        return [
+            count(row["claims"]),
+            size(row["store_bytes_claimed"]),
+            size(row["store_bytes_written"]),
+        ]
+
+    def log_at(session: Data, row: Data) -> int:
+        return session["log_bytes_at_first_copy"] if row["copy"] == 1 else session["log_bytes"]
+
+    bytes_grid = table(
+        ["log", "payload storage", "copy", "chunks", "history added", "÷ log",
+         "claims in history", "store: bytes the claims name", "store: bytes newly written",
+         "continued as new after it"],
+        [
+            [
+                size(log_at(session, row)),
+                storage(session),
+                count(row["copy"]),
+                count(row["chunks"]),
+                size(row["history_added"]),
+                share(row["history_added"] / log_at(session, row)),
+                *stored(session, row),
+                "**yes**" if row["continued_as_new_after_copy"] else "no",
+            ]
+            for session in sessions
+            for row in session["copies"]
+        ],
+    )  # fmt: skip
+
+    def kinds(row: Data) -> str:
+        billable = dict(row["billable_in_open_run"])
+        billable.pop("workflow started", None)  # the continue-as-new's, not the copy's
+        return ", ".join(f"{k} {v}" for k, v in sorted(billable.items()))
+
+    continued = [c for s in sessions for c in s["per_continued_run_relying_on_closed_runs"]]
+    per_continue = {k: max(c.get(k, 0) for c in continued) for k in ("horizon marker", "timer")}
+    continue_actions = sum(per_continue.values())
+    plain = [s for s in sessions if not s["payload_storage"]]
+    actions_grid = table(
+        ["log", "billable events in the open run (history, measured)",
+         "actions of one re-anchor (with metered heartbeats)"],
+        [
+            [size(s["log_bytes"]), kinds(s["copies"][-1]),
+             f"{copy_actions(s['copies'][-1], per_chunk):g}"]
+            for s in plain
+        ],
+    )  # fmt: skip
+    idle_metered = action_kinds(data["metered_idle_horizon"]) or "nothing"
+    metered_lines = "\n".join(
+        [
+            f"- copy {r['copy']}, {count(r['sessions'])} sessions at once: "
+            f"{action_kinds(r['metered'])}"
+            + ("" if r["isolated"] else " (**not isolated**: a copy ran before the window)")
+            for r in rounds
+        ]
+        + [f"- one more horizon, every session idle: {idle_metered}"]
+    )
+    made = "; ".join(
+        f"{size(s['log_bytes'])} {'with' if s['payload_storage'] else 'without'} storage "
+        f"{count(s['copies_made'])}"
+        for s in sessions
+    )
+    per_month = MONTH_DAYS / HORIZON_DAYS
+
+    def monthly(session: Data) -> list[str]:
+        row = session["copies"][-1]
+        once = copy_actions(row, per_chunk)
+        looping = row["continued_as_new_after_copy"]
+        # A session that continues as new after its copy relies on a closed run again:
+        # it copies once more each horizon, idle or not, with a continue-as-new each time.
+        later = per_month * (once + 1) if looping else 0.0
+        chunks = row["billable_in_open_run"].get("anchor activity", 0)
+        at_fire = 1 + chunks * (1 + per_chunk)  # the marker when the timer fires, the copy
+        busy = f"{continue_actions:g} per continue-as-new + at most {per_month * at_fire:g}"
+        rewritten = size(per_month * row["history_added"])
+        if session["payload_storage"]:
+            rewritten += f" + store {size(per_month * row['store_bytes_claimed'])}"
+        return [
+            size(session["log_bytes"]),
+            storage(session),
+            f"{once:g}",
+            f"{later:g}",
+            busy,
+            rewritten,
+        ]
+
+    month_grid = table(
+        ["log", "payload storage", "idle: the month of its last continue-as-new",
+         "idle: each later month", "busy: per month",
+         "busy: bytes copied per month, at most (history + the store's chunks)"],
+        [monthly(s) for s in sessions],
+    )  # fmt: skip
+    return paragraphs(
+        f"Measured, horizon {seconds(data['horizon_seconds'], 0)} (`build_worker(horizon=)`, "
+        f"read by the `ratchet.horizon` local activity as the default is), sessions "
+        f"continuing as new every {count(data['continue_as_new_after_runs'])} messages; "
+        "bytes one re-anchor writes (copy 2: the same session after five more small "
+        "messages and a continue-as-new, copying its whole log again):",
+        bytes_grid,
+        "Billable events of one re-anchor by its timer, from the open run's history (its "
+        "start is the continue-as-new's, left out); recorded heartbeats from the dev "
+        f"server's metering: {beats:g} for {scheduled:g} anchor activities. Each "
+        f"continued run that relied on closed runs and continued again before its timer "
+        f"fired ({count(len(continued))} of them): "
+        + ", ".join(f"{k} {v}" for k, v in per_continue.items())
+        + ".",
+        actions_grid,
+        "Metered (`action` by type) while only the timers fired and the copies ran:",
+        metered_lines,
+        f"Copies each session made in all, by its log: {made}.",
+        f"Computed, not measured: per month at the default horizon of a {RETENTION_DAYS}-day "
+        f"retention ({HORIZON_DAYS:g} days), from the counts above. An idle session copies "
+        "once after its last continue-as-new, then relies on no closed run (no timer); a "
+        "busy one pays a marker and a timer per continue-as-new and copies at most once a "
+        "horizon per chain (the marker when its timer fires, the chunks and their "
+        "heartbeats); a session marked as continuing after its copy copies every horizon, "
+        "idle or not.",
+        month_grid,
+        f"{data['date']}, {seconds(data['seconds'], 0)}. " + command(data),
     )
 
 
@@ -1038,6 +1199,7 @@ RENDERERS: dict[str, Renderer] = {
     "rerun": render_rerun,
     "context_window": render_context_window,
     "actions": render_actions,
+    "reanchor": render_reanchor,
     "capacity": render_capacity,
 }
 RENDERED_WITHIN = {
