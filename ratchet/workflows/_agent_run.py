@@ -94,7 +94,8 @@ class AgentRunWorkflow(AgentHandlers):
         The thread stays here, by reference: the new run names this one for it."""
         runner = self._runner
         limit = runner.options.continue_as_new_after_turns
-        due = workflow.info().is_continue_as_new_suggested() or (
+        suggested = workflow.info().is_continue_as_new_suggested()
+        due = (suggested and not self._anchoring.copies) or (
             limit is not None and runner.turns_this_run >= limit
         )
         if not due or runner.stop_request is not None:

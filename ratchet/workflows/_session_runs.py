@@ -165,10 +165,13 @@ class SessionRuns:
     def continue_as_new_due(self) -> bool:
         info, index = workflow.info(), self._runner.log_index
         limit = self._options.continue_as_new_after_runs
+        # A run that re-anchored holds the copy: it is not counted against the run
+        # (continued, a new run would rely on this one and copy it all again).
+        copied = self.anchoring.log_bytes if self.anchoring.copies else 0
         return (
-            info.is_continue_as_new_suggested()
+            (info.is_continue_as_new_suggested() and not copied)
             or info.get_current_history_length() > HISTORY_EVENTS
-            or info.get_current_history_size() > HISTORY_BYTES
+            or info.get_current_history_size() > HISTORY_BYTES + copied
             or self._totals.updates_this_workflow_run >= UPDATES_PER_RUN
             or (limit is not None and self._totals.runs_this_workflow_run >= limit)
             or (index is not None and index.bytes > INDEX_BYTES_CARRIED)

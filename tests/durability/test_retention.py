@@ -156,7 +156,6 @@ import asyncio, sys
 from ratchet._exit import hard_exit
 from ratchet.agents import Agent, Message, Result
 from ratchet.client import AgentClient
-from ratchet.errors import CheckpointGoneError
 from ratchet.wire import SessionOptions
 from ratchet.worker import build_worker
 
