@@ -18,8 +18,7 @@ from temporalio.exceptions import ApplicationError
 
 from ratchet.agents._messages import Message, approximate_size
 from ratchet.agents._state import Gap
-from ratchet.errors import HistoryGoneError, ThreadResolutionError
-from ratchet.history._anchors import gap_messages
+from ratchet.errors import ThreadResolutionError
 from ratchet.history._log_pages import Holder, fetch_range
 from ratchet.history._log_segments import SegmentCache
 from ratchet.wire._anchor_data import AnchorChunk, AnchorRequest, Horizon
@@ -53,33 +52,23 @@ class AnchorCopies:
         segments = SegmentCache()
         messages: list[Message] = []
         gaps: list[Gap] = []
-        size = 0
-        while position < end and size < request.max_bytes:
+        size, full = 0, False
+        while position < end and not full:
             upto = min(end, position + STEP)
-            try:
+            try:  # what is gone comes back as placeholders, named in ``gaps``
                 found, _ = await fetch_range(
-                    client,
-                    holder,
-                    position,
-                    upto,
-                    page_bytes=PAGE_BYTES,
-                    segments=segments,
+                    client, holder, position, upto, page_bytes=PAGE_BYTES, segments=segments,
                     gaps=gaps,
-                )
-            except HistoryGoneError:  # the base's own run: it held all before ``end``
-                gap = Gap(
-                    start=position, end=end, workflow_id=holder.workflow_id, run_id=holder.run_id
-                )
-                gaps.append(gap)
-                found = gap_messages(gap)[: upto - position]
+                )  # fmt: skip
             except ThreadResolutionError as e:
                 raise ApplicationError(str(e), type=type(e).__name__, non_retryable=True) from e
             for message in found:
+                grown = size + approximate_size(message)
+                full = bool(messages) and grown > request.max_bytes
+                if full:
+                    break  # the next chunk starts here
                 messages.append(message)
-                size += approximate_size(message)
-                position += 1
-                if size >= request.max_bytes:
-                    break
+                size, position = grown, position + 1
             activity.heartbeat(position)
         stop = request.start + len(messages)
         kept = [

@@ -28,6 +28,11 @@ def print_last(thread: ThreadData, last: int) -> None:
     """The thread's ``last`` messages, after how many came before them (``thread``
     may be its latest part only: ``offset`` counts the messages before it)."""
     messages = thread.messages[-last:]
+    for gap in thread.gaps:  # Temporal deleted the run that held them
+        print(
+            f"gone: messages {gap.start}-{gap.end - 1} (their run {gap.run_id} was deleted "
+            "by Temporal's retention before the session copied them)"
+        )
     if thread.length > len(messages):
         print(f"… {thread.length - len(messages)} earlier messages")
     for message in messages:

@@ -408,6 +408,8 @@ async def show(session: SessionHandle, last: int) -> int:
         print(f"cost: ${status.cost_usd:.4f}")
     if status.current_run:
         print(f"run in progress: {status.current_run}")
+    if status.retention_warning:
+        print(f"warning: {status.retention_warning}")
     if status.status == "CLOSED":
         # Read from its history: a closed session waits for nobody, and no worker
         # is asked to replay it for its last run's turns.

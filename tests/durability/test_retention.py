@@ -148,7 +148,15 @@ async def test_a_history_already_gone_is_a_named_gap_and_the_session_goes_on(
     later = await fresh.checkpoint(session.id, at_turn=2)
     assert [g.model_dump() for g in later.gaps] == found["gaps"]
     assert [m.text for m in later.messages][2:] == ["two", "#2 two (saw 3)"]
-
+    async with build_worker(fresh, {"echo": Echo}):
+        shown = await asyncio.to_thread(
+            subprocess.run,
+            [sys.executable, "-m", "ratchet", "sessions", "show", session.id, "--messages",
+             "20", "--address", retention_server.address, "--namespace", namespace],
+            cwd=ROOT, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    assert f"gone: messages 0-1 (their run {first} was deleted" in shown.stdout
 
 
 START_WITH_0_1_0 = """
