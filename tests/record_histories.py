@@ -461,9 +461,9 @@ async def _anchored(client: AgentClient) -> Recorded:
     soon = SessionOptions(continue_as_new_after_runs=2, horizon=timedelta(seconds=3))
     later = SessionOptions(continue_as_new_after_runs=1, horizon=timedelta(hours=1))
 
-    async def copied(session: Any) -> None:
+    async def copied(workflow: Any) -> None:
         while True:
-            history = await session.workflow.fetch_history()
+            history = await workflow.fetch_history()
             done = EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
             if any(e.event_type == done for e in history.events):
                 return
@@ -477,12 +477,28 @@ async def _anchored(client: AgentClient) -> Recorded:
             await session.send("two")
         fork = await client.fork(timed.id, at_turn=1)
         await asked.reanchor()
-        await copied(timed)
-        await copied(fork)
+        await copied(timed.workflow)
+        await copied(fork.workflow)
+    # A single run that continued as new, waiting for an approval past its horizon.
+    pays = [
+        ScriptedModel.call("lookup", name="acme"),
+        ScriptedModel.call("pay", to="acme", amount=500),
+    ]
+    options = RunOptions(continue_as_new_after_turns=1)
+    agent = {"pay": payment_agent(Ledger(), pays)}
+    async with build_worker(client, agent, horizon=timedelta(seconds=1)):
+        run = await client.start_run("pay", "pay acme", options=options)
+        (waiting,) = await run.wait_for_pending()
+        waiting_run = (await run.workflow.describe()).run_id
+        waited = client.temporal.get_workflow_handle(run.id, run_id=waiting_run)
+        await copied(waited)
+        await run.approve(waiting.action.id, by="record")
+        await run.result()
     return [
         ("agent_session_reanchored_by_its_timer", timed.workflow),
         ("agent_session_reanchored_when_asked", asked.workflow),
         ("agent_session_fork_reanchored", fork.workflow),
+        ("agent_run_reanchored_while_waiting", waited),
     ]
 
 

@@ -23,13 +23,15 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
 from temporalio.client import WorkflowExecutionStatus
 
+from ratchet.agents import ScriptedModel
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
 from ratchet.errors import CheckpointGoneError
-from ratchet.wire import SessionOptions
+from ratchet.wire import RunOptions, SessionOptions
 from ratchet.worker import build_worker
 
 from ..conftest import ROOT
+from ..hitl_agents import Ledger, payment_agent
 from ..workflows.test_sessions import Echo
 from .retention import namespace_with_retention, start_server, wait_until_gone
 from .test_closed_after_continue_as_new import release_0_1_0
@@ -157,6 +159,46 @@ async def test_a_history_already_gone_is_a_named_gap_and_the_session_goes_on(
         )  # fmt: skip
     assert shown.returncode == 0, shown.stderr
     assert f"gone: messages 0-1 (their run {first} was deleted" in shown.stdout
+
+
+async def test_a_single_run_continued_as_new_outlives_the_retention_of_its_closed_runs(
+    retention_server: DevServer,
+):
+    namespace = await namespace_with_retention(retention_server, timedelta(seconds=10))
+    client = await AgentClient.connect(
+        retention_server.address, namespace=namespace, task_queue="single-run"
+    )
+    replies = [
+        ScriptedModel.call("lookup", name="acme"),
+        ScriptedModel.call("lookup", name="bob"),
+        ScriptedModel.call("pay", to="acme", amount=500),  # waits for an approval
+    ]
+    options = RunOptions(continue_as_new_after_turns=1)
+    async with build_worker(client, {"pay": payment_agent(Ledger(), replies)}):
+        run = await client.start_run("pay", "pay acme after the lookups", options=options)
+        (waiting,) = await run.wait_for_pending()
+        closed = await closed_runs(client, run.id)
+        assert len(closed) == 2
+        # Waiting, the run copies what its two closed runs hold before they go.
+        await wait_until_gone(client.temporal, run.id, closed, within=60)
+
+    # A fresh client and worker (no cache holds the log): the run reads its whole
+    # thread from its open run's history and finishes.
+    fresh = await AgentClient.connect(
+        retention_server.address, namespace=namespace, task_queue="single-run"
+    )
+    ledger = Ledger()
+    async with build_worker(fresh, {"pay": payment_agent(ledger, replies)}):
+        handle = fresh.get_run(run.id)
+        thread = await handle.thread()
+        assert thread.gaps == []
+        assert [m.text for m in thread.messages if m.role == "tool"] == [
+            "acme: IBAN NL00", "bob: IBAN NL00",
+        ]  # fmt: skip
+        await handle.approve(waiting.action.id, by="test")
+        result = await handle.result()
+    assert result.output == "done: acme: IBAN NL00 | bob: IBAN NL00 | paid 500 to acme"
+    assert ledger.payments == [("acme", 500, 1)]
 
 
 START_WITH_0_1_0 = """

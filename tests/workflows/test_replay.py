@@ -74,6 +74,7 @@ def test_histories_are_recorded():
         "agent_session_reanchored_by_its_timer",
         "agent_session_reanchored_when_asked",
         "agent_session_fork_reanchored",
+        "agent_run_reanchored_while_waiting",
         "scheduled_send_delivered",
         "scheduled_send_to_a_closed_session",
         "research_and_review",
