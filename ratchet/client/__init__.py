@@ -35,12 +35,14 @@ from ratchet.agents._state import (
     AgentState,
     AgentStatus,
     ExecutionState,
+    Gap,
     SessionInfo,
     StepResult,
     ThreadData,
 )
 from ratchet.agents._state_context import StateChanged, StateConflict, StateEntry
 from ratchet.agents._state_export import AgentStateExport, StateExport
+from ratchet.wire._anchor_data import Anchored
 from ratchet.wire._session_data import SessionStatus, new_request_id
 
 from ._checkpoints import Checkpoint
@@ -54,10 +56,12 @@ from ._turn_records import TurnRecord
 __all__ = [
     "AgentClient",
     "AgentSession",
+    "Anchored",
     "AgentState",
     "AgentStateExport",
     "AgentStatus",
     "Checkpoint",
+    "Gap",
     "ClientTool",
     "CustomEvent",
     "Decision",
