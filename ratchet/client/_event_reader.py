@@ -48,6 +48,7 @@ from temporalio.contrib.workflow_streams import PollResult
 from ratchet._temporal_internals import decode_stream_payload
 from ratchet.agents._events import RunEvent
 from ratchet.errors import EventsExpiredError, EventsUnavailableError
+from ratchet.history import closed_run, held_events
 from ratchet.wire._names import OFFSET_QUERY
 
 from . import _earlier_runs as earlier_runs
@@ -228,7 +229,12 @@ async def _read(
     client = shared.client
     handle = client.get_workflow_handle(workflow_id, run_id=run_id or None)
     async with shared.lock:  # one query at a time per workflow from this process
-        result = await (poll(handle, offset) if run_id else shared.latest(offset, version))
+        try:
+            result = await (poll(handle, offset) if run_id else shared.latest(offset, version))
+        except Exception:
+            result = await _closed_from_history(client, workflow_id, run_id, offset)
+            if result is None:
+                raise
         held = held_from(result)
         if held <= offset:
             return result
@@ -248,6 +254,23 @@ async def _read(
         return result
     items = [*earlier, *result.items]
     return PollResult(items=items, next_offset=result.next_offset, more_ready=result.more_ready)
+
+
+async def _closed_from_history(
+    client: Client, workflow_id: str, run_id: str, offset: int
+) -> PollResult | None:
+    """A closed run's events from ``offset``, read from its history when no worker
+    answered for it (none polls its build, or its code cannot replay it); ``None``
+    if the run is open or its history does not hold them."""
+    described = await client.get_workflow_handle(workflow_id, run_id=run_id or None).describe()
+    if described.status == WorkflowExecutionStatus.RUNNING or not described.run_id:
+        return None
+    run = await closed_run(client, workflow_id, described.run_id)
+    held = held_events(run) if run is not None else None
+    if held is None:
+        return None
+    items = [item for item in held.items if item.offset >= offset]
+    return PollResult(items=items, next_offset=max(offset, held.end), more_ready=False)
 
 
 def _decoded(client: Client, result: PollResult) -> Iterator[tuple[int, RunEvent]]:

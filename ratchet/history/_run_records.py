@@ -58,6 +58,9 @@ class ClosedRun:
     segment: Segment | None = None
     """The run's part of the log (a session's run that indexed it)."""
     published: list[PublishInput] = field(default_factory=list)
+    idle: bool = False
+    """A session run that ran no message and had no events signalled (it only
+    closed, or continued): its events are the ones its input carried."""
     """The run's publish signals, in history order."""
 
     @property
@@ -119,7 +122,19 @@ async def closed_run_of(
     listed = list(events)
     segment = await segment_of(listed, converter) if log and kind == SESSION_WORKFLOW else None
     record = await _record(listed[-1], input_type, converter)
-    return ClosedRun(run_id, started, record, segment, published)
+    idle = not published and await _ran_nothing(listed[-1], started, converter)
+    return ClosedRun(run_id, started, record, segment, published, idle)
+
+
+async def _ran_nothing(
+    last: HistoryEvent, started: SessionInput | RunInput, converter: DataConverter
+) -> bool:
+    """Whether a session run closed having run no message (``runs`` as it began)."""
+    if last.event_type != COMPLETED or not isinstance(started, SessionInput):
+        return False
+    payloads = last.workflow_execution_completed_event_attributes.result.payloads
+    (status,) = await converter.decode(payloads, [SessionStatus])
+    return status.runs == started.runs
 
 
 async def _record(
@@ -231,9 +246,18 @@ def held_events(run: ClosedRun) -> HeldEvents | None:
     """The closed run's events, rebuilt from its history; ``None`` when it wrote no
     events index or its history does not match it (then ask the run by query)."""
     index = run.record.events if run.record is not None else None
+    stream = run.started.stream or WorkflowStreamState()
+    if index is None and run.idle:
+        # Its events are those it was carried: a session 0.1.0 closed right after a
+        # continue-as-new (such a history its code cannot replay to answer a query).
+        end = stream.base_offset + len(stream.log)
+        items = [
+            wire_stream_item(item.topic, item.data, stream.base_offset + at)
+            for at, item in enumerate(stream.log)
+        ]
+        return HeldEvents(start=stream.base_offset, end=end, items=items)
     if index is None:
         return None
-    stream = run.started.stream or WorkflowStreamState()
     signalled = _accepted(stream, run.published)
     items = [
         wire_stream_item(item.topic, item.data, stream.base_offset + at)

@@ -61,6 +61,8 @@ async def test_a_session_closed_after_continue_as_new_on_a_fresh_worker_replays(
     assert (status.status, status.runs, status.turns) == ("CLOSED", 2, 2)
     thread = await session.thread()
     assert [m.text for m in thread.messages if m.role == "user"] == ["one", "two"]
+    events = [e async for e in session.events()]
+    assert [e.kind for e in events].count("run_finished") == 2
 
 
 CLOSE_WITH_0_1_0 = """
@@ -136,5 +138,9 @@ async def test_a_session_0_1_0_closed_in_that_shape_is_read_by_this_code(
     assert (status.status, status.runs, status.turns) == ("CLOSED", 2, 2)
     thread = await session.thread()
     assert [m.text for m in thread.messages] == ["one", "echo one", "two", "echo two"]
+    # Its events: read from history too (its last run cannot be replayed to answer).
+    events = [e async for e in session.events()]
+    assert [e.kind for e in events].count("run_finished") == 2
     async with build_worker(agent_client, {"echo": Echo}):
         assert (await session.status()).status == "CLOSED"
+        assert [e async for e in session.events()] == events
