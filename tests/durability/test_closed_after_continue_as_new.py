@@ -110,25 +110,32 @@ def release_0_1_0(into: Path) -> Path:
     return into
 
 
-@pytest.mark.slow  # a child process running 0.1.0
-async def test_a_session_0_1_0_closed_in_that_shape_is_read_by_this_code(
-    temporal_server: DevServer, agent_client: AgentClient, tmp_path: Path
-):
+async def run_with_0_1_0(tmp_path: Path, script: str, *args: str) -> str:
+    """What ``script`` printed, run by Ratchet 0.1.0's code with ``args``."""
     old = release_0_1_0(tmp_path / "release-0.1.0")
-    script = tmp_path / "close_with_0_1_0.py"
-    script.write_text(CLOSE_WITH_0_1_0)
-    env = {**os.environ, "PYTHONPATH": str(old)}
+    path = tmp_path / "with_0_1_0.py"
+    path.write_text(script)
     done = await asyncio.to_thread(
         subprocess.run,
-        [sys.executable, str(script), temporal_server.address, agent_client.task_queue],
-        env=env,
+        [sys.executable, str(path), *args],
+        env={**os.environ, "PYTHONPATH": str(old)},
         cwd=tmp_path,
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    session_id = done.stdout.split()[-1]
+    return done.stdout
+
+
+@pytest.mark.slow  # a child process running 0.1.0
+async def test_a_session_0_1_0_closed_in_that_shape_is_read_by_this_code(
+    temporal_server: DevServer, agent_client: AgentClient, tmp_path: Path
+):
+    printed = await run_with_0_1_0(
+        tmp_path, CLOSE_WITH_0_1_0, temporal_server.address, agent_client.task_queue
+    )
+    session_id = printed.split()[-1]
     history = await agent_client.temporal.get_workflow_handle(session_id).fetch_history()
     assert not (await replay([history])).ok  # the shape 0.1.0 wrote: it does not replay
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 from datetime import timedelta
@@ -34,7 +33,7 @@ from ..conftest import ROOT
 from ..hitl_agents import Ledger, payment_agent
 from ..workflows.test_sessions import Echo
 from .retention import namespace_with_retention, start_server, wait_until_gone
-from .test_closed_after_continue_as_new import release_0_1_0
+from .test_closed_after_continue_as_new import run_with_0_1_0
 
 pytestmark = pytest.mark.slow  # a dev server of its own, and checks in child processes
 
@@ -238,20 +237,10 @@ async def test_a_session_started_on_0_1_0_is_reanchored_when_asked(
     client = await AgentClient.connect(
         retention_server.address, namespace=namespace, task_queue="from-0-1-0"
     )
-    script = tmp_path / "start_with_0_1_0.py"
-    script.write_text(START_WITH_0_1_0)
-    old = release_0_1_0(tmp_path / "release-0.1.0")
-    started = await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, str(script), retention_server.address, namespace, client.task_queue],
-        env={**os.environ, "PYTHONPATH": str(old)},
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    printed = await run_with_0_1_0(
+        tmp_path, START_WITH_0_1_0, retention_server.address, namespace, client.task_queue
     )
-    assert started.returncode == 0, started.stderr[-3000:]
-    session_id = started.stdout.split()[-1]
+    session_id = printed.split()[-1]
     closed = await closed_runs(client, session_id)
     assert len(closed) == 2  # its open run relies on both, and 0.1.0 set no timer
 
