@@ -129,8 +129,8 @@ class CheckpointGoneError(InvalidInputError):
             else "Fork at the latest turn."
         )
         super().__init__(
-            f"{source} can no longer be forked at {at}: run {run_id}, which held it, is "
-            f"gone (Temporal deleted its history). {instead}"
+            f"{source} has no checkpoint at {at} any more: run {run_id}, the newest run "
+            f"that could hold it, is gone (Temporal no longer has its history). {instead}"
         )
         self.source = source
         self.turn = turn
@@ -213,8 +213,8 @@ class HistoryGoneError(ThreadResolutionError):
     def __init__(self, workflow_id: str, run_id: str | None, start: int, end: int) -> None:
         super().__init__(
             f"Messages {start}-{end - 1} of this thread were held by workflow "
-            f"{workflow_id!r} (run {run_id}), whose history Temporal no longer has (the "
-            "namespace's retention passed, or it was deleted)."
+            f"{workflow_id!r}'s run {run_id} or the runs before it, whose history Temporal "
+            "no longer has (the namespace's retention passed, or it was deleted)."
         )
         self.workflow_id = workflow_id
         self.run_id = run_id

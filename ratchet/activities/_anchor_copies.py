@@ -13,12 +13,12 @@ import time
 from datetime import timedelta
 
 from temporalio import activity
-from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.exceptions import ApplicationError
 
 from ratchet.agents._messages import Message, approximate_size
 from ratchet.agents._state import Gap
 from ratchet.errors import ThreadResolutionError
+from ratchet.history import namespace_retention
 from ratchet.history._log_pages import Holder, fetch_range
 from ratchet.history._log_segments import SegmentCache
 from ratchet.wire._anchor_data import AnchorChunk, AnchorRequest, Horizon
@@ -88,21 +88,23 @@ class AnchorCopies:
     async def horizon(self) -> Horizon:
         """The worker's horizon, or ``HORIZON_SHARE`` of the namespace's retention (read
         from Temporal at most once a minute)."""
-        if self._horizon is not None:
-            return Horizon(seconds=self._horizon.total_seconds())
-        if self._read is not None and time.monotonic() - self._read[0] < NAMESPACE_READ_EVERY:
-            return self._read[1]
-        client = activity.client()
-        described = await client.workflow_service.describe_namespace(
-            DescribeNamespaceRequest(namespace=client.namespace), retry=True
+        if self._read is None or time.monotonic() - self._read[0] >= NAMESPACE_READ_EVERY:
+            retention = await namespace_retention(activity.client())
+            seconds = retention.total_seconds() if retention else 0.0
+            read = Horizon(seconds=seconds * HORIZON_SHARE, retention_seconds=seconds or None)
+            self._read = (time.monotonic(), read)
+        read = self._read[1]
+        if self._horizon is None:
+            return read
+        if read.retention_seconds and self._horizon.total_seconds() >= read.retention_seconds:
+            activity.logger.warning(
+                f"build_worker(horizon={self._horizon}) is not shorter than the namespace's "
+                f"retention ({read.retention_seconds:g} s): sessions lose their closed runs "
+                "before they copy them. Leave horizon unset (half the retention)."
+            )
+        return Horizon(
+            seconds=self._horizon.total_seconds(), retention_seconds=read.retention_seconds
         )
-        retention = described.config.workflow_execution_retention_ttl.ToTimedelta()
-        seconds = retention.total_seconds()
-        answer = Horizon(
-            seconds=seconds * HORIZON_SHARE if seconds else 0.0, retention_seconds=seconds or None
-        )
-        self._read = (time.monotonic(), answer)
-        return answer
 
 
 def _merged(gaps: list[Gap]) -> list[Gap]:

@@ -30,8 +30,9 @@ def print_last(thread: ThreadData, last: int) -> None:
     messages = thread.messages[-last:]
     for gap in thread.gaps:  # Temporal deleted the run that held them
         print(
-            f"gone: messages {gap.start}-{gap.end - 1} (their run {gap.run_id} was deleted "
-            "by Temporal's retention before the session copied them)"
+            f"gone: messages {gap.start}-{gap.end - 1} (Temporal no longer has run "
+            f"{gap.run_id}, which held them, or the runs before it: the namespace's "
+            "retention passed before the session copied them, or they were deleted)"
         )
     if thread.length > len(messages):
         print(f"… {thread.length - len(messages)} earlier messages")

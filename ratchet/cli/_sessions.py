@@ -433,7 +433,9 @@ async def anchor_sessions(client: AgentClient, session_id: str | None, *, every:
     from ratchet.client._listing import list_workflows, type_clause
     from ratchet.errors import RatchetError, UsageError
 
-    if every == (session_id is not None):
+    if every and session_id is not None:
+        raise UsageError("Name one session or pass --all, not both.")
+    if not every and session_id is None:
         raise UsageError("Name one session, or pass --all for every open session.")
     ids = [session_id] if session_id else []
     if every:
@@ -447,7 +449,12 @@ async def anchor_sessions(client: AgentClient, session_id: str | None, *, every:
             print(f"{found}: {e}", file=sys.stderr)
             failed += 1
             continue
-        what = f"{done.messages} messages copied" if done.messages else "relies on no closed run"
+        lost = sum(g.end - g.start for g in done.gaps)
+        what = (
+            f"{done.messages - lost} messages copied"
+            if done.messages
+            else "relies on no closed run"
+        )
         gaps = "".join(f"; messages {g.start}-{g.end - 1} were gone already" for g in done.gaps)
         print(f"{found}: {what}{gaps}" + (f"\n  warning: {done.warning}" if done.warning else ""))
     return 1 if failed else 0

@@ -34,6 +34,7 @@ from ratchet.errors import (
     InvalidInputError,
     ServerUnreachableError,
 )
+from ratchet.history import namespace_retention
 from ratchet.history._log_pages import Holder, fetch_range
 from ratchet.history._log_segments import SegmentCache
 from ratchet.payloads._converter import RatchetPayloadConverter
@@ -250,6 +251,7 @@ class AgentClient:
         check_agent_name(agent)
         options = options or SessionOptions()
         options.check()
+        await self._check_horizon(options)
         session = None
         if state is not None:
             session = _with_state(agent, None, StateExport.load(state), options.run)
@@ -389,6 +391,7 @@ class AgentClient:
         with translated("session", source):
             queue = (await self.temporal.get_workflow_handle(source).describe()).task_queue
         options = options or answer.options or SessionOptions()
+        await self._check_horizon(options)
         thread = _fork_thread(source, answer, mark)
         agent, turn, state = mark.agent, mark.turn, mark.state
         session = AgentSession.new(
@@ -439,6 +442,20 @@ class AgentClient:
         result then names the forks, which lose the messages before their fork point.
         """
         return await delete_session(self, session_id, force=force, wait=wait)
+
+    async def _check_horizon(self, options: SessionOptions) -> None:
+        """Refuse a horizon the namespace's retention does not outlast: the session's
+        closed runs would be deleted before it copies what it needs of them."""
+        if options.horizon is None:
+            return
+        retention = await namespace_retention(self.temporal)
+        if retention and options.horizon >= retention:
+            raise InvalidInputError(
+                f"SessionOptions(horizon={options.horizon}) is not shorter than namespace "
+                f"{self.temporal.namespace!r}'s retention ({retention}): its closed runs "
+                "would be deleted before the session copies them. Use at most half the "
+                "retention, or leave horizon unset (half the retention)."
+            )
 
     def get_session(self, session_id: str) -> SessionHandle:
         check_id("session", session_id)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, Field
 from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.enums.v1 import EventType
 from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
@@ -40,6 +41,7 @@ from ratchet.errors import (
 )
 from ratchet.payloads._storage import FileStorageDriver
 from ratchet.wire._names import (
+    ANCHOR_ACTIVITY,
     RERUN_BATCH_WORKFLOW,
     SESSION_WORKFLOW,
     parse_session_run_id,
@@ -205,13 +207,37 @@ async def _forks(temporal: Client, session_id: str, since: datetime) -> list[str
         elif "-fork-" in info.id:
             sources[info.id] = info.id.rpartition("-fork-")[0]
     forks: list[str] = []
-    reached = {session_id}
+    reached, copied = {session_id}, set[str]()
     while True:
-        more = sorted(f for f, s in sources.items() if s in reached and f not in reached)
+        more = sorted(f for f, s in sources.items() if s in reached and f not in reached | copied)
         if not more:
             return sorted(forks)
-        forks += more
-        reached.update(more)
+        for fork in more:
+            # A fork that re-anchored holds its own copy: it, and forks of it, read
+            # nothing of the source any more.
+            if await _copied_its_log(temporal, fork):
+                copied.add(fork)
+            else:
+                forks.append(fork)
+                reached.add(fork)
+
+
+async def _copied_its_log(temporal: Client, session_id: str) -> bool:
+    """Whether a run of the session copied its log into its own history (re-anchored:
+    ``ratchet.workflows._anchoring``), so it no longer reads its source's runs."""
+    async for info in temporal.list_workflows(f"WorkflowId = {quoted(session_id)}"):
+        handle = temporal.get_workflow_handle(session_id, run_id=info.run_id)
+        anchoring: set[int] = set()
+        async for event in handle.fetch_history_events():
+            if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+                name = event.activity_task_scheduled_event_attributes.activity_type.name
+                if name == ANCHOR_ACTIVITY:
+                    anchoring.add(event.event_id)
+            elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+                scheduled = event.activity_task_completed_event_attributes.scheduled_event_id
+                if scheduled in anchoring:
+                    return True
+    return False
 
 
 async def _terminate(client: AgentClient, session_id: str) -> bool:

@@ -3,6 +3,7 @@ from a closed run's history), and a run's turns and tool results from its events
 across continue-as-new. The client, the turn activities and the evaluations share
 these readers; none of them runs inside a workflow."""
 
+from ._anchors import namespace_retention
 from ._run_records import (
     ClosedRun,
     HeldEvents,
@@ -21,4 +22,5 @@ __all__ = [
     "closed_run_of",
     "first_turn",
     "held_events",
+    "namespace_retention",
 ]

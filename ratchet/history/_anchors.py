@@ -9,6 +9,9 @@ older run, and no worker, is needed.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client
 
 from ratchet.agents._messages import Message
@@ -30,8 +33,8 @@ def gap_messages(gap: Gap) -> list[Message]:
     count = gap.end - gap.start
     first = Message.user(
         f"[{count} earlier message(s) of this conversation, positions {gap.start}-"
-        f"{gap.end - 1}, are no longer available: Temporal deleted the history that "
-        "held them.]"
+        f"{gap.end - 1}, are no longer available: Temporal no longer has the history "
+        "that held them (the namespace's retention passed, or it was deleted).]"
     )
     rest = Message.user("[message no longer available]")
     return [
@@ -85,3 +88,12 @@ async def _chunks(client: Client, workflow_id: str, run_id: str, anchor: int) ->
                 payloads += completed.result.payloads
     decoded = await client.data_converter.decode(payloads, [AnchorChunk] * len(payloads))
     return [c for c in decoded if isinstance(c, AnchorChunk) and c.anchor == anchor]
+
+
+async def namespace_retention(client: Client) -> timedelta | None:
+    """How long the client's namespace keeps closed runs (``None``: for ever)."""
+    described = await client.workflow_service.describe_namespace(
+        DescribeNamespaceRequest(namespace=client.namespace), retry=True
+    )
+    retention = described.config.workflow_execution_retention_ttl.ToTimedelta()
+    return retention or None

@@ -25,7 +25,7 @@ from temporalio.client import WorkflowExecutionStatus
 from ratchet.agents import ScriptedModel
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
-from ratchet.errors import CheckpointGoneError
+from ratchet.errors import CheckpointGoneError, InvalidInputError
 from ratchet.wire import RunOptions, SessionOptions
 from ratchet.worker import build_worker
 
@@ -107,15 +107,26 @@ async def test_a_session_and_its_fork_outlive_the_retention_of_their_closed_runs
     assert forked["gaps"] == []
     assert forked["texts"] == ["one", "#1 one (saw 1)", "two", "#2 two (saw 3)"]
     assert forked["answer"] == "#3 fork (saw 5)"
+    # The fork holds its own copy: deleting its source neither refuses nor cuts it.
+    # (A worker runs meanwhile: the fork's newest run relies on the one before, which
+    # the 10 s retention soon deletes, and copies it after 5 s.)
+    async with build_worker(client, {"echo": Echo}):
+        deleted = await client.delete_session(session.id)
+        assert deleted.found and deleted.forks == []
+        again = await read_elsewhere(retention_server, client, fork.id)
+    assert again["texts"][:4] == forked["texts"] and again["gaps"] == []
 
 
 async def test_a_history_already_gone_is_a_named_gap_and_the_session_goes_on(
     retention_server: DevServer,
 ):
-    namespace = await namespace_with_retention(retention_server, timedelta(hours=1))
+    namespace = await namespace_with_retention(retention_server, timedelta(hours=2))
     client = await AgentClient.connect(
         retention_server.address, namespace=namespace, task_queue="gone"
     )
+    # A horizon the retention does not outlast is refused before anything starts.
+    with pytest.raises(InvalidInputError, match=r"not shorter than namespace .* retention"):
+        await client.start_session("echo", options=SessionOptions(horizon=timedelta(hours=2)))
     # A horizon the test never reaches: the first run goes before it is re-anchored.
     options = SessionOptions(continue_as_new_after_runs=1, horizon=timedelta(hours=1))
     async with build_worker(client, {"echo": Echo}):
@@ -157,7 +168,7 @@ async def test_a_history_already_gone_is_a_named_gap_and_the_session_goes_on(
             cwd=ROOT, capture_output=True, text=True, timeout=120,
         )  # fmt: skip
     assert shown.returncode == 0, shown.stderr
-    assert f"gone: messages 0-1 (their run {first} was deleted" in shown.stdout
+    assert f"gone: messages 0-1 (Temporal no longer has run {first}, which" in shown.stdout
 
 
 async def test_a_single_run_continued_as_new_outlives_the_retention_of_its_closed_runs(
