@@ -37,7 +37,7 @@ from ratchet.errors import (
     run_failed,
 )
 from ratchet.wire._anchor_data import Anchored
-from ratchet.wire._names import OFFSET_QUERY, REANCHOR_UPDATE
+from ratchet.wire._names import OFFSET_QUERY, REANCHOR_UPDATE, SESSION_WORKFLOW
 from ratchet.wire._run_data import (
     RunResult,
     new_messages,
@@ -304,7 +304,8 @@ class SessionHandle(AgentHandle):
         result (no worker replays a closed session to answer)."""
         with translated("session", self.id):
             described = await self._handle.describe()
-            if described.status == WorkflowExecutionStatus.COMPLETED:
+            closed = described.status == WorkflowExecutionStatus.COMPLETED
+            if closed and described.workflow_type == SESSION_WORKFLOW:
                 status: SessionStatus = await self._handle.result()
                 return status.model_copy(update={"log": None})
             return await self._handle.query(AgentSessionWorkflow.status)
