@@ -124,9 +124,9 @@ class AgentRunWorkflow(AgentHandlers):
                 stream=self._events.state(),
                 depends_since=anchoring.carried_since(),
                 log_bytes=anchoring.carried_bytes(),
-                previous_record=self._marks.record(runner.state.session.thread).model_copy(
-                    update={"events": self._events.index()}
-                ),
+                # Marks only: a single run's log is not indexed, so the events it
+                # published whole (tool results) would carry its thread's texts here.
+                previous_record=self._marks.record(runner.state.session.thread),
             )
         )
 
