@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -40,6 +40,8 @@ of history): beyond it the session needs payload storage to keep its earliest
 messages past the retention."""
 WARN_COPY_BYTES = MAX_COPY_BYTES // 2
 """From here on the session's status and the worker's log warn, early."""
+UNKNOWN_AGE = datetime(1970, 1, 1, tzinfo=UTC)
+"""``depends_since`` for runs whose age is not known: due at once."""
 ANCHOR_TIMEOUT = timedelta(minutes=2)
 ANCHOR_RETRIES = RetryPolicy(maximum_interval=timedelta(minutes=1))
 TOO_LARGE = (
@@ -173,8 +175,11 @@ class Anchoring:
 
     def carried_since(self) -> datetime:
         """For the run this one continues as new into: it relies on this run (closing
-        now) and on what this run relies on."""
-        return (self.since if self.relies_on_others and self.since else None) or workflow.now()
+        now) and on what this run relies on. A run 0.1.0 continued relies on runs of
+        unknown age: the next run copies at once."""
+        if not self.relies_on_others:
+            return workflow.now()
+        return self.since or UNKNOWN_AGE
 
     def carried_bytes(self) -> int:
         own = sum(approximate_size(m) for m in self._state().session.thread.messages)

@@ -68,6 +68,20 @@ async def closed_runs(client: AgentClient, workflow_id: str) -> list[str]:
     return [r.run_id async for r in runs if r.status == WorkflowExecutionStatus.CONTINUED_AS_NEW]
 
 
+async def anchored_soon(client: AgentClient, workflow_id: str) -> bool:
+    """Whether the workflow's latest run copies its log (a ``ratchet.anchor`` activity
+    completes) within 30 s."""
+    loop = asyncio.get_running_loop()
+    until = loop.time() + 30
+    while loop.time() < until:
+        history = await client.temporal.get_workflow_handle(workflow_id).fetch_history()
+        done = EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
+        if any(e.event_type == done for e in history.events):
+            return True
+        await asyncio.sleep(0.2)
+    return False
+
+
 async def event_types(client: AgentClient, workflow_id: str) -> list[EventType.ValueType]:
     history = await client.temporal.get_workflow_handle(workflow_id).fetch_history()
     return [e.event_type for e in history.events]
@@ -229,12 +243,13 @@ async def main():
     address, namespace, queue = sys.argv[1:]
     client = await AgentClient.connect(address, namespace=namespace, task_queue=queue)
     async with build_worker(client, {"echo": Echo}):
-        session = await client.start_session(
-            "echo", options=SessionOptions(continue_as_new_after_runs=1)
-        )
-        await session.send("one")
-        await session.send("two")
-    print(session.id)
+        for _ in range(2):
+            session = await client.start_session(
+                "echo", options=SessionOptions(continue_as_new_after_runs=1)
+            )
+            await session.send("one")
+            await session.send("two")
+            print(session.id)
 
 asyncio.run(main())
 hard_exit(0)
@@ -251,11 +266,15 @@ async def test_a_session_started_on_0_1_0_is_reanchored_when_asked(
     printed = await run_with_0_1_0(
         tmp_path, START_WITH_0_1_0, retention_server.address, namespace, client.task_queue
     )
-    session_id = printed.split()[-1]
+    session_id, moving_on = printed.split()[-2:]
     closed = await closed_runs(client, session_id)
     assert len(closed) == 2  # its open run relies on both, and 0.1.0 set no timer
 
     async with build_worker(client, {"echo": Echo}):
+        # A 0.1.0 session that continues as new on this code copies at once: the runs
+        # it relies on are of an age 0.1.0 did not record.
+        await client.get_session(moving_on).send("three")
+        assert await anchored_soon(client, moving_on)
         anchored = await asyncio.to_thread(
             subprocess.run,
             [sys.executable, "-m", "ratchet", "sessions", "anchor", "--all",
