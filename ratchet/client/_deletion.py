@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, Field
 from temporalio.api.common.v1 import WorkflowExecution
-from temporalio.api.enums.v1 import EventType
 from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
@@ -39,9 +38,9 @@ from ratchet.errors import (
     SessionHasForksError,
     SessionNotFoundError,
 )
+from ratchet.history import anchor_results
 from ratchet.payloads._storage import FileStorageDriver
 from ratchet.wire._names import (
-    ANCHOR_ACTIVITY,
     RERUN_BATCH_WORKFLOW,
     SESSION_WORKFLOW,
     parse_session_run_id,
@@ -226,17 +225,9 @@ async def _copied_its_log(temporal: Client, session_id: str) -> bool:
     """Whether a run of the session copied its log into its own history (re-anchored:
     ``ratchet.workflows._anchoring``), so it no longer reads its source's runs."""
     async for info in temporal.list_workflows(f"WorkflowId = {quoted(session_id)}"):
-        handle = temporal.get_workflow_handle(session_id, run_id=info.run_id)
-        anchoring: set[int] = set()
-        async for event in handle.fetch_history_events():
-            if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-                name = event.activity_task_scheduled_event_attributes.activity_type.name
-                if name == ANCHOR_ACTIVITY:
-                    anchoring.add(event.event_id)
-            elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
-                scheduled = event.activity_task_completed_event_attributes.scheduled_event_id
-                if scheduled in anchoring:
-                    return True
+        history = await temporal.get_workflow_handle(session_id, run_id=info.run_id).fetch_history()
+        if next(anchor_results(history.events), None) is not None:
+            return True
     return False
 
 

@@ -3,7 +3,7 @@ from a closed run's history), and a run's turns and tool results from its events
 across continue-as-new. The client, the turn activities and the evaluations share
 these readers; none of them runs inside a workflow."""
 
-from ._anchors import namespace_retention
+from ._anchors import anchor_results, namespace_retention
 from ._run_records import (
     ClosedRun,
     HeldEvents,
@@ -16,6 +16,7 @@ from ._run_records import (
 
 __all__ = [
     "ClosedRun",
+    "anchor_results",
     "HeldEvents",
     "checkpoint_answer",
     "closed_run",

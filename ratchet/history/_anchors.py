@@ -9,8 +9,11 @@ older run, and no worker, is needed.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from datetime import timedelta
 
+from temporalio.api.common.v1 import Payload
+from temporalio.api.history.v1 import HistoryEvent
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client
 
@@ -73,10 +76,10 @@ async def anchor_segment(
     return segment
 
 
-async def _chunks(client: Client, workflow_id: str, run_id: str, anchor: int) -> list[AnchorChunk]:
-    events = await run_history(client, workflow_id, run_id)
+def anchor_results(events: Iterable[HistoryEvent]) -> Iterator[Payload]:
+    """The results of a run's completed ``ratchet.anchor`` activities (its copies'
+    chunks), in history order."""
     anchoring: set[int] = set()
-    payloads = []
     for event in events:
         if event.event_type == SCHEDULED:
             name = event.activity_task_scheduled_event_attributes.activity_type.name
@@ -85,7 +88,11 @@ async def _chunks(client: Client, workflow_id: str, run_id: str, anchor: int) ->
         elif event.event_type == ACTIVITY_COMPLETED:
             completed = event.activity_task_completed_event_attributes
             if completed.scheduled_event_id in anchoring:
-                payloads += completed.result.payloads
+                yield from completed.result.payloads
+
+
+async def _chunks(client: Client, workflow_id: str, run_id: str, anchor: int) -> list[AnchorChunk]:
+    payloads = list(anchor_results(await run_history(client, workflow_id, run_id)))
     decoded = await client.data_converter.decode(payloads, [AnchorChunk] * len(payloads))
     return [c for c in decoded if isinstance(c, AnchorChunk) and c.anchor == anchor]
 
