@@ -19,18 +19,10 @@ import uuid
 from datetime import timedelta
 from pathlib import Path
 
-from ratchet.agents import (
-    Agent,
-    Message,
-    Result,
-    RunContext,
-    ScriptedModel,
-    Thread,
-    ToolCallingAgent,
-    tool,
-)
+from ratchet.agents import Agent, Result, RunContext, ScriptedModel, Thread, ToolCallingAgent, tool
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
+from ratchet.types import Message
 from ratchet.worker import build_worker
 
 RESULTS = Path(__file__).parent / "results" / "events.json"

@@ -25,10 +25,11 @@ import uuid
 from contextlib import aclosing
 from pathlib import Path
 
-from ratchet.agents import Agent, Message, Result, RunContext, Thread
+from ratchet.agents import Agent, Result, RunContext, Thread
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
 from ratchet.errors import EventsExpiredError
+from ratchet.types import Message
 from ratchet.wire import SessionOptions
 from ratchet.worker import build_worker
 

@@ -22,9 +22,9 @@ from pathlib import Path
 from temporalio.client import WorkflowExecutionStatus
 
 from ratchet.agents import KeepLastTurns, ScriptedModel, ToolCallingAgent, tool
-from ratchet.agents import _views as views
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
+from ratchet.types import views
 from ratchet.wire import RunOptions
 from ratchet.worker import build_worker
 

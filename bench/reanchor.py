@@ -46,10 +46,11 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client
 
-from ratchet.agents import Agent, Message, Result, RunContext, Thread
+from ratchet.agents import Agent, Result, RunContext, Thread
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer, free_port
 from ratchet.payloads import FileStorageDriver
+from ratchet.types import Message
 from ratchet.wire import SessionOptions
 from ratchet.wire._names import ANCHOR_ACTIVITY, HORIZON_ACTIVITY
 from ratchet.worker import build_worker

@@ -32,19 +32,10 @@ from pathlib import Path
 
 from temporalio.worker import Worker
 
-from ratchet.agents import (
-    Agent,
-    Message,
-    Result,
-    RunContext,
-    ScriptedModel,
-    Thread,
-    ToolCallingAgent,
-    tool,
-)
-from ratchet.agents._state import ThreadData
+from ratchet.agents import Agent, Result, RunContext, ScriptedModel, Thread, ToolCallingAgent, tool
 from ratchet.client import AgentClient, SessionHandle
 from ratchet.devserver import DevServer
+from ratchet.types import Message, ThreadData
 from ratchet.worker import build_worker
 
 from .bare_workflows import CALLED, BareUpdateWorkflow, bare_step

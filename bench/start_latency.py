@@ -19,9 +19,10 @@ import uuid
 
 from temporalio.worker import Worker
 
-from ratchet.agents import Agent, Message, Result, RunContext, Thread
+from ratchet.agents import Agent, Result, RunContext, Thread
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
+from ratchet.types import Message
 from ratchet.worker import build_worker
 
 from .bare_workflows import CALLED, BareRunWorkflow, bare_step

@@ -20,17 +20,10 @@ import statistics
 import time
 from pathlib import Path
 
-from ratchet.agents import (
-    Agent,
-    JSONSerializer,
-    Message,
-    PickleSerializer,
-    Result,
-    RunContext,
-    Thread,
-)
+from ratchet.agents import Agent, JSONSerializer, PickleSerializer, Result, RunContext, Thread
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
+from ratchet.types import Message
 from ratchet.wire import RunOptions
 from ratchet.worker import build_worker
 

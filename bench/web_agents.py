@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import time
 
-from ratchet.agents import Agent, Message, Result, RunContext, TextDelta, Thread
+from ratchet.agents import Agent, Result, RunContext, Thread
+from ratchet.types import Message, TextDelta
 from tests.web_agents import Writer
 
 TICKER_TOKENS = 20

@@ -6,7 +6,7 @@ scripted model only reports what it was given. Parts over 256 KiB need
 
 import ratchet
 from ratchet import AgentClient, Message, ScriptedModel, ToolCallingAgent, build_worker
-from ratchet.agents import ImagePart
+from ratchet.types import ImagePart
 
 PIXEL = bytes.fromhex(  # a 1x1 PNG
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"

@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from ratchet._exit import run_main
     from ratchet.agents import (
         Agent,
-        Message,
         OpenAIChatModel,
         Result,
         RunContext,
@@ -39,6 +38,7 @@ if TYPE_CHECKING:
     )
     from ratchet.client import AgentClient, RunHandle, SessionHandle
     from ratchet.plugin import RatchetClientPlugin, RatchetPlugin
+    from ratchet.types import Message
     from ratchet.wire import RunOptions, RunResult, SessionOptions
     from ratchet.worker import build_worker
 
@@ -48,7 +48,7 @@ _WHERE = {
     "Agent": "ratchet.agents",
     "Result": "ratchet.agents",
     "RunContext": "ratchet.agents",
-    "Message": "ratchet.agents",
+    "Message": "ratchet.types",
     "Thread": "ratchet.agents",
     "ToolCallingAgent": "ratchet.agents",
     "tool": "ratchet.agents",

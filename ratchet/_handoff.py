@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from ratchet.agents._messages import Message, approximate_size, id_tag
+from ratchet.types import Message, approximate_size, id_tag
 
 
 class Handoff:

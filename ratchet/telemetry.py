@@ -22,8 +22,8 @@ from opentelemetry import trace
 from temporalio import activity
 
 from ratchet.agents._tracing import use_tracer
-from ratchet.agents._usage import Usage
 from ratchet.errors import ConfigurationError
+from ratchet.types import Usage
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider

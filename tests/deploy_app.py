@@ -12,7 +12,8 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.common import VersioningBehavior
 
-from ratchet.agents import Message, RunContext, ScriptedModel, ToolCallingAgent, tool
+from ratchet.agents import RunContext, ScriptedModel, ToolCallingAgent, tool
+from ratchet.types import Message
 
 BUILD = os.environ.get("RATCHET_BUILD_ID", "unversioned")
 CHANGED = os.environ.get("REMINDER_CHANGED") == "1"

@@ -8,7 +8,6 @@ from collections.abc import Sequence
 
 from ratchet.agents import (
     Agent,
-    Message,
     Result,
     RunContext,
     ScriptedModel,
@@ -17,6 +16,7 @@ from ratchet.agents import (
     ask_user,
     tool,
 )
+from ratchet.types import Message
 
 
 class Ledger:

@@ -19,7 +19,6 @@ from pydantic import BaseModel
 
 from ratchet.agents import (
     Agent,
-    Message,
     ModelClient,
     ModelResponse,
     RunContext,
@@ -28,6 +27,7 @@ from ratchet.agents import (
     ToolCallingAgent,
     tool,
 )
+from ratchet.types import Message
 
 
 def pair_agent() -> Agent:

@@ -15,7 +15,8 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
-from ratchet.agents import Agent, Message, Result, RunContext, StateSerializer, Thread, state_schema
+from ratchet.agents import Agent, Result, RunContext, StateSerializer, Thread, state_schema
+from ratchet.types import Message
 
 
 class Color(Enum):

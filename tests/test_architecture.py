@@ -254,6 +254,7 @@ PUBLIC_MODULES = {
     "telemetry.py": "tracing and metrics exporters (the otel extra)",
     "agents/mcp_tools.py": "MCP toolsets (the mcp extra, imported only by who uses it)",
     "examples/orchestration.py": "an example workflow, to read",
+    "types/views.py": "the functions of a thread log's view (ratchet.types.Span, View)",
 }
 """The modules without a leading underscore besides packages' ``__init__`` and
 ``__main__``: everything else is internal, and a package's ``__all__`` is its surface."""

@@ -7,8 +7,7 @@ import asyncio
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.agents import Message, ShareToken
-    from ratchet.agents._state_context import StateChanged
+    from ratchet.types import Message, ShareToken, StateChanged
     from ratchet.wire import RunOptions
     from ratchet.workflows import AgentRunner, RunHooks, run_agent
 

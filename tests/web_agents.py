@@ -6,18 +6,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from ratchet.agents import (
-    Agent,
-    Message,
-    Result,
-    RunContext,
-    ScriptedModel,
-    TextDelta,
-    Thread,
-    ToolCallingAgent,
-    tool,
-)
-from ratchet.agents._client_tools import ClientTool
+from ratchet.agents import Agent, Result, RunContext, ScriptedModel, Thread, ToolCallingAgent, tool
+from ratchet.types import ClientTool, Message, TextDelta
 
 CHATTY_EVENTS = 300
 SLOW_EVENTS = 40

@@ -9,8 +9,8 @@ from datetime import timedelta
 import pytest
 
 from ratchet import RunOptions, SessionOptions, ToolCallingAgent, tool
-from ratchet.agents import ask_user
-from ratchet.testing import RatchetTestEnvironment, ScriptedModel
+from ratchet.agents import ScriptedModel, ask_user
+from ratchet.testing import RatchetTestEnvironment
 
 DAY = timedelta(hours=24)
 

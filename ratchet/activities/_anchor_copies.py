@@ -15,12 +15,11 @@ from datetime import timedelta
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from ratchet.agents._messages import Message, approximate_size
-from ratchet.agents._state import Gap
 from ratchet.errors import ThreadResolutionError
 from ratchet.history import namespace_retention
 from ratchet.history._log_pages import Holder, fetch_range
 from ratchet.history._log_segments import SegmentCache
+from ratchet.types import Gap, Message, approximate_size
 from ratchet.wire._anchor_data import AnchorChunk, AnchorRequest, Horizon
 from ratchet.wire._names import ANCHOR_ACTIVITY, HORIZON_ACTIVITY, PAGE_BYTES
 

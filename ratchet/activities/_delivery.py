@@ -13,7 +13,7 @@ from temporalio.client import (
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from ratchet.agents._messages import Message
+from ratchet.types import Message
 from ratchet.wire._names import DELIVER_ACTIVITY, SEND_UPDATE
 from ratchet.wire._schedule_data import SCHEDULE_PAUSED_NOTE, Delivery
 from ratchet.wire._session_data import SendOutcome, SendRequest, send_digest

@@ -25,7 +25,7 @@ from typing import Any
 
 from temporalio.contrib.workflow_streams import TopicHandle, WorkflowStreamClient
 
-from ratchet.agents._events import EventBase, Retry, TextDelta, as_event
+from ratchet.types import EventBase, Retry, TextDelta, as_event
 from ratchet.wire._names import EVENTS_TOPIC
 
 DEFAULT_BATCH_INTERVAL = timedelta(milliseconds=250)

@@ -20,8 +20,8 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 
 from ratchet.activities._owner import workflow_of
-from ratchet.agents._messages import Message, approximate_size, id_tag
 from ratchet.history._log_pages import CacheStats
+from ratchet.types import Message, approximate_size, id_tag
 from ratchet.wire._names import PAGE_BYTES
 
 

@@ -18,17 +18,15 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from ratchet._handoff import HANDOFF
-from ratchet.agents import _views as views
 from ratchet.agents._agent import Agent
 from ratchet.agents._compaction import Compaction, Summarize
+from ratchet.agents._compaction import compact as compaction_of
 from ratchet.agents._context import RunContext
 from ratchet.agents._fit_window import Plan, kept
-from ratchet.agents._messages import Message, new_id
-from ratchet.agents._spans import Span
 from ratchet.agents._thread import MESSAGES, ChatMessageThread, ServiceThread, Thread
-from ratchet.agents._usage import Usage
 from ratchet.errors import UsageError
 from ratchet.history._log_pages import Holder
+from ratchet.types import Message, Span, Usage, new_id, views
 from ratchet.wire._names import THREAD_NOT_CACHED
 from ratchet.wire._turn_data import ThreadRef, TurnInput
 
@@ -122,7 +120,7 @@ async def compact(
     prompt: LogPrompt, policy: Compaction, context: RunContext, summariser: Summariser
 ) -> None:
     """Apply the run's compaction policy to the prompt's view, when it is over budget."""
-    found = views.compact(policy, prompt.messages, prompt.shown) if prompt.fits else None
+    found = compaction_of(policy, prompt.messages, prompt.shown) if prompt.fits else None
     if found is None:
         return
     pinned = views.materialize(found.pinned, prompt.message_at)

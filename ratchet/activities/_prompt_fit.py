@@ -20,11 +20,9 @@ from ratchet.agents._agent import Agent
 from ratchet.agents._compaction import estimate_tokens
 from ratchet.agents._context import RunContext
 from ratchet.agents._fit_window import FitWindow, Plan, measured, refused
-from ratchet.agents._messages import Message
-from ratchet.agents._state import PromptSize
 from ratchet.agents._thread import Thread
-from ratchet.agents._usage import Usage
 from ratchet.errors import ContextOverflowError
+from ratchet.types import Message, PromptSize, Usage
 from ratchet.wire._turn_data import TurnInput
 
 from ._prompt import Compacted, LogPrompt

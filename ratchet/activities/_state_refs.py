@@ -19,9 +19,9 @@ from temporalio import activity
 from temporalio.client import Client, WorkflowQueryFailedError
 
 from ratchet.activities._owner import workflow_of
-from ratchet.agents._state_context import StateChange, StateEntry
 from ratchet.agents._state_export import StateExport
 from ratchet.errors import ThreadResolutionError
+from ratchet.types import StateChange, StateEntry
 from ratchet.wire._names import STATE_QUERY
 
 

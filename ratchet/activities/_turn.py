@@ -24,7 +24,6 @@ from ratchet.activities._owner import workflow_of
 from ratchet.agents._agent import Agent
 from ratchet.agents._context import RunContext
 from ratchet.agents._interceptors import InterceptorFactory, ToolInterceptor, intercepted
-from ratchet.agents._messages import Message, new_id
 from ratchet.agents._state_context import StateContext
 from ratchet.agents._thread import MESSAGES
 from ratchet.errors import (
@@ -39,6 +38,7 @@ from ratchet.errors import (
     UsageError,
 )
 from ratchet.telemetry import record_turn
+from ratchet.types import Message, new_id
 from ratchet.wire._names import TOOL_ACTIVITY, TURN_ACTIVITY
 from ratchet.wire._options import InterceptorRef
 from ratchet.wire._turn_data import ToolInput, TurnInput, TurnOutput

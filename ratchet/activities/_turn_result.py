@@ -7,11 +7,9 @@ import json
 
 from ratchet.agents._agent import Result
 from ratchet.agents._context import RunContext
-from ratchet.agents._messages import Message, approximate_size, new_id, reply_id, result_id
-from ratchet.agents._spans import Span
 from ratchet.agents._thread import MESSAGES
-from ratchet.agents._usage import Usage
 from ratchet.errors import PayloadTooLargeError, UsageError
+from ratchet.types import Message, Span, Usage, approximate_size, new_id, reply_id, result_id
 from ratchet.wire._turn_data import AttemptRecord, TurnInput, TurnOutput
 
 from ._prompt_fit import Fitted, PromptFit

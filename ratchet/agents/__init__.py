@@ -2,9 +2,17 @@
 
 Write an agent as a class with ``async def run(messages, thread, context)``, or
 use ``ToolCallingAgent`` with a model client and ``@tool`` functions; the engine
-runs each call as one durable turn. What a host reads about a run (its state,
-status, pending work) is in ``ratchet.client``.
+runs each call as one durable turn. The data an agent reads and returns
+(``Message``, ``Usage``, events, ...) is in ``ratchet.types``; what a host reads
+about a run (its state, status, pending work) is in ``ratchet.client``.
 """
+
+from __future__ import annotations
+
+import importlib
+import sys
+import warnings
+from typing import TYPE_CHECKING, Any
 
 from ._agent import Agent, Result
 from ._approvals import ApprovalPolicy, Rule, allow, ask, deny
@@ -16,20 +24,15 @@ from ._compaction import (
     Summarize,
 )
 from ._context import RunContext
-from ._events import CustomEvent, RunEvent, TextDelta
 from ._fit_window import FitWindow
 from ._interceptors import PROCEED, Intercepted, ToolInterceptor
-from ._messages import Message, ToolCall
-from ._parts import FilePart, ImagePart
-from ._pending import PendingAction
+from ._moved import TO_TYPES
 from ._pricing import ModelPrice
 from ._serializers import JSONSerializer, PickleSerializer, StateSerializer, state_schema
-from ._state import PromptSize
-from ._state_context import ShareToken, StateChange, StateContext
+from ._state_context import StateContext
 from ._thread import ChatMessageThread, ServiceThread, Thread
 from ._tool_calling import ToolCallingAgent
 from ._tools import Tool, Toolset, agent_tool, ask_user, tool
-from ._usage import Usage
 from .models import (
     ModelClient,
     ModelResponse,
@@ -38,49 +41,41 @@ from .models import (
     ScriptedModel,
 )
 
+if TYPE_CHECKING:
+    from .models import AnthropicModel
+
 __all__ = [
+    "AnthropicModel",
     "Agent",
     "ApprovalPolicy",
     "ChatMessageThread",
     "Compaction",
     "CompactionPolicy",
-    "CustomEvent",
     "DropToolResults",
-    "FilePart",
     "FitWindow",
-    "ImagePart",
     "Intercepted",
     "JSONSerializer",
     "KeepLastTurns",
-    "Message",
     "ModelClient",
     "ModelPrice",
     "ModelResponse",
     "OpenAIChatModel",
     "OpenAIResponsesModel",
     "PROCEED",
-    "PendingAction",
     "PickleSerializer",
-    "PromptSize",
     "Result",
     "Rule",
     "RunContext",
-    "RunEvent",
     "ScriptedModel",
     "ServiceThread",
-    "ShareToken",
-    "StateChange",
     "StateContext",
     "StateSerializer",
     "Summarize",
-    "TextDelta",
     "Thread",
     "Tool",
-    "ToolCall",
     "ToolCallingAgent",
     "ToolInterceptor",
     "Toolset",
-    "Usage",
     "agent_tool",
     "allow",
     "ask",
@@ -89,3 +84,43 @@ __all__ = [
     "state_schema",
     "tool",
 ]
+
+
+MOVED = dict.fromkeys(TO_TYPES, "ratchet.types")
+"""Names exported here until 0.2, and where they live now (CHANGELOG: aliases until 0.3)."""
+
+MOVED_MODULES = {
+    "_client_tools": "ratchet.types._client_tools",
+    "_events": "ratchet.types._events",
+    "_messages": "ratchet.types._messages",
+    "_parts": "ratchet.types._parts",
+    "_pending": "ratchet.types._pending",
+    "_spans": "ratchet.types._spans",
+    "_sparse": "ratchet.types._sparse",
+    "_state": "ratchet.types._records",
+    "_status": "ratchet.types._status",
+    "_usage": "ratchet.types._usage",
+    "_views": "ratchet.types.views",
+}
+"""Modules moved to ``ratchet.types``: state pickled before 0.2 names its classes by
+these paths, so they keep resolving until 0.3."""
+
+for _old, _new in MOVED_MODULES.items():
+    sys.modules.setdefault(f"{__name__}.{_old}", importlib.import_module(_new))
+
+
+def __getattr__(name: str) -> Any:
+    if name == "AnthropicModel":  # needs the anthropic extra: loaded on first use
+        from .models import AnthropicModel
+
+        return AnthropicModel
+    home = MOVED.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(
+        f"ratchet.agents.{name} moved to {home}.{name}; import it from there "
+        "(the old path works until 0.3).",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return getattr(importlib.import_module(home), name)

@@ -7,13 +7,12 @@ from typing import Any, cast
 
 from pydantic import BaseModel
 
+from ratchet.types import Decision, Message, PendingAction, Usage
+
 from ._context import RunContext
-from ._messages import Message
-from ._pending import Decision, PendingAction
 from ._serializers import StateSerializer
 from ._thread import MESSAGES, Thread
 from ._tools import Tool
-from ._usage import Usage
 
 
 class Result(BaseModel):

@@ -20,14 +20,16 @@ every original message stays in Temporal history for audit.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
+from ratchet.types import Message, Span, SparseModel
+from ratchet.types.views import dropped, view_of
+
 from ._agent import Agent, Result
 from ._context import RunContext
-from ._messages import Message
-from ._sparse import SparseModel
 from ._thread import Thread
 from .models._base import ModelClient, ModelResponse
 
@@ -151,14 +153,6 @@ CompactionPolicy = Annotated[
 ]
 
 
-def dropped(message: Message) -> Message:
-    """A tool result as compaction leaves it: a one-line note of its size."""
-    if message.role != "tool" or (message.content or "").startswith("[tool result dropped"):
-        return message
-    note = f"[tool result dropped to save context: {len(message.content or ''):,} characters]"
-    return message.model_copy(update={"content": note})
-
-
 class SummarizingAgent(Agent):
     """Answers with a summary of its thread: the agent ``Summarize`` calls by default."""
 
@@ -172,3 +166,44 @@ class SummarizingAgent(Agent):
             "summary", lambda: self.model.create(prompt, [], context), ModelResponse
         )
         return Result(final_response=response.message, usage=response.usage)
+
+
+@dataclass
+class Compacted:
+    """What a compaction keeps in view (log positions with drop flags), in order:
+    ``pinned`` (leading system messages and the task), then a summary note (for
+    ``Summarize``), then ``rest``. ``older`` are the messages to summarise."""
+
+    pinned: list[tuple[int, bool]]
+    rest: list[tuple[int, bool]]
+    older: list[Message]
+
+    def view(self, version: int, note: int | None = None) -> list[Span]:
+        """The view for the turn that starts at log position ``version``: what is
+        kept, the note at log position ``note`` (if any), then everything from
+        ``version`` on (the note excepted)."""
+        items = [*self.pinned, *([(note, False)] if note is not None else []), *self.rest]
+        return view_of(items, version, note)
+
+
+def compact(
+    policy: Compaction,
+    messages: Sequence[Message],
+    shown: Sequence[tuple[int, bool]],
+) -> Compacted | None:
+    """Apply ``policy`` to the working ``messages`` (at log positions ``shown``);
+    ``None`` when the thread is within budget or nothing can be left out."""
+    if not policy.over_budget(messages):
+        return None
+    where = {id(m): s for m, s in zip(messages, shown, strict=True)}
+    pinned, older, recent = policy.split(messages, policy.kept_turns())
+    if not older:
+        return None
+    at = [where[id(m)] for m in pinned]
+    if isinstance(policy, DropToolResults):
+        if all(m.role != "tool" or where[id(m)][1] for m in older):
+            return None  # every older tool result is dropped already
+        rest = [(where[id(m)][0], True) for m in older] + [where[id(m)] for m in recent]
+        return Compacted(at, rest, [])
+    summarised = list(older) if isinstance(policy, Summarize) else []
+    return Compacted(at, [where[id(m)] for m in recent], summarised)

@@ -9,12 +9,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import TypeAdapter
 
-from ._client_tools import ClientTool
-from ._events import EventBase, tool_answered, tool_called
-from ._messages import Message
+from ratchet.types import (
+    ClientTool,
+    EventBase,
+    Message,
+    PendingAction,
+    question_id,
+    tool_answered,
+    tool_called,
+    type_adapter,
+)
+
 from ._model_response import ModelResponse
-from ._pending import PendingAction, question_id
-from ._sparse import type_adapter
 from ._state_context import StateContext
 
 if TYPE_CHECKING:

@@ -30,12 +30,10 @@ from collections.abc import Iterator, Sequence
 from pydantic import ConfigDict, Field, model_validator
 
 from ratchet.errors import ContextOverflowError
+from ratchet.types import Message, PromptSize, SparseModel, Usage
+from ratchet.types.views import dropped
 
-from ._compaction import dropped, estimate_tokens, pinned_count, turn_groups
-from ._messages import Message
-from ._sparse import SparseModel
-from ._state import PromptSize
-from ._usage import Usage
+from ._compaction import estimate_tokens, pinned_count, turn_groups
 
 Plan = list[tuple[int, bool]]
 """The messages a prompt keeps, by index, each with whether its tool result is dropped."""

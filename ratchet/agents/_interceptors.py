@@ -18,7 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ._messages import Message, ToolCall
+from ratchet.types import Message, ToolCall
+
 from ._output import FINAL_RESULT
 
 if TYPE_CHECKING:

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from ._messages import Message
-from ._usage import Usage
+from ratchet.types import Message, Usage
 
 
 class ModelResponse(BaseModel):

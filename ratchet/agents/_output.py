@@ -21,8 +21,8 @@ from typing import Any, Generic, TypeVar
 from pydantic import PydanticUserError, TypeAdapter, ValidationError
 
 from ratchet.errors import ConfigurationError, ToolError
+from ratchet.types import Message, ToolCall
 
-from ._messages import Message, ToolCall
 from ._tools import Tool
 
 T = TypeVar("T")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from ._usage import Usage
+from ratchet.types import Usage
 
 
 class ModelPrice(BaseModel):

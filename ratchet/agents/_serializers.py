@@ -19,6 +19,7 @@ import importlib
 import math
 import os
 import pickle
+import warnings
 from collections.abc import Callable, Mapping
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
@@ -29,13 +30,15 @@ from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel
 
-from ratchet.agents._sparse import type_adapter
 from ratchet.errors import (
     ConfigurationError,
     StateIntegrityError,
     StateSchemaError,
     StateSerializationError,
 )
+from ratchet.types import type_adapter
+
+from ._moved import TO_TYPES
 
 T = TypeVar("T")
 Upgrade = Callable[[dict[str, Any]], dict[str, Any]]
@@ -292,15 +295,15 @@ def _path(cls: type, where: str = "value") -> str:
             "top level of an importable module."
         )
     if cls.__module__.startswith("ratchet.") and _exported(cls):
-        return f"{PUBLIC}:{cls.__qualname__}"  # survives a move of the defining module
+        return f"{_public_package(cls.__qualname__)}:{cls.__qualname__}"
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
-PUBLIC = "ratchet.agents"
-"""Where Ratchet's own state-storable classes (``Message``, ``Usage``...) are named
-when stored: a class is stored by its public name, so moving the module that defines
-it does not break stored state. A class of your own is stored by its module path:
-keep it importable there (as for pickle), or re-export it from there after a move."""
+PUBLIC = "ratchet.types"
+"""Where Ratchet's own state-storable classes (``Message``, ``Usage``...) are exported:
+a class is stored by its public name, so moving the module that defines it does not
+break stored state. A class of your own is stored by its module path: keep it
+importable there (as for pickle), or re-export it from there after a move."""
 
 
 def _exported(cls: type) -> bool:
@@ -309,12 +312,21 @@ def _exported(cls: type) -> bool:
     return name in getattr(package, "__all__", ()) and getattr(package, name, None) is cls
 
 
+def _public_package(name: str) -> str:
+    """``ratchet.agents`` for the names 0.1.0 exported there (``Message``, ``Usage``...),
+    so that a worker rolled back to 0.1.0 still reads what this one stored; the alias
+    there resolves them here. Until 0.3, which stores them as ``ratchet.types``."""
+    return "ratchet.agents" if name in TO_TYPES else PUBLIC
+
+
 def _import(path: str, kind: str) -> type[Any]:
     module_name, _, qualname = path.partition(":")
     try:
         obj: Any = importlib.import_module(module_name)
-        for part in qualname.split("."):
-            obj = getattr(obj, part)
+        with warnings.catch_warnings():  # a stored old path is no caller's to change
+            warnings.simplefilter("ignore", DeprecationWarning)
+            for part in qualname.split("."):
+                obj = getattr(obj, part)
     except (ImportError, AttributeError) as e:
         raise StateSchemaError(
             f"Stored state names the class {path}, which cannot be imported here ({e}); "

@@ -17,10 +17,10 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, Field, ValidationError
 
 from ratchet.errors import StateError
+from ratchet.types import ShareToken, SparseModel, StateEntry
 
 from ._serializers import StateSerializer
-from ._sparse import SparseModel
-from ._state_context import UNSET, ShareToken, StateContext, StateEntry
+from ._state_context import UNSET, StateContext
 
 T = TypeVar("T")
 FORMAT = "ratchet.state"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 
-from ._messages import Message, new_id
+from ratchet.types import Message, new_id
 
 MESSAGES = "messages"
 """Thread kind: the whole conversation is held here and sent to the model each call."""

@@ -10,14 +10,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from ratchet.errors import ApprovalRuleError, ConfigurationError
+from ratchet.types import Decision, Message, PendingAction, ToolCall
 
 from ._agent import Agent, Result
 from ._approvals import ApprovalPolicy
 from ._context import RunContext
 from ._interceptors import intercepted
-from ._messages import Message, ToolCall
 from ._output import FINAL_RESULT, OutputSpec
-from ._pending import Decision, PendingAction
 from ._thread import Thread
 from ._tools import Tool, Toolset, client_tool, tool
 from .models._base import ModelClient, ModelResponse, empty_reply

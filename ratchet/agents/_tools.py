@@ -13,12 +13,10 @@ from typing import Any, Literal, Protocol, get_args, get_type_hints, overload
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from ratchet.errors import ApprovalRuleError, ToolError
+from ratchet.types import ClientTool, Message, PendingAction, ToolCall, question_of
 
 from ._approvals import ApprovalPolicy, predicate
-from ._client_tools import ClientTool
 from ._context import RunContext
-from ._messages import Message, ToolCall
-from ._pending import PendingAction, question_of
 from ._tracing import Span, mark_failed, tool_span
 
 logger = logging.getLogger(__name__)

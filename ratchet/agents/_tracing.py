@@ -15,8 +15,9 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, StatusCode, Tracer
 
 if TYPE_CHECKING:
+    from ratchet.types import Usage
+
     from ._context import RunContext
-    from ._usage import Usage
 
 _global_tracer = trace.get_tracer("ratchet.agents")
 _tracer: ContextVar[Tracer | None] = ContextVar("ratchet_agents_tracer", default=None)

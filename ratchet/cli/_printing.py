@@ -10,8 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ratchet.agents._pending import PendingView
-    from ratchet.agents._state import ExecutionState, ThreadData
+    from ratchet.types import ExecutionState, PendingView, ThreadData
 
 
 def counted(n: int, word: str) -> str:

@@ -39,8 +39,8 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 async def run_once(args: argparse.Namespace) -> int:
-    from ratchet.agents._status import AgentStatus
     from ratchet.errors import RunFailedError
+    from ratchet.types import AgentStatus
     from ratchet.wire._options import RunOptions
 
     from ._common import connect, default_ui_url

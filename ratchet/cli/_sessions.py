@@ -14,13 +14,13 @@ from ._printing import print_last, print_pending, table, turns_table
 from ._terminal import Prompt, decide, read_line
 
 if TYPE_CHECKING:
-    from ratchet.agents._pending import PendingView
     from ratchet.client import AgentClient, SessionHandle
+    from ratchet.types import PendingView
 
 
 def agent_status(text: str) -> str:
     """What ``sessions list --status`` accepts: an AgentStatus value, in any case."""
-    from ratchet.agents._state import AgentStatus  # here: `ratchet --help` loads no pydantic
+    from ratchet.types import AgentStatus
 
     names = [status.value for status in AgentStatus]
     if text.upper() not in names:
@@ -417,7 +417,7 @@ async def show(session: SessionHandle, last: int) -> int:
         return 0
     print_pending(await session.pending())
     if status.runs:
-        from ratchet.agents._state import ExecutionState
+        from ratchet.types import ExecutionState
 
         maybe = cast(type, ExecutionState | None)  # the query answers null between runs
         execution = await session.workflow.query("execution", result_type=maybe)

@@ -12,8 +12,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ratchet.agents._pending import PendingView
     from ratchet.client import RunHandle, SessionHandle
+    from ratchet.types import PendingView
 
 Prompt = Callable[[str], Awaitable[str]]
 DECIDED_ELSEWHERE_POLL = 0.5

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, TextIO, TypeVar
 if TYPE_CHECKING:
     from temporalio.client import Client
 
-    from ratchet.agents._pending import PendingView
     from ratchet.client import RunHandle
+    from ratchet.types import PendingView
 
 T = TypeVar("T")
 

@@ -15,7 +15,7 @@ from ._common import add_connection_arguments, connect
 if TYPE_CHECKING:
     from temporalio.client import Client
 
-    from ratchet.agents._events import RunEvent
+    from ratchet.types import RunEvent
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 COLOURS = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
@@ -79,7 +79,7 @@ class Printer:
         self.out.flush()
 
     def show(self, event: RunEvent) -> None:
-        from ratchet.agents import _events as e  # here: ``ratchet --help`` loads no pydantic
+        import ratchet.types as e  # here: ``ratchet --help`` loads no pydantic
 
         match event:
             case e.RunStarted():

@@ -6,21 +6,35 @@ return: a run's ``AgentState`` (status, turns, the thread), committed state
 yields (``RunEvent``: one class per kind, each with typed ``data``).
 """
 
-from ratchet.agents._client_tools import ClientTool
-from ratchet.agents._events import (
+from ratchet.agents._state_export import AgentStateExport, StateExport
+from ratchet.types import (
+    AgentSession,
+    AgentState,
+    AgentStatus,
+    ClientTool,
     CustomEvent,
+    Decision,
     EventBase,
+    ExecutionState,
+    Gap,
+    PendingView,
     Retry,
     RunEvent,
     RunFinished,
     RunFinishedData,
     RunStarted,
     RunStartedData,
+    SessionInfo,
+    StateChanged,
     StateChangedData,
     StateChangedEvent,
+    StateConflict,
+    StateEntry,
     StatusChanged,
     StatusData,
+    StepResult,
     TextDelta,
+    ThreadData,
     ToolCallData,
     ToolCalled,
     ToolResult,
@@ -29,19 +43,6 @@ from ratchet.agents._events import (
     TurnCompletedData,
     TurnStarted,
 )
-from ratchet.agents._pending import Decision, PendingView
-from ratchet.agents._state import (
-    AgentSession,
-    AgentState,
-    AgentStatus,
-    ExecutionState,
-    Gap,
-    SessionInfo,
-    StepResult,
-    ThreadData,
-)
-from ratchet.agents._state_context import StateChanged, StateConflict, StateEntry
-from ratchet.agents._state_export import AgentStateExport, StateExport
 from ratchet.wire._anchor_data import Anchored
 from ratchet.wire._session_data import SessionStatus, new_request_id
 

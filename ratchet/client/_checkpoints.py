@@ -18,9 +18,6 @@ from pydantic import BaseModel, Field
 from temporalio.client import Client, WorkflowQueryFailedError
 from temporalio.service import RPCError
 
-from ratchet.agents._messages import Message, ToolCall
-from ratchet.agents._state import Gap
-from ratchet.agents._state_context import StateEntry
 from ratchet.errors import (
     CheckpointGoneError,
     ClosedRunUnreadableError,
@@ -28,6 +25,7 @@ from ratchet.errors import (
     InvalidInputError,
 )
 from ratchet.history import checkpoint_answer, closed_run, first_turn
+from ratchet.types import Gap, Message, StateEntry, ToolCall
 from ratchet.wire._names import CHECKPOINT_QUERY
 from ratchet.wire._options import SessionOptions
 from ratchet.wire._session_data import CheckpointAnswer, CheckpointRequest, TurnMark

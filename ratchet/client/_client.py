@@ -26,8 +26,6 @@ from temporalio.converter import (
 from temporalio.envconfig import ClientConfig
 from temporalio.service import RPCError, RPCStatusCode
 
-from ratchet.agents._messages import Message, new_id
-from ratchet.agents._state import AgentSession, Gap, ThreadBase, ThreadData
 from ratchet.agents._state_export import StateExport
 from ratchet.errors import (
     ConfigurationError,
@@ -39,6 +37,7 @@ from ratchet.history._log_pages import Holder, fetch_range
 from ratchet.history._log_segments import SegmentCache
 from ratchet.payloads._converter import RatchetPayloadConverter
 from ratchet.plugin import RatchetClientPlugin, ratchet_converter
+from ratchet.types import AgentSession, Gap, Message, ThreadBase, ThreadData, new_id
 from ratchet.wire._names import PAGE_BYTES, RUN_WORKFLOW, SESSION_WORKFLOW
 from ratchet.wire._options import RunOptions, SessionOptions
 from ratchet.wire._run_data import (

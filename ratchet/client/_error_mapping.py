@@ -22,8 +22,6 @@ from temporalio.client import (
 from temporalio.exceptions import ApplicationError, FailureError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from ratchet.agents import _parts as parts
-from ratchet.agents._messages import Message, approximate_size
 from ratchet.errors import (
     PAYLOAD_LIMIT,
     AlreadyStartedError,
@@ -36,6 +34,7 @@ from ratchet.errors import (
     SessionNotFoundError,
     run_failed,
 )
+from ratchet.types import PART_LIMIT, Message, approximate_size, describe_part, part_size
 
 Noun = Literal["run", "session", "run or session"]
 PAYLOAD_LIMIT_TEXT = (
@@ -76,9 +75,9 @@ def check_prompt_size(client: Client, messages: Sequence[Message], noun: Noun, i
     if client.data_converter.external_storage is not None:
         return
     for part in (p for m in messages for p in m.parts):
-        if parts.size(part) > parts.PART_LIMIT:
+        if part_size(part) > PART_LIMIT:
             raise PayloadTooLargeError(
-                f"The prompt for {noun} {id} has a part over 256 KiB: {parts.describe(part)}. "
+                f"The prompt for {noun} {id} has a part over 256 KiB: {describe_part(part)}. "
                 "Parts that large travel by reference through external payload storage: "
                 "connect with payload_storage=... (AgentClient.connect, RatchetClientPlugin), "
                 "or send a smaller part, or a link to it (url=...)."

@@ -46,9 +46,9 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.contrib.workflow_streams import PollResult
 
 from ratchet._temporal_internals import decode_stream_payload
-from ratchet.agents._events import RunEvent
 from ratchet.errors import EventsExpiredError, EventsUnavailableError
 from ratchet.history import closed_run, held_events
+from ratchet.types import RunEvent
 from ratchet.wire._names import OFFSET_QUERY
 
 from . import _earlier_runs as earlier_runs

@@ -14,11 +14,9 @@ from typing import Any, ClassVar
 from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from ratchet.agents._approvals import ApprovalRules, rule_change
-from ratchet.agents._pending import Decision, PendingView
-from ratchet.agents._state import AgentState
 from ratchet.agents._state_export import StateExport
 from ratchet.errors import DecisionError, InvalidInputError, RunFailedError
+from ratchet.types import AgentState, ApprovalRules, Decision, PendingView, rule_change
 from ratchet.wire._names import STATE_QUERY
 from ratchet.wire._run_data import DecisionRequest, ToolResultRequest, Verdict
 from ratchet.workflows._decisions import AgentHandlers

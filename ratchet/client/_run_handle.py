@@ -10,11 +10,7 @@ from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet._temporal_internals import handle_client
-from ratchet.agents._events import RunEvent
-from ratchet.agents._messages import Message
-from ratchet.agents._pending import PendingView
-from ratchet.agents._state import ThreadData
-from ratchet.agents._state_context import StateChanged
+from ratchet.types import Message, PendingView, RunEvent, StateChanged, ThreadData
 from ratchet.wire._run_data import RunResult, StopRequest
 from ratchet.workflows._agent_run import AgentRunWorkflow
 

@@ -29,8 +29,8 @@ from temporalio.client import (
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.service import RPCError, RPCStatusCode
 
-from ratchet.agents._messages import new_id
 from ratchet.errors import InvalidInputError
+from ratchet.types import new_id
 from ratchet.wire._names import RUN_WORKFLOW, SCHEDULED_SEND_WORKFLOW
 from ratchet.wire._options import RunOptions
 from ratchet.wire._run_data import RunInput, new_messages

@@ -24,17 +24,21 @@ from temporalio.client import (
 )
 
 from ratchet._temporal_internals import update_settled
-from ratchet.agents._client_tools import ClientTool, tool_problems
-from ratchet.agents._events import RunEvent
-from ratchet.agents._messages import Message, new_id
-from ratchet.agents._pending import PendingView
-from ratchet.agents._state import ThreadData
 from ratchet.errors import (
     AnswerUnavailableError,
     InvalidInputError,
     ResultExpiredError,
     SessionBusyError,
     run_failed,
+)
+from ratchet.types import (
+    ClientTool,
+    Message,
+    PendingView,
+    RunEvent,
+    ThreadData,
+    new_id,
+    tool_problems,
 )
 from ratchet.wire._anchor_data import Anchored
 from ratchet.wire._names import OFFSET_QUERY, REANCHOR_UPDATE, SESSION_WORKFLOW

@@ -16,11 +16,10 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from ratchet.agents._messages import Message
-from ratchet.agents._state import Gap, ThreadBase, ThreadData
 from ratchet.errors import InvalidInputError
 from ratchet.history._log_pages import Holder, fetch_range
 from ratchet.history._log_segments import SegmentCache, closed_segment
+from ratchet.types import Gap, Message, ThreadBase, ThreadData
 from ratchet.wire._names import PAGE_BYTES, SESSION_WORKFLOW
 from ratchet.wire._session_data import LogInfo
 

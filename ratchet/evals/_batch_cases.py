@@ -11,7 +11,7 @@ from temporalio import workflow
 from temporalio.exceptions import ChildWorkflowError, FailureError, WorkflowAlreadyStartedError
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.agents._state import AgentSession
+    from ratchet.types import AgentSession
     from ratchet.wire._names import RUN_WORKFLOW
     from ratchet.wire._run_data import RunInput, RunResult
 

@@ -7,8 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ratchet.agents._messages import ToolCall
-from ratchet.agents._usage import Usage
+from ratchet.types import ToolCall, Usage
 
 
 class Case(BaseModel):

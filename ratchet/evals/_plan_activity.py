@@ -21,12 +21,18 @@ from temporalio import activity
 from temporalio.client import Client, WorkflowQueryFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from ratchet.agents._messages import Message, approximate_size, new_id
-from ratchet.agents._state import AgentSession, ThreadBase, ThreadData
-from ratchet.agents._usage import Usage
 from ratchet.errors import ThreadResolutionError
 from ratchet.history._log_pages import Holder, fetch_range
 from ratchet.history._recorded import recorded_turns, usage_per_user_message
+from ratchet.types import (
+    AgentSession,
+    Message,
+    ThreadBase,
+    ThreadData,
+    Usage,
+    approximate_size,
+    new_id,
+)
 from ratchet.wire._names import PAGE_BYTES, RUN_WORKFLOW, SESSION_WORKFLOW
 from ratchet.wire._session_data import LogInfo
 

@@ -13,8 +13,7 @@ import json
 from typing import TYPE_CHECKING, Any, Literal
 
 from ratchet.agents._interceptors import PROCEED, Intercepted
-from ratchet.agents._messages import Message, ToolCall
-from ratchet.agents._sparse import SparseModel
+from ratchet.types import Message, SparseModel, ToolCall
 
 if TYPE_CHECKING:
     from ratchet.agents._context import RunContext

@@ -23,12 +23,11 @@ from typing import Any, Protocol
 
 from temporalio.service import RPCError, RPCStatusCode
 
-from ratchet.agents._messages import Message
-from ratchet.agents._usage import Usage
 from ratchet.client import AgentClient
 from ratchet.client._listing import list_workflows, type_clause
 from ratchet.errors import InvalidInputError, NotFoundError, RatchetError
 from ratchet.history._recorded import recorded_turns, usage_per_user_message
+from ratchet.types import Message, Usage
 from ratchet.wire._names import SESSION_WORKFLOW
 from ratchet.wire._options import RunOptions, SessionOptions
 

@@ -5,10 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from ratchet.agents._messages import Message, ToolCall
-from ratchet.agents._sparse import SparseModel
-from ratchet.agents._state import AgentSession
-from ratchet.agents._usage import Usage
+from ratchet.types import AgentSession, Message, SparseModel, ToolCall, Usage
 from ratchet.wire._names import RERUN_BATCH_WORKFLOW as RERUN_BATCH_WORKFLOW
 from ratchet.wire._options import CheckedOptions, InterceptorRef, RunOptions, at_least
 

@@ -14,8 +14,7 @@ from pydantic import BaseModel, Field
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.agents._messages import Message
-    from ratchet.agents._usage import Usage
+    from ratchet.types import Message, Usage
     from ratchet.wire._options import RunOptions
     from ratchet.workflows._runner import AgentRunner, run_agent
 

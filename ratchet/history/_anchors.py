@@ -17,9 +17,8 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client
 
-from ratchet.agents._messages import Message
-from ratchet.agents._state import Gap
 from ratchet.errors import ThreadResolutionError
+from ratchet.types import Gap, Message
 from ratchet.wire._anchor_data import AnchorChunk
 from ratchet.wire._names import ANCHOR_ACTIVITY
 from ratchet.wire._session_data import LogInfo

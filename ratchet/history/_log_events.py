@@ -20,9 +20,8 @@ from temporalio.client import Client
 from temporalio.converter import DataConverter
 from temporalio.service import RPCError, RPCStatusCode
 
-from ratchet.agents._messages import Message
-from ratchet.agents._state import Gap, ThreadBase
 from ratchet.errors import HistoryGoneError, ThreadResolutionError
+from ratchet.types import Gap, Message, ThreadBase
 from ratchet.wire._names import SESSION_WORKFLOW, TOOL_ACTIVITY, TURN_ACTIVITY
 from ratchet.wire._session_data import (
     KEY_CHARS,

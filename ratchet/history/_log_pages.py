@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from temporalio.client import Client, WorkflowQueryFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from ratchet.agents._messages import Message
-from ratchet.agents._state import Gap, ThreadBase
 from ratchet.errors import HistoryGoneError, ThreadResolutionError
+from ratchet.types import Gap, Message, ThreadBase
 from ratchet.wire._names import THREAD_QUERY
 from ratchet.wire._turn_data import ThreadPage, ThreadPageRequest
 

@@ -15,9 +15,8 @@ from collections import OrderedDict
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
-from ratchet.agents._messages import approximate_size
-from ratchet.agents._state import ThreadBase
 from ratchet.errors import HistoryGoneError, ThreadResolutionError
+from ratchet.types import ThreadBase, approximate_size
 from ratchet.wire._names import SESSION_WORKFLOW
 
 from ._log_events import Segment, run_history, segment_of, started_input

@@ -17,8 +17,7 @@ from temporalio.client import WorkflowHandle
 from temporalio.converter import DataConverter
 
 from ratchet._temporal_internals import handle_client
-from ratchet.agents._messages import Message
-from ratchet.agents._usage import Usage
+from ratchet.types import Message, Usage
 from ratchet.wire._names import TOOL_ACTIVITY, TURN_ACTIVITY
 from ratchet.wire._run_data import RunResult
 from ratchet.wire._turn_data import TurnOutput

@@ -24,10 +24,8 @@ from temporalio.converter import DataConverter
 from temporalio.service import RPCError
 
 from ratchet._temporal_internals import PUBLISH_SIGNAL, stream_item, wire_stream_item
-from ratchet.agents._events import excerpt
-from ratchet.agents._messages import Message
-from ratchet.agents._state import ThreadBase
 from ratchet.errors import ThreadResolutionError
+from ratchet.types import Message, ThreadBase, excerpt
 from ratchet.wire._names import EVENTS_TOPIC, RUN_WORKFLOW, SESSION_WORKFLOW
 from ratchet.wire._run_data import RunInput
 from ratchet.wire._run_record import RunRecord, TurnMark, find_mark

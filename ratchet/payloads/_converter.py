@@ -28,7 +28,7 @@ from temporalio.converter import (
     PayloadCodec,
 )
 
-from ratchet.agents._sparse import decoding
+from ratchet.types import decoding
 
 _ADAPTERS = functools.lru_cache(maxsize=1024)(TypeAdapter)
 _ANY = SchemaSerializer(any_schema())

@@ -33,10 +33,6 @@ from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
 
-from ratchet.agents._client_tools import ClientTool, tool_problems
-from ratchet.agents._messages import Message
-from ratchet.agents._pending import PendingView
-from ratchet.agents._state import AgentStatus
 from ratchet.client import AgentClient, SessionHandle
 from ratchet.errors import (
     AgentNotFoundError,
@@ -46,6 +42,7 @@ from ratchet.errors import (
     SessionBusyError,
     SessionNotFoundError,
 )
+from ratchet.types import AgentStatus, ClientTool, Message, PendingView, tool_problems
 from ratchet.wire._session_data import SessionStatus
 
 from . import _agui_events as translate

@@ -49,18 +49,23 @@ from ag_ui.core import (
     ToolCall as AguiToolCall,
 )
 
-from ratchet.agents._events import (
+from ratchet.agents._state_export import StateExport
+from ratchet.types import (
+    Message,
+    PendingView,
     Retry,
     RunEvent,
     RunStarted,
     TextDelta,
+    ToolCall,
     ToolCalled,
     ToolResult,
     TurnCompleted,
+    question_id,
+    question_of,
+    reply_id,
+    result_id,
 )
-from ratchet.agents._messages import Message, ToolCall, reply_id, result_id
-from ratchet.agents._pending import PendingView, question_id, question_of
-from ratchet.agents._state_export import StateExport
 
 
 class Translation:

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 from ag_ui.core import Message as AguiMessage
 
-from ratchet.agents._messages import Message
 from ratchet.errors import ConversationConflictError, InvalidInputError
+from ratchet.types import Message
 
 
 @dataclass

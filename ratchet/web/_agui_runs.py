@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ratchet.agents._events import RunEvent, RunFinished, StatusChanged
-from ratchet.agents._state import AgentStatus, ExecutionState
 from ratchet.client import AgentClient, SessionHandle
 from ratchet.client._event_reader import read_events
 from ratchet.errors import InvalidInputError
+from ratchet.types import AgentStatus, ExecutionState, RunEvent, RunFinished, StatusChanged
 
 from ._agui_events import Translation
 

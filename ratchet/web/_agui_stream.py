@@ -27,10 +27,16 @@ from ag_ui.core import (
     StateSnapshotEvent,
 )
 
-from ratchet.agents._events import Retry, RunEvent, RunFinished, StateChangedEvent, StatusChanged
-from ratchet.agents._messages import ToolCall
-from ratchet.agents._state import AgentStatus
 from ratchet.client import SessionHandle
+from ratchet.types import (
+    AgentStatus,
+    Retry,
+    RunEvent,
+    RunFinished,
+    StateChangedEvent,
+    StatusChanged,
+    ToolCall,
+)
 
 from . import _agui_events as translate
 from ._agui_runs import Follow, ends

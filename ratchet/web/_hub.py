@@ -31,9 +31,9 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from ratchet.agents._events import RunEvent
 from ratchet.client._event_reader import Resent, numbered_events, read_events
 from ratchet.errors import EventsUnavailableError
+from ratchet.types import RunEvent
 
 from ._problems import BUSY
 

@@ -10,8 +10,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Header, Query, Request, status
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from ratchet.agents._pending import Decision, PendingView
-from ratchet.agents._state import AgentStatus, ThreadData
 from ratchet.client import AgentClient, RunHandle, SessionDeletion, SessionHandle
 from ratchet.client._listing import (
     WorkflowSummary,
@@ -28,6 +26,7 @@ from ratchet.errors import (
     NotFoundError,
     SessionNotFoundError,
 )
+from ratchet.types import AgentStatus, Decision, PendingView, ThreadData
 from ratchet.wire._session_data import SessionStatus, request_id_problem
 
 from . import _sse as sse

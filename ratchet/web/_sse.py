@@ -13,9 +13,9 @@ import json
 from collections.abc import AsyncIterator, Awaitable
 from typing import Any
 
-from ratchet.agents._events import RunEvent
 from ratchet.client import SessionHandle
 from ratchet.errors import InvalidInputError
+from ratchet.types import RunEvent
 from ratchet.wire._run_data import RunResult
 
 from ._bodies import full

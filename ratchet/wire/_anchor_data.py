@@ -11,9 +11,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ratchet.agents._messages import Message
-from ratchet.agents._sparse import SparseModel
-from ratchet.agents._state import Gap, ThreadBase
+from ratchet.types import Gap, Message, SparseModel, ThreadBase
 
 CHUNK_BYTES = 1024 * 1024
 """About the most message bytes one chunk (one activity result) carries."""

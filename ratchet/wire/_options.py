@@ -8,11 +8,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from ratchet.agents._client_tools import ClientTool, tool_problems
 from ratchet.agents._compaction import CompactionPolicy
 from ratchet.agents._fit_window import FitWindow
-from ratchet.agents._sparse import SparseModel, is_decoding
 from ratchet.errors import InvalidOptionsError
+from ratchet.types import ClientTool, SparseModel, is_decoding, tool_problems
 
 
 class CheckedOptions(SparseModel):

@@ -10,18 +10,18 @@ from typing import Any, Literal, TypeVar, overload
 from pydantic import BaseModel, Field, TypeAdapter
 from temporalio.contrib.workflow_streams import WorkflowStreamState
 
-from ratchet.agents._messages import Message
-from ratchet.agents._sparse import SparseModel
-from ratchet.agents._state import (
+from ratchet.errors import InvalidInputError
+from ratchet.types import (
     AgentSession,
     AgentStatus,
     ExecutionState,
+    Message,
+    SparseModel,
+    StateConflict,
     ThreadBase,
     ThreadData,
+    Usage,
 )
-from ratchet.agents._state_context import StateConflict
-from ratchet.agents._usage import Usage
-from ratchet.errors import InvalidInputError
 
 from ._options import RunOptions
 from ._run_record import RunRecord

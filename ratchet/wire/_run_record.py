@@ -15,11 +15,7 @@ from collections.abc import Sequence
 
 from pydantic import Field
 
-from ratchet.agents._messages import Message, ToolCall
-from ratchet.agents._spans import View, whole_log
-from ratchet.agents._sparse import SparseModel
-from ratchet.agents._state import PromptSize
-from ratchet.agents._state_context import StateEntry
+from ratchet.types import Message, PromptSize, SparseModel, StateEntry, ToolCall, View, whole_log
 
 MARK_BYTES_KEPT = 512 * 1024
 """About the most a run's record holds of turn marks; past it the oldest marks are

@@ -13,11 +13,16 @@ from typing import Literal
 from pydantic import BaseModel, Field
 from temporalio.contrib.workflow_streams import WorkflowStreamState
 
-from ratchet.agents._client_tools import ClientTool
-from ratchet.agents._messages import Message
-from ratchet.agents._spans import View, whole_log
-from ratchet.agents._sparse import SparseModel
-from ratchet.agents._state import AgentSession, AgentStatus, ThreadBase
+from ratchet.types import (
+    AgentSession,
+    AgentStatus,
+    ClientTool,
+    Message,
+    SparseModel,
+    ThreadBase,
+    View,
+    whole_log,
+)
 
 from ._options import SessionOptions
 from ._run_data import RunResult

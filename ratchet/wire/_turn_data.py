@@ -6,22 +6,26 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from ratchet.agents._client_tools import ClientTool
 from ratchet.agents._compaction import CompactionPolicy
 from ratchet.agents._fit_window import FitWindow
-from ratchet.agents._messages import Message, ToolCall
-from ratchet.agents._pending import Decision, PendingAction
-from ratchet.agents._spans import View, whole_log
-from ratchet.agents._sparse import SparseModel
-from ratchet.agents._state import PromptSize, ThreadBase
-from ratchet.agents._state_context import (
+from ratchet.types import (
+    ClientTool,
+    Decision,
+    Message,
+    PendingAction,
+    PromptSize,
     SharedEntry,
     ShareToken,
+    SparseModel,
     StateChange,
     StateConflict,
     StateEntry,
+    ThreadBase,
+    ToolCall,
+    Usage,
+    View,
+    whole_log,
 )
-from ratchet.agents._usage import Usage
 
 from ._names import PAGE_BYTES
 from ._options import InterceptorRef

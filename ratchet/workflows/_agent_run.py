@@ -9,11 +9,15 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from temporalio.contrib.workflow_streams import WorkflowStream
 
-    from ratchet.agents._messages import approximate_size
-    from ratchet.agents._pending import PendingView
-    from ratchet.agents._state import AgentSession, ExecutionState, ThreadData
-    from ratchet.agents._state_context import StateChanged
     from ratchet.errors import UsageError
+    from ratchet.types import (
+        AgentSession,
+        ExecutionState,
+        PendingView,
+        StateChanged,
+        ThreadData,
+        approximate_size,
+    )
     from ratchet.wire._names import CHECKPOINT_QUERY
     from ratchet.wire._run_data import RunInput, RunResult, StopRequest
     from ratchet.wire._session_data import CheckpointAnswer, CheckpointRequest, LogInfo

@@ -26,8 +26,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.agents._messages import approximate_size
-    from ratchet.agents._state import AgentState, ThreadBase
+    from ratchet.types import AgentState, ThreadBase, approximate_size
     from ratchet.wire._anchor_data import AnchorChunk, Anchored, AnchorRequest, Horizon
     from ratchet.wire._names import ANCHOR_ACTIVITY, HORIZON_ACTIVITY
 

@@ -15,9 +15,7 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.agents._messages import Message
-    from ratchet.agents._pending import Decision, PendingAction, PendingView
-    from ratchet.agents._state import AgentStatus
+    from ratchet.types import AgentStatus, Decision, Message, PendingAction, PendingView
     from ratchet.wire._run_data import ToolResultRequest
 
     from ._presets import spoken

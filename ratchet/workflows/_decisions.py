@@ -11,9 +11,7 @@ from typing import Protocol, cast
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.agents._approvals import ApprovalRules, RuleChange
-    from ratchet.agents._pending import Decision, PendingView
-    from ratchet.agents._state import AgentState
+    from ratchet.types import AgentState, ApprovalRules, Decision, PendingView, RuleChange
     from ratchet.wire._run_data import DecisionRequest, ToolResultRequest, Verdict
 
     from ._pending_calls import PendingWork

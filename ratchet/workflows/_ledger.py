@@ -11,20 +11,20 @@ from typing import NoReturn
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.agents._messages import Message
-    from ratchet.agents._spans import Span
-    from ratchet.agents._state import (
+    from ratchet.agents._state_export import AgentStateExport
+    from ratchet.types import (
         AgentSession,
         AgentState,
         AgentStatus,
         ExecutionState,
+        Message,
         PromptSize,
+        Span,
+        StateEntry,
         StepResult,
         ThreadData,
+        Usage,
     )
-    from ratchet.agents._state_context import StateEntry
-    from ratchet.agents._state_export import AgentStateExport
-    from ratchet.agents._usage import Usage
     from ratchet.wire._options import RunOptions
 
     from ._failures import run_failure

@@ -17,8 +17,7 @@ from collections.abc import Sequence
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.agents._messages import Message, approximate_size
-    from ratchet.agents._state import ThreadData
+    from ratchet.types import Message, ThreadData, approximate_size
     from ratchet.wire._session_data import KEY_CHARS, LogIndex, LogInfo, batch_key, ids_digest
 
 INDEX_BYTES_CARRIED = 64 * 1024

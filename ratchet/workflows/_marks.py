@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.agents._state import AgentSession, ThreadData
+    from ratchet.types import AgentSession, ThreadData
     from ratchet.wire._options import SessionOptions
     from ratchet.wire._run_record import RunRecord, TurnMark, compact_marks, find_mark, settled
     from ratchet.wire._session_data import CheckpointAnswer, CheckpointRequest

@@ -24,14 +24,19 @@ with workflow.unsafe.imports_passed_through():
     from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamState
 
     from ratchet._temporal_internals import stream_end, stream_items_since
-    from ratchet.agents._events import (
+    from ratchet.types import (
+        AgentStatus,
         EventBase,
+        ExecutionState,
+        Message,
         RunStarted,
         RunStartedData,
+        StateChanged,
         StateChangedData,
         StateChangedEvent,
         StatusChanged,
         StatusData,
+        ThreadData,
         TurnCompleted,
         TurnCompletedData,
         TurnStarted,
@@ -39,9 +44,6 @@ with workflow.unsafe.imports_passed_through():
         tool_answered,
         tool_called,
     )
-    from ratchet.agents._messages import Message
-    from ratchet.agents._state import AgentStatus, ExecutionState, ThreadData
-    from ratchet.agents._state_context import StateChanged
     from ratchet.wire._names import EVENTS_TOPIC
     from ratchet.wire._run_record import TEXT_BY_REFERENCE, EventIndex
     from ratchet.wire._search_attributes import (

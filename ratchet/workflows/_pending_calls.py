@@ -19,10 +19,18 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.agents._approvals import ApprovalRules, RuleChange
-    from ratchet.agents._messages import Message, ToolCall
-    from ratchet.agents._pending import Decision, PendingAction, PendingView
-    from ratchet.agents._state import DECISIONS_KEPT, AgentState, AgentStatus
+    from ratchet.types import (
+        DECISIONS_KEPT,
+        AgentState,
+        AgentStatus,
+        ApprovalRules,
+        Decision,
+        Message,
+        PendingAction,
+        PendingView,
+        RuleChange,
+        ToolCall,
+    )
     from ratchet.wire._names import TOOL_ACTIVITY
     from ratchet.wire._turn_data import ToolInput
 

@@ -9,8 +9,7 @@ from collections.abc import Callable, Sequence
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.agents._messages import Message
-    from ratchet.agents._state import ExecutionState
+    from ratchet.types import ExecutionState, Message
 
 PROGRESS_ROWS = 20
 

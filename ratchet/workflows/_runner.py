@@ -19,23 +19,25 @@ from dataclasses import dataclass, field
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.agents._messages import Message
     from ratchet.agents._output import missing_answer
-    from ratchet.agents._state import (
-        AgentSession,
-        AgentState,
-        AgentStatus,
-        ExecutionState,
-        ThreadBase,
-        ThreadData,
-    )
-    from ratchet.agents._state_context import ShareToken, StateConflict, StateEntry
     from ratchet.agents._state_export import AgentStateExport
     from ratchet.errors import (
         BudgetExceededError,
         InvalidInputError,
         MaxTurnsExceededError,
         ShareTokenError,
+    )
+    from ratchet.types import (
+        AgentSession,
+        AgentState,
+        AgentStatus,
+        ExecutionState,
+        Message,
+        ShareToken,
+        StateConflict,
+        StateEntry,
+        ThreadBase,
+        ThreadData,
     )
     from ratchet.wire._options import RunOptions
     from ratchet.wire._run_data import RunResult, StopRequest, new_messages

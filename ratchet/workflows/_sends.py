@@ -17,8 +17,8 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.agents._messages import approximate_size
     from ratchet.errors import BudgetExceededError, InvalidInputError
+    from ratchet.types import approximate_size
     from ratchet.wire._options import SessionOptions
     from ratchet.wire._run_data import new_messages
     from ratchet.wire._session_data import (

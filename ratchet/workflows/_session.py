@@ -27,13 +27,8 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from temporalio.contrib.workflow_streams import WorkflowStream
 
-    from ratchet.agents._state import (
-        AgentSession,
-        AgentState,
-        ExecutionState,
-        ThreadData,
-    )
     from ratchet.errors import UsageError
+    from ratchet.types import AgentSession, AgentState, ExecutionState, ThreadData
     from ratchet.wire._anchor_data import Anchored
     from ratchet.wire._names import (
         CHECKPOINT_QUERY,

@@ -8,10 +8,8 @@ from collections.abc import Callable
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.agents._events import RunFinished, RunFinishedData, excerpt
-    from ratchet.agents._messages import Message
-    from ratchet.agents._state import AgentStatus
     from ratchet.errors import BudgetExceededError
+    from ratchet.types import AgentStatus, Message, RunFinished, RunFinishedData, excerpt
     from ratchet.wire._names import session_run_id
     from ratchet.wire._options import SessionOptions
     from ratchet.wire._run_data import RunResult

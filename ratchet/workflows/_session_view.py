@@ -8,10 +8,15 @@ from dataclasses import dataclass
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.agents import _views as views
-    from ratchet.agents._messages import Message
-    from ratchet.agents._spans import Span
-    from ratchet.agents._state import AgentSession, AgentStatus, ExecutionState, ThreadData
+    from ratchet.types import (
+        AgentSession,
+        AgentStatus,
+        ExecutionState,
+        Message,
+        Span,
+        ThreadData,
+        views,
+    )
     from ratchet.wire._session_data import SessionInput, SessionStatus
 
     from ._observe import Index

@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Protocol
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.agents._state import AgentState
-    from ratchet.agents._state_context import (
+    from ratchet.agents._state_export import AgentStateExport, StateExport
+    from ratchet.errors import ShareTokenError
+    from ratchet.types import (
+        AgentState,
         SharedEntry,
         ShareToken,
         StateChange,
@@ -25,8 +27,6 @@ with workflow.unsafe.imports_passed_through():
         StateConflict,
         StateEntry,
     )
-    from ratchet.agents._state_export import AgentStateExport, StateExport
-    from ratchet.errors import ShareTokenError
     from ratchet.wire._names import STATE_QUERY
 
     from ._registry import query_registry

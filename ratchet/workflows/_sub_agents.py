@@ -8,8 +8,7 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.agents._messages import Message
-    from ratchet.agents._pending import PendingAction
+    from ratchet.types import Message, PendingAction
     from ratchet.wire._names import RUN_WORKFLOW
     from ratchet.wire._options import RunOptions
     from ratchet.wire._run_data import RunInput, RunResult, StopRequest

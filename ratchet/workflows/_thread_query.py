@@ -14,8 +14,7 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.agents._messages import approximate_size
-    from ratchet.agents._state import ThreadData
+    from ratchet.types import ThreadData, approximate_size
     from ratchet.wire._names import THREAD_QUERY
     from ratchet.wire._session_data import LogInfo
     from ratchet.wire._turn_data import ThreadPage, ThreadPageRequest

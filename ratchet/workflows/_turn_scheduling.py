@@ -12,8 +12,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_
 
 with workflow.unsafe.imports_passed_through():
     from ratchet._handoff import HANDOFF
-    from ratchet.agents._messages import Message, id_tag
-    from ratchet.agents._state import AgentStatus
+    from ratchet.types import AgentStatus, Message, id_tag
     from ratchet.wire._names import THREAD_NOT_CACHED, TURN_ACTIVITY
     from ratchet.wire._options import RunOptions
     from ratchet.wire._turn_data import ThreadRef, TurnInput, TurnOutput

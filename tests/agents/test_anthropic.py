@@ -8,11 +8,12 @@ from datetime import timedelta
 import anthropic
 import pytest
 
-from ratchet.agents import Message, ModelPrice, RunContext, ToolCall, ToolCallingAgent, Usage, tool
+from ratchet.agents import ModelPrice, RunContext, ToolCallingAgent, tool
 from ratchet.agents.models import AnthropicModel
 from ratchet.client import AgentClient
 from ratchet.errors import ConfigurationError, ModelError, RunFailedError
 from ratchet.testing import AnthropicServer
+from ratchet.types import Message, ToolCall, Usage
 from ratchet.wire import RunOptions, SessionOptions
 from ratchet.worker import build_worker
 

@@ -8,11 +8,11 @@ from datetime import timedelta
 
 import pytest
 
-from ratchet.agents._client_tools import ClientTool
 from ratchet.client import AgentClient, AgentStatus
 from ratchet.devserver import DevServer
 from ratchet.errors import InvalidInputError, InvalidOptionsError
 from ratchet.testing import WorkerProcess
+from ratchet.types import ClientTool
 from ratchet.wire import RunOptions, SessionOptions
 from ratchet.worker import build_worker
 

@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 from temporalio.client import WorkflowExecutionStatus
 
-from ratchet.agents import Message, ScriptedModel, ToolCall, ToolCallingAgent, tool
+from ratchet.agents import ScriptedModel, ToolCallingAgent, tool
 from ratchet.agents._compaction import (
     DropToolResults,
     KeepLastTurns,
@@ -15,6 +15,7 @@ from ratchet.agents._compaction import (
     turn_groups,
 )
 from ratchet.client import AgentClient
+from ratchet.types import Message, ToolCall
 from ratchet.wire import RunOptions
 from ratchet.worker import build_worker
 

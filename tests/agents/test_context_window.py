@@ -9,21 +9,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from ratchet.agents import (
-    KeepLastTurns,
-    Message,
-    OpenAIChatModel,
-    RunContext,
-    ToolCall,
-    ToolCallingAgent,
-    tool,
-)
+from ratchet.agents import KeepLastTurns, OpenAIChatModel, RunContext, ToolCallingAgent, tool
 from ratchet.agents._fit_window import FitWindow, kept
-from ratchet.agents._state import PromptSize
 from ratchet.agents.models import AnthropicModel, known_window
 from ratchet.client import AgentClient
 from ratchet.errors import ContextOverflowError
 from ratchet.testing import AnthropicServer, OpenAIServer
+from ratchet.types import Message, PromptSize, ToolCall
 from ratchet.wire import RunOptions, SessionOptions
 from ratchet.worker import build_worker
 

@@ -8,20 +8,12 @@ from typing import Any
 
 import pytest
 
-from ratchet.agents import (
-    PROCEED,
-    Intercepted,
-    Message,
-    RunContext,
-    ScriptedModel,
-    ToolCall,
-    ToolCallingAgent,
-    tool,
-)
+from ratchet.agents import PROCEED, Intercepted, RunContext, ScriptedModel, ToolCallingAgent, tool
 from ratchet.client import AgentClient
 from ratchet.errors import RunFailedError
 from ratchet.evals import EvalsPlugin
 from ratchet.evals._recording import RECORDING, Recording
+from ratchet.types import Message, ToolCall
 from ratchet.wire import InterceptorRef, RunOptions
 from ratchet.worker import build_worker
 

@@ -8,19 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from ratchet.agents import (
-    FilePart,
-    ImagePart,
-    Message,
-    OpenAIChatModel,
-    ScriptedModel,
-    ToolCallingAgent,
-)
+from ratchet.agents import OpenAIChatModel, ScriptedModel, ToolCallingAgent
 from ratchet.agents.models._anthropic_messages import to_anthropic_messages
 from ratchet.agents.models._openai_responses import OpenAIResponsesModel, to_input_items
 from ratchet.client import AgentClient
 from ratchet.errors import InvalidInputError, PayloadTooLargeError
 from ratchet.testing import OpenAIServer
+from ratchet.types import FilePart, ImagePart, Message
 from ratchet.worker import build_worker
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(64))

@@ -8,18 +8,11 @@ from datetime import timedelta
 
 import pytest
 
-from ratchet.agents import (
-    Message,
-    OpenAIChatModel,
-    RunContext,
-    ToolCall,
-    ToolCallingAgent,
-    Usage,
-    tool,
-)
+from ratchet.agents import OpenAIChatModel, RunContext, ToolCallingAgent, tool
 from ratchet.client import AgentClient
 from ratchet.errors import ModelError, RunFailedError
 from ratchet.testing import OpenAIServer
+from ratchet.types import Message, ToolCall, Usage
 from ratchet.wire import RunOptions
 from ratchet.worker import build_worker
 

@@ -10,17 +10,16 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 
 from ratchet.agents import (
-    Message,
     OpenAIChatModel,
     OpenAIResponsesModel,
     RunContext,
     ServiceThread,
     ToolCallingAgent,
-    Usage,
 )
 from ratchet.client import AgentClient
 from ratchet.errors import ModelError, RunFailedError
 from ratchet.testing import OpenAIServer
+from ratchet.types import Message, Usage
 from ratchet.wire import RunOptions
 from ratchet.worker import build_worker
 

@@ -9,15 +9,7 @@ import pytest
 from pydantic import BaseModel
 
 from ratchet.activities._resources import WorkerResources
-from ratchet.agents import (
-    JSONSerializer,
-    Message,
-    PickleSerializer,
-    ShareToken,
-    StateContext,
-    Usage,
-    state_schema,
-)
+from ratchet.agents import JSONSerializer, PickleSerializer, StateContext, state_schema
 from ratchet.agents._serializers import upgrade
 from ratchet.client import StateEntry
 from ratchet.errors import (
@@ -28,6 +20,7 @@ from ratchet.errors import (
     StateSchemaError,
     StateSerializationError,
 )
+from ratchet.types import Message, ShareToken, Usage
 
 from ..state_agents import Cart, Opaque, Point, rich_values
 
@@ -55,6 +48,10 @@ def test_ratchets_own_classes_are_stored_by_their_public_name_so_a_move_keeps_th
     # What was stored by module path before loads while the module is there.
     by_module = {**stored["m"], "class": "ratchet.agents._messages:Message"}
     assert serializer.deserialize(by_module) == Message.user("hi")
+    # Its home since 0.2 (ratchet.types) loads too; 0.2 still stores the 0.1.0 name, which
+    # resolves through ratchet.agents' alias, so a worker rolled back to 0.1.0 reads it.
+    by_home = {**stored["m"], "class": "ratchet.types:Message"}
+    assert serializer.deserialize(by_home) == Message.user("hi")
 
 
 def test_json_keeps_odd_dicts_and_floats():

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
-from ratchet.agents import Message, ToolCall, Usage
 from ratchet.client import AgentSession, AgentState, AgentStatus, ExecutionState, StepResult
+from ratchet.types import Message, ToolCall, Usage
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 

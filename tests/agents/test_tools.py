@@ -2,16 +2,9 @@
 
 from __future__ import annotations
 
-from ratchet.agents import (
-    ChatMessageThread,
-    Message,
-    RunContext,
-    ScriptedModel,
-    ToolCall,
-    ToolCallingAgent,
-    tool,
-)
+from ratchet.agents import ChatMessageThread, RunContext, ScriptedModel, ToolCallingAgent, tool
 from ratchet.errors import ScriptExhaustedError
+from ratchet.types import Message, ToolCall
 
 
 @tool

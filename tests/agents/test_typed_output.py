@@ -11,10 +11,11 @@ import pytest
 from pydantic import BaseModel, ValidationError
 from typing_extensions import TypedDict
 
-from ratchet.agents import Message, ScriptedModel, ToolCallingAgent, tool
+from ratchet.agents import ScriptedModel, ToolCallingAgent, tool
 from ratchet.agents._output import FINAL_RESULT, OutputSpec
 from ratchet.client import AgentClient
 from ratchet.errors import ConfigurationError, MaxTurnsExceededError
+from ratchet.types import Message
 from ratchet.wire import RunOptions, SessionOptions
 from ratchet.worker import build_worker
 
@@ -162,7 +163,7 @@ async def test_an_answer_without_its_wrapper_is_a_tool_error_the_model_reads(
 
 
 def test_output_as_says_what_is_wrong_with_a_plain_answer():
-    from ratchet.agents._state import AgentStatus
+    from ratchet.types import AgentStatus
     from ratchet.wire import RunResult
 
     result = RunResult(

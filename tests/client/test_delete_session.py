@@ -13,9 +13,10 @@ import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
-from ratchet.agents import Message, RunContext, ScriptedModel, ToolCallingAgent, agent_tool
+from ratchet.agents import RunContext, ScriptedModel, ToolCallingAgent, agent_tool
 from ratchet.client import AgentClient, schedule_runs_query
 from ratchet.errors import DeletionIncompleteError, SessionHasForksError
+from ratchet.types import Message
 from ratchet.wire import SessionOptions
 from ratchet.worker import build_worker
 

@@ -10,8 +10,6 @@ from pydantic import ValidationError
 from pydantic_core import to_json
 from temporalio.api.common.v1 import Payload
 
-from ratchet.agents._sparse import type_adapter
-from ratchet.agents._state import AgentStatus
 from ratchet.client import (
     CustomEvent,
     RunEvent,
@@ -26,6 +24,7 @@ from ratchet.client import (
     TurnCompleted,
 )
 from ratchet.payloads import data_converter
+from ratchet.types import AgentStatus, type_adapter
 
 # As the 0.1.0 workflows published them, before events were typed.
 RECORDED = [

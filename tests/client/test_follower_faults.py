@@ -15,7 +15,7 @@ from datetime import timedelta
 
 import pytest
 
-from ratchet.agents import Agent, Message, Result, RunContext, RunEvent, Thread
+from ratchet.agents import Agent, Result, RunContext, Thread
 from ratchet.client import AgentClient
 from ratchet.client import _earlier_runs as earlier_runs
 from ratchet.client import _follow as follow
@@ -23,6 +23,7 @@ from ratchet.client._event_reader import numbered_events
 from ratchet.devserver import DevServer
 from ratchet.errors import EventsExpiredError
 from ratchet.testing import WorkerProcess
+from ratchet.types import Message, RunEvent
 from ratchet.wire import SessionOptions
 from ratchet.worker import build_worker
 

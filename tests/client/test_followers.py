@@ -14,22 +14,18 @@ import pytest
 
 from ratchet.agents import (
     Agent,
-    CustomEvent,
-    Message,
     ModelResponse,
     Result,
     RunContext,
-    RunEvent,
     ScriptedModel,
-    TextDelta,
     Thread,
-    ToolCall,
     ToolCallingAgent,
     tool,
 )
 from ratchet.client import AgentClient
 from ratchet.client._event_reader import numbered_events
 from ratchet.errors import EventsExpiredError
+from ratchet.types import CustomEvent, Message, RunEvent, TextDelta, ToolCall
 from ratchet.wire import SessionOptions
 from ratchet.worker import build_worker
 

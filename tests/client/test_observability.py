@@ -12,11 +12,9 @@ from temporalio.client import Client, WorkflowExecution
 
 from ratchet.agents import (
     Agent,
-    Message,
     ModelPrice,
     Result,
     RunContext,
-    RunEvent,
     ScriptedModel,
     Thread,
     ToolCallingAgent,
@@ -24,6 +22,7 @@ from ratchet.agents import (
 )
 from ratchet.client import AgentClient, CustomEvent, TurnCompleted
 from ratchet.client._event_reader import read_events
+from ratchet.types import Message, RunEvent
 from ratchet.worker import build_worker
 
 from ..history import events, of_type

@@ -8,9 +8,9 @@ from datetime import timedelta
 
 import pytest
 
-from ratchet.agents import ToolCallingAgent, ask_user
+from ratchet.agents import ScriptedModel, ToolCallingAgent, ask_user
 from ratchet.errors import ConfigurationError
-from ratchet.testing import RatchetTestEnvironment, ScriptedModel
+from ratchet.testing import RatchetTestEnvironment
 
 pytestmark = pytest.mark.slow  # starts its own dev server
 

@@ -14,7 +14,7 @@ import pytest
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
-from ratchet.agents import Message, RunContext, ScriptedModel, ToolCallingAgent, tool
+from ratchet.agents import RunContext, ScriptedModel, ToolCallingAgent, tool
 from ratchet.client import AgentClient
 from ratchet.errors import (
     AgentBuildError,
@@ -37,6 +37,7 @@ from ratchet.errors import (
     run_failed,
 )
 from ratchet.evals._rerun import rerun
+from ratchet.types import Message
 from ratchet.wire import RunInput, RunOptions, SessionOptions
 from ratchet.worker import build_worker
 from ratchet.workflows import AgentRunWorkflow

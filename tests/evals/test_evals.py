@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from ratchet.agents import OpenAIChatModel, ScriptedModel, ToolCall, ToolCallingAgent, Usage
+from ratchet.agents import OpenAIChatModel, ScriptedModel, ToolCallingAgent
 from ratchet.client import AgentClient
 from ratchet.errors import InvalidInputError, ModelError
 from ratchet.evals import (
@@ -33,6 +33,7 @@ from ratchet.evals import (
 )
 from ratchet.evals._report import scored
 from ratchet.testing import OpenAIServer
+from ratchet.types import ToolCall, Usage
 from ratchet.worker import build_worker
 
 CASE = Case(id="oslo", prompt="Weather in Oslo?", expected="Snow in Oslo")

@@ -12,13 +12,14 @@ from typing import Any
 
 import pytest
 
-from ratchet.agents import Message, ScriptedModel, ToolCallingAgent, tool
+from ratchet.agents import ScriptedModel, ToolCallingAgent, tool
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
 from ratchet.errors import InvalidInputError
 from ratchet.evals import Dataset, EvalsPlugin, contains
 from ratchet.evals._recording import user_turns
 from ratchet.evals._rerun import find_sources, rerun, rerun_many
+from ratchet.types import Message
 from ratchet.worker import build_worker
 
 from ..cli.test_cli_sessions import ratchet, read_until, spawn

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from temporalio.service import RPCError
 
-from ratchet.agents import Message, ModelPrice, ScriptedModel, ToolCallingAgent, tool
+from ratchet.agents import ModelPrice, ScriptedModel, ToolCallingAgent, tool
 from ratchet.client import AgentClient, RunHandle
 from ratchet.devserver import DevServer
 from ratchet.errors import InvalidInputError, InvalidOptionsError
@@ -22,6 +22,7 @@ from ratchet.evals._batch import get_rerun, start_batch, start_rerun
 from ratchet.evals._batch_workflow import RerunBatchWorkflow
 from ratchet.evals._rerun import rerun, rerun_many
 from ratchet.evals._rerun_types import MAX_SNAPSHOT_BYTES, BatchInput, SourceSnapshot, child_id
+from ratchet.types import Message
 from ratchet.wire import RunOptions, SessionOptions
 from ratchet.worker import build_worker
 

@@ -9,9 +9,10 @@ import pytest
 from temporalio.client import WorkflowUpdateFailedError
 
 from ratchet.agents import ScriptedModel, ToolCallingAgent, tool
-from ratchet.agents._approvals import ApprovalPolicy, ApprovalRules, RuleChange, allow, ask, deny
+from ratchet.agents._approvals import ApprovalPolicy, allow, ask, deny
 from ratchet.client import AgentClient
 from ratchet.errors import ApprovalRuleError, DecisionError, InvalidInputError
+from ratchet.types import ApprovalRules, RuleChange
 from ratchet.wire import RunOptions, SessionOptions
 from ratchet.worker import build_worker
 

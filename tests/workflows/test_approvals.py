@@ -9,18 +9,10 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowFailureError
 
-from ratchet.agents import (
-    Agent,
-    Message,
-    Result,
-    RunContext,
-    ScriptedModel,
-    Thread,
-    ToolCallingAgent,
-    tool,
-)
+from ratchet.agents import Agent, Result, RunContext, ScriptedModel, Thread, ToolCallingAgent, tool
 from ratchet.client import AgentClient, AgentStatus
 from ratchet.errors import DecisionError
+from ratchet.types import Message
 from ratchet.wire import RunOptions
 from ratchet.worker import build_worker
 

@@ -22,12 +22,12 @@ from temporalio.contrib.workflow_streams import (
 )
 
 from ratchet._temporal_internals import decode_stream_payload, stream_item
-from ratchet.agents._events import RunEvent
 from ratchet.client import AgentClient, _checkpoints
 from ratchet.client._earlier_runs import earlier_events
 from ratchet.errors import ClosedRunUnreadableError
 from ratchet.history import ClosedRun, checkpoint_answer, closed_run_of, held_events
 from ratchet.payloads._converter import data_converter
+from ratchet.types import RunEvent
 from ratchet.wire import RunOptions, SessionOptions
 from ratchet.wire._names import CHECKPOINT_QUERY
 from ratchet.wire._run_record import (

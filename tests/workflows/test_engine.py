@@ -9,7 +9,6 @@ from temporalio.client import WorkflowExecutionStatus
 
 from ratchet.agents import (
     Agent,
-    Message,
     ModelResponse,
     Result,
     RunContext,
@@ -19,6 +18,7 @@ from ratchet.agents import (
 )
 from ratchet.client import AgentClient, AgentStatus
 from ratchet.errors import InvalidInputError, ModelError, RunFailedError
+from ratchet.types import Message
 from ratchet.wire import RunOptions
 from ratchet.worker import build_worker
 

@@ -9,7 +9,6 @@ import pytest
 from ratchet.agents import (
     Agent,
     KeepLastTurns,
-    Message,
     Result,
     RunContext,
     ScriptedModel,
@@ -18,6 +17,7 @@ from ratchet.agents import (
 )
 from ratchet.client import AgentClient
 from ratchet.errors import InvalidInputError
+from ratchet.types import Message
 from ratchet.wire import RunOptions
 from ratchet.worker import build_worker
 

@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-from ratchet.agents import Message, RunContext, ScriptedModel, ToolCallingAgent, tool
+from ratchet.agents import RunContext, ScriptedModel, ToolCallingAgent, tool
 from ratchet.client import AgentClient, RunHandle
+from ratchet.types import Message
 from ratchet.wire import RunOptions
 from ratchet.wire._names import TURN_ACTIVITY
 from ratchet.worker import build_worker

@@ -13,7 +13,7 @@ import pytest
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
-from ratchet.agents import Message, ScriptedModel, ToolCallingAgent, ask_user
+from ratchet.agents import ScriptedModel, ToolCallingAgent, ask_user
 from ratchet.client import AgentClient, new_request_id
 from ratchet.client import _retries as retries
 from ratchet.errors import (
@@ -24,6 +24,7 @@ from ratchet.errors import (
     RunFailedError,
 )
 from ratchet.testing import RatchetTestEnvironment
+from ratchet.types import Message
 from ratchet.wire import RunOptions, SessionOptions
 from ratchet.wire._names import SEND_UPDATE
 from ratchet.wire._session_data import RecentRequests, SendRequest, request_made_ms

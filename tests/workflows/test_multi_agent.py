@@ -7,15 +7,10 @@ from collections.abc import Sequence
 import pytest
 from temporalio.api.enums.v1 import EventType
 
-from ratchet.agents import (
-    Message,
-    RunContext,
-    ScriptedModel,
-    ToolCallingAgent,
-    agent_tool,
-)
+from ratchet.agents import RunContext, ScriptedModel, ToolCallingAgent, agent_tool
 from ratchet.client import AgentClient
 from ratchet.errors import RunFailedError
+from ratchet.types import Message
 from ratchet.wire import RunOptions
 from ratchet.worker import build_worker
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
-from ratchet.agents import Message, RunContext, ScriptedModel, ToolCallingAgent
+from ratchet.agents import RunContext, ScriptedModel, ToolCallingAgent
 from ratchet.client import AgentClient
 from ratchet.examples.orchestration import (
     FanOut,
@@ -13,6 +13,7 @@ from ratchet.examples.orchestration import (
     WriterCriticInput,
     WriterCriticLoop,
 )
+from ratchet.types import Message
 from ratchet.worker import build_worker
 
 

@@ -11,7 +11,6 @@ from temporalio.api.enums.v1 import EventType
 
 from ratchet.agents import (
     Agent,
-    Message,
     OpenAIResponsesModel,
     Result,
     RunContext,
@@ -22,6 +21,7 @@ from ratchet.agents import (
 from ratchet.agents._compaction import KeepLastTurns, Summarize, SummarizingAgent
 from ratchet.client import AgentClient
 from ratchet.testing import OpenAIServer
+from ratchet.types import Message
 from ratchet.wire import RunOptions, SessionOptions
 from ratchet.worker import build_worker
 

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from temporalio.api.enums.v1 import EventType
 
-from ratchet.agents import Agent, Message, Result, RunContext, ScriptedModel, Thread
+from ratchet.agents import Agent, Result, RunContext, ScriptedModel, Thread
 from ratchet.client import AgentClient, AgentStatus
 from ratchet.errors import (
     DecisionError,
@@ -18,6 +18,7 @@ from ratchet.errors import (
     SessionClosedError,
     UsageError,
 )
+from ratchet.types import Message
 from ratchet.wire import RunOptions, SessionOptions
 from ratchet.worker import build_worker
 

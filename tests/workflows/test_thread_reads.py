@@ -15,7 +15,6 @@ from temporalio.client import Client, Interceptor, OutboundInterceptor, QueryWor
 from ratchet.activities._log_cache import ThreadCache
 from ratchet.agents import (
     Agent,
-    Message,
     Result,
     RunContext,
     ScriptedModel,
@@ -25,11 +24,11 @@ from ratchet.agents import (
     tool,
 )
 from ratchet.agents._compaction import Summarize, SummarizingAgent
-from ratchet.agents._state import ThreadData
 from ratchet.client import AgentClient, SessionHandle
 from ratchet.devserver import DevServer
 from ratchet.errors import InvalidInputError, RunFailedError, UsageError
 from ratchet.payloads import EncryptionCodec
+from ratchet.types import Message, ThreadData
 from ratchet.wire import RunOptions, SessionOptions
 from ratchet.wire._names import THREAD_QUERY
 from ratchet.wire._session_data import LogInfo, batch_key, ids_digest

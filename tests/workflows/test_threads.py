@@ -11,12 +11,10 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 
 from ratchet.activities._log_cache import ThreadCache
-from ratchet.agents import Message, ScriptedModel, ToolCallingAgent, tool
-from ratchet.agents._messages import approximate_size, id_tag
-from ratchet.agents._spans import Span
-from ratchet.agents._state import ThreadData
+from ratchet.agents import ScriptedModel, ToolCallingAgent, tool
 from ratchet.client import AgentClient, RunHandle
 from ratchet.errors import RunFailedError
+from ratchet.types import Message, Span, ThreadData, approximate_size, id_tag
 from ratchet.wire import RunOptions
 from ratchet.worker import build_worker
 

@@ -8,10 +8,10 @@ import re
 from collections.abc import Generator, Sequence
 from typing import Any, cast
 
+from ratchet.types import Message, TextDelta, ToolCall
+
 from ...errors import ConfigurationError, ContextOverflowError, ModelError
 from .._context import RunContext
-from .._events import TextDelta
-from .._messages import Message, ToolCall
 from .._pricing import ModelPrice
 from .._tools import Tool
 from ._base import ModelClient, ModelResponse, empty_reply

@@ -7,9 +7,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from ratchet.types import Message
+
 from ...errors import ModelError
 from .._context import RunContext
-from .._messages import Message
 from .._model_response import ModelResponse
 from .._pricing import ModelPrice
 from .._thread import MESSAGES

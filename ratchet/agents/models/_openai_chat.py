@@ -17,14 +17,12 @@ from openai.types.chat import (
     ChatCompletionMessageFunctionToolCall,
 )
 
+from ratchet.types import FilePart, ImagePart, Message, TextDelta, ToolCall, Usage, data_url
+
 from ...errors import ConfigurationError, ContextOverflowError, InvalidInputError, ModelError
 from .._context import RunContext
-from .._events import TextDelta
-from .._messages import Message, ToolCall
-from .._parts import FilePart, ImagePart, data_url
 from .._pricing import ModelPrice
 from .._tools import Tool
-from .._usage import Usage
 from ._base import ModelClient, ModelResponse, empty_reply
 from ._context_windows import known_window
 

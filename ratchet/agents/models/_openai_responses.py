@@ -20,11 +20,10 @@ from openai.types.responses import (
     ResponseOutputText,
 )
 
+from ratchet.types import FilePart, ImagePart, Message, TextDelta, ToolCall, data_url
+
 from ...errors import ModelError
 from .._context import RunContext
-from .._events import TextDelta
-from .._messages import Message, ToolCall
-from .._parts import FilePart, ImagePart, data_url
 from .._thread import MESSAGES, OPENAI_RESPONSES
 from .._tools import Tool
 from ._base import ModelResponse, empty_reply

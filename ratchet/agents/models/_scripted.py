@@ -7,13 +7,12 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ratchet.types import Message, TextDelta, ToolCall, Usage
+
 from ...errors import ScriptExhaustedError
 from .._context import RunContext
-from .._events import TextDelta
-from .._messages import Message, ToolCall
 from .._pricing import ModelPrice
 from .._tools import Tool
-from .._usage import Usage
 from ._base import ModelClient, ModelResponse
 
 Reply = str | Message | BaseException

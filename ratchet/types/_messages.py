@@ -83,7 +83,7 @@ class Message(SparseModel):
     is_error: bool = False
     id: str = ""
     parts: list[Part] = Field(default_factory=list[Part])
-    """Images and files next to the text (``ratchet.agents._parts``)."""
+    """Images and files next to the text (``ImagePart``, ``FilePart``)."""
 
     @classmethod
     def system(cls, text: str) -> Message:

@@ -1,6 +1,6 @@
 """Spans: the pieces of a thread's working view, and how a view is written.
 
-A view (``ratchet.agents._views``) is a list of spans of a thread's log; every
+A view (``ratchet.types.views``) is a list of spans of a thread's log; every
 turn's input carries one, so it is written as one short string. Below both the
 thread data that holds a view (``state``) and the functions that compute views
 (``views``).

@@ -19,7 +19,7 @@ PendingKind = Literal["approval", "input", "tool", "agent", "client"]
 """``approval``: a tool call a person must approve first, then run as its own activity.
 ``input``: a question for the user. ``tool``: a durable tool call, run as its own
 activity. ``agent``: a sub-agent, run as a child workflow. ``client``: a call of a
-tool the run's caller runs (``ratchet.agents._client_tools``), whose result it sends."""
+tool the run's caller runs (``ratchet.types.ClientTool``), whose result it sends."""
 
 
 def question_id(execution_id: str, turn: int, n: int) -> str:

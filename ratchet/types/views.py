@@ -13,9 +13,7 @@ view by themselves.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 
-from ._compaction import Compaction, DropToolResults, Summarize, dropped
 from ._messages import Message
 from ._spans import Span
 
@@ -98,24 +96,6 @@ def without(view: Sequence[Span], start: int, end: int) -> list[Span]:
     return normalize(out)
 
 
-@dataclass
-class Compacted:
-    """What a compaction keeps in view (log positions with drop flags), in order:
-    ``pinned`` (leading system messages and the task), then a summary note (for
-    ``Summarize``), then ``rest``. ``older`` are the messages to summarise."""
-
-    pinned: list[tuple[int, bool]]
-    rest: list[tuple[int, bool]]
-    older: list[Message]
-
-    def view(self, version: int, note: int | None = None) -> list[Span]:
-        """The view for the turn that starts at log position ``version``: what is
-        kept, the note at log position ``note`` (if any), then everything from
-        ``version`` on (the note excepted)."""
-        items = [*self.pinned, *([(note, False)] if note is not None else []), *self.rest]
-        return view_of(items, version, note)
-
-
 def view_of(shown: Iterable[tuple[int, bool]], version: int, note: int | None = None) -> list[Span]:
     """The view for the turn that starts at log position ``version``: the messages
     ``shown`` (the note at log position ``note`` among them, if any), then
@@ -126,24 +106,9 @@ def view_of(shown: Iterable[tuple[int, bool]], version: int, note: int | None = 
     return normalize([*spans_of(shown), *tail])
 
 
-def compact(
-    policy: Compaction,
-    messages: Sequence[Message],
-    shown: Sequence[tuple[int, bool]],
-) -> Compacted | None:
-    """Apply ``policy`` to the working ``messages`` (at log positions ``shown``);
-    ``None`` when the thread is within budget or nothing can be left out."""
-    if not policy.over_budget(messages):
-        return None
-    where = {id(m): s for m, s in zip(messages, shown, strict=True)}
-    pinned, older, recent = policy.split(messages, policy.kept_turns())
-    if not older:
-        return None
-    at = [where[id(m)] for m in pinned]
-    if isinstance(policy, DropToolResults):
-        if all(m.role != "tool" or where[id(m)][1] for m in older):
-            return None  # every older tool result is dropped already
-        rest = [(where[id(m)][0], True) for m in older] + [where[id(m)] for m in recent]
-        return Compacted(at, rest, [])
-    summarised = list(older) if isinstance(policy, Summarize) else []
-    return Compacted(at, [where[id(m)] for m in recent], summarised)
+def dropped(message: Message) -> Message:
+    """A tool result as compaction leaves it: a one-line note of its size."""
+    if message.role != "tool" or (message.content or "").startswith("[tool result dropped"):
+        return message
+    note = f"[tool result dropped to save context: {len(message.content or ''):,} characters]"
+    return message.model_copy(update={"content": note})

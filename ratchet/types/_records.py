@@ -14,15 +14,15 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ._approvals import ApprovalRules
+from ._approval_rules import ApprovalRules
 from ._messages import Message, new_id
 from ._pending import Decision
 from ._spans import View, whole_log
 from ._sparse import SparseModel
-from ._state_context import ShareToken, StateEntry
+from ._state_values import ShareToken, StateEntry
 from ._status import AgentStatus
 from ._usage import Usage
-from ._views import render
+from .views import render
 
 
 class SessionInfo(BaseModel):
@@ -153,7 +153,7 @@ class PromptSize(SparseModel):
 
 class ThreadData(BaseModel):
     """A thread: an append-only log of every message it ever had, and the view of
-    it that a turn sends (see ``ratchet.agents._views``).
+    it that a turn sends (see ``ratchet.types.views``).
 
     Compaction and failed sends change only the view; the log keeps every message,
     in order, written to history once. A workflow run holds the messages appended
@@ -233,7 +233,7 @@ class AgentSession(BaseModel):
     """Share tokens granted on this agent's keys, by token id."""
     approvals: ApprovalRules = Field(default_factory=ApprovalRules)
     """The session's own approval rules ("always allow search here"), read before
-    the agent's policy (``ratchet.agents._approvals``)."""
+    the agent's policy (``ratchet.agents.ApprovalPolicy``)."""
     decisions: list[Decision] = Field(default_factory=list[Decision])
     """The latest decisions on its calls and questions, oldest first (the audit
     trail; at most ``DECISIONS_KEPT``)."""
