@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ratchet.errors import ConfigurationError
-from ratchet.wire._search_attributes import dev_server_flags
+from ratchet.wire import dev_server_flags
 
 __all__ = ["DevServer", "env_with_address", "free_port", "port_is_free", "temporal_binary"]
 

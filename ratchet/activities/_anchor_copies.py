@@ -16,12 +16,16 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from ratchet.errors import ThreadResolutionError
-from ratchet.history import namespace_retention
-from ratchet.history._log_pages import Holder, fetch_range
-from ratchet.history._log_segments import SegmentCache
+from ratchet.history import Holder, SegmentCache, fetch_range, namespace_retention
 from ratchet.types import Gap, Message, approximate_size
-from ratchet.wire._anchor_data import AnchorChunk, AnchorRequest, Horizon
-from ratchet.wire._names import ANCHOR_ACTIVITY, HORIZON_ACTIVITY, PAGE_BYTES
+from ratchet.wire import (
+    ANCHOR_ACTIVITY,
+    HORIZON_ACTIVITY,
+    PAGE_BYTES,
+    AnchorChunk,
+    AnchorRequest,
+    Horizon,
+)
 
 HORIZON_SHARE = 0.5
 """The part of the namespace's retention a thread relies on a closed run for: it

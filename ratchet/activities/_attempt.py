@@ -11,8 +11,7 @@ from typing import Any
 from temporalio import activity
 
 from ratchet.errors import StaleAttemptError
-from ratchet.wire._names import ATTEMPTS_KEY
-from ratchet.wire._turn_data import AttemptRecord
+from ratchet.wire import ATTEMPTS_KEY, AttemptRecord
 
 from ._heartbeats import Heartbeats, TurnCancelled
 

@@ -14,9 +14,15 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet.types import Message
-from ratchet.wire._names import DELIVER_ACTIVITY, SEND_UPDATE
-from ratchet.wire._schedule_data import SCHEDULE_PAUSED_NOTE, Delivery
-from ratchet.wire._session_data import SendOutcome, SendRequest, send_digest
+from ratchet.wire import (
+    DELIVER_ACTIVITY,
+    SCHEDULE_PAUSED_NOTE,
+    SEND_UPDATE,
+    Delivery,
+    SendOutcome,
+    SendRequest,
+    send_digest,
+)
 
 
 @activity.defn(name=DELIVER_ACTIVITY)

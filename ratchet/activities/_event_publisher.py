@@ -26,7 +26,7 @@ from typing import Any
 from temporalio.contrib.workflow_streams import TopicHandle, WorkflowStreamClient
 
 from ratchet.types import EventBase, Retry, TextDelta, as_event
-from ratchet.wire._names import EVENTS_TOPIC
+from ratchet.wire import EVENTS_TOPIC
 
 DEFAULT_BATCH_INTERVAL = timedelta(milliseconds=250)
 """How often a turn sends what it emitted: each batch is one signal in history."""

@@ -20,9 +20,9 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 
 from ratchet.activities._owner import workflow_of
-from ratchet.history._log_pages import CacheStats
+from ratchet.history import CacheStats
 from ratchet.types import Message, approximate_size, id_tag
-from ratchet.wire._names import PAGE_BYTES
+from ratchet.wire import PAGE_BYTES
 
 
 class ThreadCache:

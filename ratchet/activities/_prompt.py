@@ -18,17 +18,21 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from ratchet._handoff import HANDOFF
-from ratchet.agents._agent import Agent
-from ratchet.agents._compaction import Compaction, Summarize
-from ratchet.agents._compaction import compact as compaction_of
-from ratchet.agents._context import RunContext
-from ratchet.agents._fit_window import Plan, kept
-from ratchet.agents._thread import MESSAGES, ChatMessageThread, ServiceThread, Thread
+from ratchet.agents import (
+    Agent,
+    ChatMessageThread,
+    Compaction,
+    RunContext,
+    ServiceThread,
+    Summarize,
+    Thread,
+)
+from ratchet.agents._engine import MESSAGES, Plan, kept
+from ratchet.agents._engine import compact as compaction_of
 from ratchet.errors import UsageError
-from ratchet.history._log_pages import Holder
+from ratchet.history import Holder
 from ratchet.types import Message, Span, Usage, new_id, views
-from ratchet.wire._names import THREAD_NOT_CACHED
-from ratchet.wire._turn_data import ThreadRef, TurnInput
+from ratchet.wire import THREAD_NOT_CACHED, ThreadRef, TurnInput
 
 from ._log_cache import ThreadCache
 from ._owner import workflow_of

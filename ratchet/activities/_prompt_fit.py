@@ -16,14 +16,11 @@ from typing import Any
 
 from temporalio import activity
 
-from ratchet.agents._agent import Agent
-from ratchet.agents._compaction import estimate_tokens
-from ratchet.agents._context import RunContext
-from ratchet.agents._fit_window import FitWindow, Plan, measured, refused
-from ratchet.agents._thread import Thread
+from ratchet.agents import Agent, FitWindow, RunContext, Thread
+from ratchet.agents._engine import Plan, estimate_tokens, measured, refused
 from ratchet.errors import ContextOverflowError
 from ratchet.types import Message, PromptSize, Usage
-from ratchet.wire._turn_data import TurnInput
+from ratchet.wire import TurnInput
 
 from ._prompt import Compacted, LogPrompt
 

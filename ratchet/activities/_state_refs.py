@@ -19,10 +19,10 @@ from temporalio import activity
 from temporalio.client import Client, WorkflowQueryFailedError
 
 from ratchet.activities._owner import workflow_of
-from ratchet.agents._state_export import StateExport
+from ratchet.agents._engine import StateExport
 from ratchet.errors import ThreadResolutionError
 from ratchet.types import StateChange, StateEntry
-from ratchet.wire._names import STATE_QUERY
+from ratchet.wire import STATE_QUERY
 
 
 def new_write_id() -> str:

@@ -12,8 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from temporalio.client import Client
 
 from ratchet.errors import ThreadResolutionError
-from ratchet.history._log_pages import Holder, fetch_range
-from ratchet.history._log_segments import SegmentCache
+from ratchet.history import Holder, SegmentCache, fetch_range
 from ratchet.types import Message, id_tag
 
 from ._log_cache import LogEntry, ThreadCache, unstick

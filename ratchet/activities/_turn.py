@@ -21,11 +21,8 @@ from temporalio.service import RPCError
 
 from ratchet.activities._event_publisher import DEFAULT_BATCH_INTERVAL, TurnEvents
 from ratchet.activities._owner import workflow_of
-from ratchet.agents._agent import Agent
-from ratchet.agents._context import RunContext
-from ratchet.agents._interceptors import InterceptorFactory, ToolInterceptor, intercepted
-from ratchet.agents._state_context import StateContext
-from ratchet.agents._thread import MESSAGES
+from ratchet.agents import Agent, InterceptorFactory, RunContext, StateContext, ToolInterceptor
+from ratchet.agents._engine import MESSAGES, intercepted
 from ratchet.errors import (
     PAYLOAD_LIMIT,
     AgentBuildError,
@@ -39,9 +36,14 @@ from ratchet.errors import (
 )
 from ratchet.telemetry import record_turn
 from ratchet.types import Message, new_id
-from ratchet.wire._names import TOOL_ACTIVITY, TURN_ACTIVITY
-from ratchet.wire._options import InterceptorRef
-from ratchet.wire._turn_data import ToolInput, TurnInput, TurnOutput
+from ratchet.wire import (
+    TOOL_ACTIVITY,
+    TURN_ACTIVITY,
+    InterceptorRef,
+    ToolInput,
+    TurnInput,
+    TurnOutput,
+)
 
 from ._attempt import Attempt
 from ._heartbeats import TurnCancelled, stale_message

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 
-from ratchet.agents._agent import Result
-from ratchet.agents._context import RunContext
-from ratchet.agents._thread import MESSAGES
+from ratchet.agents import Result, RunContext
+from ratchet.agents._engine import MESSAGES
 from ratchet.errors import PayloadTooLargeError, UsageError
 from ratchet.types import Message, Span, Usage, approximate_size, new_id, reply_id, result_id
-from ratchet.wire._turn_data import AttemptRecord, TurnInput, TurnOutput
+from ratchet.wire import AttemptRecord, TurnInput, TurnOutput
 
 from ._prompt_fit import Fitted, PromptFit
 

@@ -25,7 +25,7 @@ from ._compaction import (
 )
 from ._context import RunContext
 from ._fit_window import FitWindow
-from ._interceptors import PROCEED, Intercepted, ToolInterceptor
+from ._interceptors import PROCEED, Intercepted, InterceptorFactory, ToolInterceptor
 from ._moved import TO_TYPES
 from ._pricing import ModelPrice
 from ._serializers import JSONSerializer, PickleSerializer, StateSerializer, state_schema
@@ -33,6 +33,7 @@ from ._state_context import StateContext
 from ._thread import ChatMessageThread, ServiceThread, Thread
 from ._tool_calling import ToolCallingAgent
 from ._tools import Tool, Toolset, agent_tool, ask_user, tool
+from ._tracing import use_tracer
 from .models import (
     ModelClient,
     ModelResponse,
@@ -45,6 +46,8 @@ if TYPE_CHECKING:
     from .models import AnthropicModel
 
 __all__ = [
+    "use_tracer",
+    "InterceptorFactory",
     "AnthropicModel",
     "Agent",
     "ApprovalPolicy",

@@ -29,6 +29,9 @@ COMMANDS = (
 )
 
 
+__all__ = ["build_parser", "entry", "main"]
+
+
 def entry() -> None:
     """The ``ratchet`` console script: exits with the command's real code, every time."""
     from ratchet._exit import hard_exit

@@ -6,7 +6,7 @@ return: a run's ``AgentState`` (status, turns, the thread), committed state
 yields (``RunEvent``: one class per kind, each with typed ``data``).
 """
 
-from ratchet.agents._state_export import AgentStateExport, StateExport
+from ratchet.agents._engine import AgentStateExport, StateExport
 from ratchet.types import (
     AgentSession,
     AgentState,
@@ -43,8 +43,7 @@ from ratchet.types import (
     TurnCompletedData,
     TurnStarted,
 )
-from ratchet.wire._anchor_data import Anchored
-from ratchet.wire._session_data import SessionStatus, new_request_id
+from ratchet.wire import Anchored, SessionStatus, new_request_id
 
 from ._checkpoints import Checkpoint
 from ._client import AgentClient

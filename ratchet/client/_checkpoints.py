@@ -26,9 +26,13 @@ from ratchet.errors import (
 )
 from ratchet.history import checkpoint_answer, closed_run, first_turn
 from ratchet.types import Gap, Message, StateEntry, ToolCall
-from ratchet.wire._names import CHECKPOINT_QUERY
-from ratchet.wire._options import SessionOptions
-from ratchet.wire._session_data import CheckpointAnswer, CheckpointRequest, TurnMark
+from ratchet.wire import (
+    CHECKPOINT_QUERY,
+    CheckpointAnswer,
+    CheckpointRequest,
+    SessionOptions,
+    TurnMark,
+)
 
 
 class Checkpoint(BaseModel):

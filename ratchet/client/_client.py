@@ -26,30 +26,32 @@ from temporalio.converter import (
 from temporalio.envconfig import ClientConfig
 from temporalio.service import RPCError, RPCStatusCode
 
-from ratchet.agents._state_export import StateExport
+from ratchet.agents._engine import StateExport
 from ratchet.errors import (
     ConfigurationError,
     InvalidInputError,
     ServerUnreachableError,
 )
-from ratchet.history import namespace_retention
-from ratchet.history._log_pages import Holder, fetch_range
-from ratchet.history._log_segments import SegmentCache
-from ratchet.payloads._converter import RatchetPayloadConverter
+from ratchet.history import Holder, SegmentCache, fetch_range, namespace_retention
+from ratchet.payloads import RatchetPayloadConverter
 from ratchet.plugin import RatchetClientPlugin, ratchet_converter
 from ratchet.types import AgentSession, Gap, Message, ThreadBase, ThreadData, new_id
-from ratchet.wire._names import PAGE_BYTES, RUN_WORKFLOW, SESSION_WORKFLOW
-from ratchet.wire._options import RunOptions, SessionOptions
-from ratchet.wire._run_data import (
+from ratchet.wire import (
+    AGENT_NAME,
+    AGENT_STATUS,
+    PAGE_BYTES,
+    RUN_WORKFLOW,
+    SESSION_WORKFLOW,
+    CheckpointAnswer,
     RunInput,
+    RunOptions,
     RunResult,
+    SessionInput,
+    SessionOptions,
+    TurnMark,
     new_messages,
 )
-from ratchet.wire._search_attributes import AGENT_NAME, AGENT_STATUS
-from ratchet.wire._session_data import CheckpointAnswer, SessionInput, TurnMark
-from ratchet.workflows._agent_run import AgentRunWorkflow
-from ratchet.workflows._progress import run_details
-from ratchet.workflows._session import AgentSessionWorkflow
+from ratchet.workflows import AgentRunWorkflow, AgentSessionWorkflow, run_details
 
 from ._checkpoints import Checkpoint, not_run, read_mark
 from ._deletion import DELETE_WAIT, FORKED_FROM, SessionDeletion, delete_session

@@ -39,12 +39,8 @@ from ratchet.errors import (
     SessionNotFoundError,
 )
 from ratchet.history import anchor_results
-from ratchet.payloads._storage import FileStorageDriver
-from ratchet.wire._names import (
-    RERUN_BATCH_WORKFLOW,
-    SESSION_WORKFLOW,
-    parse_session_run_id,
-)
+from ratchet.payloads import FileStorageDriver
+from ratchet.wire import RERUN_BATCH_WORKFLOW, SESSION_WORKFLOW, parse_session_run_id
 
 from ._error_mapping import check_id
 

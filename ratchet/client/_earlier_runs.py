@@ -23,7 +23,7 @@ from temporalio.service import RPCError
 
 from ratchet.errors import ClosedRunUnreadableError, HistoryGoneError
 from ratchet.history import HeldEvents, closed_run, held_events
-from ratchet.wire._names import EVENTS_TOPIC, POLL_QUERY
+from ratchet.wire import EVENTS_TOPIC, POLL_QUERY
 
 Item = Any
 """A stream item as the poll query returns it (``offset``, ``data``)."""

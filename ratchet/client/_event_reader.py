@@ -49,7 +49,7 @@ from ratchet._temporal_internals import decode_stream_payload
 from ratchet.errors import EventsExpiredError, EventsUnavailableError
 from ratchet.history import closed_run, held_events
 from ratchet.types import RunEvent
-from ratchet.wire._names import OFFSET_QUERY
+from ratchet.wire import OFFSET_QUERY
 
 from . import _earlier_runs as earlier_runs
 from ._earlier_runs import earlier_events, held_from, poll

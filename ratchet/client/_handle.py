@@ -14,12 +14,11 @@ from typing import Any, ClassVar
 from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from ratchet.agents._state_export import StateExport
+from ratchet.agents._engine import StateExport
 from ratchet.errors import DecisionError, InvalidInputError, RunFailedError
 from ratchet.types import AgentState, ApprovalRules, Decision, PendingView, rule_change
-from ratchet.wire._names import STATE_QUERY
-from ratchet.wire._run_data import DecisionRequest, ToolResultRequest, Verdict
-from ratchet.workflows._decisions import AgentHandlers
+from ratchet.wire import STATE_QUERY, DecisionRequest, DecisionVerdict, ToolResultRequest
+from ratchet.workflows import AgentHandlers
 
 from ._error_mapping import GuardedHandle, Noun, failed_run, translated
 from ._turn_records import TurnRecord, read_turns
@@ -33,7 +32,7 @@ def as_refused(failure: RunFailedError, refused: Refused) -> Exception:
     return failure if refused is None else refused(failure.cause)
 
 
-UPDATES: dict[Verdict, Callable[..., Any]] = {
+UPDATES: dict[DecisionVerdict, Callable[..., Any]] = {
     "approve": AgentHandlers.approve,
     "reject": AgentHandlers.reject,
     "answer": AgentHandlers.provide_input,
@@ -152,7 +151,7 @@ class AgentHandle:
         )
         return await self._update(AgentHandlers.provide_tool_result, request)
 
-    async def _decide(self, verdict: Verdict, request: DecisionRequest) -> Decision:
+    async def _decide(self, verdict: DecisionVerdict, request: DecisionRequest) -> Decision:
         try:
             return await self._update(UPDATES[verdict], request, DecisionError)
         except RunFailedError as e:

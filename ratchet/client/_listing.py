@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from ratchet.errors import InvalidInputError
-from ratchet.wire._names import RUN_WORKFLOW, SESSION_WORKFLOW
+from ratchet.wire import RUN_WORKFLOW, SESSION_WORKFLOW
 
 from ._error_mapping import check_id, translated
 

@@ -12,7 +12,7 @@ from temporalio.common import SearchAttributeKey
 from temporalio.service import RPCError
 
 from ratchet.errors import ConfigurationError
-from ratchet.wire._search_attributes import INDEXED, SEARCH_ATTRIBUTES, cli_commands, kind_of
+from ratchet.wire import INDEXED, SEARCH_ATTRIBUTES, cli_commands, kind_of
 
 
 async def missing_search_attributes(client: Client) -> list[SearchAttributeKey]:

@@ -11,8 +11,8 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet._temporal_internals import handle_client
 from ratchet.types import Message, PendingView, RunEvent, StateChanged, ThreadData
-from ratchet.wire._run_data import RunResult, StopRequest
-from ratchet.workflows._agent_run import AgentRunWorkflow
+from ratchet.wire import RunResult, StopRequest
+from ratchet.workflows import AgentRunWorkflow
 
 from ._error_mapping import GuardedHandle, already_ended, failed_run
 from ._event_reader import run_events

@@ -31,11 +31,16 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet.errors import InvalidInputError
 from ratchet.types import new_id
-from ratchet.wire._names import RUN_WORKFLOW, SCHEDULED_SEND_WORKFLOW
-from ratchet.wire._options import RunOptions
-from ratchet.wire._run_data import RunInput, new_messages
-from ratchet.wire._schedule_data import ScheduledMessage
-from ratchet.wire._search_attributes import AGENT_NAME, AGENT_STATUS
+from ratchet.wire import (
+    AGENT_NAME,
+    AGENT_STATUS,
+    RUN_WORKFLOW,
+    SCHEDULED_SEND_WORKFLOW,
+    RunInput,
+    RunOptions,
+    ScheduledMessage,
+    new_messages,
+)
 
 if TYPE_CHECKING:
     from ._client import AgentClient

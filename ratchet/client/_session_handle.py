@@ -40,21 +40,21 @@ from ratchet.types import (
     new_id,
     tool_problems,
 )
-from ratchet.wire._anchor_data import Anchored
-from ratchet.wire._names import OFFSET_QUERY, REANCHOR_UPDATE, SESSION_WORKFLOW
-from ratchet.wire._run_data import (
+from ratchet.wire import (
+    OFFSET_QUERY,
+    REANCHOR_UPDATE,
+    SESSION_WORKFLOW,
+    Anchored,
     RunResult,
-    new_messages,
-)
-from ratchet.wire._session_data import (
     SendOutcome,
     SendRequest,
     SessionStatus,
+    new_messages,
     new_request_id,
     request_id_problem,
     send_digest,
 )
-from ratchet.workflows._session import AgentSessionWorkflow
+from ratchet.workflows import AgentSessionWorkflow
 
 from ._error_mapping import GuardedHandle, check_prompt_size, failed_run, translated
 from ._event_reader import session_events

@@ -17,11 +17,9 @@ from typing import Any
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from ratchet.errors import InvalidInputError
-from ratchet.history._log_pages import Holder, fetch_range
-from ratchet.history._log_segments import SegmentCache, closed_segment
+from ratchet.history import Holder, SegmentCache, closed_segment, fetch_range
 from ratchet.types import Gap, Message, ThreadBase, ThreadData
-from ratchet.wire._names import PAGE_BYTES, SESSION_WORKFLOW
-from ratchet.wire._session_data import LogInfo
+from ratchet.wire import PAGE_BYTES, SESSION_WORKFLOW, LogInfo
 
 
 async def log_info(handle: Any) -> LogInfo:

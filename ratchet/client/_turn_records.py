@@ -18,8 +18,7 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import WorkflowHandle
 
 from ratchet._temporal_internals import handle_client
-from ratchet.wire._names import TURN_ACTIVITY
-from ratchet.wire._turn_data import AttemptRecord, TurnInput, TurnOutput
+from ratchet.wire import TURN_ACTIVITY, AttemptRecord, TurnInput, TurnOutput
 
 TurnStatus = Literal["running", "completed", "failed", "timed_out", "cancelled"]
 

@@ -11,6 +11,16 @@ import sys
 
 from ratchet.agents import Agent, OpenAIChatModel, ScriptedModel, ToolCallingAgent, tool
 
+__all__ = [
+    "AGENTS",
+    "DEMO_PROMPT",
+    "DEMO_TOOL_SECONDS",
+    "demo_script",
+    "packing_list",
+    "travel_agent",
+    "weather",
+]
+
 FORECASTS = {"oslo": "light snow, -3 °C", "lisbon": "sunny, 19 °C", "tokyo": "cloudy, 12 °C"}
 DEMO_PROMPT = (
     "I'm choosing between Oslo and Lisbon for a weekend. "

@@ -4,6 +4,9 @@ across continue-as-new. The client, the turn activities and the evaluations shar
 these readers; none of them runs inside a workflow."""
 
 from ._anchors import anchor_results, namespace_retention
+from ._log_pages import CacheStats, Holder, fetch_range
+from ._log_segments import SegmentCache, closed_segment
+from ._recorded import activity_results, read_history, recorded_turns, usage_per_user_message
 from ._run_records import (
     ClosedRun,
     HeldEvents,
@@ -15,13 +18,22 @@ from ._run_records import (
 )
 
 __all__ = [
-    "ClosedRun",
+    "activity_results",
     "anchor_results",
-    "HeldEvents",
+    "CacheStats",
     "checkpoint_answer",
     "closed_run",
     "closed_run_of",
+    "closed_segment",
+    "ClosedRun",
+    "fetch_range",
     "first_turn",
     "held_events",
+    "HeldEvents",
+    "Holder",
     "namespace_retention",
+    "read_history",
+    "recorded_turns",
+    "SegmentCache",
+    "usage_per_user_message",
 ]

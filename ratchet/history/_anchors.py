@@ -19,9 +19,7 @@ from temporalio.client import Client
 
 from ratchet.errors import ThreadResolutionError
 from ratchet.types import Gap, Message
-from ratchet.wire._anchor_data import AnchorChunk
-from ratchet.wire._names import ANCHOR_ACTIVITY
-from ratchet.wire._session_data import LogInfo
+from ratchet.wire import ANCHOR_ACTIVITY, AnchorChunk, LogInfo
 
 from ._log_events import ACTIVITY_COMPLETED, SCHEDULED, Segment, run_history
 from ._log_segments import SegmentCache

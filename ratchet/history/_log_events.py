@@ -22,18 +22,21 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet.errors import HistoryGoneError, ThreadResolutionError
 from ratchet.types import Gap, Message, ThreadBase
-from ratchet.wire._names import SESSION_WORKFLOW, TOOL_ACTIVITY, TURN_ACTIVITY
-from ratchet.wire._session_data import (
+from ratchet.wire import (
     KEY_CHARS,
+    SESSION_WORKFLOW,
+    TOOL_ACTIVITY,
+    TURN_ACTIVITY,
     LogIndex,
     LogInfo,
     SendRequest,
     SessionInput,
     SessionStatus,
+    ThreadPage,
+    TurnOutput,
     batch_key,
     ids_digest,
 )
-from ratchet.wire._turn_data import ThreadPage, TurnOutput
 
 from ._recorded import local_turn_output
 

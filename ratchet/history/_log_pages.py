@@ -19,8 +19,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet.errors import HistoryGoneError, ThreadResolutionError
 from ratchet.types import Gap, Message, ThreadBase
-from ratchet.wire._names import THREAD_QUERY
-from ratchet.wire._turn_data import ThreadPage, ThreadPageRequest
+from ratchet.wire import THREAD_QUERY, ThreadPage, ThreadPageRequest
 
 from ._anchors import anchor_segment, gap_messages
 from ._log_events import Segment

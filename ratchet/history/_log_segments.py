@@ -17,7 +17,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet.errors import HistoryGoneError, ThreadResolutionError
 from ratchet.types import ThreadBase, approximate_size
-from ratchet.wire._names import SESSION_WORKFLOW
+from ratchet.wire import SESSION_WORKFLOW
 
 from ._log_events import Segment, run_history, segment_of, started_input
 

@@ -18,9 +18,7 @@ from temporalio.converter import DataConverter
 
 from ratchet._temporal_internals import handle_client
 from ratchet.types import Message, Usage
-from ratchet.wire._names import TOOL_ACTIVITY, TURN_ACTIVITY
-from ratchet.wire._run_data import RunResult
-from ratchet.wire._turn_data import TurnOutput
+from ratchet.wire import TOOL_ACTIVITY, TURN_ACTIVITY, RunResult, TurnOutput
 
 T = TypeVar("T")
 LOCAL_ACTIVITY_MARKER = "core_local_activity"

@@ -26,14 +26,18 @@ from temporalio.service import RPCError
 from ratchet._temporal_internals import PUBLISH_SIGNAL, stream_item, wire_stream_item
 from ratchet.errors import ThreadResolutionError
 from ratchet.types import Message, ThreadBase, excerpt
-from ratchet.wire._names import EVENTS_TOPIC, RUN_WORKFLOW, SESSION_WORKFLOW
-from ratchet.wire._run_data import RunInput
-from ratchet.wire._run_record import RunRecord, TurnMark, find_mark
-from ratchet.wire._session_data import (
+from ratchet.wire import (
+    EVENTS_TOPIC,
+    RUN_WORKFLOW,
+    SESSION_WORKFLOW,
     CheckpointAnswer,
     CheckpointRequest,
+    RunInput,
+    RunRecord,
     SessionInput,
     SessionStatus,
+    TurnMark,
+    find_mark,
 )
 
 from ._log_events import Segment, run_history, segment_of

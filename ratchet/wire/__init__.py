@@ -1,29 +1,197 @@
 """The wire: what workers, workflows and clients exchange through Temporal.
 
 Inputs, results and requests of Ratchet's workflows and activities, the options
-they carry, and the names (workflow and activity types, queries) they agree on.
-Every layer above imports these from here; nothing here runs Temporal code.
+they carry, and the names (workflow and activity types, queries, updates, signals)
+they agree on. Every layer above imports these from here; nothing here runs
+Temporal code.
 
-Exported: what a user of Ratchet passes or gets back (options, results, a session's
-status and a send's outcome), and the workflow types and run input for starting a
-run from Temporal directly. The turn's and tool's inputs and outputs, and the
-workflows' requests, are internal (``ratchet.wire._turn_data`` and its siblings,
-described in docs/how-it-works.md).
+Two kinds of names are exported:
+
+- What a user of Ratchet passes or gets back: ``RunOptions``, ``SessionOptions``,
+  ``RunResult``, ``SessionStatus``, ``SendOutcome``, and the workflow types and run
+  input for starting a run from Temporal directly (``RUN_WORKFLOW``, ``RunInput``).
+- The engine's protocol: the turn's and tool's inputs and outputs, the workflows'
+  requests and records, and the names above. They are public so that every package
+  of Ratchet reaches them the same way, and so that an operator can decode what the
+  Temporal UI shows; their fields change only compatibly (histories hold them), but
+  they are not an API to build on (docs/how-it-works.md).
 """
 
-from ._names import RUN_WORKFLOW, SESSION_WORKFLOW
-from ._options import InterceptorRef, RunOptions, SessionOptions
-from ._run_data import RunInput, RunResult
-from ._session_data import SendOutcome, SessionStatus
+from ._anchor_data import AnchorChunk, Anchored, AnchorRequest, Horizon
+from ._names import (
+    ANCHOR_ACTIVITY,
+    ATTEMPTS_KEY,
+    CHECKPOINT_QUERY,
+    DELIVER_ACTIVITY,
+    EVENTS_TOPIC,
+    HORIZON_ACTIVITY,
+    MOVE_SIGNAL,
+    OFFSET_QUERY,
+    PAGE_BYTES,
+    POLL_QUERY,
+    REANCHOR_UPDATE,
+    RERUN_BATCH_WORKFLOW,
+    RUN_WORKFLOW,
+    SCHEDULED_SEND_WORKFLOW,
+    SEND_UPDATE,
+    SESSION_WORKFLOW,
+    STATE_QUERY,
+    THREAD_NOT_CACHED,
+    THREAD_QUERY,
+    TOOL_ACTIVITY,
+    TURN_ACTIVITY,
+    parse_session_run_id,
+    session_run_id,
+)
+from ._options import CheckedOptions, InterceptorRef, RunOptions, SessionOptions, at_least
+from ._run_data import (
+    DecisionRequest,
+    DecisionVerdict,
+    RunInput,
+    RunResult,
+    StopRequest,
+    ToolResultRequest,
+    new_messages,
+)
+from ._run_record import (
+    EVENT_BYTES_KEPT,
+    TEXT_BY_REFERENCE,
+    EventIndex,
+    RunRecord,
+    TurnMark,
+    compact_marks,
+    find_mark,
+    settled,
+)
+from ._schedule_data import SCHEDULE_PAUSED_NOTE, Delivery, ScheduledMessage
+from ._search_attributes import (
+    AGENT_COST_USD,
+    AGENT_NAME,
+    AGENT_SESSION_ID,
+    AGENT_STATUS,
+    AGENT_TOKENS,
+    AGENT_TURNS,
+    INDEXED,
+    SEARCH_ATTRIBUTES,
+    cli_commands,
+    dev_server_flags,
+    kind_of,
+)
+from ._session_data import (
+    KEY_CHARS,
+    MAX_REQUEST_ID,
+    CheckpointAnswer,
+    CheckpointRequest,
+    LogIndex,
+    LogInfo,
+    Queued,
+    RecentRequests,
+    SendOutcome,
+    SendRequest,
+    SessionInput,
+    SessionStatus,
+    batch_key,
+    ids_digest,
+    new_request_id,
+    request_id_problem,
+    request_made_ms,
+    send_digest,
+)
+from ._turn_data import (
+    AttemptRecord,
+    ThreadPage,
+    ThreadPageRequest,
+    ThreadRef,
+    ToolInput,
+    TurnInput,
+    TurnOutput,
+)
 
 __all__ = [
+    "AGENT_COST_USD",
+    "AGENT_NAME",
+    "AGENT_SESSION_ID",
+    "AGENT_STATUS",
+    "AGENT_TOKENS",
+    "AGENT_TURNS",
+    "ANCHOR_ACTIVITY",
+    "AnchorChunk",
+    "Anchored",
+    "AnchorRequest",
+    "at_least",
+    "AttemptRecord",
+    "ATTEMPTS_KEY",
+    "batch_key",
+    "CheckedOptions",
+    "CHECKPOINT_QUERY",
+    "CheckpointAnswer",
+    "CheckpointRequest",
+    "cli_commands",
+    "compact_marks",
+    "DecisionRequest",
+    "DELIVER_ACTIVITY",
+    "Delivery",
+    "dev_server_flags",
+    "EVENT_BYTES_KEPT",
+    "EventIndex",
+    "EVENTS_TOPIC",
+    "find_mark",
+    "Horizon",
+    "HORIZON_ACTIVITY",
+    "ids_digest",
+    "INDEXED",
     "InterceptorRef",
+    "KEY_CHARS",
+    "kind_of",
+    "LogIndex",
+    "LogInfo",
+    "MAX_REQUEST_ID",
+    "MOVE_SIGNAL",
+    "new_messages",
+    "new_request_id",
+    "OFFSET_QUERY",
+    "PAGE_BYTES",
+    "parse_session_run_id",
+    "POLL_QUERY",
+    "Queued",
+    "REANCHOR_UPDATE",
+    "RecentRequests",
+    "request_id_problem",
+    "request_made_ms",
+    "RERUN_BATCH_WORKFLOW",
     "RUN_WORKFLOW",
     "RunInput",
     "RunOptions",
+    "RunRecord",
     "RunResult",
-    "SESSION_WORKFLOW",
+    "SCHEDULE_PAUSED_NOTE",
+    "SCHEDULED_SEND_WORKFLOW",
+    "ScheduledMessage",
+    "SEARCH_ATTRIBUTES",
+    "send_digest",
+    "SEND_UPDATE",
     "SendOutcome",
+    "SendRequest",
+    "session_run_id",
+    "SESSION_WORKFLOW",
+    "SessionInput",
     "SessionOptions",
     "SessionStatus",
+    "settled",
+    "STATE_QUERY",
+    "StopRequest",
+    "TEXT_BY_REFERENCE",
+    "THREAD_NOT_CACHED",
+    "THREAD_QUERY",
+    "ThreadPage",
+    "ThreadPageRequest",
+    "ThreadRef",
+    "TOOL_ACTIVITY",
+    "ToolInput",
+    "ToolResultRequest",
+    "TURN_ACTIVITY",
+    "TurnInput",
+    "TurnMark",
+    "TurnOutput",
+    "DecisionVerdict",
 ]

@@ -8,8 +8,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from ratchet.agents._compaction import CompactionPolicy
-from ratchet.agents._fit_window import FitWindow
+from ratchet.agents import CompactionPolicy, FitWindow
 from ratchet.errors import InvalidOptionsError
 from ratchet.types import ClientTool, SparseModel, is_decoding, tool_problems
 

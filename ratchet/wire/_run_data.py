@@ -133,7 +133,7 @@ def _short(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-Verdict = Literal["approve", "reject", "answer"]
+DecisionVerdict = Literal["approve", "reject", "answer"]
 """What a decision does: the Update that brings it (``approve``, ``reject``, ``provide_input``)."""
 
 

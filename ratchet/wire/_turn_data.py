@@ -6,8 +6,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from ratchet.agents._compaction import CompactionPolicy
-from ratchet.agents._fit_window import FitWindow
+from ratchet.agents import CompactionPolicy, FitWindow
 from ratchet.types import (
     ClientTool,
     Decision,

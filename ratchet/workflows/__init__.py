@@ -7,15 +7,21 @@ Temporal client: that is ``ratchet.client``.
 """
 
 from ._agent_run import AgentRunWorkflow
+from ._decisions import AgentHandlers
+from ._progress import run_details
 from ._runner import AgentRunner, RunHooks, run_agent
+from ._sandbox import SANDBOXED
 from ._scheduled_send import ScheduledSendWorkflow
 from ._session import AgentSessionWorkflow
 
 __all__ = [
-    "AgentRunWorkflow",
+    "AgentHandlers",
     "AgentRunner",
+    "AgentRunWorkflow",
     "AgentSessionWorkflow",
-    "RunHooks",
-    "ScheduledSendWorkflow",
     "run_agent",
+    "run_details",
+    "RunHooks",
+    "SANDBOXED",
+    "ScheduledSendWorkflow",
 ]

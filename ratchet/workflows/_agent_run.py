@@ -18,9 +18,15 @@ with workflow.unsafe.imports_passed_through():
         ThreadData,
         approximate_size,
     )
-    from ratchet.wire._names import CHECKPOINT_QUERY
-    from ratchet.wire._run_data import RunInput, RunResult, StopRequest
-    from ratchet.wire._session_data import CheckpointAnswer, CheckpointRequest, LogInfo
+    from ratchet.wire import (
+        CHECKPOINT_QUERY,
+        CheckpointAnswer,
+        CheckpointRequest,
+        LogInfo,
+        RunInput,
+        RunResult,
+        StopRequest,
+    )
 
     from ._anchoring import Anchoring
     from ._decisions import AgentHandlers

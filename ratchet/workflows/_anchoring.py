@@ -27,8 +27,14 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from ratchet.types import AgentState, ThreadBase, approximate_size
-    from ratchet.wire._anchor_data import AnchorChunk, Anchored, AnchorRequest, Horizon
-    from ratchet.wire._names import ANCHOR_ACTIVITY, HORIZON_ACTIVITY
+    from ratchet.wire import (
+        ANCHOR_ACTIVITY,
+        HORIZON_ACTIVITY,
+        AnchorChunk,
+        Anchored,
+        AnchorRequest,
+        Horizon,
+    )
 
 ANCHOR_ASKED = "ratchet-reanchor-asked"
 """The patch under which a session re-anchors when asked (``ratchet sessions anchor``):

@@ -16,7 +16,7 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from ratchet.types import AgentStatus, Decision, Message, PendingAction, PendingView
-    from ratchet.wire._run_data import ToolResultRequest
+    from ratchet.wire import ToolResultRequest
 
     from ._presets import spoken
 

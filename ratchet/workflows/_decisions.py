@@ -12,7 +12,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from ratchet.types import AgentState, ApprovalRules, Decision, PendingView, RuleChange
-    from ratchet.wire._run_data import DecisionRequest, ToolResultRequest, Verdict
+    from ratchet.wire import DecisionRequest, DecisionVerdict, ToolResultRequest
 
     from ._pending_calls import PendingWork
 
@@ -124,13 +124,13 @@ class AgentHandlers:
         progress, or the last one), and the latest changes to the rules, by time."""
         return self._decider.pending.audit()
 
-    def _decide(self, request: DecisionRequest, verdict: Verdict) -> Decision:
+    def _decide(self, request: DecisionRequest, verdict: DecisionVerdict) -> Decision:
         self._decision_received()
         decision = self._decider.pending.decide(request, verdict)
         if decision.always:
             self._rules_changed()
         return decision
 
-    def _check_decision(self, request: DecisionRequest, verdict: Verdict) -> None:
+    def _check_decision(self, request: DecisionRequest, verdict: DecisionVerdict) -> None:
         self._check_can_decide(request.id)
         self._decider.pending.validate(request, verdict)

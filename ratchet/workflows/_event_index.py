@@ -16,7 +16,7 @@ from collections import deque
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.wire._run_record import EVENT_BYTES_KEPT, EventIndex
+    from ratchet.wire import EVENT_BYTES_KEPT, EventIndex
 
 NUMBER_BYTES = 8
 

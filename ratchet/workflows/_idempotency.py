@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 from temporalio.exceptions import ApplicationError
 
-from ratchet.wire._session_data import RecentRequests, request_made_ms
+from ratchet.wire import RecentRequests, request_made_ms
 
 KEPT = 500
 """Request ids a session remembers at most."""

@@ -11,7 +11,7 @@ from typing import NoReturn
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.agents._state_export import AgentStateExport
+    from ratchet.agents._engine import AgentStateExport
     from ratchet.types import (
         AgentSession,
         AgentState,
@@ -25,7 +25,7 @@ with workflow.unsafe.imports_passed_through():
         ThreadData,
         Usage,
     )
-    from ratchet.wire._options import RunOptions
+    from ratchet.wire import RunOptions
 
     from ._failures import run_failure
     from ._log_index import LogIndexer

@@ -18,7 +18,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from ratchet.types import Message, ThreadData, approximate_size
-    from ratchet.wire._session_data import KEY_CHARS, LogIndex, LogInfo, batch_key, ids_digest
+    from ratchet.wire import KEY_CHARS, LogIndex, LogInfo, batch_key, ids_digest
 
 INDEX_BYTES_CARRIED = 64 * 1024
 """A session continues as new once its index is this big (it goes into the next

@@ -9,9 +9,16 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from ratchet.types import AgentSession, ThreadData
-    from ratchet.wire._options import SessionOptions
-    from ratchet.wire._run_record import RunRecord, TurnMark, compact_marks, find_mark, settled
-    from ratchet.wire._session_data import CheckpointAnswer, CheckpointRequest
+    from ratchet.wire import (
+        CheckpointAnswer,
+        CheckpointRequest,
+        RunRecord,
+        SessionOptions,
+        TurnMark,
+        compact_marks,
+        find_mark,
+        settled,
+    )
 
     from ._ledger import ExecutionChange
 

@@ -44,15 +44,16 @@ with workflow.unsafe.imports_passed_through():
         tool_answered,
         tool_called,
     )
-    from ratchet.wire._names import EVENTS_TOPIC
-    from ratchet.wire._run_record import TEXT_BY_REFERENCE, EventIndex
-    from ratchet.wire._search_attributes import (
+    from ratchet.wire import (
         AGENT_COST_USD,
         AGENT_NAME,
         AGENT_SESSION_ID,
         AGENT_STATUS,
         AGENT_TOKENS,
         AGENT_TURNS,
+        EVENTS_TOPIC,
+        TEXT_BY_REFERENCE,
+        EventIndex,
     )
 
     from ._event_index import EventIndexer

@@ -31,16 +31,14 @@ with workflow.unsafe.imports_passed_through():
         RuleChange,
         ToolCall,
     )
-    from ratchet.wire._names import TOOL_ACTIVITY
-    from ratchet.wire._turn_data import ToolInput
+    from ratchet.wire import TOOL_ACTIVITY, ToolInput
 
     from ._client_calls import ClientCalls
     from ._failures import failure_text
     from ._presets import retry_policy, spoken
 
 if TYPE_CHECKING:
-    from ratchet.wire._options import RunOptions
-    from ratchet.wire._run_data import DecisionRequest, Verdict
+    from ratchet.wire import DecisionRequest, DecisionVerdict, RunOptions
 
 
 @dataclass(frozen=True)
@@ -128,7 +126,7 @@ class PendingWork:
         ]
         return [*people, *self.clients.view()]
 
-    def validate(self, request: DecisionRequest, verdict: Verdict) -> None:
+    def validate(self, request: DecisionRequest, verdict: DecisionVerdict) -> None:
         """Raise (rejecting the Update) unless ``request`` decides something waiting."""
         run = workflow.info().workflow_id
         earlier = self.decided.get(request.id) or self._decisions.get(request.id)
@@ -150,7 +148,7 @@ class PendingWork:
         if problem is not None:
             raise ApplicationError(problem, type="DecisionError")
 
-    def decide(self, request: DecisionRequest, verdict: Verdict) -> Decision:
+    def decide(self, request: DecisionRequest, verdict: DecisionVerdict) -> Decision:
         decision = Decision(
             id=request.id,
             approved=verdict != "reject",
@@ -358,7 +356,9 @@ def _decided(decision: Decision) -> str:
     return f"{what} by {decision.by}" if decision.by else what
 
 
-def _mismatch(action: PendingAction, request: DecisionRequest, verdict: Verdict) -> str | None:
+def _mismatch(
+    action: PendingAction, request: DecisionRequest, verdict: DecisionVerdict
+) -> str | None:
     """Why ``verdict`` cannot decide ``action`` as ``request`` asks (``None``: it can)."""
     if verdict == "answer" and action.kind != "input":
         return (

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from temporalio.common import RetryPolicy
 
-from ratchet.wire._options import RunOptions
+from ratchet.wire import RunOptions
 
 
 def retry_policy(options: RunOptions, max_attempts: int | None = None) -> RetryPolicy:

@@ -19,8 +19,7 @@ from dataclasses import dataclass, field
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.agents._output import missing_answer
-    from ratchet.agents._state_export import AgentStateExport
+    from ratchet.agents._engine import AgentStateExport, missing_answer
     from ratchet.errors import (
         BudgetExceededError,
         InvalidInputError,
@@ -39,9 +38,7 @@ with workflow.unsafe.imports_passed_through():
         ThreadBase,
         ThreadData,
     )
-    from ratchet.wire._options import RunOptions
-    from ratchet.wire._run_data import RunResult, StopRequest, new_messages
-    from ratchet.wire._turn_data import TurnOutput
+    from ratchet.wire import RunOptions, RunResult, StopRequest, TurnOutput, new_messages
 
     from ._failures import run_failure
     from ._ledger import Observer, RunLedger, initial_session, workflow_message_id

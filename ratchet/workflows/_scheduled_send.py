@@ -17,9 +17,13 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributeKey
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.wire._names import DELIVER_ACTIVITY, SCHEDULED_SEND_WORKFLOW
-    from ratchet.wire._schedule_data import Delivery, ScheduledMessage
-    from ratchet.wire._session_data import MAX_REQUEST_ID
+    from ratchet.wire import (
+        DELIVER_ACTIVITY,
+        MAX_REQUEST_ID,
+        SCHEDULED_SEND_WORKFLOW,
+        Delivery,
+        ScheduledMessage,
+    )
 
     from ._sandbox import SANDBOXED
 

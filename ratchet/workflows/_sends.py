@@ -19,13 +19,13 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from ratchet.errors import BudgetExceededError, InvalidInputError
     from ratchet.types import approximate_size
-    from ratchet.wire._options import SessionOptions
-    from ratchet.wire._run_data import new_messages
-    from ratchet.wire._session_data import (
+    from ratchet.wire import (
         Queued,
         RecentRequests,
         SendOutcome,
         SendRequest,
+        SessionOptions,
+        new_messages,
         request_id_problem,
         send_digest,
     )

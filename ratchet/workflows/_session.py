@@ -29,23 +29,21 @@ with workflow.unsafe.imports_passed_through():
 
     from ratchet.errors import UsageError
     from ratchet.types import AgentSession, AgentState, ExecutionState, ThreadData
-    from ratchet.wire._anchor_data import Anchored
-    from ratchet.wire._names import (
+    from ratchet.wire import (
         CHECKPOINT_QUERY,
         MOVE_SIGNAL,
         REANCHOR_UPDATE,
         SESSION_WORKFLOW,
-    )
-    from ratchet.wire._run_data import StopRequest
-    from ratchet.wire._run_record import RunRecord
-    from ratchet.wire._session_data import (
+        Anchored,
         CheckpointAnswer,
         CheckpointRequest,
         LogInfo,
+        RunRecord,
         SendOutcome,
         SendRequest,
         SessionInput,
         SessionStatus,
+        StopRequest,
     )
 
     from ._anchoring import Anchoring

@@ -10,11 +10,16 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from ratchet.errors import BudgetExceededError
     from ratchet.types import AgentStatus, Message, RunFinished, RunFinishedData, excerpt
-    from ratchet.wire._names import session_run_id
-    from ratchet.wire._options import SessionOptions
-    from ratchet.wire._run_data import RunResult
-    from ratchet.wire._run_record import RunRecord
-    from ratchet.wire._session_data import LogIndex, Queued, SendOutcome, SessionInput
+    from ratchet.wire import (
+        LogIndex,
+        Queued,
+        RunRecord,
+        RunResult,
+        SendOutcome,
+        SessionInput,
+        SessionOptions,
+        session_run_id,
+    )
 
     from ._anchoring import Anchoring
     from ._failures import first_application_error

@@ -17,7 +17,7 @@ with workflow.unsafe.imports_passed_through():
         ThreadData,
         views,
     )
-    from ratchet.wire._session_data import SessionInput, SessionStatus
+    from ratchet.wire import SessionInput, SessionStatus
 
     from ._observe import Index
 

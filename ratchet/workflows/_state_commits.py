@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.agents._state_export import AgentStateExport, StateExport
+    from ratchet.agents._engine import AgentStateExport, StateExport
     from ratchet.errors import ShareTokenError
     from ratchet.types import (
         AgentState,
@@ -27,7 +27,7 @@ with workflow.unsafe.imports_passed_through():
         StateConflict,
         StateEntry,
     )
-    from ratchet.wire._names import STATE_QUERY
+    from ratchet.wire import STATE_QUERY
 
     from ._registry import query_registry
 

@@ -9,9 +9,7 @@ from temporalio.exceptions import ApplicationError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
     from ratchet.types import Message, PendingAction
-    from ratchet.wire._names import RUN_WORKFLOW
-    from ratchet.wire._options import RunOptions
-    from ratchet.wire._run_data import RunInput, RunResult, StopRequest
+    from ratchet.wire import RUN_WORKFLOW, RunInput, RunOptions, RunResult, StopRequest
 
     from ._failures import failure_text
     from ._ledger import RunLedger, workflow_message_id

@@ -15,9 +15,7 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from ratchet.types import ThreadData, approximate_size
-    from ratchet.wire._names import THREAD_QUERY
-    from ratchet.wire._session_data import LogInfo
-    from ratchet.wire._turn_data import ThreadPage, ThreadPageRequest
+    from ratchet.wire import THREAD_QUERY, LogInfo, ThreadPage, ThreadPageRequest
 
     from ._registry import query_registry
 

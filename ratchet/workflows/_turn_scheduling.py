@@ -13,9 +13,14 @@ from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_
 with workflow.unsafe.imports_passed_through():
     from ratchet._handoff import HANDOFF
     from ratchet.types import AgentStatus, Message, id_tag
-    from ratchet.wire._names import THREAD_NOT_CACHED, TURN_ACTIVITY
-    from ratchet.wire._options import RunOptions
-    from ratchet.wire._turn_data import ThreadRef, TurnInput, TurnOutput
+    from ratchet.wire import (
+        THREAD_NOT_CACHED,
+        TURN_ACTIVITY,
+        RunOptions,
+        ThreadRef,
+        TurnInput,
+        TurnOutput,
+    )
 
     from ._failures import cancelled, turn_failure
     from ._ledger import RunLedger
