@@ -132,7 +132,7 @@ async def measure_one(
                 try:
                     await handle.result()
                     if not message_bytes:
-                        state = await handle.state()
+                        state = await handle.record()
                         messages = state.session.thread.messages
                         message_bytes = sum(len(m.model_dump_json()) for m in messages)
                 except Exception as e:  # e.g. terminated at the history limit

@@ -58,7 +58,7 @@ async def measure(steps: int) -> dict:
             handle = await client.start_run("pager", "Read every page.", options=options)
             result = await handle.result()
             elapsed = time.perf_counter() - started
-            state = await handle.state()
+            state = await handle.record()
         runs = []
         async for execution in client.temporal.list_workflows(f"WorkflowId = '{handle.id}'"):
             described = await client.temporal.get_workflow_handle(

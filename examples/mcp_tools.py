@@ -25,7 +25,7 @@ async def main() -> int:
     async with build_worker(client, {"notes": notes_agent}):  # stops the server on exit
         handle = await client.start_run("notes", "When do we ship?")
         result = await handle.result()
-        thread = (await handle.state()).session.thread
+        thread = (await handle.record()).session.thread
     (answer,) = [m.text for m in thread.messages if m.role == "tool"]
     print(f"read_note -> {answer!r}; the agent says: {result.output}")
     assert answer == "ship on friday"

@@ -42,7 +42,7 @@ async def main() -> int:
     async with build_worker(client, {"billing": billing_agent}):
         handle = await client.start_run("billing", "Pay acme 500 and send the invoice.")
         result = await handle.result()
-        thread = (await handle.state()).session.thread
+        thread = (await handle.record()).session.thread
     for message in thread.messages:
         if message.role == "tool":
             print(f"{message.name}: {message.text[:70]}")

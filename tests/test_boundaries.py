@@ -47,8 +47,8 @@ PRODUCT = ("cli", "web", "evals", "deploy", "testing", "examples", "worker")
 """The product ring: built on the core through its public names only, no exception."""
 
 HOST_VIEWS = {
-    "AgentSession", "AgentState", "AgentStateExport", "AgentStatus", "Anchored",
-    "ClientTool", "CustomEvent", "Decision", "EventBase", "ExecutionState", "Gap",
+    "AgentSession", "AgentRecord", "AgentStateExport", "AgentStatus", "Anchored",
+    "ClientTool", "CustomEvent", "Decision", "EventBase", "ExecutionRecord", "Gap",
     "PendingView", "Retry", "RunEvent", "RunFinished", "RunFinishedData", "RunStarted",
     "RunStartedData", "SessionInfo", "SessionStatus", "StateChanged", "StateChangedData",
     "StateChangedEvent", "StateConflict", "StateEntry", "StateExport", "StatusChanged",

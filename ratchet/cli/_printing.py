@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ratchet.types import ExecutionState, PendingView, ThreadData
+    from ratchet.types import ExecutionRecord, PendingView, ThreadData
 
 
 def counted(n: int, word: str) -> str:
@@ -40,7 +40,7 @@ def print_last(thread: ThreadData, last: int) -> None:
         print(f"{message.role}: {text}")
 
 
-def turns_table(execution: ExecutionState) -> str:
+def turns_table(execution: ExecutionRecord) -> str:
     """A run's turns: when, how long, tokens, cost and what each did."""
     rows = [["turn", "started", "took", "tokens", "cost", "did"]]
     for step in execution.step_results:

@@ -417,9 +417,9 @@ async def show(session: SessionHandle, last: int) -> int:
         return 0
     print_pending(await session.pending())
     if status.runs:
-        from ratchet.types import ExecutionState
+        from ratchet.types import ExecutionRecord
 
-        maybe = cast(type, ExecutionState | None)  # the query answers null between runs
+        maybe = cast(type, ExecutionRecord | None)  # the query answers null between runs
         execution = await session.workflow.query("execution", result_type=maybe)
         if execution is not None and execution.step_results:
             print(f"\nturns of run {status.runs} of {session.id} ({execution.status.value}):")

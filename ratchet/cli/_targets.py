@@ -34,7 +34,7 @@ async def target(client: AgentClient, workflow_id: str) -> SessionHandle | RunHa
 
 async def show_run(run: RunHandle, last: int) -> int:
     """A run's agent, status, pending work, turns and last messages."""
-    state = await run.state()
+    state = await run.record()
     execution = state.execution
     print(f"run: {run.id}")
     print(f"agent: {state.session.agent_id} · {state.status.value}")

@@ -1,21 +1,24 @@
 """The client: start, watch and steer runs and sessions; read their state and history.
 
 Besides the handles, this package exports the host-side views the handles
-return: a run's ``AgentState`` (status, turns, the thread), committed state
+return: a run's ``AgentRecord`` (status, turns, the thread), committed state
 (``StateExport``), pending work and decisions, and the events ``events()``
 yields (``RunEvent``: one class per kind, each with typed ``data``).
 """
 
+import warnings
+from typing import Any
+
 from ratchet.agents._engine import AgentStateExport, StateExport
 from ratchet.types import (
+    AgentRecord,
     AgentSession,
-    AgentState,
     AgentStatus,
     ClientTool,
     CustomEvent,
     Decision,
     EventBase,
-    ExecutionState,
+    ExecutionRecord,
     Gap,
     PendingView,
     Retry,
@@ -57,7 +60,7 @@ __all__ = [
     "AgentClient",
     "AgentSession",
     "Anchored",
-    "AgentState",
+    "AgentRecord",
     "AgentStateExport",
     "AgentStatus",
     "Checkpoint",
@@ -66,7 +69,7 @@ __all__ = [
     "CustomEvent",
     "Decision",
     "EventBase",
-    "ExecutionState",
+    "ExecutionRecord",
     "PendingView",
     "Retry",
     "RunEvent",
@@ -101,3 +104,19 @@ __all__ = [
     "new_request_id",
     "schedule_runs_query",
 ]
+
+
+RENAMED = {"AgentState": "AgentRecord", "ExecutionState": "ExecutionRecord"}
+"""0.1.0's names, kept until 0.3: "state" is now only the agents' key-value state."""
+
+
+def __getattr__(name: str) -> Any:
+    new = RENAMED.get(name)
+    if new is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(
+        f"ratchet.client.{name} is ratchet.client.{new} since 0.2 (the old name works until 0.3).",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return globals()[new]

@@ -8,6 +8,7 @@ and ``SessionHandle`` add what only they have.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
@@ -16,7 +17,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet.agents._engine import StateExport
 from ratchet.errors import DecisionError, InvalidInputError, RunFailedError
-from ratchet.types import AgentState, ApprovalRules, Decision, PendingView, rule_change
+from ratchet.types import AgentRecord, ApprovalRules, Decision, PendingView, rule_change
 from ratchet.wire import STATE_QUERY, DecisionRequest, DecisionVerdict, ToolResultRequest
 from ratchet.workflows import AgentHandlers
 
@@ -70,11 +71,21 @@ class AgentHandle:
         with translated(self.noun, self.id):
             return await read_turns(self._handle.unguarded)
 
-    async def state(self) -> AgentState:
+    async def record(self) -> AgentRecord:
         """Session and execution data as the workflow holds them now (between a
         session's runs the execution is ``None``: status PENDING). The thread holds
         only the latest workflow run's messages; ``thread()`` reads them all."""
         return await self._handle.query(AgentHandlers.current_state)
+
+    async def state(self) -> AgentRecord:
+        """``record()``, by its 0.1.0 name (until 0.3): "state" is now only the agents'
+        key-value state (``agent_state()``)."""
+        warnings.warn(
+            "handle.record() is handle.record() since 0.2 (the old name works until 0.3).",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return await self.record()
 
     async def agent_state(self) -> StateExport:
         """The committed state of every agent (works after a run ended, too).

@@ -4,8 +4,8 @@
 - What a run costs: ``Usage``.
 - Events a run emits, one class per kind (``RunEvent`` is their union).
 - Pending work and decisions: ``PendingAction``, ``PendingView``, ``Decision``.
-- Status and records: ``AgentStatus``, a run's ``AgentState`` and a session's
-  ``AgentSession``, ``ExecutionState`` (one run's progress), ``ThreadData``.
+- Status and records: ``AgentStatus``, a run's ``AgentRecord`` and a session's
+  ``AgentSession``, ``ExecutionRecord`` (one run's progress), ``ThreadData``.
 - The log and its view: ``Span``, ``View`` (functions in ``ratchet.types.views``).
 - State values: ``StateEntry``, ``StateChange``, ``StateConflict``, ``StateChanged``,
   ``ShareToken``; a session's approval rules: ``ApprovalRules``, ``RuleChange``.
@@ -13,9 +13,12 @@
   base of every model here (it leaves defaults out of payloads).
 
 ``ratchet.agents`` holds what an agent author writes with; ``ratchet.client`` re-exports
-the host views it returns (``AgentState``, the events, ...). Nothing here imports
+the host views it returns (``AgentRecord``, the events, ...). Nothing here imports
 Temporal.
 """
+
+import warnings
+from typing import Any
 
 from ._approval_rules import ApprovalRules, RuleChange, Verdict, rule_change
 from ._client_tools import ClientTool, tool_problems
@@ -63,9 +66,9 @@ from ._pending import Decision, PendingAction, PendingKind, PendingView, questio
 from ._records import (
     DECISIONS_KEPT,
     MAX_STEP_RESULTS,
+    AgentRecord,
     AgentSession,
-    AgentState,
-    ExecutionState,
+    ExecutionRecord,
     Gap,
     PromptSize,
     SessionInfo,
@@ -89,7 +92,7 @@ from ._usage import Usage
 __all__ = [
     "ARGUMENTS_LIMIT",
     "AgentSession",
-    "AgentState",
+    "AgentRecord",
     "AgentStatus",
     "ApprovalRules",
     "ClientTool",
@@ -97,7 +100,7 @@ __all__ = [
     "DECISIONS_KEPT",
     "Decision",
     "EventBase",
-    "ExecutionState",
+    "ExecutionRecord",
     "FilePart",
     "Gap",
     "ImagePart",
@@ -166,3 +169,19 @@ __all__ = [
     "type_adapter",
     "whole_log",
 ]
+
+
+RENAMED = {"AgentState": "AgentRecord", "ExecutionState": "ExecutionRecord"}
+"""0.1.0's names, kept until 0.3: "state" is now only the agents' key-value state."""
+
+
+def __getattr__(name: str) -> Any:
+    new = RENAMED.get(name)
+    if new is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(
+        f"ratchet.types.{name} is ratchet.types.{new} since 0.2 (the old name works until 0.3).",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return globals()[new]

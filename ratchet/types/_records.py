@@ -1,8 +1,8 @@
 """Run state, split as session data and execution data.
 
 ``AgentSession`` lives across executions (ids, the thread, metadata, cache).
-``ExecutionState`` exists only while a run is in progress; between executions it
-is ``None`` and the status reads PENDING. ``AgentState`` holds both and has two
+``ExecutionRecord`` exists only while a run is in progress; between executions it
+is ``None`` and the status reads PENDING. ``AgentRecord`` holds both and has two
 serialisations: session-only (model A, to start a fresh execution) and full
 (model B, to resume one mid-way). Both round-trip exactly.
 """
@@ -54,7 +54,7 @@ MAX_STEP_RESULTS = 1000
 """Step results an execution keeps; older ones are counted (their turns are in history)."""
 
 
-class ExecutionState(SparseModel):
+class ExecutionRecord(SparseModel):
     execution_id: str
     status: AgentStatus = AgentStatus.RUNNING
     started_at: datetime
@@ -66,17 +66,17 @@ class ExecutionState(SparseModel):
     usage: Usage = Usage()
 
     @classmethod
-    def start(cls, execution_id: str, now: datetime) -> ExecutionState:
+    def start(cls, execution_id: str, now: datetime) -> ExecutionRecord:
         return cls(execution_id=execution_id, started_at=now)
 
     @property
     def step_count(self) -> int:
         return self.earlier_steps + len(self.step_results)
 
-    def mark_step_started(self, now: datetime) -> ExecutionState:
+    def mark_step_started(self, now: datetime) -> ExecutionRecord:
         return self.model_copy(update={"current_step_started_at": now})
 
-    def with_step_result(self, step: StepResult) -> ExecutionState:
+    def with_step_result(self, step: StepResult) -> ExecutionRecord:
         steps = [*self.step_results, step]
         dropped = max(0, len(steps) - MAX_STEP_RESULTS)
         return self.model_copy(
@@ -88,7 +88,7 @@ class ExecutionState(SparseModel):
             }
         )
 
-    def with_status(self, status: AgentStatus) -> ExecutionState:
+    def with_status(self, status: AgentStatus) -> ExecutionRecord:
         return self.model_copy(update={"status": status})
 
 
@@ -257,11 +257,11 @@ class AgentSession(BaseModel):
         return cls(agent_id=agent_id, thread=thread, info=SessionInfo.new(now, session_id))
 
 
-class AgentState(BaseModel):
+class AgentRecord(BaseModel):
     """Session data plus the execution in progress, if any."""
 
     session: AgentSession
-    execution: ExecutionState | None = None
+    execution: ExecutionRecord | None = None
 
     @property
     def status(self) -> AgentStatus:
@@ -276,5 +276,10 @@ class AgentState(BaseModel):
         return self.model_dump(mode="json")
 
     @classmethod
-    def from_data(cls, data: dict[str, Any]) -> AgentState:
+    def from_data(cls, data: dict[str, Any]) -> AgentRecord:
         return cls.model_validate(data)
+
+
+AgentState = AgentRecord
+"""0.1.0's name (``ratchet.types`` warns on it): state pickled then names this module's."""
+ExecutionState = ExecutionRecord

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from ratchet.client import AgentClient, SessionHandle
 from ratchet.client._event_reader import read_events
 from ratchet.errors import InvalidInputError
-from ratchet.types import AgentStatus, ExecutionState, RunEvent, RunFinished, StatusChanged
+from ratchet.types import AgentStatus, ExecutionRecord, RunEvent, RunFinished, StatusChanged
 
 from ._agui_events import Translation
 
@@ -96,7 +96,7 @@ async def current(session: SessionHandle, label: str | None) -> Translation:
     """A translation of the session's run ``label`` (the one in progress, or the last),
     with its execution id."""
     try:  # the run in progress, else the last one the session ran
-        execution = await session.workflow.query("execution", result_type=ExecutionState)
+        execution = await session.workflow.query("execution", result_type=ExecutionRecord)
     except Exception:  # noqa: BLE001 - none yet (the query answers null)
         return Translation(session.id, label)
     return Translation(session.id, label, execution_id=execution.execution_id)

@@ -334,7 +334,7 @@ async def _snapshot(target: SessionHandle | RunHandle) -> dict[str, Any]:
             "status": full(status_),
             "thread": _thread_json(thread_),
         }
-    return {"state": full(await target.state())}
+    return {"state": full(await target.record())}
 
 
 def _no_buffering() -> dict[str, str]:

@@ -14,7 +14,7 @@ from ratchet.errors import InvalidInputError
 from ratchet.types import (
     AgentSession,
     AgentStatus,
-    ExecutionState,
+    ExecutionRecord,
     Message,
     SparseModel,
     StateConflict,
@@ -37,7 +37,7 @@ class RunInput(BaseModel):
     messages: list[Message]
     session: AgentSession | None = None
     options: RunOptions = Field(default_factory=RunOptions)
-    execution: ExecutionState | None = None
+    execution: ExecutionRecord | None = None
     parent_agent_id: str | None = None
     """Set for a sub-agent: the agent that called it."""
     parent_workflow_id: str | None = None

@@ -12,7 +12,7 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.errors import UsageError
     from ratchet.types import (
         AgentSession,
-        ExecutionState,
+        ExecutionRecord,
         PendingView,
         StateChanged,
         ThreadData,
@@ -174,7 +174,7 @@ class AgentRunWorkflow(AgentHandlers):
         return self._marks.answer(request, self._runner.state.session.thread, None)
 
     @workflow.query
-    def execution(self) -> ExecutionState | None:
+    def execution(self) -> ExecutionRecord | None:
         return self._runner.state.execution
 
 

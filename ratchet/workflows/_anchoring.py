@@ -26,7 +26,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.types import AgentState, ThreadBase, approximate_size
+    from ratchet.types import AgentRecord, ThreadBase, approximate_size
     from ratchet.wire import (
         ANCHOR_ACTIVITY,
         HORIZON_ACTIVITY,
@@ -62,7 +62,7 @@ class Anchoring:
 
     def __init__(
         self,
-        state: Callable[[], AgentState],
+        state: Callable[[], AgentRecord],
         horizon: timedelta | None,
         since: datetime | None,
         log_bytes: int,

@@ -11,7 +11,7 @@ from typing import Protocol, cast
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.types import AgentState, ApprovalRules, Decision, PendingView, RuleChange
+    from ratchet.types import AgentRecord, ApprovalRules, Decision, PendingView, RuleChange
     from ratchet.wire import DecisionRequest, DecisionVerdict, ToolResultRequest
 
     from ._pending_calls import PendingWork
@@ -23,7 +23,7 @@ class _Runner(Protocol):
     pending: PendingWork
 
     @property
-    def state(self) -> AgentState: ...
+    def state(self) -> AgentRecord: ...
 
 
 class AgentHandlers:
@@ -54,7 +54,7 @@ class AgentHandlers:
         return self._decider.pending.view() if self._waiting() else []
 
     @workflow.query(name="state")
-    def current_state(self) -> AgentState:
+    def current_state(self) -> AgentRecord:
         """Session and execution data (a session between runs: execution ``None``,
         status PENDING). The thread holds this workflow run's messages; earlier ones
         are named by its ``base``."""

@@ -13,10 +13,10 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from ratchet.agents._engine import AgentStateExport
     from ratchet.types import (
+        AgentRecord,
         AgentSession,
-        AgentState,
         AgentStatus,
-        ExecutionState,
+        ExecutionRecord,
         Message,
         PromptSize,
         Span,
@@ -37,8 +37,8 @@ class ExecutionChange:
     """What an observer hears whenever the execution changes (status, turns, usage)."""
 
     agent: str
-    old: ExecutionState | None
-    new: ExecutionState
+    old: ExecutionRecord | None
+    new: ExecutionRecord
     thread: ThreadData
     """The thread after the change (a completed turn's messages are its last ones)."""
     waiting: list[str] = field(default_factory=list)
@@ -53,12 +53,12 @@ def workflow_message_id() -> str:
 
 
 class RunLedger:
-    """An agent's ``AgentState`` (session and execution) and the agent running now."""
+    """An agent's ``AgentRecord`` (session and execution) and the agent running now."""
 
     def __init__(
         self,
         agent: str,
-        state: AgentState,
+        state: AgentRecord,
         *,
         observers: Sequence[Observer] = (),
         show: ShowDetails | None = None,
@@ -73,7 +73,7 @@ class RunLedger:
         self._waiting: list[str] = []
 
     @property
-    def execution(self) -> ExecutionState:
+    def execution(self) -> ExecutionRecord:
         assert self.state.execution is not None
         return self.state.execution
 
@@ -86,7 +86,7 @@ class RunLedger:
         """What the run waits for, one line each (empty unless it is waiting)."""
         return list(self._waiting)
 
-    def set_execution(self, execution: ExecutionState) -> None:
+    def set_execution(self, execution: ExecutionRecord) -> None:
         old, self.state.execution = self.state.execution, execution
         change = ExecutionChange(self.agent, old, execution, self.thread, self._waiting)
         for observe in self._observers:

@@ -27,7 +27,7 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.types import (
         AgentStatus,
         EventBase,
-        ExecutionState,
+        ExecutionRecord,
         Message,
         RunStarted,
         RunStartedData,
@@ -266,7 +266,7 @@ class RunObserver:
             cost_usd=round(new.usage.cost_usd, 6),
         )
 
-    def _started(self, agent: str, execution: ExecutionState) -> None:
+    def _started(self, agent: str, execution: ExecutionRecord) -> None:
         """The execution's first change in this workflow run."""
         self.index.update(agent=agent, session_id=self.session_id)
         if execution.step_count == 0:  # a new run, not one resumed after continue-as-new

@@ -21,7 +21,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     from ratchet.types import (
         DECISIONS_KEPT,
-        AgentState,
+        AgentRecord,
         AgentStatus,
         ApprovalRules,
         Decision,
@@ -72,7 +72,7 @@ class SessionAudit:
     recorded: Callable[[], list[Decision]]
 
     @classmethod
-    def of(cls, state: Callable[[], AgentState]) -> SessionAudit:
+    def of(cls, state: Callable[[], AgentRecord]) -> SessionAudit:
         """Kept in ``state().session`` (its ``approvals`` and ``decisions``)."""
 
         def set_rules(rules: ApprovalRules) -> None:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.types import ExecutionState, Message
+    from ratchet.types import ExecutionRecord, Message
 
 PROGRESS_ROWS = 20
 
@@ -55,7 +55,7 @@ def run_details(
 
 def progress_markdown(
     agent: str,
-    execution: ExecutionState,
+    execution: ExecutionRecord,
     error: str | None = None,
     waiting: Sequence[str] = (),
 ) -> str:

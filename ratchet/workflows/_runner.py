@@ -27,10 +27,10 @@ with workflow.unsafe.imports_passed_through():
         ShareTokenError,
     )
     from ratchet.types import (
+        AgentRecord,
         AgentSession,
-        AgentState,
         AgentStatus,
-        ExecutionState,
+        ExecutionRecord,
         Message,
         ShareToken,
         StateConflict,
@@ -112,7 +112,7 @@ class AgentRunner:
         hooks = hooks or RunHooks()
         self._hooks = hooks
         self._ledger = RunLedger(
-            agent, AgentState(session=start), observers=hooks.observers, show=hooks.details
+            agent, AgentRecord(session=start), observers=hooks.observers, show=hooks.details
         )
         self._ledger.index = self.log_index = hooks.log_index
         self._states = AgentStateKeeper(self._ledger, shared=shared, hooks=hooks.state_hooks)
@@ -128,7 +128,7 @@ class AgentRunner:
         return self._ledger.agent
 
     @property
-    def state(self) -> AgentState:
+    def state(self) -> AgentRecord:
         """Session and execution."""
         return self._ledger.state
 
@@ -213,7 +213,7 @@ class AgentRunner:
         )
 
     async def run(
-        self, messages: str | Sequence[Message], *, resume: ExecutionState | None = None
+        self, messages: str | Sequence[Message], *, resume: ExecutionRecord | None = None
     ) -> RunResult:
         """Run to a final answer. ``resume`` continues an execution carried over from an
         earlier workflow run (continue-as-new); its messages are already in the thread."""
@@ -245,7 +245,7 @@ class AgentRunner:
         failure = MaxTurnsExceededError(options.max_turns, missing_answer(previous))
         ledger.fail("MaxTurnsExceededError", str(failure))
 
-    def _begin(self, resume: ExecutionState | None) -> None:
+    def _begin(self, resume: ExecutionRecord | None) -> None:
         """Start the execution (or take up the one carried over) and check the share
         tokens the run was given."""
         ledger = self._ledger
@@ -254,7 +254,7 @@ class AgentRunner:
         else:
             # Every turn's input carries the execution id; the shorter form is unique enough.
             execution_id = workflow.uuid4().hex[:12]
-            ledger.set_execution(ExecutionState.start(execution_id, workflow.now()))
+            ledger.set_execution(ExecutionRecord.start(execution_id, workflow.now()))
         if self._states.shared:
             try:
                 self._states.shared_entries()
@@ -341,7 +341,7 @@ class AgentRunner:
 
 
 def _first_messages(
-    messages: str | Sequence[Message], resume: ExecutionState | None
+    messages: str | Sequence[Message], resume: ExecutionRecord | None
 ) -> list[Message]:
     if resume is None:
         return new_messages(messages, workflow_message_id)

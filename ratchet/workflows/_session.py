@@ -28,7 +28,7 @@ with workflow.unsafe.imports_passed_through():
     from temporalio.contrib.workflow_streams import WorkflowStream
 
     from ratchet.errors import UsageError
-    from ratchet.types import AgentSession, AgentState, ExecutionState, ThreadData
+    from ratchet.types import AgentRecord, AgentSession, ExecutionRecord, ThreadData
     from ratchet.wire import (
         CHECKPOINT_QUERY,
         MOVE_SIGNAL,
@@ -137,7 +137,7 @@ class AgentSessionWorkflow(AgentHandlers):
         """This workflow run's turns (the first: where it started), for forks."""
 
     @property
-    def state(self) -> AgentState:
+    def state(self) -> AgentRecord:
         return self._runner.state
 
     @workflow.run
@@ -302,7 +302,7 @@ class AgentSessionWorkflow(AgentHandlers):
         )
 
     @workflow.query
-    def execution(self) -> ExecutionState | None:
+    def execution(self) -> ExecutionRecord | None:
         """The run in progress, else the last one this workflow run finished."""
         return self.state.execution or self._totals.last_execution
 

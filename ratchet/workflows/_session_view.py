@@ -11,7 +11,7 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.types import (
         AgentSession,
         AgentStatus,
-        ExecutionState,
+        ExecutionRecord,
         Message,
         Span,
         ThreadData,
@@ -41,7 +41,7 @@ class SessionTotals:
     cost_usd: float = 0.0
     updates_this_workflow_run: int = 0
     """Updates taken (a workflow run admits 2,000)."""
-    last_execution: ExecutionState | None = None
+    last_execution: ExecutionRecord | None = None
     """The last run this workflow run finished."""
 
     @classmethod

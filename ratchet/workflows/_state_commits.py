@@ -19,7 +19,7 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.agents._engine import AgentStateExport, StateExport
     from ratchet.errors import ShareTokenError
     from ratchet.types import (
-        AgentState,
+        AgentRecord,
         SharedEntry,
         ShareToken,
         StateChange,
@@ -46,7 +46,7 @@ class StateOwner(Protocol):
     def agent(self) -> str: ...
 
     @property
-    def state(self) -> AgentState: ...
+    def state(self) -> AgentRecord: ...
 
     def state_changed(self, event: StateChanged) -> None: ...
 
@@ -210,7 +210,7 @@ class AgentStateKeeper:
         return self._ledger.agent
 
     @property
-    def state(self) -> AgentState:
+    def state(self) -> AgentRecord:
         return self._ledger.state
 
     def state_changed(self, event: StateChanged) -> None:

@@ -90,7 +90,7 @@ async def run(client: AgentClient, agents: dict, steps: int, **options):
             "pager", "Read the pages.", options=RunOptions(max_turns=steps + 3, **options)
         )
         result = await handle.result()
-        state = await handle.state()
+        state = await handle.record()
     return handle, result, state
 
 

@@ -180,9 +180,9 @@ async def test_a_session_past_the_window_keeps_answering_across_continue_as_new_
         for i in range(SENDS):
             reply = await session.send(f"note {i}: {NOTE}")
             assert reply.output == "noted"
-        count = (await session.state()).session.thread.prompt
+        count = (await session.record()).session.thread.prompt
         fork = await agent_client.fork(session.id)
-        assert count is not None and (await fork.state()).session.thread.prompt == count
+        assert count is not None and (await fork.record()).session.thread.prompt == count
         for i in range(3):
             assert (await fork.send(f"fork note {i}: {NOTE}")).output == "noted"
         thread = await session.thread()
@@ -219,7 +219,7 @@ async def test_a_run_whose_tool_loop_outgrows_the_window_finishes(
             "pager", "Read the pages.", options=RunOptions(max_turns=steps + 2)
         )
         result = await handle.result()
-        state = await handle.state()
+        state = await handle.record()
     assert result.output == "done" and result.turns == steps + 1
     assert openai_server.refused == 1  # then the window is known: the thread is cut ahead
     # The run's view of its log was cut down too; the log and history hold every page once.

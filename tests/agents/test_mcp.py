@@ -114,7 +114,7 @@ async def test_mcp_tools_are_listed_for_the_model_and_called_in_the_turn(
     async with build_worker(agent_client, {"notes": agent}):
         handle = await agent_client.start_run("notes", "note it")
         result = await handle.result()
-        thread = (await handle.state()).session.thread
+        thread = (await handle.record()).session.thread
     assert result.output == "done"
     assert model.offered[0] == ["crash", "crash_once", "learn", "read_note", "write_note"]
     assert tool_results(thread) == [("saved todo", False), ("buy milk", False)]
@@ -129,7 +129,7 @@ async def test_a_server_error_is_a_tool_error_the_model_reads(
     async with build_worker(agent_client, {"notes": ToolCallingAgent(model, toolsets=[notes])}):
         handle = await agent_client.start_run("notes", "read nope")
         assert (await handle.result()).output == "no such note"
-        ((text, is_error),) = tool_results((await handle.state()).session.thread)
+        ((text, is_error),) = tool_results((await handle.record()).session.thread)
     assert is_error and "read_note failed on MCP server 'notes'" in text
     assert "no note named 'nope'" in text or "Error executing tool read_note" in text
 
@@ -147,7 +147,7 @@ async def test_a_server_that_dies_mid_call_is_a_tool_error_and_is_started_again(
     async with build_worker(agent_client, {"notes": ToolCallingAgent(model, toolsets=[notes])}):
         handle = await agent_client.start_run("notes", "crash it")
         assert (await handle.result()).output == "the server came back"
-        results = tool_results((await handle.state()).session.thread)
+        results = tool_results((await handle.record()).session.thread)
     assert results[0][1] and "went away during the call to crash" in results[0][0]
     assert results[1] == ("ship on friday", False)
     crashed, read = recorded(calls)
@@ -197,7 +197,7 @@ async def test_a_changed_tool_list_is_read_again_on_the_next_turn(
     async with build_worker(agent_client, {"notes": ToolCallingAgent(model, toolsets=[notes])}):
         handle = await agent_client.start_run("notes", "learn and recall")
         assert (await handle.result()).output == "recalled"
-        results = tool_results((await handle.state()).session.thread)
+        results = tool_results((await handle.record()).session.thread)
     assert "recall" not in model.offered[0]
     assert "recall" in model.offered[1]  # cached for 5 minutes, yet read again after the change
     assert results == [("learned recall", False), ("plan", False)]
@@ -221,7 +221,7 @@ async def test_streamable_http_server_in_a_session(
             session = await agent_client.start_session("notes")
             assert (await session.send("write a")).output == "saved"
             assert (await session.send("read a")).output == "read"
-            thread = (await session.state()).session.thread
+            thread = (await session.record()).session.thread
             await session.close()
     finally:
         await toolset.aclose()
@@ -247,7 +247,7 @@ async def test_a_durable_mcp_tool_waits_for_approval_by_name_then_runs_as_an_act
             assert recorded(calls) == []  # nothing ran before the approval
             await handle.approve(pending.action.id, by="alice")
             assert (await handle.result()).output == "ok"
-            results = tool_results((await handle.state()).session.thread)
+            results = tool_results((await handle.record()).session.thread)
     finally:
         await notes.aclose()
     assert results == [("saved x", False)]
@@ -293,7 +293,7 @@ async def test_a_durable_call_whose_server_dies_is_retried_on_a_new_server(
         async with build_worker(agent_client, {"notes": ToolCallingAgent(model, toolsets=[notes])}):
             handle = await agent_client.start_run("notes", "crash once", options=options)
             assert (await handle.result()).output == "done"
-            results = tool_results((await handle.state()).session.thread)
+            results = tool_results((await handle.record()).session.thread)
     finally:
         await notes.aclose()
     assert results == [("survived", False)]  # the model never saw the crash

@@ -46,7 +46,7 @@ async def run_weather(client: AgentClient, model, options: RunOptions):
     async with build_worker(client, {"oa": agent}):
         handle = await client.start_run("oa", "Weather in Oslo?", options=options)
         result = await handle.result()
-        state = await handle.state()
+        state = await handle.record()
     await model.client.close()
     return handle, result, state
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
-from ratchet.client import AgentSession, AgentState, AgentStatus, ExecutionState, StepResult
+from ratchet.client import AgentRecord, AgentSession, AgentStatus, ExecutionRecord, StepResult
 from ratchet.types import Message, ToolCall, Usage
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
 
-def busy_state() -> AgentState:
+def busy_state() -> AgentRecord:
     session = AgentSession.new("travel", NOW, session_id="session-1", thread_id="thread-1")
     call = ToolCall(id="call_1", name="weather", arguments='{"city": "Oslo"}')
     session.thread.messages = [
@@ -21,7 +21,7 @@ def busy_state() -> AgentState:
     ]
     session.metadata = {"customer": "c-42", "tags": ["vip"]}
     session.cache = {"forecast:oslo": "snow"}
-    execution = ExecutionState.start("exec-1", NOW).mark_step_started(NOW)
+    execution = ExecutionRecord.start("exec-1", NOW).mark_step_started(NOW)
     execution = execution.with_step_result(
         StepResult(
             turn=1,
@@ -32,13 +32,13 @@ def busy_state() -> AgentState:
             usage=Usage(requests=1, input_tokens=10, output_tokens=5),
         )
     ).mark_step_started(NOW + timedelta(seconds=3))
-    return AgentState(session=session, execution=execution)
+    return AgentRecord(session=session, execution=execution)
 
 
 def test_full_serialisation_round_trips_exactly():
     state = busy_state()
     data = json.loads(json.dumps(state.to_full_data()))
-    restored = AgentState.from_data(data)
+    restored = AgentRecord.from_data(data)
     assert restored == state
     assert restored.execution is not None
     assert restored.execution.current_step_started_at == NOW + timedelta(seconds=3)
@@ -49,7 +49,7 @@ def test_session_only_serialisation_drops_the_execution():
     state = busy_state()
     data = json.loads(json.dumps(state.to_session_data()))
     assert "execution" not in data
-    restored = AgentState.from_data(data)
+    restored = AgentRecord.from_data(data)
     assert restored.session == state.session
     assert restored.execution is None
     assert restored.status == AgentStatus.PENDING

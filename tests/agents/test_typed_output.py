@@ -51,7 +51,7 @@ async def test_an_invalid_answer_goes_back_to_the_model_and_the_valid_one_is_ret
     async with build_worker(agent_client, {"invoicing": invoicing}):
         handle = await agent_client.start_run("invoicing", "what does acme owe?")
         result = await handle.result()
-        thread = (await handle.state()).session.thread
+        thread = (await handle.record()).session.thread
     assert result.output_as(Invoice) == Invoice(customer="acme", total_eur=120.5)
     assert json.loads(result.output) == {"customer": "acme", "total_eur": 120.5}
     assert result.turns == 3
@@ -70,7 +70,7 @@ async def test_a_plain_reply_is_accepted_when_it_is_the_types_json_and_sent_back
     async with build_worker(agent_client, {"invoicing": invoicing}):
         handle = await agent_client.start_run("invoicing", "what does acme owe?")
         result = await handle.result()
-        thread = (await handle.state()).session.thread
+        thread = (await handle.record()).session.thread
     assert result.output_as(Invoice).total_eur == 120.5
     nudges = [m.text for m in thread.messages if m.role == "user"][1:]
     assert len(nudges) == 1 and f"calling {FINAL_RESULT}" in nudges[0]
@@ -156,7 +156,7 @@ async def test_an_answer_without_its_wrapper_is_a_tool_error_the_model_reads(
         else:
             run = await agent_client.start_run("refunds", "refund INV-7", options=options)
             result = await run.result()
-            thread = (await run.state()).session.thread.messages
+            thread = (await run.record()).session.thread.messages
     assert result.output_as(Refund | Invoice) == Refund(invoice="INV-7", reason="double charge")
     (error,) = [m.text for m in thread if m.role == "tool" and m.is_error]
     assert 'goes in {"value": ...}' in error and "invoice, reason" in error

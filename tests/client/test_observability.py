@@ -63,7 +63,7 @@ async def test_a_finished_run_is_indexed_with_its_status_turns_tokens_and_cost(
         handle = await agent_client.start_run("weather", f"weather in Oslo? {task_queue}")
         result = await handle.result()
         description = await handle.workflow.describe()
-        state = await handle.state()
+        state = await handle.record()
         thread = await handle.workflow.query("thread")
         execution = await handle.workflow.query("execution")
         pending = await handle.workflow.query("pending")

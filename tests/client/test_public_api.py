@@ -26,7 +26,7 @@ def test_importing_ratchet_loads_no_temporal_client():
 
 
 def test_agent_code_gets_agent_names_and_hosts_get_the_views():
-    host_views = {"AgentState", "AgentStatus", "StateExport", "PendingView", "Decision"}
+    host_views = {"AgentRecord", "AgentStatus", "StateExport", "PendingView", "Decision"}
     assert not host_views & set(ratchet.agents.__all__)
     assert host_views <= set(ratchet.client.__all__)
     assert {"KeepLastTurns", "Summarize", "DropToolResults"} <= set(ratchet.agents.__all__)

@@ -72,7 +72,7 @@ async def test_a_batch_reports_what_a_client_driven_rerun_does_and_reruns_by_ref
         report = await batch.report([contains("sun", "snow")])
         records = (await batch.result()).records
         first = agent_client.get_run(records[1].workflow_id or "")
-        first_input = await first.state()
+        first_input = await first.record()
     assert RAN == ["lookup Oslo", "lookup Lima"]  # nothing ran again, nothing was booked
     assert [c.case.id for c in report.cases] == [f"{source}#1", f"{source}#2"]
     assert [c.new.answer for c in report.cases] == [c.new.answer for c in expected.cases]
@@ -520,7 +520,7 @@ async def test_a_batch_reruns_a_fork_and_a_session_that_continued_as_new_by_refe
         )
         report = await batch.report()
         fork_case = await case_run(agent_client, batch.id, f"{fork.id}#2")
-        fork_thread = (await fork_case.state()).session.thread
+        fork_thread = (await fork_case.record()).session.thread
     latest = (await long.workflow.describe()).raw_description.workflow_execution_info
     assert latest.first_run_id != latest.execution.run_id  # it did continue as new
     assert [c.case.id for c in report.cases] == [
@@ -584,7 +584,7 @@ async def test_a_free_running_batch_carries_the_new_agents_answers_forward_by_re
         expected = await rerun(
             agent_client, source, agent="weather-v2", unrecorded="live", free_running=True
         )
-        second = await (await case_run(agent_client, batch.id, f"{source}#2")).state()
+        second = await (await case_run(agent_client, batch.id, f"{source}#2")).record()
         (exported,) = (await export_dataset(agent_client, [source])).snapshots
         gone = exported.model_copy(update={"source": f"{source}-gone"})
         of_snapshot = await start_batch(

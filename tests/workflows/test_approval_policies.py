@@ -118,7 +118,7 @@ async def test_allowed_calls_run_denied_ones_never_and_asked_ones_wait(
         assert RAN == ["search tv"]  # delete_all never ran; pay waits
         await handle.approve(waiting.action.id, by="alice")
         assert (await handle.result()).output == "bought"
-        thread = (await handle.state()).session.thread
+        thread = (await handle.record()).session.thread
         audit = await handle.decisions()
     assert RAN == ["search tv", "pay 500"]
     denied = next(m for m in thread.messages if m.role == "tool" and "delete_all" in m.text)
@@ -152,7 +152,7 @@ async def test_arguments_are_validated_before_any_rule_reads_them(
         else:
             run = await agent_client.start_run("shopper", "pay acme", options=options)
             result = await run.result()
-            thread = (await run.state()).session.thread.messages
+            thread = (await run.record()).session.thread.messages
     assert result.output == "I need an amount" and RAN == []
     (error,) = [m for m in thread if m.role == "tool"]
     assert error.is_error and "invalid arguments for pay" in error.text and "amount" in error.text
@@ -230,7 +230,7 @@ async def test_a_rule_change_while_a_call_waits_decides_it(agent_client: AgentCl
         rules = await handle.set_approvals(deny=["pay"], by="bob", reason="over budget")
         assert (await handle.result()).output == "done"
         audit = await handle.decisions()
-        thread = (await handle.state()).session.thread
+        thread = (await handle.record()).session.thread
     assert rules.deny == ["pay"] and RAN == []
     (call,) = [d for d in audit if d.kind == "call"]
     assert not call.approved and call.by == "policy" and call.reason == "session rule: deny pay"

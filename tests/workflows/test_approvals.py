@@ -40,7 +40,7 @@ async def test_approved_call_runs_as_its_own_activity_after_a_durable_wait(
     async with build_worker(agent_client, {"pay": agent}):
         handle = await agent_client.start_run("pay", "pay acme 500")
         pending = await handle.wait_for_pending()
-        waiting = await handle.state()
+        waiting = await handle.record()
         description = await handle.workflow.describe()
         assert ledger.payments == [] and ledger.lookups == ["acme"]
         decision = await handle.approve(pending[0].action.id, by="alice")
@@ -142,7 +142,7 @@ async def test_ask_user_waits_for_an_answer_that_becomes_the_tool_result(
     async with build_worker(agent_client, {"pay": agent}):
         handle = await agent_client.start_run("pay", "plan a trip")
         (pending,) = await handle.wait_for_pending()
-        status = (await handle.state()).status
+        status = (await handle.record()).status
         await handle.provide_input(pending.action.id, "Lisbon")
         result = await handle.result()
     assert pending.action.question == "Which city?"
@@ -167,7 +167,7 @@ async def test_request_input_answer_arrives_as_a_user_message(agent_client: Agen
         (pending,) = await handle.wait_for_pending()
         await handle.provide_input(pending.action.id, "Ada", by="ada")
         result = await handle.result()
-        thread = (await handle.state()).session.thread
+        thread = (await handle.record()).session.thread
     assert result.output == "Hello, Ada!"
     assert [(m.role, m.text) for m in thread.messages] == [
         ("user", "hi"),

@@ -53,7 +53,7 @@ async def test_run_completes_with_one_activity_per_turn(agent_client: AgentClien
     async with build_worker(agent_client, {"weather": lambda: weather_agent(script)}):
         handle = await agent_client.start_run("weather", "Oslo or Lisbon?")
         result = await handle.result()
-        state = await handle.state()
+        state = await handle.record()
 
     assert result.output == "Lisbon is sunnier."
     assert result.status == AgentStatus.COMPLETED
@@ -170,7 +170,7 @@ async def test_max_turns_fails_the_run_naming_the_limit(agent_client: AgentClien
         handle = await agent_client.start_run("loop", "go", options=RunOptions(max_turns=3))
         with pytest.raises(RunFailedError, match="max_turns=3") as failure:
             await handle.result()
-        state = await handle.state()
+        state = await handle.record()
     assert failure.value.error_type == "MaxTurnsExceededError"
     assert len(await turn_activities(handle)) == 3
     assert state.execution is not None and state.execution.status == AgentStatus.FAILED
@@ -191,10 +191,10 @@ async def test_a_session_continues_in_a_new_run(agent_client: AgentClient):
     async with build_worker(agent_client, {"weather": agent}):
         first = await agent_client.start_run("weather", "one")
         await first.result()
-        session = (await first.state()).session
+        session = (await first.record()).session
         second = await agent_client.start_run("weather", "two", session=session)
         result = await second.result()
-        state = await second.state()
+        state = await second.record()
     assert result.output == "second answer"
     assert result.session_id == session.info.id
     assert [m.content for m in state.session.thread.messages] == [

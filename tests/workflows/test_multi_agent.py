@@ -94,8 +94,8 @@ async def test_a_sub_agent_runs_as_a_child_run_and_its_usage_counts_in_the_paren
             started.start_child_workflow_execution_initiated_event_attributes.workflow_id
         )
         child_result = await child.result()
-        child_state = await child.state()
-        parent_state = await handle.state()
+        child_state = await child.record()
+        parent_state = await handle.record()
     assert result.output == "report: tides follow the moon"
     assert child_result.output == "tides follow the moon"
     assert child_state.session.parent_agent_id == "lead"

@@ -76,7 +76,7 @@ async def test_each_message_runs_in_the_session_and_is_written_to_history_once(
         results = [await session.send(f"unique-{i}-text") for i in range(3)]
         outputs = [result.output for result in results]
         thread = await session.thread()
-        state = await session.state()
+        state = await session.record()
         status = await session.status()
         history = await events(session)
         exported = await session.export_state()

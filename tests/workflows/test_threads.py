@@ -68,7 +68,7 @@ async def test_history_grows_linearly_and_each_message_is_written_once(
 ):
     async with build_worker(agent_client, {"pager": lambda: pager(40)}):
         long = await run_pager(agent_client, 40)
-        messages = (await long.state()).session.thread.messages
+        messages = (await long.record()).session.thread.messages
     async with build_worker(agent_client, {"pager": lambda: pager(20)}):
         short = await run_pager(agent_client, 20)
 
@@ -161,7 +161,7 @@ async def test_a_run_continues_as_new_with_its_thread_by_reference(agent_client:
     async with build_worker(agent_client, {"pager": lambda: pager(6)}):
         handle = await run_pager(agent_client, 6, continue_as_new_after_turns=2)
         thread = await handle.thread()
-        latest = (await handle.state()).session.thread
+        latest = (await handle.record()).session.thread
 
     assert [m.text[:8] for m in thread.messages if m.role == "tool"] == [
         f"<page-{i}>" for i in range(6)
@@ -200,7 +200,7 @@ async def test_external_payload_storage_carries_an_oversized_tool_result(
     big = pager(1, size=2_200_000)
     async with build_worker(client, {"pager": lambda: big}):
         handle = await run_pager(client, 1)
-        thread = (await handle.state()).session.thread
+        thread = (await handle.record()).session.thread
 
     assert len(thread.messages[2].content or "") > 2_200_000
     assert await history_size(handle) < 20_000
