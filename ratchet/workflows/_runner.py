@@ -70,6 +70,9 @@ class RunHooks:
     """Awaited after each non-final turn (AgentRunWorkflow continues-as-new there)."""
     live_events: bool = False
     """Turns send their live events to this workflow's event stream."""
+    run_label: Callable[[], str] | None = None
+    """The id the current run's events carry, when not the workflow's (a session
+    names each of its runs)."""
     log_index: LogIndexer | None = None
     """Records where each message appended to a session's log is in this workflow
     run's history."""
@@ -224,7 +227,9 @@ class AgentRunner:
         except InvalidInputError as e:
             raise run_failure("InvalidInputError", str(e)) from e
         self._begin(resume)
-        inputs = TurnInputs(TurnSetup(options, self._hooks.live_events), ledger, self._states)
+        hooks = self._hooks
+        label = hooks.run_label() if hooks.run_label is not None else ""
+        inputs = TurnInputs(TurnSetup(options, hooks.live_events, label), ledger, self._states)
         calls = TurnCalls(options, ledger, lambda: stint.stop_request is not None)
         previous: list[Message] = []
         for turn in range(ledger.execution.step_count + 1, options.max_turns + 1):

@@ -119,6 +119,7 @@ class AgentSessionWorkflow(AgentHandlers):
                 state_hooks=[observer.state_changed],
                 details=self._run_details,
                 live_events=True,
+                run_label=lambda: observer.run_id,
                 log_index=index,
             ),
         )

@@ -246,3 +246,21 @@ async def test_streamed_text_is_coalesced_into_one_event_per_batch_interval(
     assert 4 <= len(deltas) <= WRITER_WORDS // 3
     sent_by_turn = [e.seq for e in seen if e.attempt]
     assert sent_by_turn == list(range(1, len(sent_by_turn) + 1))  # in order, none missing
+
+
+async def test_the_events_a_sessions_turns_send_name_their_run(agent_client: AgentClient):
+    """A session's turns send their own events (streamed text, ``context.emit``):
+    each names the run it belongs to, ``<session>-run-<n>``, as the workflow's do."""
+    model = ScriptedModel(["first answer", "second answer"], stream=True)
+    async with build_worker(agent_client, {"chat": ToolCallingAgent(model)}):
+        session = await agent_client.start_session("chat")
+        watcher = asyncio.ensure_future(collect(session.events()))
+        await session.send("one")
+        await session.send("two")
+        await session.close()
+        seen = await watcher
+    sent_by_turns = [(e.kind, e.run_id) for e in seen if e.attempt]
+    assert ("text_delta", f"{session.id}-run-1") in sent_by_turns
+    assert ("text_delta", f"{session.id}-run-2") in sent_by_turns
+    runs = [e.run_id for e in seen if e.kind == "run_started"]
+    assert {run_id for _, run_id in sent_by_turns} <= set(runs), sent_by_turns
