@@ -22,8 +22,9 @@ from ratchet.agents import (
     ToolCallingAgent,
     tool,
 )
-from ratchet.client import AgentClient, CustomEvent, TurnCompleted
+from ratchet.client import AgentClient, AgentStatus, CustomEvent, TurnCompleted
 from ratchet.client._event_reader import read_events
+from ratchet.wire import AGENT_COST_USD, AGENT_NAME, AGENT_SESSION_ID, AGENT_STATUS, AGENT_TURNS
 from ratchet.worker import build_worker
 
 from ..history import events, of_type
@@ -92,6 +93,24 @@ async def test_a_finished_run_is_indexed_with_its_status_turns_tokens_and_cost(
         for e in scheduled
     ]
     assert len(summaries) == 2 and all(s.startswith("turn ") for s in summaries), summaries
+
+
+async def test_a_visibility_query_is_built_from_the_public_search_attribute_keys(
+    agent_client: AgentClient,
+):
+    async with build_worker(agent_client, {"weather": weather_agent()}):
+        handle = await agent_client.start_run("weather", "weather in Oslo?")
+        result = await handle.result()
+        state = await handle.state()
+    completed = AgentStatus.COMPLETED.value
+    query = (
+        f'{AGENT_NAME.name} = "weather" AND {AGENT_STATUS.name} = "{completed}" '
+        f'AND {AGENT_COST_USD.name} > 0 AND WorkflowId = "{handle.id}"'
+    )
+    [found] = await listed(agent_client.temporal, query)
+    attributes = found.typed_search_attributes
+    assert attributes.get(AGENT_TURNS) == result.turns == 2
+    assert attributes.get(AGENT_SESSION_ID) == state.session.info.id
 
 
 async def test_the_ui_filter_finds_every_session_waiting_for_approval(
