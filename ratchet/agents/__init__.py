@@ -14,6 +14,7 @@ from ._compaction import (
     DropToolResults,
     KeepLastTurns,
     Summarize,
+    SummarizingAgent,
 )
 from ._context import RunContext
 from ._events import CustomEvent, RunEvent, TextDelta
@@ -73,6 +74,7 @@ __all__ = [
     "StateContext",
     "StateSerializer",
     "Summarize",
+    "SummarizingAgent",
     "TextDelta",
     "Thread",
     "Tool",

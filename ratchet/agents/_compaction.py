@@ -136,7 +136,8 @@ class DropToolResults(Compaction):
 class Summarize(Compaction):
     strategy: Literal["summarize"] = "summarize"
     agent: str = "summarizer"
-    """A registered agent that answers with a summary of the thread it is given."""
+    """A registered agent that answers with a summary of the thread it is given: for
+    example ``build_worker(client, {"summarizer": SummarizingAgent(model), ...})``."""
     keep_turns: int = Field(default=4, ge=0)
 
     def kept_turns(self) -> int:
