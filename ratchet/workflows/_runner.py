@@ -77,6 +77,11 @@ class RunHooks:
     """Records where each message appended to a session's log is in this workflow
     run's history."""
 
+    def turn_setup(self, options: RunOptions) -> TurnSetup:
+        """How the run starting now gives its turns their input."""
+        label = self.run_label() if self.run_label is not None else ""
+        return TurnSetup(options, self.live_events, label)
+
 
 @dataclass
 class _Stint:
@@ -227,9 +232,7 @@ class AgentRunner:
         except InvalidInputError as e:
             raise run_failure("InvalidInputError", str(e)) from e
         self._begin(resume)
-        hooks = self._hooks
-        label = hooks.run_label() if hooks.run_label is not None else ""
-        inputs = TurnInputs(TurnSetup(options, hooks.live_events, label), ledger, self._states)
+        inputs = TurnInputs(self._hooks.turn_setup(options), ledger, self._states)
         calls = TurnCalls(options, ledger, lambda: stint.stop_request is not None)
         previous: list[Message] = []
         for turn in range(ledger.execution.step_count + 1, options.max_turns + 1):
