@@ -24,6 +24,7 @@ from ratchet.agents import (
 )
 from ratchet.client import AgentClient, AgentStatus, CustomEvent, TurnCompleted
 from ratchet.client._event_reader import read_events
+from ratchet.deploy import replay
 from ratchet.wire import AGENT_COST_USD, AGENT_NAME, AGENT_SESSION_ID, AGENT_STATUS, AGENT_TURNS
 from ratchet.worker import build_worker
 
@@ -278,8 +279,10 @@ async def test_the_events_a_sessions_turns_send_name_their_run(agent_client: Age
         await session.send("two")
         await session.close()
         seen = await watcher
+        history = await session.workflow.fetch_history()
     sent_by_turns = [(e.kind, e.run_id) for e in seen if e.attempt]
     assert ("text_delta", f"{session.id}-run-1") in sent_by_turns
     assert ("text_delta", f"{session.id}-run-2") in sent_by_turns
     runs = [e.run_id for e in seen if e.kind == "run_started"]
     assert {run_id for _, run_id in sent_by_turns} <= set(runs), sent_by_turns
+    assert (await replay([history])).ok  # the session's turns are told their run behind a patch
