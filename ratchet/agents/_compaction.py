@@ -161,7 +161,8 @@ def dropped(message: Message) -> Message:
 
 
 class SummarizingAgent(Agent):
-    """Answers with a summary of its thread: the agent ``Summarize`` calls by default."""
+    """Answers with a summary of its thread: register it under ``Summarize.agent``
+    (``"summarizer"`` by default) for ``Summarize`` to call."""
 
     def __init__(self, model: ModelClient, *, instructions: str = DEFAULT_SUMMARY_INSTRUCTIONS):
         self.model = model
