@@ -14,6 +14,7 @@ configuration change fixes, and failures of a run, which happen at run time::
     │   │   └── AgentBuildError         an agent factory that fails or returns no Agent
     │   ├── AgentNotFoundError      an agent name no worker has registered
     │   ├── InvalidInputError       a prompt, message or argument Ratchet cannot run
+    │   │   ├── CheckpointGoneError     a fork at a turn whose run Temporal has deleted
     │   │   └── PayloadTooLargeError    over Temporal's 2 MB payload limit
     │   ├── IncompatibleThreadError an agent given a thread kind it cannot continue
     │   ├── ScriptExhaustedError    a ScriptedModel asked for more replies than it holds
@@ -61,6 +62,58 @@ This module imports nothing from Temporal, so agent code can raise these freely.
 """
 
 from __future__ import annotations
+
+__all__ = [
+    "AgentBuildError",
+    "AgentNotFoundError",
+    "AlreadyStartedError",
+    "AnswerUnavailableError",
+    "ApprovalRuleError",
+    "BudgetExceededError",
+    "CheckpointGoneError",
+    "ClosedRunUnreadableError",
+    "ConfigurationError",
+    "ContextOverflowError",
+    "ConversationConflictError",
+    "DecisionError",
+    "DeletionIncompleteError",
+    "EventsExpiredError",
+    "EventsUnavailableError",
+    "HistoryGoneError",
+    "IncompatibleThreadError",
+    "InvalidInputError",
+    "InvalidOptionsError",
+    "MaxTurnsExceededError",
+    "ModelError",
+    "NotFoundError",
+    "PAYLOAD_LIMIT",
+    "PayloadDecryptionError",
+    "PayloadTooLargeError",
+    "RatchetError",
+    "RequestExpiredError",
+    "ResourceNotFoundError",
+    "ResultExpiredError",
+    "RunError",
+    "RunFailedError",
+    "RunNotFoundError",
+    "ScriptExhaustedError",
+    "ServerUnreachableError",
+    "SessionBusyError",
+    "SessionClosedError",
+    "SessionHasForksError",
+    "SessionNotFoundError",
+    "ShareTokenError",
+    "StaleAttemptError",
+    "StateError",
+    "StateIntegrityError",
+    "StateSchemaError",
+    "StateSerializationError",
+    "ThreadResolutionError",
+    "ToolError",
+    "UsageError",
+    "failure_class",
+    "run_failed",
+]
 
 
 class RatchetError(Exception):

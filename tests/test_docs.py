@@ -1,10 +1,16 @@
 """The docs and the README show only code that runs: every Python block in docs/ is an
 include of a file under examples/ (which tests/cli/test_examples.py runs), the README's
-agent is examples/quickstart.py, and every example is shown somewhere."""
+agent is examples/quickstart.py, and every example is shown somewhere. Every Ratchet
+name the docs tell users to import or build is importable from a public package."""
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import pkgutil
 import re
+
+import pytest
 
 from .conftest import ROOT
 
@@ -58,3 +64,70 @@ def test_the_readme_links_to_pages_that_exist():
     readme = (ROOT / "README.md").read_text()
     for target in re.findall(r"\]\(((?:docs|bench)/[^)#]+)", readme):
         assert (ROOT / target).exists(), target
+
+
+DOTTED = re.compile(r"\bratchet(?:\.[a-z]\w*)*\.\w+")
+CONSTRUCTED = re.compile(r"(?<![\w.])([A-Z]\w*)\(")
+"""A class called in the docs' inline code (``SummarizingAgent(model)``)."""
+
+
+def public_packages() -> list[str]:
+    """``ratchet``, the packages docs/reference/index.md lists as public and their
+    public subpackages (``ratchet.agents.models``)."""
+    table = (DOCS / "reference" / "index.md").read_text()
+    listed = re.findall(r"`(ratchet\.\w+)`", table.split("Each package")[0])
+    found = ["ratchet", *listed]
+    for package in listed:
+        module = importlib.import_module(package)
+        found += [
+            info.name
+            for info in pkgutil.iter_modules(getattr(module, "__path__", []), f"{package}.")
+            if info.ispkg and not info.name.rpartition(".")[2].startswith("_")
+        ]
+    return found
+
+
+def inline_code(text: str) -> list[str]:
+    return re.findall(r"`([^`]+)`", FENCE.sub("", text))
+
+
+@pytest.mark.parametrize("page", sorted(pages()))
+def test_every_ratchet_name_a_page_spells_out_imports(page: str):
+    """``ratchet.agents.SummarizingAgent`` in prose or ``::: ratchet.x.Name`` in the
+    reference names something a user can import (names of other things, such as the
+    ``ratchet.thread`` query, are not modules' attributes and are left alone)."""
+    missing = []
+    for dotted in set(DOTTED.findall(pages()[page])):
+        module, _, name = dotted.rpartition(".")
+        if module == "ratchet" or module.split(".")[1].startswith("_"):
+            continue  # the query, signal and memo names; private modules: test_architecture
+        try:
+            imported = importlib.import_module(module)
+        except ImportError:
+            continue  # an attribute's path (``ratchet.usage.cost_usd``), not a module
+        if not hasattr(imported, name) and importlib.util.find_spec(dotted) is None:
+            missing.append(dotted)  # neither an attribute nor a module (``.examples.x``)
+    assert not missing, f"{page} names what does not import: {sorted(missing)}"
+
+
+def test_every_ratchet_class_the_docs_construct_is_exported():
+    """A class the docs show being built (``ThreadCache(max_bytes=...)``) is in a public
+    package's ``__all__``, so a user can import it without reaching into ``_modules``."""
+    defined = {
+        name
+        for path in (ROOT / "ratchet").rglob("*.py")
+        for name in re.findall(r"^class (\w+)", path.read_text(), re.M)
+    }
+    exported = {
+        name
+        for package in public_packages()
+        for name in getattr(importlib.import_module(package), "__all__", [])
+    }
+    unexported = sorted(
+        f"{page}: {name}"
+        for page, text in pages().items()
+        for span in inline_code(text)
+        for name in CONSTRUCTED.findall(span)
+        if name in defined and name not in exported
+    )
+    assert not unexported, f"export these or stop telling users to build them: {unexported}"

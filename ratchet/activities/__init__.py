@@ -1,5 +1,9 @@
-"""Activities: where agents and tools run (and do their I/O). Internal: workers get
-them from ``ratchet.plugin.RatchetPlugin`` (``build_worker`` adds it)."""
+"""Activities: where agents and tools run (and do their I/O). Workers get them from
+``ratchet.plugin.RatchetPlugin`` (``build_worker`` adds it).
+
+For users: the caches a worker keeps, which ``build_worker`` takes
+(``ThreadCache``, ``StateCache``), and ``ResourceFactory``. The rest is the worker's
+parts, public so that ``ratchet.worker`` and ``ratchet.plugin`` wire them up by name."""
 
 from ._anchor_copies import AnchorCopies
 from ._delivery import deliver_scheduled_message

@@ -212,7 +212,7 @@ class TurnActivities:
             yield
             return
         events = TurnEvents(
-            run_id=context.run_id,
+            run_id=input.run_id or context.run_id,  # a session's run: its label
             agent=input.agent,
             turn=input.turn,
             attempt=context.attempt,

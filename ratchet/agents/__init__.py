@@ -22,6 +22,7 @@ from ._compaction import (
     DropToolResults,
     KeepLastTurns,
     Summarize,
+    SummarizingAgent,
 )
 from ._context import RunContext
 from ._fit_window import FitWindow
@@ -74,6 +75,7 @@ __all__ = [
     "StateContext",
     "StateSerializer",
     "Summarize",
+    "SummarizingAgent",
     "Thread",
     "Tool",
     "ToolCallingAgent",

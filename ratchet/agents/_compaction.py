@@ -138,7 +138,8 @@ class DropToolResults(Compaction):
 class Summarize(Compaction):
     strategy: Literal["summarize"] = "summarize"
     agent: str = "summarizer"
-    """A registered agent that answers with a summary of the thread it is given."""
+    """A registered agent that answers with a summary of the thread it is given: for
+    example ``build_worker(client, {"summarizer": SummarizingAgent(model), ...})``."""
     keep_turns: int = Field(default=4, ge=0)
 
     def kept_turns(self) -> int:
@@ -154,7 +155,8 @@ CompactionPolicy = Annotated[
 
 
 class SummarizingAgent(Agent):
-    """Answers with a summary of its thread: the agent ``Summarize`` calls by default."""
+    """Answers with a summary of its thread: register it under ``Summarize.agent``
+    (``"summarizer"`` by default) for ``Summarize`` to call."""
 
     def __init__(self, model: ModelClient, *, instructions: str = DEFAULT_SUMMARY_INSTRUCTIONS):
         self.model = model

@@ -102,13 +102,12 @@ class Translation:
             data = event.data
             if data is not None and data.request_id == self.request_id:
                 self.run_label = event.run_id
-        if self.run_label is not None and event.run_id == self.run_label:
-            return True
-        # What a session's turns send is stamped with the session's id; a session
-        # runs one run at a time, so once the run is known they are its own.
-        return (
-            bool(event.attempt) and self.run_label is not None and event.run_id == self._session_id
-        )
+        if self.run_label is None:
+            return False
+        # Turns of 0.1.0 stamped their events with the session's id (a session runs
+        # one run at a time): a stream a session carries from then may hold some.
+        legacy = bool(event.attempt) and event.run_id == self._session_id
+        return event.run_id == self.run_label or legacy
 
     def reply_id(self, turn: int) -> str:
         """The thread's id of the reply of ``turn`` of this run."""

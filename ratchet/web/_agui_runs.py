@@ -86,7 +86,7 @@ async def run_at(client: AgentClient, session: SessionHandle, offset: int) -> Fo
     found = await read_events(client.temporal, session.id, offset, until=offset + 500)
     if not found or found[0][0] != offset:
         raise InvalidInputError(f"Last-Event-ID {offset} is not an event of session {session.id}.")
-    # A turn's events name the session; the workflow's name the run.
+    # The workflow's events name the run (a 0.1.0 turn's named the session).
     named = next((event.run_id for _, event in found if not event.attempt), None)
     label = named or (await session.status()).current_run or session.id
     return Follow(await current(session, label), offset + 1)

@@ -9,7 +9,9 @@ Two kinds of names are exported:
 
 - What a user of Ratchet passes or gets back: ``RunOptions``, ``SessionOptions``,
   ``RunResult``, ``SessionStatus``, ``SendOutcome``, and the workflow types and run
-  input for starting a run from Temporal directly (``RUN_WORKFLOW``, ``RunInput``).
+  input for starting a run from Temporal directly (``RUN_WORKFLOW``, ``RunInput``),
+  and the search attributes runs and sessions are indexed by (``AGENT_STATUS``, ...:
+  ``SearchAttributeKey``s, for visibility queries and ``typed_search_attributes``).
 - The engine's protocol: the turn's and tool's inputs and outputs, the workflows'
   requests and records, and the names above. They are public so that every package
   of Ratchet reaches them the same way, and so that an operator can decode what the

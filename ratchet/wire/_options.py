@@ -3,8 +3,9 @@ are checked where they are written; a workflow checks them again when it starts.
 
 from __future__ import annotations
 
+import difflib
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard, get_args
 
 from pydantic import Field
 
@@ -12,17 +13,58 @@ from ratchet.agents import CompactionPolicy, FitWindow
 from ratchet.errors import InvalidOptionsError
 from ratchet.types import ClientTool, SparseModel, is_decoding, tool_problems
 
+REMOVED = {
+    "thread_mode": "removed: every turn gets its thread by reference",
+    "inline_thread_bytes": "removed: every turn gets its thread by reference",
+    "recording": "removed: record a run's tools with a tool_interceptor",
+}
+"""Options that were removed, and why: a recorded payload may still carry them."""
+
 
 class CheckedOptions(SparseModel):
-    """Options whose ranges are checked when they are built in code (``__init__``),
-    so a bad value fails where it was written. Decoding (a recorded history, a
-    client's request) does not check: workflows call ``check()`` when a run starts,
-    so an old history still replays and a new run fails instead of wedging."""
+    """Options whose names and ranges are checked when they are built in code
+    (``__init__``), so a misspelt option or a bad value fails where it was written.
+    Decoding (a recorded history, a client's request) does not check: payloads may
+    carry options since removed, and workflows call ``check()`` when a run starts, so
+    an old history still replays and a new run fails instead of wedging."""
 
     def __init__(self, **data: Any) -> None:
+        written = not is_decoding()
+        if written and (unknown := self.unknown_options(data)):
+            name = type(self).__name__
+            raise InvalidOptionsError(
+                f"{name} has no option {'; no option '.join(unknown)}. Its options are its "
+                "fields (docs/reference/options.md)."
+            )
         super().__init__(**data)
-        if not is_decoding():
+        if written:
             self.check()
+
+    @classmethod
+    def unknown_options(cls, data: dict[str, Any], path: str = "") -> list[str]:
+        """The keys of ``data`` (and of the options nested in it) that are no option,
+        each with the option it is closest to: ``max_turn (did you mean max_turns?)``."""
+        unknown: list[str] = []
+        for key, value in data.items():
+            field = cls.model_fields.get(key)
+            if field is None:
+                unknown.append(f"{path}{key}{cls._hint(key)}")
+                continue
+            nested = _nested(field.annotation)
+            if isinstance(value, dict) and nested is not None:
+                unknown += nested.unknown_options(value, f"{path}{key}.")
+        return unknown
+
+    @classmethod
+    def _hint(cls, key: str) -> str:
+        if key in REMOVED:
+            return f" ({REMOVED[key]})"
+        for name, field in cls.model_fields.items():
+            nested = _nested(field.annotation)
+            if nested is not None and key in nested.model_fields:
+                return f" (it is an option of {name}: {name}={nested.__name__}({key}=...))"
+        close = difflib.get_close_matches(key, list(cls.model_fields), n=1)
+        return f" (did you mean {close[0]}?)" if close else ""
 
     def problems(self) -> list[str]:
         return []
@@ -37,6 +79,16 @@ class CheckedOptions(SparseModel):
                 + "; ".join(f"{name}.{p}" for p in problems)
                 + "."
             )
+
+
+def _nested(annotation: Any) -> type[CheckedOptions] | None:
+    """The options class a field holds (``SessionOptions.run``), if one."""
+    found = [t for t in (annotation, *get_args(annotation)) if _checked(t)]
+    return found[0] if len(found) == 1 else None
+
+
+def _checked(annotation: Any) -> TypeGuard[type[CheckedOptions]]:
+    return isinstance(annotation, type) and issubclass(annotation, CheckedOptions)
 
 
 def at_least(name: str, value: int | None, low: int, meaning: str = "") -> list[str]:

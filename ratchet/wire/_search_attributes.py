@@ -13,11 +13,17 @@ from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.common import SearchAttributeKey
 
 AGENT_NAME = SearchAttributeKey.for_keyword("AgentName")
+"""The agent (after a handoff, the one that took over)."""
 AGENT_SESSION_ID = SearchAttributeKey.for_keyword("AgentSessionId")
+"""The session the run or session belongs to."""
 AGENT_STATUS = SearchAttributeKey.for_keyword("AgentStatus")
+"""An ``AgentStatus`` value (``RUNNING``, ``AWAITING_APPROVAL``, ``COMPLETED``, ...)."""
 AGENT_TURNS = SearchAttributeKey.for_int("AgentTurns")
+"""Turns taken (a session: all its runs)."""
 AGENT_TOKENS = SearchAttributeKey.for_int("AgentTokens")
+"""Tokens used (a session: all its runs)."""
 AGENT_COST_USD = SearchAttributeKey.for_float("AgentCostUsd")
+"""Dollars, when the models have a ``ModelPrice``."""
 
 SEARCH_ATTRIBUTES: tuple[SearchAttributeKey, ...] = (
     AGENT_NAME,
@@ -27,6 +33,7 @@ SEARCH_ATTRIBUTES: tuple[SearchAttributeKey, ...] = (
     AGENT_TOKENS,
     AGENT_COST_USD,
 )
+"""Every attribute above (what ``ratchet setup`` registers on a namespace)."""
 
 # The names the ``temporal`` CLI and the server use for each kind.
 _CLI_TYPE = {"KEYWORD": "Keyword", "INT": "Int", "FLOAT": "Double"}

@@ -81,6 +81,9 @@ class TurnInput(SparseModel):
     """The registered agent that takes the turn."""
     execution_id: str
     """The run's execution (idempotency keys and question ids include it)."""
+    run_id: str = ""
+    """The run the turn's events name: a session's run, its label; empty: the
+    workflow's own id (a single run)."""
     turn: int
     """The turn's number in its execution, from 1."""
     thread: ThreadRef

@@ -5,7 +5,10 @@
 The command itself (its options, loading ``--agents``) is ``ratchet.cli._worker``;
 this package's ``__main__`` hands ``python -m ratchet.worker`` to it.
 
-``AGENTS`` is a dict of agent name to an ``Agent`` or a zero-argument factory.
+``AGENTS`` is a dict of agent name to an ``Agent`` or a zero-argument factory. A
+worker's caches are sized by passing your own: ``build_worker(...,
+thread_cache=ThreadCache(max_bytes=...), state_cache=StateCache(max_entries=...))``, both
+from ``ratchet.activities``.
 """
 
 from __future__ import annotations
@@ -27,16 +30,24 @@ from temporalio.worker import Plugin, Worker, WorkerDeploymentConfig, WorkflowRu
 from ratchet import telemetry
 from ratchet._exit import hard_exit
 from ratchet._grace_period import DEFAULT_GRACE_PERIOD
+from ratchet.activities import ResourceFactory, StateCache, ThreadCache
 from ratchet.activities._event_publisher import DEFAULT_BATCH_INTERVAL
-from ratchet.activities._log_cache import ThreadCache
-from ratchet.activities._resources import ResourceFactory
-from ratchet.activities._state_refs import StateCache
 from ratchet.activities._turn import AgentFactory
 from ratchet.agents._interceptors import InterceptorFactory
 from ratchet.client._client import DEFAULT_TASK_QUEUE, AgentClient
 from ratchet.client._namespace_setup import ensure_search_attributes
 from ratchet.errors import ConfigurationError
 from ratchet.plugin import RatchetPlugin, check_agents, passed_through
+
+__all__ = [
+    "GRACE_PERIOD",
+    "build_worker",
+    "load_agents",
+    "load_workflows",
+    "serve",
+    "versioned",
+    "workflow_runner",
+]
 
 GRACE_PERIOD = timedelta(seconds=DEFAULT_GRACE_PERIOD)
 """How long a stopping worker lets its turns in flight finish before it cancels them."""
@@ -125,7 +136,7 @@ def build_worker(
     )
     plugins = [*worker_options.pop("plugins", []), plugin]
     if config := worker_options.get("deployment_config"):
-        worker_options["deployment_config"] = pinned_by_default(config)
+        worker_options["deployment_config"] = _pinned_by_default(config)
     return Worker(
         client.temporal,
         task_queue=task_queue,
@@ -153,7 +164,7 @@ def versioned(deployment: str, build_id: str) -> WorkerDeploymentConfig:
     )
 
 
-def pinned_by_default(config: WorkerDeploymentConfig) -> WorkerDeploymentConfig:
+def _pinned_by_default(config: WorkerDeploymentConfig) -> WorkerDeploymentConfig:
     """With versioning on, temporalio refuses a worker whose workflows declare no
     versioning behaviour unless the worker names a default: Ratchet's is pinned."""
     if config.use_worker_versioning and (

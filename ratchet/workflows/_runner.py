@@ -69,9 +69,17 @@ class RunHooks:
     """Awaited after each non-final turn (AgentRunWorkflow continues-as-new there)."""
     live_events: bool = False
     """Turns send their live events to this workflow's event stream."""
+    run_label: Callable[[], str] | None = None
+    """The id the current run's events carry, when not the workflow's (a session
+    names each of its runs)."""
     log_index: LogIndexer | None = None
     """Records where each message appended to a session's log is in this workflow
     run's history."""
+
+    def turn_setup(self, options: RunOptions) -> TurnSetup:
+        """How the run starting now gives its turns their input."""
+        label = self.run_label() if self.run_label is not None else ""
+        return TurnSetup(options, self.live_events, label)
 
 
 @dataclass
@@ -223,7 +231,7 @@ class AgentRunner:
         except InvalidInputError as e:
             raise run_failure("InvalidInputError", str(e)) from e
         self._begin(resume)
-        inputs = TurnInputs(TurnSetup(options, self._hooks.live_events), ledger, self._states)
+        inputs = TurnInputs(self._hooks.turn_setup(options), ledger, self._states)
         calls = TurnCalls(options, ledger, lambda: stint.stop_request is not None)
         previous: list[Message] = []
         for turn in range(ledger.execution.step_count + 1, options.max_turns + 1):

@@ -24,6 +24,7 @@ with workflow.unsafe.imports_passed_through():
         RecentRequests,
         SendOutcome,
         SendRequest,
+        SessionInput,
         SessionOptions,
         new_messages,
         request_id_problem,
@@ -74,6 +75,13 @@ class SendBook:
         """The session takes no more messages."""
         self.ending = False
         """This workflow run is about to continue as new: held sends return their ticket."""
+
+    @classmethod
+    def handed_over(cls, input: SessionInput) -> SendBook:
+        """The book an earlier workflow run of the session handed over (or a new one)."""
+        return cls(
+            tickets=input.tickets, queue=input.queue, results=input.results, requests=input.requests
+        )
 
     @property
     def queued(self) -> int:

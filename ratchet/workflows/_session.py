@@ -85,12 +85,7 @@ class AgentSessionWorkflow(AgentHandlers):
         )
         self._options = input.options
         self._totals = SessionTotals.carried(input)
-        self._sends = SendBook(
-            tickets=input.tickets,
-            queue=input.queue,
-            results=input.results,
-            requests=input.requests,
-        )
+        self._sends = SendBook.handed_over(input)
         self._display = SessionDisplay()
         log = session.thread.kind == "messages"  # a service's thread is not indexed
         index = LogIndexer(session.thread.offset) if log else None
@@ -112,6 +107,7 @@ class AgentSessionWorkflow(AgentHandlers):
                 state_hooks=[observer.state_changed],
                 details=self._run_details,
                 live_events=True,
+                run_label=lambda: observer.run_id,
                 log_index=index,
             ),
         )

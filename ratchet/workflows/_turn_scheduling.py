@@ -35,6 +35,13 @@ class TurnSetup:
     options: RunOptions
     live_events: bool
     """Turns send their live events to the workflow's event stream."""
+    run_label: str = ""
+    """The id the run's events carry when it is not the workflow's (a session's run)."""
+
+
+RUN_LABEL_ON_TURN_EVENTS = "ratchet-turn-events-name-the-run"
+"""Patch: a session's turns are told their run's label, for the events they send
+(they carried the session's id before)."""
 
 
 class TurnInputs:
@@ -68,17 +75,19 @@ class TurnInputs:
             self.logged = pending
             if not options.fast and not workflow.unsafe.is_replaying():
                 HANDOFF.offer(thread.id, ref.length, pending)
+        # A local activity (fast mode) holds the workflow task its signals would need.
+        events = self._setup.live_events and not options.fast
         return TurnInput(
             agent=ledger.agent,
             execution_id=ledger.execution.execution_id,
+            run_id=self._run_label() if events else "",
             turn=turn,
             thread=ref,
             view=thread.view,
             new_count=len(pending),
             new_messages=pending if options.fast else [],
             new_last_tag=id_tag(pending[-1].id) if pending else None,
-            # A local activity (fast mode) holds the workflow task its signals would need.
-            events=self._setup.live_events and not options.fast,
+            events=events,
             compaction=options.compaction,
             fit_window=options.fit_window,
             prompt=thread.prompt,
@@ -88,6 +97,10 @@ class TurnInputs:
             shared=self._states.shared_entries() if self._states.shared else [],
             **self._states.turn_input(inline=options.fast),
         )
+
+    def _run_label(self) -> str:
+        label = self._setup.run_label
+        return label if label and workflow.patched(RUN_LABEL_ON_TURN_EVENTS) else ""
 
 
 class TurnCalls:

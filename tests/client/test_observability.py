@@ -20,9 +20,11 @@ from ratchet.agents import (
     ToolCallingAgent,
     tool,
 )
-from ratchet.client import AgentClient, CustomEvent, TurnCompleted
+from ratchet.client import AgentClient, AgentStatus, CustomEvent, TurnCompleted
 from ratchet.client._event_reader import read_events
+from ratchet.deploy import replay
 from ratchet.types import Message, RunEvent
+from ratchet.wire import AGENT_COST_USD, AGENT_NAME, AGENT_SESSION_ID, AGENT_STATUS, AGENT_TURNS
 from ratchet.worker import build_worker
 
 from ..history import events, of_type
@@ -91,6 +93,24 @@ async def test_a_finished_run_is_indexed_with_its_status_turns_tokens_and_cost(
         for e in scheduled
     ]
     assert len(summaries) == 2 and all(s.startswith("turn ") for s in summaries), summaries
+
+
+async def test_a_visibility_query_is_built_from_the_public_search_attribute_keys(
+    agent_client: AgentClient,
+):
+    async with build_worker(agent_client, {"weather": weather_agent()}):
+        handle = await agent_client.start_run("weather", "weather in Oslo?")
+        result = await handle.result()
+        state = await handle.state()
+    completed = AgentStatus.COMPLETED.value
+    query = (
+        f'{AGENT_NAME.name} = "weather" AND {AGENT_STATUS.name} = "{completed}" '
+        f'AND {AGENT_COST_USD.name} > 0 AND WorkflowId = "{handle.id}"'
+    )
+    [found] = await listed(agent_client.temporal, query)
+    attributes = found.typed_search_attributes
+    assert attributes.get(AGENT_TURNS) == result.turns == 2
+    assert attributes.get(AGENT_SESSION_ID) == state.session.info.id
 
 
 async def test_the_ui_filter_finds_every_session_waiting_for_approval(
@@ -245,3 +265,23 @@ async def test_streamed_text_is_coalesced_into_one_event_per_batch_interval(
     assert 4 <= len(deltas) <= WRITER_WORDS // 3
     sent_by_turn = [e.seq for e in seen if e.attempt]
     assert sent_by_turn == list(range(1, len(sent_by_turn) + 1))  # in order, none missing
+
+
+async def test_the_events_a_sessions_turns_send_name_their_run(agent_client: AgentClient):
+    """A session's turns send their own events (streamed text, ``context.emit``):
+    each names the run it belongs to, ``<session>-run-<n>``, as the workflow's do."""
+    model = ScriptedModel(["first answer", "second answer"], stream=True)
+    async with build_worker(agent_client, {"chat": ToolCallingAgent(model)}):
+        session = await agent_client.start_session("chat")
+        watcher = asyncio.ensure_future(collect(session.events()))
+        await session.send("one")
+        await session.send("two")
+        await session.close()
+        seen = await watcher
+        history = await session.workflow.fetch_history()
+    sent_by_turns = [(e.kind, e.run_id) for e in seen if e.attempt]
+    assert ("text_delta", f"{session.id}-run-1") in sent_by_turns
+    assert ("text_delta", f"{session.id}-run-2") in sent_by_turns
+    runs = [e.run_id for e in seen if e.kind == "run_started"]
+    assert {run_id for _, run_id in sent_by_turns} <= set(runs), sent_by_turns
+    assert (await replay([history])).ok  # the session's turns are told their run behind a patch

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -10,6 +11,9 @@ import pytest
 import ratchet
 import ratchet.agents
 import ratchet.client
+import ratchet.errors
+import ratchet.worker
+from ratchet.errors import RatchetError
 
 
 def test_the_top_level_names_are_few_and_all_resolve():
@@ -39,3 +43,33 @@ def test_a_name_ratchet_does_not_have_is_an_attribute_error():
         assert "AgentRunner" in str(e)
     else:
         raise AssertionError("ratchet.AgentRunner should not exist")
+
+
+@pytest.mark.parametrize("module", [ratchet.worker, ratchet.errors], ids=lambda m: m.__name__)
+def test_worker_and_errors_list_every_public_name_they_define(module):
+    defined = {
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_") and getattr(value, "__module__", None) == module.__name__
+    }
+    assert defined and defined <= set(module.__all__)
+    assert all(getattr(module, name) is not None for name in module.__all__)
+
+
+def test_every_error_is_exported_and_drawn_in_the_tree():
+    found, errors = [RatchetError], set()
+    while found:
+        cls = found.pop()
+        found += cls.__subclasses__()
+        if cls.__module__ == "ratchet.errors" and cls.__qualname__ == cls.__name__:
+            errors.add(cls.__name__)  # not run_failed()'s classes, made as they are needed
+    assert errors <= set(ratchet.errors.__all__)
+    tree = ratchet.errors.__doc__ or ""
+    assert [name for name in sorted(errors) if not re.search(rf"\b{name}\b", tree)] == []
+
+
+def test_the_caches_build_worker_takes_are_exported_where_they_live():
+    """docs/how-it-works.md sizes a worker's cache with ``ThreadCache(max_bytes=...)``."""
+    import ratchet.activities
+
+    assert {"ThreadCache", "StateCache", "ResourceFactory"} <= set(ratchet.activities.__all__)

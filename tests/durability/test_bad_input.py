@@ -12,6 +12,7 @@ from datetime import timedelta
 
 import pytest
 from temporalio.client import WorkflowExecutionStatus
+from temporalio.converter import DataConverter
 from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet.agents import RunContext, ScriptedModel, ToolCallingAgent, tool
@@ -37,6 +38,7 @@ from ratchet.errors import (
     run_failed,
 )
 from ratchet.evals._rerun import rerun
+from ratchet.payloads import data_converter
 from ratchet.types import Message
 from ratchet.wire import RunInput, RunOptions, SessionOptions
 from ratchet.worker import build_worker
@@ -154,6 +156,41 @@ def test_every_bad_field_is_named_at_once():
 def test_options_of_the_wrong_type_name_the_field():
     with pytest.raises(ValueError, match="max_turns"):
         RunOptions(max_turns="many")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("options", "fields", "named"),
+    [
+        (RunOptions, {"max_turn": 3}, "no option max_turn (did you mean max_turns?)"),
+        (
+            RunOptions,
+            {"continue_as_new_after": 3},
+            "no option continue_as_new_after (did you mean continue_as_new_after_turns?)",
+        ),
+        (RunOptions, {"thread_mode": "inline"}, "no option thread_mode (removed: "),
+        (SessionOptions, {"run": {"max_turn": 3}}, "no option run.max_turn (did you mean max_"),
+        (
+            SessionOptions,
+            {"approval_timeout": timedelta(hours=1)},
+            "it is an option of run: run=RunOptions(approval_timeout=...)",
+        ),
+    ],
+)
+def test_an_unknown_option_is_refused_where_it_is_written_naming_the_closest(
+    options: type[RunOptions | SessionOptions], fields: dict[str, object], named: str
+):
+    with pytest.raises(InvalidOptionsError) as e:
+        options(**fields)  # type: ignore[arg-type]
+    assert f"{options.__name__} has no option" in str(e.value) and named in str(e.value)
+    assert isinstance(e.value, ValueError)
+
+
+def test_options_recorded_with_a_removed_option_still_decode():
+    """A history's payload may carry options since removed: only code is refused."""
+    converter = DataConverter.default.payload_converter
+    stored = converter.to_payloads([{"thread_mode": "inline", "max_turns": 3}])[0]
+    [decoded] = data_converter.payload_converter.from_payloads([stored], [RunOptions])
+    assert decoded == RunOptions(max_turns=3)
 
 
 async def test_options_that_skipped_the_check_are_refused_before_a_run_starts(
