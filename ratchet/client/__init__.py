@@ -4,6 +4,16 @@ Besides the handles, this package exports the host-side views the handles
 return: a run's ``AgentState`` (status, turns, the thread), committed state
 (``StateExport``), pending work and decisions, and the events ``events()``
 yields (``RunEvent``: one class per kind, each with typed ``data``).
+
+Also public, for hosts built on the client (the web server, the CLI):
+
+- ``AgentClient.list_sessions`` lists sessions and runs (``WorkflowSummary`` rows),
+  taking further filters escaped (``where={"Owner": subject}``).
+- ``numbered_events`` / ``read_events`` read a workflow's events with their
+  offsets (``Resent`` drops a batch a turn sent twice); ``handle.events(after=n)``
+  resumes a watcher after the last offset it handled.
+- ``no_worker_yet`` tells a Temporal error that may pass once a worker polls.
+- ``ensure_search_attributes`` registers Ratchet's search attributes on a namespace.
 """
 
 from ratchet.agents._client_tools import ClientTool
@@ -46,14 +56,19 @@ from ratchet.wire._anchor_data import Anchored
 from ratchet.wire._session_data import SessionStatus, new_request_id
 
 from ._checkpoints import Checkpoint
-from ._client import AgentClient
+from ._client import DEFAULT_TASK_QUEUE, AgentClient
 from ._deletion import SessionDeletion
+from ._event_reader import Resent, numbered_events, read_events
+from ._listing import WorkflowSummary
+from ._namespace_setup import ensure_search_attributes
+from ._retries import no_worker_yet
 from ._run_handle import RunHandle
 from ._schedules import schedule_runs_query
 from ._session_handle import SessionHandle
 from ._turn_records import TurnRecord
 
 __all__ = [
+    "DEFAULT_TASK_QUEUE",
     "AgentClient",
     "AgentSession",
     "Anchored",
@@ -67,6 +82,7 @@ __all__ = [
     "Decision",
     "EventBase",
     "ExecutionState",
+    "Resent",
     "PendingView",
     "Retry",
     "RunEvent",
@@ -98,6 +114,11 @@ __all__ = [
     "TurnCompletedData",
     "TurnRecord",
     "TurnStarted",
+    "WorkflowSummary",
+    "ensure_search_attributes",
     "new_request_id",
+    "no_worker_yet",
+    "numbered_events",
+    "read_events",
     "schedule_runs_query",
 ]

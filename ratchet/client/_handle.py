@@ -24,6 +24,7 @@ from ratchet.wire._run_data import DecisionRequest, ToolResultRequest, Verdict
 from ratchet.workflows._decisions import AgentHandlers
 
 from ._error_mapping import GuardedHandle, Noun, failed_run, translated
+from ._listing import WorkflowSummary, summary
 from ._turn_records import TurnRecord, read_turns
 
 Refused = type[InvalidInputError] | type[DecisionError] | None
@@ -65,6 +66,11 @@ class AgentHandle:
             return await self._handle.execute_update(update, arg)
         except WorkflowUpdateFailedError as e:
             raise as_refused(failed_run(self.id, e), refused) from e
+
+    async def describe(self) -> WorkflowSummary:
+        """The run or session as ``AgentClient.list_sessions`` shows it (agent, status,
+        counts, whether it is open), read from the server: no worker needed."""
+        return summary(await self._handle.describe())
 
     async def turns(self) -> list[TurnRecord]:
         """Each turn of the current workflow run: its attempts (which worker ran each,
