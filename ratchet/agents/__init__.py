@@ -18,8 +18,9 @@ from ._compaction import (
 from ._context import RunContext
 from ._events import CustomEvent, RunEvent, TextDelta
 from ._fit_window import FitWindow
-from ._interceptors import PROCEED, Intercepted, ToolInterceptor
+from ._interceptors import PROCEED, Intercepted, InterceptorFactory, ToolInterceptor
 from ._messages import Message, ToolCall
+from ._output import FINAL_RESULT
 from ._parts import FilePart, ImagePart
 from ._pending import PendingAction
 from ._pricing import ModelPrice
@@ -46,10 +47,12 @@ __all__ = [
     "CompactionPolicy",
     "CustomEvent",
     "DropToolResults",
+    "FINAL_RESULT",
     "FilePart",
     "FitWindow",
     "ImagePart",
     "Intercepted",
+    "InterceptorFactory",
     "JSONSerializer",
     "KeepLastTurns",
     "Message",

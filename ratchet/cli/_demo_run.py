@@ -16,8 +16,7 @@ from pathlib import Path
 from temporalio.api.enums.v1 import EventType
 
 from ratchet.agents._messages import Message
-from ratchet.client import AgentClient
-from ratchet.client._run_handle import RunHandle
+from ratchet.client import AgentClient, RunHandle
 from ratchet.devserver import DevServer
 from ratchet.examples import DEMO_PROMPT
 from ratchet.testing import WorkerProcess

@@ -27,7 +27,7 @@ from temporalio.client import WorkflowHandle
 from ratchet.agents._messages import Message
 from ratchet.client import AgentClient
 from ratchet.errors import InvalidInputError
-from ratchet.history._recorded import activity_results, read_history
+from ratchet.history import activity_results, read_history
 from ratchet.wire._options import RunOptions
 
 from ._case_runs import CONCURRENCY, outcome_of

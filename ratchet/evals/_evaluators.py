@@ -18,9 +18,8 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from ratchet.agents._context import RunContext
+from ratchet.agents import ModelClient, RunContext
 from ratchet.agents._messages import Message
-from ratchet.agents.models._base import ModelClient
 
 from ._cases import Case, CaseScore, Outcome, Score
 

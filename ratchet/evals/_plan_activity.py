@@ -25,8 +25,7 @@ from ratchet.agents._messages import Message, approximate_size, new_id
 from ratchet.agents._state import AgentSession, ThreadBase, ThreadData
 from ratchet.agents._usage import Usage
 from ratchet.errors import ThreadResolutionError
-from ratchet.history._log_pages import Holder, fetch_range
-from ratchet.history._recorded import recorded_turns, usage_per_user_message
+from ratchet.history import Holder, fetch_range, recorded_turns, usage_per_user_message
 from ratchet.wire._names import PAGE_BYTES, RUN_WORKFLOW, SESSION_WORKFLOW
 from ratchet.wire._session_data import LogInfo
 

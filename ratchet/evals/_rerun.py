@@ -26,9 +26,8 @@ from temporalio.service import RPCError, RPCStatusCode
 from ratchet.agents._messages import Message
 from ratchet.agents._usage import Usage
 from ratchet.client import AgentClient
-from ratchet.client._listing import list_workflows, type_clause
 from ratchet.errors import InvalidInputError, NotFoundError, RatchetError
-from ratchet.history._recorded import recorded_turns, usage_per_user_message
+from ratchet.history import recorded_turns, usage_per_user_message
 from ratchet.wire._names import SESSION_WORKFLOW
 from ratchet.wire._options import RunOptions, SessionOptions
 
@@ -119,9 +118,7 @@ async def read_recorded(
 async def find_sources(client: AgentClient, query: str, *, limit: int = 100) -> list[str]:
     """Ids of the sessions and runs a visibility query finds, newest first, e.g.
     ``AgentName = "support" AND AgentStatus = "COMPLETED" AND StartTime > "2026-11-01"``."""
-    rows = await list_workflows(
-        client.temporal, f"{type_clause(runs=True)} AND ({query})", limit=limit
-    )
+    rows = await client.list_sessions(runs=True, query=query, limit=limit)
     return [row.id for row in rows]
 
 

@@ -17,7 +17,7 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.agents._messages import Message
     from ratchet.agents._usage import Usage
     from ratchet.wire._options import RunOptions
-    from ratchet.workflows._runner import AgentRunner, run_agent
+    from ratchet.workflows import AgentRunner, run_agent
 
 
 class WriterCriticInput(BaseModel):

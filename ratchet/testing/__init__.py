@@ -9,7 +9,7 @@
 - ``AnthropicServer``: the same for Anthropic's Messages API (``AnthropicModel``).
 """
 
-from ratchet.agents.models._scripted import ScriptedModel
+from ratchet.agents.models import ScriptedModel
 
 from ._anthropic_server import AnthropicServer
 from ._environment import RatchetTestEnvironment

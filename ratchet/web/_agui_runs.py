@@ -14,8 +14,7 @@ from dataclasses import dataclass
 
 from ratchet.agents._events import RunEvent, RunFinished, StatusChanged
 from ratchet.agents._state import AgentStatus, ExecutionState
-from ratchet.client import AgentClient, SessionHandle
-from ratchet.client._event_reader import read_events
+from ratchet.client import AgentClient, SessionHandle, read_events
 from ratchet.errors import InvalidInputError
 
 from ._agui_events import Translation

@@ -32,7 +32,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 
 from ratchet.agents._events import RunEvent
-from ratchet.client._event_reader import Resent, numbered_events, read_events
+from ratchet.client import Resent, numbered_events, read_events
 from ratchet.errors import EventsUnavailableError
 
 from ._problems import BUSY

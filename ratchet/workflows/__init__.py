@@ -8,6 +8,7 @@ Temporal client: that is ``ratchet.client``.
 
 from ._agent_run import AgentRunWorkflow
 from ._runner import AgentRunner, RunHooks, run_agent
+from ._sandbox import SANDBOXED
 from ._scheduled_send import ScheduledSendWorkflow
 from ._session import AgentSessionWorkflow
 
@@ -16,6 +17,7 @@ __all__ = [
     "AgentRunner",
     "AgentSessionWorkflow",
     "RunHooks",
+    "SANDBOXED",
     "ScheduledSendWorkflow",
     "run_agent",
 ]
