@@ -39,21 +39,26 @@ from temporalio.plugin import SimplePlugin
 from temporalio.worker import WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from ratchet.activities._anchor_copies import AnchorCopies
-from ratchet.activities._delivery import deliver_scheduled_message
-from ratchet.activities._event_publisher import DEFAULT_BATCH_INTERVAL
-from ratchet.activities._log_cache import ThreadCache
-from ratchet.activities._resources import ResourceFactory, WorkerResources
-from ratchet.activities._state_refs import StateCache
-from ratchet.activities._turn import AgentFactory, TurnActivities
-from ratchet.agents._agent import Agent
-from ratchet.agents._interceptors import InterceptorFactory
+from ratchet.activities import (
+    DEFAULT_BATCH_INTERVAL,
+    AgentFactory,
+    AnchorCopies,
+    ResourceFactory,
+    StateCache,
+    ThreadCache,
+    TurnActivities,
+    WorkerResources,
+    deliver_scheduled_message,
+)
+from ratchet.agents import Agent, InterceptorFactory
 from ratchet.errors import PAYLOAD_LIMIT, ConfigurationError
-from ratchet.payloads._converter import RatchetPayloadConverter, data_converter, with_codec
-from ratchet.payloads._storage import external_storage
-from ratchet.workflows._agent_run import AgentRunWorkflow
-from ratchet.workflows._scheduled_send import ScheduledSendWorkflow
-from ratchet.workflows._session import AgentSessionWorkflow
+from ratchet.payloads import (
+    RatchetPayloadConverter,
+    data_converter,
+    external_storage,
+    with_codec,
+)
+from ratchet.workflows import AgentRunWorkflow, AgentSessionWorkflow, ScheduledSendWorkflow
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider

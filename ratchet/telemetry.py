@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 from opentelemetry import trace
 from temporalio import activity
 
-from ratchet.agents._tracing import use_tracer
+from ratchet.agents import use_tracer
 from ratchet.agents._usage import Usage
 from ratchet.errors import ConfigurationError
 

@@ -30,6 +30,7 @@ from ._state_context import ShareToken, StateChange, StateContext
 from ._thread import ChatMessageThread, ServiceThread, Thread
 from ._tool_calling import ToolCallingAgent
 from ._tools import Tool, Toolset, agent_tool, ask_user, tool
+from ._tracing import use_tracer
 from ._usage import Usage
 from .models import (
     ModelClient,
@@ -91,4 +92,5 @@ __all__ = [
     "deny",
     "state_schema",
     "tool",
+    "use_tracer",
 ]

@@ -3,7 +3,7 @@ JSON), payload encryption and its codec server for the Web UI, and external
 storage for payloads over Temporal's size limit."""
 
 from ._codec_server import CodecServer
-from ._converter import RatchetPayloadConverter, data_converter
+from ._converter import RatchetPayloadConverter, data_converter, with_codec
 from ._encryption import EncryptionCodec, generate_key
 from ._storage import FileStorageDriver, external_storage
 
@@ -15,4 +15,5 @@ __all__ = [
     "external_storage",
     "generate_key",
     "data_converter",
+    "with_codec",
 ]
