@@ -24,7 +24,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ratchet._exit import run_main
     from ratchet.agents import (
         Agent,
         OpenAIChatModel,
@@ -38,6 +37,7 @@ if TYPE_CHECKING:
     )
     from ratchet.client import AgentClient, RunHandle, SessionHandle
     from ratchet.plugin import RatchetClientPlugin, RatchetPlugin
+    from ratchet.process import run_main
     from ratchet.types import Message
     from ratchet.wire import RunOptions, RunResult, SessionOptions
     from ratchet.worker import build_worker
@@ -64,7 +64,7 @@ _WHERE = {
     "build_worker": "ratchet.worker",
     "RatchetPlugin": "ratchet.plugin",
     "RatchetClientPlugin": "ratchet.plugin",
-    "run_main": "ratchet._exit",
+    "run_main": "ratchet.process",
 }
 
 __all__ = [

@@ -52,7 +52,12 @@ from ratchet.activities import (
 )
 from ratchet.agents import Agent, InterceptorFactory
 from ratchet.errors import PAYLOAD_LIMIT, ConfigurationError
-from ratchet.payloads import RatchetPayloadConverter, data_converter, external_storage, with_codec
+from ratchet.payloads import (
+    RatchetPayloadConverter,
+    data_converter,
+    external_storage,
+    with_codec,
+)
 from ratchet.workflows import AgentRunWorkflow, AgentSessionWorkflow, ScheduledSendWorkflow
 
 if TYPE_CHECKING:

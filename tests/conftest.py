@@ -12,9 +12,9 @@ from typing import NoReturn
 import httpx2 as httpx
 import pytest
 
-from ratchet._exit import hard_exit
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer, free_port
+from ratchet.process import hard_exit
 from ratchet.testing import ChildProcess, WorkerProcess
 from ratchet.worker import build_worker
 

@@ -252,6 +252,7 @@ PUBLIC_MODULES = {
     "devserver.py": "a dev server for scripts and notebooks",
     "plugin.py": "the temporalio plugins",
     "telemetry.py": "tracing and metrics exporters (the otel extra)",
+    "process.py": "how a process ends (run_main, hard_exit) and a worker's grace period",
     "agents/mcp_tools.py": "MCP toolsets (the mcp extra, imported only by who uses it)",
     "examples/orchestration.py": "an example workflow, to read",
     "types/views.py": "the functions of a thread log's view (ratchet.types.Span, View)",

@@ -1,9 +1,11 @@
-"""Activities: where agents and tools run (and do their I/O). Workers get them from
-``ratchet.plugin.RatchetPlugin`` (``build_worker`` adds it).
+"""Activities: where agents and tools run (and do their I/O). Workers get
+them from ``ratchet.plugin.RatchetPlugin`` (``build_worker`` adds it).
 
-For users: the caches a worker keeps, which ``build_worker`` takes
-(``ThreadCache``, ``StateCache``), and ``ResourceFactory``. The rest is the worker's
-parts, public so that ``ratchet.worker`` and ``ratchet.plugin`` wire them up by name."""
+Public for the worker's options: ``AgentFactory`` (what ``agents=`` maps a name
+to), ``ResourceFactory`` (``resources=``), the per-worker caches ``ThreadCache`` and
+``StateCache``, and ``DEFAULT_BATCH_INTERVAL`` (``live_events=``'s default); and
+for ``RatchetPlugin``, the activities it registers (``TurnActivities``,
+``AnchorCopies``, ``deliver_scheduled_message``) and the ``WorkerResources`` it opens."""
 
 from ._anchor_copies import AnchorCopies
 from ._delivery import deliver_scheduled_message

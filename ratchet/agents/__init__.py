@@ -28,6 +28,7 @@ from ._context import RunContext
 from ._fit_window import FitWindow
 from ._interceptors import PROCEED, Intercepted, InterceptorFactory, ToolInterceptor
 from ._moved import TO_TYPES
+from ._output import FINAL_RESULT
 from ._pricing import ModelPrice
 from ._serializers import JSONSerializer, PickleSerializer, StateSerializer, state_schema
 from ._state_context import StateContext
@@ -56,8 +57,10 @@ __all__ = [
     "Compaction",
     "CompactionPolicy",
     "DropToolResults",
+    "FINAL_RESULT",
     "FitWindow",
     "Intercepted",
+    "InterceptorFactory",
     "JSONSerializer",
     "KeepLastTurns",
     "ModelClient",
@@ -88,6 +91,7 @@ __all__ = [
     "deny",
     "state_schema",
     "tool",
+    "use_tracer",
 ]
 
 

@@ -32,11 +32,12 @@ COMMANDS = (
 __all__ = ["build_parser", "entry", "main"]
 
 
-def entry() -> None:
-    """The ``ratchet`` console script: exits with the command's real code, every time."""
-    from ratchet._exit import hard_exit
+def entry(argv: list[str] | None = None) -> None:
+    """The ``ratchet`` console script: exits with the command's real code, every time
+    (``argv``: the arguments, default ``sys.argv[1:]``)."""
+    from ratchet.process import hard_exit
 
-    hard_exit(main())
+    hard_exit(main(argv))
 
 
 def build_parser() -> argparse.ArgumentParser:

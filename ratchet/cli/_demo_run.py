@@ -15,14 +15,12 @@ from pathlib import Path
 
 from temporalio.api.enums.v1 import EventType
 
-from ratchet.client import AgentClient
-from ratchet.client._run_handle import RunHandle
+from ratchet.client import AgentClient, RunHandle
 from ratchet.devserver import DevServer
 from ratchet.examples import DEMO_PROMPT
 from ratchet.testing import WorkerProcess
 from ratchet.types import Message
-from ratchet.wire._options import RunOptions
-from ratchet.wire._turn_data import TurnOutput
+from ratchet.wire import RunOptions, TurnOutput
 
 TASK_QUEUE = "ratchet-demo"
 

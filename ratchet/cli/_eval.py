@@ -15,8 +15,7 @@ from ._printing import counted
 
 if TYPE_CHECKING:
     from ratchet.client import AgentClient
-    from ratchet.evals import Report
-    from ratchet.evals._batch import Rerun, RerunBatch
+    from ratchet.evals import Report, Rerun, RerunBatch
 
 POLL_S = 0.5
 """How often a batch run with ``--unrecorded ask`` looks for calls to decide."""
@@ -117,10 +116,15 @@ async def evaluate_command(args: argparse.Namespace) -> int:
 
 
 async def _evaluate(args: argparse.Namespace) -> int:
-    from ratchet.evals import compare, load_cases
-    from ratchet.evals._batch import Source, get_rerun, start_rerun
-    from ratchet.evals._datasets import load_dataset
-    from ratchet.evals._rerun import find_sources
+    from ratchet.evals import (
+        Source,
+        compare,
+        find_sources,
+        get_rerun,
+        load_cases,
+        load_dataset,
+        start_rerun,
+    )
 
     from ._common import connect
 
@@ -207,7 +211,7 @@ async def _evaluate(args: argparse.Namespace) -> int:
 def _warn_broken_evaluators(report: Report) -> None:
     """An evaluator that raised scored 0 (the report says why): say so here too, once
     per evaluator and error, or a typo in one reads as a worse agent."""
-    from ratchet.evals._evaluators import EVALUATOR_FAILED
+    from ratchet.evals import EVALUATOR_FAILED
 
     said: set[str] = set()
     for compared in report.cases:
@@ -221,8 +225,7 @@ def _warn_broken_evaluators(report: Report) -> None:
 
 
 async def export_command(args: argparse.Namespace) -> int:
-    from ratchet.evals._datasets import export_dataset
-    from ratchet.evals._rerun import find_sources
+    from ratchet.evals import export_dataset, find_sources
 
     from ._common import connect
 
@@ -305,7 +308,7 @@ async def _decide_at_terminal(client: AgentClient, batches: list[RerunBatch]) ->
 
 def _concurrency(text: str) -> int:
     """1 to a batch's most child runs in flight at once (50)."""
-    from ratchet.evals._rerun_types import MAX_CONCURRENCY  # here: --help loads no pydantic
+    from ratchet.evals import MAX_CONCURRENCY  # here: --help loads no evals
 
     value = at_least_one(text)
     if value > MAX_CONCURRENCY:

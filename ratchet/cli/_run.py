@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ._common import at_least_one
 
 if TYPE_CHECKING:
-    from ratchet.wire._run_data import RunResult
+    from ratchet.wire import RunResult
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -41,7 +41,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 async def run_once(args: argparse.Namespace) -> int:
     from ratchet.errors import RunFailedError
     from ratchet.types import AgentStatus
-    from ratchet.wire._options import RunOptions
+    from ratchet.wire import RunOptions
 
     from ._common import connect, default_ui_url
     from ._waiting import (

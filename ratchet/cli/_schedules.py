@@ -80,10 +80,8 @@ def register(commands: argparse._SubParsersAction) -> None:
 async def create_command(args: argparse.Namespace) -> int:
     from temporalio.client import ScheduleOverlapPolicy
 
-    from ratchet.client._schedules import span
-
     client = await connect(args)
-    await client.schedule(
+    created = await client.schedule(
         args.id,
         args.prompt,
         agent=args.agent,
@@ -97,7 +95,7 @@ async def create_command(args: argparse.Namespace) -> int:
         note=args.note,
     )
     does = f"a run of {args.agent}" if args.agent else f"a message to session {args.session}"
-    when = ", ".join(args.cron) if args.cron else f"every {span(args.every)}"
+    when = (await (await created.describe()).memo()).get("when")  # as `schedules list` says
     state = " (paused)" if args.paused else ""
     print(f'schedule {args.id}: {does}, {when}{state}; its runs: TemporalScheduledById="{args.id}"')
     return 0

@@ -161,16 +161,8 @@ async def chat(args: argparse.Namespace, ask: Prompt = read_line) -> int:
 async def _session_agent(session: SessionHandle) -> tuple[str | None, bool]:
     """The session's agent and whether it is open, from the server (no worker needed:
     a chat may start before any worker does); ``NotFoundError`` if there is none."""
-    from temporalio.client import WorkflowExecutionStatus
-
-    from ratchet.client._error_mapping import check_id, translated
-    from ratchet.wire._search_attributes import AGENT_NAME
-
-    check_id("session", session.id)
-    with translated("session", session.id):
-        description = await session.workflow.describe()
-    running = description.status == WorkflowExecutionStatus.RUNNING
-    return description.typed_search_attributes.get(AGENT_NAME), running
+    described = await session.describe()
+    return described.agent, described.open
 
 
 async def converse(
@@ -281,21 +273,12 @@ async def _waits_for(session: SessionHandle) -> list[PendingView]:
 async def sessions_command(args: argparse.Namespace) -> int:
     client = await connect(args)
     if args.verb == "list":
-        from ratchet.client._listing import (
-            agent_clause,
-            list_workflows,
-            status_clause,
-            type_clause,
-        )
-
         # Newest first; a session's runs are its own, standalone runs are listed too.
-        query = type_clause(runs=not args.sessions_only)
-        if args.status:
-            query += f" AND {status_clause(args.status)}"
-        if args.agent:
-            query += f" AND {agent_clause(args.agent)}"
+        listed = await client.list_sessions(
+            runs=not args.sessions_only, status=args.status or None, agent=args.agent or None
+        )
         rows = [["id", "kind", "agent", "status", "turns", "tokens", "started"]]
-        for row in await list_workflows(client.temporal, query):
+        for row in listed:
             counts = ["" if n is None else str(n) for n in (row.turns, row.tokens)]
             started = row.started.strftime("%Y-%m-%d %H:%M:%S")
             rows.append([row.id, row.kind, row.agent or "?", row.status, *counts, started])
@@ -430,7 +413,6 @@ async def show(session: SessionHandle, last: int) -> int:
 
 async def anchor_sessions(client: AgentClient, session_id: str | None, *, every: bool) -> int:
     """``ratchet sessions anchor ID|--all``: re-anchor now, saying what each copied."""
-    from ratchet.client._listing import list_workflows, type_clause
     from ratchet.errors import RatchetError, UsageError
 
     if every and session_id is not None:
@@ -439,8 +421,8 @@ async def anchor_sessions(client: AgentClient, session_id: str | None, *, every:
         raise UsageError("Name one session, or pass --all for every open session.")
     ids = [session_id] if session_id else []
     if every:
-        query = f"{type_clause(runs=False)} AND ExecutionStatus = 'Running'"
-        ids = [row.id for row in await list_workflows(client.temporal, query)]
+        running = await client.list_sessions(where={"ExecutionStatus": "Running"})
+        ids = [row.id for row in running]
     failed = 0
     for found in ids:
         try:

@@ -27,9 +27,8 @@ async def setup_command(args: argparse.Namespace) -> int:
 
 async def setup(args: argparse.Namespace) -> int:
     """Print what was registered; a refusal raises ConfigurationError (cli.main prints it)."""
-    from ratchet.client import AgentClient
-    from ratchet.client._namespace_setup import ensure_search_attributes
-    from ratchet.wire._search_attributes import SEARCH_ATTRIBUTES
+    from ratchet.client import AgentClient, ensure_search_attributes
+    from ratchet.wire import SEARCH_ATTRIBUTES
 
     client = await AgentClient.connect(args.address, namespace=args.namespace, profile=args.profile)
     namespace = client.temporal.namespace

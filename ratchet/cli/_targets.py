@@ -16,17 +16,16 @@ async def target(client: AgentClient, workflow_id: str) -> SessionHandle | RunHa
     """The session or the single run with that id (raises NotFoundError). A session's
     run id, as events and ``ratchet watch`` name it (``ID-run-N``: it runs inside the
     session's workflow), stands for its session."""
-    from ratchet.client._listing import kind_of
     from ratchet.errors import NotFoundError
-    from ratchet.wire._names import parse_session_run_id
+    from ratchet.wire import parse_session_run_id
 
     try:
-        kind = await kind_of(client.temporal, workflow_id)
+        kind = await client.kind_of(workflow_id)
     except NotFoundError:
         parsed = parse_session_run_id(workflow_id)
         if parsed is None:
             raise
-        workflow_id, kind = parsed[0], await kind_of(client.temporal, parsed[0])
+        workflow_id, kind = parsed[0], await client.kind_of(parsed[0])
     if kind == "run":
         return client.get_run(workflow_id)
     return client.get_session(workflow_id)

@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, TextIO
 from ._common import add_connection_arguments, connect
 
 if TYPE_CHECKING:
-    from temporalio.client import Client
-
+    from ratchet.client import AgentClient
     from ratchet.types import RunEvent
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -40,17 +39,14 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 async def watch_command(args: argparse.Namespace) -> int:
     client = await connect(args)
-    return await watch(client.temporal, args)
+    return await watch(client, args)
 
 
-async def events_of(client: Client, workflow_id: str) -> AsyncIterator[RunEvent]:
+async def events_of(client: AgentClient, workflow_id: str) -> AsyncIterator[RunEvent]:
     """A session's events with its runs', or a single run's."""
-    from ratchet.client._event_reader import run_events, session_events
-    from ratchet.client._listing import kind_of
-
-    if await kind_of(client, workflow_id) == "session":
-        return session_events(client, workflow_id)
-    return run_events(client, workflow_id)
+    if await client.kind_of(workflow_id) == "session":
+        return client.get_session(workflow_id).events()
+    return client.get_run(workflow_id).events()
 
 
 class Printer:
@@ -157,7 +153,7 @@ class Printer:
         self.out.flush()
 
 
-async def watch(client: Client, args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+async def watch(client: AgentClient, args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     from ._waiting import connection_flags, interrupted, warn_without_worker, watching
 
     tty = out.isatty()
@@ -165,7 +161,10 @@ async def watch(client: Client, args: argparse.Namespace, out: TextIO = sys.stdo
     printer = Printer(out, colour=colour, spinner=tty)
     events = await events_of(client, args.id)
     stalls = warn_without_worker(
-        client, args.id, args.id, say=lambda note: printer.line(printer.paint(note, "yellow"))
+        client.temporal,
+        args.id,
+        args.id,
+        say=lambda note: printer.line(printer.paint(note, "yellow")),
     )
     try:
         async with watching(asyncio.create_task(stalls)):
@@ -183,7 +182,7 @@ async def watch(client: Client, args: argparse.Namespace, out: TextIO = sys.stdo
 def _run_name(run_id: str | None) -> str:
     """``run 3 of SESSION`` for a session's run (its events name it ``SESSION-run-3``,
     which no command takes), else ``run RUN_ID``."""
-    from ratchet.wire._names import parse_session_run_id
+    from ratchet.wire import parse_session_run_id
 
     parsed = parse_session_run_id(run_id or "")
     return f"run {parsed[1]} of {parsed[0]}" if parsed else f"run {run_id}"

@@ -10,7 +10,7 @@ import os
 import sys
 from datetime import timedelta
 
-from ratchet._grace_period import DEFAULT_GRACE_PERIOD
+from ratchet.process import DEFAULT_GRACE_PERIOD
 
 AGENTS_ENV = "RATCHET_AGENTS"
 DEPLOYMENT_ENV = "RATCHET_DEPLOYMENT"
@@ -106,14 +106,6 @@ def seconds(text: str) -> float:
             f"{text!r} is not a finite number of seconds >= 0 (e.g. 20; 0 cancels turns at once)"
         )
     return value
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m ratchet.worker``: this command without the rest of the CLI."""
-    parser = argparse.ArgumentParser(prog="ratchet worker", description="Run a Ratchet worker.")
-    add_worker_arguments(parser)
-    args = parser.parse_args(argv)
-    return run_worker(args)
 
 
 def run_worker(args: argparse.Namespace) -> int:

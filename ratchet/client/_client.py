@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from temporalio.client import (
     Client,
@@ -56,6 +56,7 @@ from ratchet.workflows import AgentRunWorkflow, AgentSessionWorkflow, run_detail
 from ._checkpoints import Checkpoint, not_run, read_mark
 from ._deletion import DELETE_WAIT, FORKED_FROM, SessionDeletion, delete_session
 from ._error_mapping import check_agent_name, check_id, check_prompt_size, translated
+from ._listing import WorkflowSummary, kind_of, list_workflows, listing_query
 from ._run_handle import RunHandle
 from ._schedules import CATCHUP_WINDOW, create_schedule
 from ._session_handle import UPDATES_IN_FLIGHT, ResultPoller, SessionHandle
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
 DEFAULT_TASK_QUEUE = "ratchet"
+"""The task queue an ``AgentClient`` starts on and a worker polls, unless told."""
 
 
 def run_workflow_id(agent: str) -> str:
@@ -208,7 +210,7 @@ class AgentClient:
         so a list shows what it is before a worker has taken it. A single run starts
         RUNNING, so it upserts nothing when a worker takes it (one Temporal action
         fewer); lists show it PENDING until then, from Temporal's own ``BuildIds``
-        (``_listing.status_clause``). A namespace without Ratchet's search attributes
+        (``AgentClient.list_sessions``). A namespace without Ratchet's search attributes
         gets them from its first worker; until then the workflow starts unindexed."""
         indexed = TypedSearchAttributes(
             [SearchAttributePair(AGENT_NAME, agent), SearchAttributePair(AGENT_STATUS, status)]
@@ -457,6 +459,42 @@ class AgentClient:
                 "would be deleted before the session copies them. Use at most half the "
                 "retention, or leave horizon unset (half the retention)."
             )
+
+    async def list_sessions(
+        self,
+        *,
+        runs: bool = False,
+        status: str | Sequence[str] | None = None,
+        agent: str | None = None,
+        min_tokens: int | None = None,
+        min_cost_usd: float | None = None,
+        where: Mapping[str, str | int | float | bool] | None = None,
+        query: str | None = None,
+        limit: int = 100,
+    ) -> list[WorkflowSummary]:
+        """Sessions (and single runs too, with ``runs``), newest first, one
+        ``WorkflowSummary`` each, read from their search attributes.
+
+        ``status`` is an ``AgentStatus`` value (or several: any of them). ``where``
+        adds ``key = value`` clauses on search attributes, each string escaped (a
+        quote is doubled), so any value filters as itself: ``where={"Owner": sub}``.
+        ``query`` is a visibility query of your own, ANDed as written (unescaped).
+        Of the ``limit`` rows the server lists first (open ones first)."""
+        found = listing_query(
+            runs=runs,
+            status=status,
+            agent=agent,
+            min_tokens=min_tokens,
+            min_cost_usd=min_cost_usd,
+            where=where,
+            query=query,
+        )
+        return await list_workflows(self.temporal, found, limit=limit)
+
+    async def kind_of(self, workflow_id: str) -> Literal["session", "run"]:
+        """Whether ``workflow_id`` names a session or a single run (a list shows
+        both); ``NotFoundError`` for neither."""
+        return await kind_of(self.temporal, workflow_id)
 
     def get_session(self, session_id: str) -> SessionHandle:
         check_id("session", session_id)

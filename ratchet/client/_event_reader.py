@@ -46,7 +46,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.contrib.workflow_streams import PollResult
 
 from ratchet._temporal_internals import decode_stream_payload
-from ratchet.errors import EventsExpiredError, EventsUnavailableError
+from ratchet.errors import EventsExpiredError, EventsUnavailableError, InvalidInputError
 from ratchet.history import closed_run, held_events
 from ratchet.types import RunEvent
 from ratchet.wire import OFFSET_QUERY
@@ -73,10 +73,26 @@ RUNNING = (WorkflowExecutionStatus.RUNNING, WorkflowExecutionStatus.CONTINUED_AS
 log = logging.getLogger(__name__)
 
 
+def start_offset(after: int | None, from_offset: int) -> int:
+    """Where ``events(after=..., from_offset=...)`` starts: right after the offset of
+    the last event a watcher handled, or at ``from_offset``."""
+    if after is None:
+        return from_offset
+    if from_offset:
+        raise InvalidInputError(
+            f"Pass after={after} or from_offset={from_offset}, not both: after=N resumes "
+            "at N + 1 (N: the offset of the last event you handled)."
+        )
+    if after < -1:
+        raise InvalidInputError(f"after={after}: an event's offset is 0 or more (-1: from 0).")
+    return after + 1
+
+
 async def run_events(
     client: Client, workflow_id: str, *, from_offset: int = 0, strict: bool = True
 ) -> AsyncIterator[RunEvent]:
-    """The events of one workflow (a run, or a session), in order, each once."""
+    """The events of one workflow (a run, or a session), in order, each once, each
+    with its ``offset``."""
     events = numbered_events(client, workflow_id, from_offset=from_offset, strict=strict)
     async for _, event in events:
         yield event
@@ -282,6 +298,7 @@ def _decoded(client: Client, result: PollResult) -> Iterator[tuple[int, RunEvent
             decode_stream_payload(item.data),
             RunEvent,  # pyright: ignore[reportArgumentType]
         )
+        event.offset = item.offset
         yield item.offset, event
 
 

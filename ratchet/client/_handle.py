@@ -22,6 +22,7 @@ from ratchet.wire import STATE_QUERY, DecisionRequest, DecisionVerdict, ToolResu
 from ratchet.workflows import AgentHandlers
 
 from ._error_mapping import GuardedHandle, Noun, failed_run, translated
+from ._listing import WorkflowSummary, summary
 from ._turn_records import TurnRecord, read_turns
 
 Refused = type[InvalidInputError] | type[DecisionError] | None
@@ -63,6 +64,11 @@ class AgentHandle:
             return await self._handle.execute_update(update, arg)
         except WorkflowUpdateFailedError as e:
             raise as_refused(failed_run(self.id, e), refused) from e
+
+    async def describe(self) -> WorkflowSummary:
+        """The run or session as ``AgentClient.list_sessions`` shows it (agent, status,
+        counts, whether it is open), read from the server: no worker needed."""
+        return summary(await self._handle.describe())
 
     async def turns(self) -> list[TurnRecord]:
         """Each turn of the current workflow run: its attempts (which worker ran each,

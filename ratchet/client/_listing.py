@@ -3,18 +3,23 @@ search attributes every run and session keeps (``AgentStatus``, ``AgentTokens``,
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 
 from ratchet.errors import InvalidInputError
+from ratchet.types import AgentStatus
 from ratchet.wire import RUN_WORKFLOW, SESSION_WORKFLOW
 
 from ._error_mapping import check_id, translated
 
 RUN_TYPE = RUN_WORKFLOW
+STATUSES = tuple(status.value for status in AgentStatus)
+_ATTRIBUTE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class WorkflowSummary(BaseModel):
@@ -31,6 +36,8 @@ class WorkflowSummary(BaseModel):
     tokens: int | None = None
     cost_usd: float | None = None
     started: datetime
+    open: bool = True
+    """Its workflow is running (not closed: completed, failed, terminated...)."""
 
 
 async def kind_of(temporal: Client, workflow_id: str) -> Literal["session", "run"]:
@@ -45,7 +52,7 @@ async def kind_of(temporal: Client, workflow_id: str) -> Literal["session", "run
 def type_clause(runs: bool) -> str:
     """The ``WorkflowType`` clause for sessions (and single runs with ``runs``)."""
     types = [SESSION_WORKFLOW, RUN_TYPE] if runs else [SESSION_WORKFLOW]
-    return f"WorkflowType IN ({', '.join(repr(t) for t in types)})"
+    return f"WorkflowType IN ({', '.join(quoted(t) for t in types)})"
 
 
 def status_clause(status: str) -> str:
@@ -53,6 +60,8 @@ def status_clause(status: str) -> str:
     it upserts nothing when a worker takes it: an action fewer); until a worker
     completes its first workflow task Temporal has set no ``BuildIds`` on it, and it
     is PENDING, as a session is when idle."""
+    if status not in STATUSES:
+        raise InvalidInputError(f"status {status!r} must be one of {', '.join(STATUSES)}.")
     if status == "PENDING":
         return (
             "(AgentStatus = 'PENDING' OR (AgentStatus = 'RUNNING' AND BuildIds IS NULL "
@@ -64,32 +73,88 @@ def status_clause(status: str) -> str:
 
 
 def agent_clause(agent: str) -> str:
-    """``AgentName = '...'``, refusing what would end the quoted value."""
-    if "'" in agent or "\\" in agent:
-        raise InvalidInputError(f"{agent!r}: quotes and backslashes are not allowed here.")
-    return f"AgentName = '{agent}'"
+    """``AgentName = '...'``, the name escaped."""
+    return where_clause({"AgentName": agent})
+
+
+def quoted(value: str) -> str:
+    """``value`` as a visibility query string literal: a quote doubled, a backslash
+    escaped, so that any string (a JWT subject, a tenant's name) filters as itself."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def where_clause(where: Mapping[str, str | int | float | bool]) -> str:
+    """``Key = value AND ...`` for search attributes, each string value escaped."""
+    clauses = []
+    for key, value in where.items():
+        if not _ATTRIBUTE.fullmatch(key):
+            raise InvalidInputError(
+                f"{key!r} is not a search attribute name (letters, digits and _, "
+                "not starting with a digit)."
+            )
+        if isinstance(value, bool):
+            literal = "true" if value else "false"
+        elif isinstance(value, int | float):
+            literal = repr(value)
+        else:
+            literal = quoted(value)
+        clauses.append(f"{key} = {literal}")
+    return " AND ".join(clauses)
+
+
+def listing_query(
+    *,
+    runs: bool = False,
+    status: str | Sequence[str] | None = None,
+    agent: str | None = None,
+    min_tokens: int | None = None,
+    min_cost_usd: float | None = None,
+    where: Mapping[str, str | int | float | bool] | None = None,
+    query: str | None = None,
+) -> str:
+    """The visibility query ``AgentClient.list_sessions`` asks (its arguments)."""
+    clauses = [type_clause(runs)]
+    if status is not None:
+        statuses = [status] if isinstance(status, str) else list(status)
+        if not statuses:
+            raise InvalidInputError("status=() matches nothing: give a status, or None.")
+        either = " OR ".join(status_clause(s.upper()) for s in statuses)
+        clauses.append(f"({either})" if len(statuses) > 1 else either)
+    if agent is not None:
+        clauses.append(agent_clause(agent))
+    if min_tokens is not None:
+        clauses.append(f"AgentTokens >= {int(min_tokens)}")
+    if min_cost_usd is not None:
+        clauses.append(f"AgentCostUsd >= {float(min_cost_usd)!r}")
+    if where:
+        clauses.append(where_clause(where))
+    if query:
+        clauses.append(f"({query})")
+    return " AND ".join(clauses)
 
 
 async def list_workflows(client: Client, query: str, *, limit: int = 100) -> list[WorkflowSummary]:
     """The workflows ``query`` finds, newest (latest started) first: of the ``limit``
     the server lists first (its own order puts open ones first, then the latest
     closed; visibility queries on SQL stores take no ORDER BY)."""
-    rows: list[WorkflowSummary] = []
-    async for info in client.list_workflows(query, limit=limit):
-        found = {p.key.name: p.value for p in info.typed_search_attributes}
-        rows.append(
-            WorkflowSummary(
-                id=info.id,
-                kind="run" if info.workflow_type == RUN_TYPE else "session",
-                agent=_str(found.get("AgentName")),
-                status=_status(info.status, found.get("AgentStatus"), found.get("BuildIds")),
-                turns=_int(found.get("AgentTurns")),
-                tokens=_int(found.get("AgentTokens")),
-                cost_usd=_float(found.get("AgentCostUsd")),
-                started=info.start_time,
-            )
-        )
+    rows = [summary(info) async for info in client.list_workflows(query, limit=limit)]
     return sorted(rows, key=lambda row: row.started, reverse=True)
+
+
+def summary(info: WorkflowExecution) -> WorkflowSummary:
+    """One row, from a listed or a described workflow."""
+    found = {p.key.name: p.value for p in info.typed_search_attributes}
+    return WorkflowSummary(
+        id=info.id,
+        kind="run" if info.workflow_type == RUN_TYPE else "session",
+        agent=_str(found.get("AgentName")),
+        status=_status(info.status, found.get("AgentStatus"), found.get("BuildIds")),
+        turns=_int(found.get("AgentTurns")),
+        tokens=_int(found.get("AgentTokens")),
+        cost_usd=_float(found.get("AgentCostUsd")),
+        started=info.start_time,
+        open=info.status in (None, WorkflowExecutionStatus.RUNNING),
+    )
 
 
 _ENDED_AS = {"CANCELLED", "FAILED"}

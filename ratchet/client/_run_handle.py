@@ -15,7 +15,7 @@ from ratchet.wire import RunResult, StopRequest
 from ratchet.workflows import AgentRunWorkflow
 
 from ._error_mapping import GuardedHandle, already_ended, failed_run
-from ._event_reader import run_events
+from ._event_reader import run_events, start_offset
 from ._handle import AgentHandle
 from ._thread_reader import iter_messages, read_thread
 
@@ -38,14 +38,21 @@ class RunHandle(AgentHandle):
         workflow id, which Ratchet calls a run's id everywhere)."""
         return self._handle.result_run_id or self._handle.run_id
 
-    def events(self, *, from_offset: int = 0, strict: bool = True) -> AsyncIterator[RunEvent]:
+    def events(
+        self, *, after: int | None = None, from_offset: int = 0, strict: bool = True
+    ) -> AsyncIterator[RunEvent]:
         """The run's live events in order (status, turns, streamed text, tool calls,
         ``context.emit``), ending when the run ends. A retried turn's events come
         after a ``retry`` event: drop the text and custom events the failed attempt
         showed. Raises ``EventsExpiredError`` at an event the run no longer holds
-        (``strict=False``: skips ahead), never skipping silently."""
+        (``strict=False``: skips ahead), never skipping silently.
+
+        Each event carries its ``offset``; a watcher that stopped resumes with
+        ``events(after=offset)`` (the last one it handled), and gets each event after
+        it once."""
         client = handle_client(self.workflow)
-        return run_events(client, self.id, from_offset=from_offset, strict=strict)
+        start = start_offset(after, from_offset)
+        return run_events(client, self.id, from_offset=start, strict=strict)
 
     @property
     def ui_url(self) -> str | None:

@@ -57,7 +57,7 @@ from ratchet.wire import (
 from ratchet.workflows import AgentSessionWorkflow
 
 from ._error_mapping import GuardedHandle, check_prompt_size, failed_run, translated
-from ._event_reader import session_events
+from ._event_reader import session_events, start_offset
 from ._handle import AgentHandle, Refused, as_refused
 from ._retries import deadline, passing, retrying
 from ._thread_reader import iter_messages, log_info, read_messages, read_thread
@@ -131,16 +131,20 @@ class SessionHandle(AgentHandle):
         self._thread_id: str | None = None
         """The session's thread id, once read (it keeps it for ever)."""
 
-    def events(self, *, from_offset: int = 0, strict: bool = True) -> AsyncIterator[RunEvent]:
+    def events(
+        self, *, after: int | None = None, from_offset: int = 0, strict: bool = True
+    ) -> AsyncIterator[RunEvent]:
         """The session's live events: each run's start and finish and the run's own
         events in between (see ``RunHandle.events``). Ends when the session closes.
 
         Every event from ``from_offset`` on, each once, across continue-as-new; a
         reader more than 500 events behind the end that can no longer have the next
         one gets ``EventsExpiredError`` there (``strict=False``: skips ahead to what
-        the session still holds)."""
+        the session still holds). Each event carries its ``offset``: resume after the
+        last one you handled with ``events(after=offset)``."""
         temporal = self._client.temporal
-        return session_events(temporal, self.id, from_offset=from_offset, strict=strict)
+        start = start_offset(after, from_offset)
+        return session_events(temporal, self.id, from_offset=start, strict=strict)
 
     async def event_offset(self) -> int:
         """Where the session's event stream ends now: ``events(from_offset=...)``

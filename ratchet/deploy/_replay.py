@@ -25,7 +25,7 @@ from temporalio.worker import Replayer
 
 from ratchet.client import AgentClient
 from ratchet.errors import InvalidInputError
-from ratchet.evals._batch_workflow import RerunBatchWorkflow
+from ratchet.evals import RerunBatchWorkflow
 from ratchet.plugin import WORKFLOWS, ratchet_converter
 from ratchet.worker import workflow_runner
 

@@ -33,7 +33,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet.client import AgentClient
 from ratchet.errors import InvalidInputError
-from ratchet.wire._names import MOVE_SIGNAL, SESSION_WORKFLOW
+from ratchet.wire import MOVE_SIGNAL, SESSION_WORKFLOW
 
 from ._replay import ReplayReport, replay_open
 

@@ -9,11 +9,13 @@ and rerun recorded sessions on a changed agent (``start_rerun``; the workers nee
     report = await rerun.report([contains("refund")])
 """
 
-from ._batch import Rerun, RerunBatch, get_rerun, start_rerun
+from ._batch import Rerun, RerunBatch, Source, get_rerun, start_rerun
+from ._batch_workflow import RerunBatchWorkflow
 from ._case_runs import compare, run_cases
 from ._cases import Case, CaseScore, Outcome, Score
 from ._datasets import Dataset, Snapshot, export_dataset, load_dataset
 from ._evaluators import (
+    EVALUATOR_FAILED,
     Evaluator,
     LLMJudge,
     called,
@@ -28,7 +30,7 @@ from ._evaluators import (
 )
 from ._report import Compared, Report, assert_gate, load_cases
 from ._rerun import find_sources, rerun_many
-from ._rerun_types import BatchProgress, BatchResult
+from ._rerun_types import MAX_CONCURRENCY, BatchProgress, BatchResult
 from ._worker_plugin import EvalsPlugin
 
 __all__ = [
@@ -38,15 +40,19 @@ __all__ = [
     "CaseScore",
     "Compared",
     "Dataset",
+    "EVALUATOR_FAILED",
     "EvalsPlugin",
     "Evaluator",
     "LLMJudge",
+    "MAX_CONCURRENCY",
     "Outcome",
     "Report",
     "Rerun",
     "RerunBatch",
+    "RerunBatchWorkflow",
     "Score",
     "Snapshot",
+    "Source",
     "assert_gate",
     "called",
     "compare",

@@ -26,9 +26,9 @@ from temporalio.client import WorkflowHandle
 
 from ratchet.client import AgentClient
 from ratchet.errors import InvalidInputError
-from ratchet.history._recorded import activity_results, read_history
+from ratchet.history import activity_results, read_history
 from ratchet.types import Message
-from ratchet.wire._options import RunOptions
+from ratchet.wire import RunOptions
 
 from ._case_runs import CONCURRENCY, outcome_of
 from ._cases import Case, Outcome

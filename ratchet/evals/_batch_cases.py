@@ -12,8 +12,7 @@ from temporalio.exceptions import ChildWorkflowError, FailureError, WorkflowAlre
 
 with workflow.unsafe.imports_passed_through():
     from ratchet.types import AgentSession
-    from ratchet.wire._names import RUN_WORKFLOW
-    from ratchet.wire._run_data import RunInput, RunResult
+    from ratchet.wire import RUN_WORKFLOW, RunInput, RunResult
 
     from ._rerun_types import (
         MAX_CASES,

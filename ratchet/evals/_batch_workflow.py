@@ -20,8 +20,8 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from ratchet.errors import UsageError
-    from ratchet.wire._run_data import RunResult
-    from ratchet.workflows._sandbox import SANDBOXED
+    from ratchet.wire import RunResult
+    from ratchet.workflows import SANDBOXED
 
     from ._batch_cases import (
         Snapshots,

@@ -7,12 +7,12 @@ import asyncio
 import time
 from collections.abc import Sequence
 
-from ratchet.agents._output import FINAL_RESULT
+from ratchet.agents import FINAL_RESULT
 from ratchet.client import AgentClient, RunHandle
 from ratchet.errors import InvalidInputError, RatchetError
-from ratchet.history._recorded import read_history
+from ratchet.history import read_history
 from ratchet.types import Message, ToolCall, Usage
-from ratchet.wire._options import RunOptions
+from ratchet.wire import RunOptions
 
 from ._cases import Case, Outcome
 from ._evaluators import Evaluator

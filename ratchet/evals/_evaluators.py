@@ -18,8 +18,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from ratchet.agents._context import RunContext
-from ratchet.agents.models._base import ModelClient
+from ratchet.agents import ModelClient, RunContext
 from ratchet.types import Message
 
 from ._cases import Case, CaseScore, Outcome, Score

@@ -22,8 +22,7 @@ from temporalio.client import Client, WorkflowQueryFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet.errors import ThreadResolutionError
-from ratchet.history._log_pages import Holder, fetch_range
-from ratchet.history._recorded import recorded_turns, usage_per_user_message
+from ratchet.history import Holder, fetch_range, recorded_turns, usage_per_user_message
 from ratchet.types import (
     AgentSession,
     Message,
@@ -33,8 +32,7 @@ from ratchet.types import (
     approximate_size,
     new_id,
 )
-from ratchet.wire._names import PAGE_BYTES, RUN_WORKFLOW, SESSION_WORKFLOW
-from ratchet.wire._session_data import LogInfo
+from ratchet.wire import PAGE_BYTES, RUN_WORKFLOW, SESSION_WORKFLOW, LogInfo
 
 from ._recording import Recording, case_id, recorded_calls, user_turns
 from ._rerun_types import PLAN_ACTIVITY, CasePlan, PlanRequest, RecordedSide, SourcePlan, child_id

@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Literal
 
-from ratchet.agents._interceptors import PROCEED, Intercepted
+from ratchet.agents import PROCEED, Intercepted
 from ratchet.types import Message, SparseModel, ToolCall
 
 if TYPE_CHECKING:
-    from ratchet.agents._context import RunContext
+    from ratchet.agents import RunContext
 
 UNRECORDED_REFUSED = (
     "Not run: this is a rerun of a recorded conversation, and the recording holds no "

@@ -24,12 +24,10 @@ from typing import Any, Protocol
 from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet.client import AgentClient
-from ratchet.client._listing import list_workflows, type_clause
 from ratchet.errors import InvalidInputError, NotFoundError, RatchetError
-from ratchet.history._recorded import recorded_turns, usage_per_user_message
+from ratchet.history import recorded_turns, usage_per_user_message
 from ratchet.types import Message, Usage
-from ratchet.wire._names import SESSION_WORKFLOW
-from ratchet.wire._options import RunOptions, SessionOptions
+from ratchet.wire import SESSION_WORKFLOW, RunOptions, SessionOptions
 
 from ._case_runs import CONCURRENCY, outcome_of, run_once, slots_for
 from ._cases import Case, Outcome
@@ -118,9 +116,7 @@ async def read_recorded(
 async def find_sources(client: AgentClient, query: str, *, limit: int = 100) -> list[str]:
     """Ids of the sessions and runs a visibility query finds, newest first, e.g.
     ``AgentName = "support" AND AgentStatus = "COMPLETED" AND StartTime > "2026-11-01"``."""
-    rows = await list_workflows(
-        client.temporal, f"{type_clause(runs=True)} AND ({query})", limit=limit
-    )
+    rows = await client.list_sessions(runs=True, query=query, limit=limit)
     return [row.id for row in rows]
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from ratchet.types import AgentSession, Message, SparseModel, ToolCall, Usage
-from ratchet.wire._names import RERUN_BATCH_WORKFLOW as RERUN_BATCH_WORKFLOW
-from ratchet.wire._options import CheckedOptions, InterceptorRef, RunOptions, at_least
+from ratchet.wire import RERUN_BATCH_WORKFLOW as RERUN_BATCH_WORKFLOW
+from ratchet.wire import CheckedOptions, InterceptorRef, RunOptions, at_least
 
 from ._recording import RECORDING, Recording
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 from temporalio.plugin import SimplePlugin
 
-from ratchet.agents._interceptors import InterceptorFactory
+from ratchet.agents import InterceptorFactory
 
 from ._batch_workflow import RerunBatchWorkflow
 from ._plan_activity import plan_rerun

@@ -15,8 +15,8 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from ratchet.types import Message, Usage
-    from ratchet.wire._options import RunOptions
-    from ratchet.workflows._runner import AgentRunner, run_agent
+    from ratchet.wire import RunOptions
+    from ratchet.workflows import AgentRunner, run_agent
 
 
 class WriterCriticInput(BaseModel):

@@ -41,6 +41,8 @@ async def recorded_turns(handle: WorkflowHandle, *, follow: bool = True) -> list
 
 @dataclass
 class ReadHistory:
+    """What ``read_history`` read: the turns, the run's result, the tool results."""
+
     turns: list[RecordedTurn]
     result: RunResult | None
     """The run's result, if the run completed (its last workflow run's)."""

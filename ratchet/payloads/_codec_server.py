@@ -14,15 +14,11 @@ library only: one ``ThreadingHTTPServer``.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import hashlib
 import hmac
 import json
 import logging
-import os
-import signal
-import sys
 import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -32,7 +28,7 @@ from google.protobuf import json_format
 from temporalio.api.common.v1 import Payloads
 from temporalio.converter import PayloadCodec
 
-from ratchet.errors import ConfigurationError, RatchetError
+from ratchet.errors import RatchetError
 
 log = logging.getLogger(__name__)
 
@@ -183,43 +179,3 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         log.info("%s %s", self.address_string(), format % args)
-
-
-def serve_command(args: argparse.Namespace) -> int:
-    """``ratchet codec-server``: serve the RATCHET_ENCRYPTION_KEYS codec until SIGINT/SIGTERM."""
-    from ratchet.payloads._encryption import EncryptionCodec
-
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
-    codec = EncryptionCodec.from_env()
-    token = None if args.no_auth else os.environ.get(args.token_env)
-    if not args.no_auth and not token:
-        raise ConfigurationError(
-            f"{args.token_env} is not set: the codec server needs a bearer token. Set it "
-            "(e.g. to the output of `python -c 'import secrets; print(secrets.token_urlsafe())'`)"
-            ", or pass --no-auth to serve without one on a trusted machine."
-        )
-    if args.no_auth:
-        print(
-            "warning: --no-auth: anyone who can reach this port can decrypt payloads.",
-            file=sys.stderr,
-        )
-    try:
-        server = CodecServer(
-            codec, token=token, ui_origin=args.ui_origin, host=args.host, port=args.port
-        )
-    except OSError as e:
-        print(f"error: cannot listen on {args.host}:{args.port}: {e.strerror}", file=sys.stderr)
-        return 2
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda _s, _f: stop.set())
-    with server:
-        print(
-            f"codec server on {server.url} (keys: {', '.join(codec.key_ids)}; active "
-            f"{codec.active}); CORS for {server.ui_origin}. Press Ctrl-C to stop.",
-            flush=True,
-        )
-        while not stop.wait(1.0):
-            pass
-    print("codec server stopped.", flush=True)
-    return 0

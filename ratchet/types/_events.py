@@ -45,6 +45,10 @@ class EventBase(SparseModel):
     seq: int = 0
     """For events a turn sent: their order within the attempt, from 1."""
     text: str | None = None
+    offset: int | None = Field(default=None, exclude=True)
+    """The event's place in its run's (or session's) event stream, set on every event
+    ``handle.events()`` yields: ``handle.events(after=event.offset)`` resumes right
+    after it. The reader sets it; it is not part of the event on the wire."""
 
 
 class RunStartedData(SparseModel):

@@ -43,7 +43,7 @@ from ratchet.errors import (
     SessionNotFoundError,
 )
 from ratchet.types import AgentStatus, ClientTool, Message, PendingView, tool_problems
-from ratchet.wire._session_data import SessionStatus
+from ratchet.wire import SessionStatus
 
 from . import _agui_events as translate
 from . import _agui_history as agui_history

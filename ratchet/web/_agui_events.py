@@ -49,7 +49,7 @@ from ag_ui.core import (
     ToolCall as AguiToolCall,
 )
 
-from ratchet.agents._state_export import StateExport
+from ratchet.client import StateExport
 from ratchet.types import (
     Message,
     PendingView,

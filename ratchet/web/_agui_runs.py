@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ratchet.client import AgentClient, SessionHandle
-from ratchet.client._event_reader import read_events
+from ratchet.client import AgentClient, SessionHandle, read_events
 from ratchet.errors import InvalidInputError
 from ratchet.types import AgentStatus, ExecutionRecord, RunEvent, RunFinished, StatusChanged
 

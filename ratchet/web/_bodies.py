@@ -8,7 +8,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import to_jsonable_python
 
-from ratchet.wire._options import SessionOptions
+from ratchet.wire import SessionOptions
 
 SESSION_ID = r"^[^/?#%\s]+$"
 """A session id goes in URLs (``/v1/sessions/{id}``): no slash, ``?``, ``#``, ``%``

@@ -31,7 +31,7 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from ratchet.client._event_reader import Resent, numbered_events, read_events
+from ratchet.client import Resent, numbered_events, read_events
 from ratchet.errors import EventsUnavailableError
 from ratchet.types import RunEvent
 

@@ -13,7 +13,7 @@ from fastapi.responses import JSONResponse
 from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet import errors
-from ratchet.client._retries import no_worker_yet
+from ratchet.client import no_worker_yet
 
 from ._auth import AuthError
 

@@ -10,15 +10,14 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Header, Query, Request, status
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from ratchet.client import AgentClient, RunHandle, SessionDeletion, SessionHandle
-from ratchet.client._listing import (
+from ratchet.client import (
+    AgentClient,
+    RunHandle,
+    SessionDeletion,
+    SessionHandle,
+    TurnRecord,
     WorkflowSummary,
-    agent_clause,
-    list_workflows,
-    status_clause,
-    type_clause,
 )
-from ratchet.client._turn_records import TurnRecord
 from ratchet.errors import (
     AgentNotFoundError,
     EventsExpiredError,
@@ -26,8 +25,8 @@ from ratchet.errors import (
     NotFoundError,
     SessionNotFoundError,
 )
-from ratchet.types import AgentStatus, Decision, PendingView, ThreadData
-from ratchet.wire._session_data import SessionStatus, request_id_problem
+from ratchet.types import Decision, PendingView, ThreadData
+from ratchet.wire import SessionStatus, request_id_problem
 
 from . import _sse as sse
 from ._bodies import Created, NewDecision, NewFork, NewMessage, NewSession, full, out
@@ -39,7 +38,6 @@ INBOX_WAIT = 5.0
 log = logging.getLogger("ratchet.web")
 SNAPSHOT_MESSAGES = 100
 """A 410's snapshot holds the thread's latest messages, this many at most."""
-STATUSES = tuple(status.value for status in AgentStatus)
 
 
 async def identity(
@@ -109,20 +107,15 @@ async def list_sessions(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> JSONResponse:
     """Newest first, from the search attributes (a visibility query)."""
-    clauses = [type_clause(runs)]
-    if status_ is not None:
-        if status_.upper() not in STATUSES:
-            raise InvalidInputError(f"status must be one of {', '.join(STATUSES)}.")
-        clauses.append(status_clause(status_.upper()))
-    if agent is not None:
-        clauses.append(agent_clause(agent))
-    if min_tokens is not None:
-        clauses.append(f"AgentTokens >= {min_tokens}")
-    if min_cost_usd is not None:
-        clauses.append(f"AgentCostUsd >= {min_cost_usd}")
-    return out(
-        await list_workflows(client_of(request).temporal, " AND ".join(clauses), limit=limit)
+    found = await client_of(request).list_sessions(
+        runs=runs,
+        status=status_,
+        agent=agent,
+        min_tokens=min_tokens,
+        min_cost_usd=min_cost_usd,
+        limit=limit,
     )
+    return out(found)
 
 
 @api.get("/approvals", response_model=list[PendingView])
@@ -133,8 +126,12 @@ async def approvals_inbox(
     Read from each at once; one whose worker does not answer within
     ``INBOX_WAIT`` seconds is left out (and logged), not the whole inbox."""
     client = client_of(request)
-    query = "AgentStatus IN ('AWAITING_APPROVAL', 'AWAITING_INPUT') AND ExecutionStatus = 'Running'"
-    rows = await list_workflows(client.temporal, query, limit=limit)
+    rows = await client.list_sessions(
+        runs=True,
+        status=("AWAITING_APPROVAL", "AWAITING_INPUT"),
+        where={"ExecutionStatus": "Running"},
+        limit=limit,
+    )
 
     async def pending_of(row: WorkflowSummary) -> list[PendingView]:
         target = client.get_session(row.id) if row.kind == "session" else client.get_run(row.id)

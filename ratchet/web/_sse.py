@@ -16,7 +16,7 @@ from typing import Any
 from ratchet.client import SessionHandle
 from ratchet.errors import InvalidInputError
 from ratchet.types import RunEvent
-from ratchet.wire._run_data import RunResult
+from ratchet.wire import RunResult
 
 from ._bodies import full
 from ._hub import Hub

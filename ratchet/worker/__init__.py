@@ -2,7 +2,7 @@
 
     python -m ratchet.worker --agents myapp.agents:AGENTS    (or: ratchet worker)
 
-The command itself (its options, loading ``--agents``) is ``ratchet.cli._worker``;
+The command itself (its options, loading ``--agents``) is the CLI's ``ratchet worker``;
 this package's ``__main__`` hands ``python -m ratchet.worker`` to it.
 
 ``AGENTS`` is a dict of agent name to an ``Agent`` or a zero-argument factory. A
@@ -28,16 +28,18 @@ from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
 from temporalio.worker import Plugin, Worker, WorkerDeploymentConfig, WorkflowRunner
 
 from ratchet import telemetry
-from ratchet._exit import hard_exit
-from ratchet._grace_period import DEFAULT_GRACE_PERIOD
-from ratchet.activities import ResourceFactory, StateCache, ThreadCache
-from ratchet.activities._event_publisher import DEFAULT_BATCH_INTERVAL
-from ratchet.activities._turn import AgentFactory
-from ratchet.agents._interceptors import InterceptorFactory
-from ratchet.client._client import DEFAULT_TASK_QUEUE, AgentClient
-from ratchet.client._namespace_setup import ensure_search_attributes
+from ratchet.activities import (
+    DEFAULT_BATCH_INTERVAL,
+    AgentFactory,
+    ResourceFactory,
+    StateCache,
+    ThreadCache,
+)
+from ratchet.agents import InterceptorFactory
+from ratchet.client import DEFAULT_TASK_QUEUE, AgentClient, ensure_search_attributes
 from ratchet.errors import ConfigurationError
 from ratchet.plugin import RatchetPlugin, check_agents, passed_through
+from ratchet.process import DEFAULT_GRACE_PERIOD, hard_exit
 
 __all__ = [
     "GRACE_PERIOD",

@@ -1,11 +1,12 @@
-"""``python -m ratchet.worker``: the ``ratchet worker`` command (``ratchet.cli._worker``).
+"""``python -m ratchet.worker``: the ``ratchet worker`` command.
 
 A module of its own, so the library in ``ratchet.worker`` never imports the CLI
 that imports it.
 """
 
-from ratchet._exit import hard_exit
-from ratchet.cli._worker import main
+import sys
+
+from ratchet.cli import entry
 
 if __name__ == "__main__":
-    hard_exit(main())
+    entry(["worker", *sys.argv[1:]])

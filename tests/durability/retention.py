@@ -23,10 +23,10 @@ from temporalio.api.workflowservice.v1 import (
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from ratchet._exit import hard_exit
 from ratchet.client import AgentClient
 from ratchet.client._namespace_setup import ensure_search_attributes
 from ratchet.devserver import DevServer
+from ratchet.process import hard_exit
 from ratchet.worker import build_worker
 
 SHORT_RETENTION = [

@@ -67,7 +67,7 @@ async def test_a_session_closed_after_continue_as_new_on_a_fresh_worker_replays(
 
 CLOSE_WITH_0_1_0 = """
 import asyncio, sys
-from ratchet._exit import hard_exit
+from ratchet.process import hard_exit
 from ratchet.agents import Agent, Message, Result
 from ratchet.client import AgentClient
 from ratchet.wire import SessionOptions

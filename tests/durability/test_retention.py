@@ -227,7 +227,7 @@ async def test_a_single_run_continued_as_new_outlives_the_retention_of_its_close
 
 START_WITH_0_1_0 = """
 import asyncio, sys
-from ratchet._exit import hard_exit
+from ratchet.process import hard_exit
 from ratchet.agents import Agent, Message, Result
 from ratchet.client import AgentClient
 from ratchet.wire import SessionOptions

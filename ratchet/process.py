@@ -1,4 +1,5 @@
-"""Exit without interpreter finalisation.
+"""How a Ratchet process ends: exit without interpreter finalisation (``run_main``,
+``hard_exit``), and the grace period a stopping worker gives its turns.
 
 Temporal's Rust runtime keeps threads alive until the process ends; tearing the
 interpreter down around them can abort with "PyGILState_Release" (exit 134) about
@@ -19,8 +20,20 @@ from typing import Any, NoReturn
 
 from ratchet.errors import RatchetError
 
+__all__ = ["DEFAULT_GRACE_PERIOD", "hard_exit", "run_main"]
+
+DEFAULT_GRACE_PERIOD = 20.0
+"""Seconds a stopping worker gives its turns in flight (``build_worker``'s default
+and ``ratchet worker --grace-period``'s; a plain number here, so the CLI names it in
+``--help`` without loading Temporal). Docker Compose (``stop_grace_period``) and
+Kubernetes (``terminationGracePeriodSeconds``) kill a container 30 s after SIGTERM by
+default; the last 10 s are for cancelling what is still running, reporting it,
+closing resources and flushing traces."""
+
 
 def hard_exit(code: int) -> NoReturn:
+    """Flush traces, logs and output, then leave with ``code`` at once (``os._exit``):
+    what ``run_main`` ends with, for entry points that run their own loop."""
     from ratchet.telemetry import flush_tracing  # os._exit skips the SDK's own atexit flush
 
     flush_tracing()
