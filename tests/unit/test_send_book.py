@@ -7,6 +7,7 @@ they use is tested here in test_request_ids.py."""
 from __future__ import annotations
 
 from ratchet.agents import Message
+from ratchet.agents._state import AgentStatus
 from ratchet.wire._run_data import RunResult
 from ratchet.wire._session_data import Queued, RecentRequests, SendOutcome, SendRequest
 from ratchet.workflows._sends import RESULTS_CARRIED, RESULTS_KEPT, SendBook
@@ -21,7 +22,7 @@ def send(text: str) -> SendRequest:
 
 
 def done(ticket: int) -> SendOutcome:
-    result = RunResult(workflow_id=f"s-run-{ticket}", agent="a", status="COMPLETED")
+    result = RunResult(workflow_id=f"s-run-{ticket}", agent="a", status=AgentStatus.COMPLETED)
     return SendOutcome(ticket=ticket, state="done", result=result)
 
 
