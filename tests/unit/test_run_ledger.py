@@ -50,6 +50,7 @@ def test_a_waiting_run_says_what_for_until_its_status_changes_again():
     assert heard[-1].waiting == ["pay(amount=10)"] and run.waiting == ["pay(amount=10)"]
     assert "**Waiting for** (AWAITING_APPROVAL):" in shown[-1] and "- pay(amount=10)" in shown[-1]
     run.waiting.append("not mine")  # a copy
+    assert run.waiting == ["pay(amount=10)"]
     run.set_status(AgentStatus.RUNNING)
     assert heard[-1].waiting == [] and run.waiting == []
     assert "Waiting for" not in shown[-1]

@@ -75,6 +75,8 @@ def test_a_marks_open_calls_are_settled_by_the_results_right_after_it():
     assert half is not None and half.length == 5 and half.open_calls == [one, two]
     only_one = settled(open_mark, [results[0], results[2]], offset=5)
     assert only_one is not None and (only_one.length, only_one.open_calls) == (6, [two])
+    other = Message.tool(ToolCall(id="c9", name="c"), "another call's")
+    assert settled(open_mark, [other, *results], offset=5) == open_mark  # not its results
     assert settled(mark(1, 5), results, offset=5) == mark(1, 5)
     assert settled(None, results, offset=5) is None
 

@@ -46,6 +46,7 @@ def test_a_view_shows_its_positions_in_order_up_to_the_logs_length():
     assert positions(view, 5) == [(0, False), (4, True)]  # the log holds 5 so far
     assert ranges(view, 10) == [(0, 1), (4, 6), (8, 10)]
     assert ranges([S(3), S(0, 5)], 8) == [(0, 8)]  # sorted and merged
+    assert ranges([S(0, 2), S(2, 4, True)], 8) == [(0, 4)]  # side by side: one range
     assert ranges([S(9)], 8) == []
 
 
