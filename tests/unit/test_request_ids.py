@@ -11,6 +11,7 @@ import pytest
 from temporalio.exceptions import ApplicationError
 
 from ratchet.wire._session_data import RecentRequests
+from ratchet.workflows import _idempotency as idempotency
 from ratchet.workflows._idempotency import KEPT, MAX_AGE, RequestIds
 
 NOW = int(time.time() * 1000)
@@ -80,3 +81,55 @@ def test_past_kept_the_oldest_taken_goes_first():
     assert book.known("order-1", "d", NOW + KEPT + 2) is None
     assert book.known("order-2", "d", NOW + KEPT + 2) == 2
     assert len(book.carried().entries) == KEPT
+
+
+def test_a_carried_book_still_refuses_an_id_sent_again_with_other_messages():
+    book = RequestIds(RecentRequests())
+    book.add("order-18", "pay-10", 0, NOW)
+    carried = RequestIds(book.carried())  # the session continued as new since
+    with pytest.raises(ApplicationError, match="'order-18'.*new request id"):
+        carried.find("s", "order-18", "pay-1000", NOW + 1)
+    assert carried.find("s", "order-18", "pay-10", NOW + 1) == 0
+
+
+AHEAD = "ffffffff-ffff-7fff-bfff-ffffffffffff"
+"""A UUIDv7 request id dated about 8,900 years ahead."""
+
+
+def test_an_id_dated_ahead_refuses_no_later_send_once_a_session_continuing_as_new_forgot_it(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """0.1.0 took a forgotten UUIDv7 id's time as its horizon: one id dated ahead
+    refused every later default send, for good. A session that continues as new after
+    each message, remembering 2 ids (the same rule as 500, fewer sends): each send
+    comes to a book carried over, checked by the Update's validator (``find``), then
+    taken by its handler (``known``, ``add``)."""
+    monkeypatch.setattr(idempotency, "KEPT", 2)
+    carried, clock, tickets = RecentRequests(), NOW, 0
+
+    def send(request_id: str | None = None) -> int:
+        nonlocal carried, clock, tickets
+        clock += 1000
+        request_id = request_id or uuid7_made(clock)  # the client's default id
+        book = RequestIds(carried)
+        taken = clock + 5  # the session takes it a moment after it was made
+        found = book.find("s", request_id, "d", taken)
+        if found is None and book.known(request_id, "d", taken) is None:
+            found, tickets = tickets, tickets + 1
+            book.add(request_id, "d", found, taken)
+        carried = book.carried()
+        return found
+
+    send(AHEAD)
+    send()
+    send()  # the session forgets AHEAD here
+    assert send() == 3  # a later default send is taken
+    honest = uuid7_made(clock + 1000)
+    assert send(honest) == 4
+    assert send(honest) == 4  # a retry while remembered answers its message
+    send()
+    send()  # forgets `honest`, which was made before it was taken
+    with pytest.raises(ApplicationError) as expired:
+        send(honest)  # a late retry still runs nothing
+    assert expired.value.type == "RequestExpiredError"
+    assert carried.horizon_ms < clock  # what is carried holds no time ahead
