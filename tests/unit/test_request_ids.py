@@ -1,6 +1,6 @@
 """RequestIds (ratchet/workflows/_idempotency.py): the book of request ids a session
-carries across continue-as-new. Its bounds and the horizon of forgotten UUIDv7 ids
-are also tested in tests/workflows/test_idempotent_sends.py; these are the rest."""
+carries across continue-as-new, and the horizon of the UUIDv7 ids it forgot. Through
+a session: tests/workflows/test_idempotent_sends.py."""
 
 from __future__ import annotations
 
@@ -10,12 +10,14 @@ import uuid
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from ratchet.wire._session_data import RecentRequests
+from ratchet.wire._session_data import RecentRequests, new_request_id, request_made_ms
 from ratchet.workflows import _idempotency as idempotency
 from ratchet.workflows._idempotency import KEPT, MAX_AGE, RequestIds
 
 NOW = int(time.time() * 1000)
 DAY = int(MAX_AGE.total_seconds() * 1000)
+AHEAD = "ffffffff-ffff-7fff-bfff-ffffffffffff"
+"""A UUIDv7 request id dated about 8,900 years ahead."""
 
 
 def uuid7_made(ms: int) -> str:
@@ -92,10 +94,6 @@ def test_a_carried_book_still_refuses_an_id_sent_again_with_other_messages():
     assert carried.find("s", "order-18", "pay-10", NOW + 1) == 0
 
 
-AHEAD = "ffffffff-ffff-7fff-bfff-ffffffffffff"
-"""A UUIDv7 request id dated about 8,900 years ahead."""
-
-
 def test_an_id_dated_ahead_refuses_no_later_send_once_a_session_continuing_as_new_forgot_it(
     monkeypatch: pytest.MonkeyPatch,
 ):
@@ -113,12 +111,13 @@ def test_an_id_dated_ahead_refuses_no_later_send_once_a_session_continuing_as_ne
         request_id = request_id or uuid7_made(clock)  # the client's default id
         book = RequestIds(carried)
         taken = clock + 5  # the session takes it a moment after it was made
-        found = book.find("s", request_id, "d", taken)
-        if found is None and book.known(request_id, "d", taken) is None:
-            found, tickets = tickets, tickets + 1
-            book.add(request_id, "d", found, taken)
+        ticket = book.find("s", request_id, "d", taken)  # the validator
+        if ticket is None:  # the handler
+            assert book.known(request_id, "d", taken) is None
+            ticket, tickets = tickets, tickets + 1
+            book.add(request_id, "d", ticket, taken)
         carried = book.carried()
-        return found
+        return ticket
 
     send(AHEAD)
     send()
@@ -133,3 +132,66 @@ def test_an_id_dated_ahead_refuses_no_later_send_once_a_session_continuing_as_ne
         send(honest)  # a late retry still runs nothing
     assert expired.value.type == "RequestExpiredError"
     assert carried.horizon_ms < clock  # what is carried holds no time ahead
+
+
+# Moved from tests/workflows/test_idempotent_sends.py, which keeps the end-to-end tests.
+
+
+def test_a_session_remembers_its_latest_ids_and_refuses_uuid7_ids_it_forgot():
+    now = int(time.time() * 1000)
+    book = RequestIds(RecentRequests())
+    ids = [uuid7_made(now - 1000 + i) for i in range(KEPT + 1)]
+    for ticket, request_id in enumerate(ids):
+        book.add(request_id, "d", ticket, now)
+    carried = RequestIds(book.carried())  # across a continue-as-new
+    assert carried.find("s", ids[-1], "d", now) == KEPT
+    assert carried.find("s", ids[1], "d", now) == 1
+    with pytest.raises(Exception, match="RequestExpired|made before"):
+        carried.find("s", ids[0], "d", now)  # forgotten to keep within KEPT
+    assert carried.find("s", uuid7_made(now), "d", now) is None  # a new one
+    assert carried.find("s", "order-1", "d", now) is None  # not a UUIDv7: new
+    later = now + 25 * 3600 * 1000
+    with pytest.raises(Exception, match="made before"):
+        carried.find("s", ids[-1], "d", later)  # past the age bound
+    assert request_made_ms(new_request_id()) is not None
+    assert len(book.carried().model_dump_json()) < 20 * 1024  # small enough to carry
+
+
+def test_an_id_dated_ahead_counts_only_up_to_when_the_session_took_it():
+    now = int(time.time() * 1000)
+    book = RequestIds(RecentRequests())
+    book.add(AHEAD, "d", 0, now)
+    honest = [uuid7_made(now + i) for i in range(1, KEPT + 1)]
+    for ticket, request_id in enumerate(honest, start=1):
+        book.add(request_id, "d", ticket, now + ticket)  # AHEAD is forgotten
+    assert book.find("s", uuid7_made(now + KEPT + 1), "d", now + KEPT + 1) is None
+    book.add(uuid7_made(now + KEPT + 1), "d", KEPT + 1, now + KEPT + 1)  # honest[0] forgotten
+    with pytest.raises(Exception, match="made before"):
+        book.find("s", honest[0], "d", now + KEPT + 1)
+    assert book.carried().horizon_ms == now + 1  # what is carried holds no time ahead
+
+
+def test_a_horizon_carried_from_0_1_0_ahead_of_the_ids_remembered_is_pulled_back():
+    """A session wedged by 0.1.0 takes fresh ids again at its next send, without a
+    continue-as-new (it refused every send, so it would not have made one)."""
+    now = int(time.time() * 1000)
+    book = RequestIds(RecentRequests())
+    book.add(uuid7_made(now - 5000), "d", 7, now - 4000)
+    wedged = book.carried().model_copy(update={"horizon_ms": int(AHEAD[:8] + AHEAD[9:13], 16)})
+    assert RequestIds(wedged).find("s", new_request_id(), "d", now) is None
+    assert RequestIds(wedged).find("s", uuid7_made(now - 3999), "d", now) is None
+    with pytest.raises(Exception, match="made before"):  # made before the oldest id it
+        RequestIds(wedged).find("s", uuid7_made(now - 4000), "d", now)  # remembers was taken
+    alone = RecentRequests(horizon_ms=wedged.horizon_ms)  # and with no id remembered
+    assert RequestIds(alone).find("s", new_request_id(), "d", now) is None
+
+
+def test_the_send_handler_forgets_as_its_validator_did():
+    """A replay runs no validator of an accepted Update: had only ``find`` forgotten
+    an id past ``MAX_AGE``, a replay would answer its retry with the old ticket where
+    the first execution ran it again (another command: a replay that fails)."""
+    now = int(time.time() * 1000)
+    book = RequestIds(RecentRequests())
+    book.add("order-1", "d", 3, now)
+    assert book.known("order-1", "d", now + 1) == 3
+    assert book.known("order-1", "d", now + 25 * 3600 * 1000) is None
