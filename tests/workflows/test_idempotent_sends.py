@@ -1,12 +1,11 @@
 """A send's request id: a retry answers the message it first sent, across
 continue-as-new; the same id with other messages, or one older than the session
-remembers, is refused and runs nothing."""
+remembers, is refused and runs nothing. The request-id book itself (bounds, the
+horizon of forgotten ids, an id dated ahead): tests/unit/test_request_ids.py."""
 
 from __future__ import annotations
 
 import asyncio
-import time
-import uuid
 from datetime import timedelta
 
 import pytest
@@ -27,23 +26,12 @@ from ratchet.testing import RatchetTestEnvironment
 from ratchet.types import Message
 from ratchet.wire import RunOptions, SessionOptions
 from ratchet.wire._names import SEND_UPDATE
-from ratchet.wire._session_data import RecentRequests, SendRequest, request_made_ms
+from ratchet.wire._session_data import SendRequest
 from ratchet.worker import build_worker
-from ratchet.workflows import _idempotency as idempotency
-from ratchet.workflows._idempotency import KEPT, RequestIds
 
 from ..chaos import chaos_sends
 from ..conftest import worker_process
 from .test_sessions import Echo
-
-AHEAD = "ffffffff-ffff-7fff-bfff-ffffffffffff"
-"""A UUIDv7 request id dated about 8,900 years ahead."""
-
-
-def uuid7_made(ms: int) -> str:
-    """A UUIDv7 request id made at ``ms`` (since the epoch)."""
-    value = (ms << 80) | (0x7 << 76) | (0b10 << 62) | uuid.uuid4().int & (2**62 - 1)
-    return str(uuid.UUID(int=value))
 
 
 async def test_a_retried_request_id_answers_its_message_after_continue_as_new(
@@ -67,20 +55,17 @@ async def test_a_retried_request_id_answers_its_message_after_continue_as_new(
 async def test_a_request_id_sent_again_with_other_messages_is_refused(
     agent_client: AgentClient,
 ):
-    options = SessionOptions(continue_as_new_after_runs=2)
+    """After a continue-as-new the carried book refuses it as well:
+    tests/unit/test_request_ids.py (the book's carrying: the retry test above)."""
     async with build_worker(agent_client, {"echo": Echo}):
-        session = await agent_client.start_session("echo", options=options)
+        session = await agent_client.start_session("echo")
         await session.send("pay 10 EUR", request_id="order-18")
-        with pytest.raises(ConversationConflictError) as same_run:
-            await session.send("pay 1000 EUR", request_id="order-18")
-        await session.send("two")  # continues as new after this one
-        with pytest.raises(ConversationConflictError) as next_run:
+        with pytest.raises(ConversationConflictError) as refused:
             await session.send("pay 1000 EUR", request_id="order-18")
         thread = await session.thread()
         await session.close()
-    for refused in (same_run.value, next_run.value):
-        assert isinstance(refused, RunFailedError)
-        assert "'order-18'" in str(refused) and "new request id" in str(refused)
+    assert isinstance(refused.value, RunFailedError)
+    assert "'order-18'" in str(refused.value) and "new request id" in str(refused.value)
     assert "pay 1000 EUR" not in [m.text for m in thread.messages]
 
 
@@ -157,98 +142,6 @@ async def test_a_retry_older_than_the_session_remembers_runs_nothing():
     assert request_id in str(refused.value) and "24 hours" in str(refused.value)
     assert later.output == "Ok."
     assert [m.text for m in thread.messages].count("hello") == 1
-
-
-@pytest.mark.fast
-def test_a_session_remembers_its_latest_ids_and_refuses_uuid7_ids_it_forgot():
-    now = int(time.time() * 1000)
-    book = RequestIds(RecentRequests())
-    ids = [uuid7_made(now - 1000 + i) for i in range(KEPT + 1)]
-    for ticket, request_id in enumerate(ids):
-        book.add(request_id, "d", ticket, now)
-    carried = RequestIds(book.carried())  # across a continue-as-new
-    assert carried.find("s", ids[-1], "d", now) == KEPT
-    assert carried.find("s", ids[1], "d", now) == 1
-    with pytest.raises(Exception, match="RequestExpired|made before"):
-        carried.find("s", ids[0], "d", now)  # forgotten to keep within KEPT
-    assert carried.find("s", uuid7_made(now), "d", now) is None  # a new one
-    assert carried.find("s", "order-1", "d", now) is None  # not a UUIDv7: new
-    later = now + 25 * 3600 * 1000
-    with pytest.raises(Exception, match="made before"):
-        carried.find("s", ids[-1], "d", later)  # past the age bound
-    assert request_made_ms(new_request_id()) is not None
-    assert len(book.carried().model_dump_json()) < 20 * 1024  # small enough to carry
-
-
-async def test_an_id_dated_ahead_refuses_no_later_send_once_the_session_forgot_it(
-    agent_client: AgentClient, monkeypatch: pytest.MonkeyPatch
-):
-    """0.1.0 took a forgotten UUIDv7 id's time as its horizon: one id dated ahead
-    (here, the year 10889) refused every later default send, for good. The session
-    remembers 2 ids here instead of 500 (the same rule, fewer sends); each send comes
-    to a new workflow run, so Temporal's own dedup of an Update id does not answer the
-    late retry."""
-    monkeypatch.setattr(idempotency, "KEPT", 2)
-    options = SessionOptions(continue_as_new_after_runs=1)
-    async with build_worker(agent_client, {"echo": Echo}):
-        session = await agent_client.start_session("echo", options=options)
-        await session.send("ahead", request_id=AHEAD)
-        await session.send("one")
-        await session.send("two")  # the session forgets AHEAD here
-        later = await session.send("three")
-        honest = new_request_id()
-        await session.send("four", request_id=honest)
-        await session.send("five")
-        await session.send("six")  # forgets `honest`, which was made before it was taken
-        with pytest.raises(RequestExpiredError):
-            await session.send("four", request_id=honest)  # a late retry still runs nothing
-        thread = await session.thread()
-        await session.close()
-    assert later.output is not None and "three" in later.output
-    assert [m.text for m in thread.messages if m.role == "user"].count("four") == 1
-
-
-@pytest.mark.fast
-def test_an_id_dated_ahead_counts_only_up_to_when_the_session_took_it():
-    now = int(time.time() * 1000)
-    book = RequestIds(RecentRequests())
-    book.add(AHEAD, "d", 0, now)
-    honest = [uuid7_made(now + i) for i in range(1, KEPT + 1)]
-    for ticket, request_id in enumerate(honest, start=1):
-        book.add(request_id, "d", ticket, now + ticket)  # AHEAD is forgotten
-    assert book.find("s", uuid7_made(now + KEPT + 1), "d", now + KEPT + 1) is None
-    book.add(uuid7_made(now + KEPT + 1), "d", KEPT + 1, now + KEPT + 1)  # honest[0] forgotten
-    with pytest.raises(Exception, match="made before"):
-        book.find("s", honest[0], "d", now + KEPT + 1)
-    assert book.carried().horizon_ms == now + 1  # what is carried holds no time ahead
-
-
-@pytest.mark.fast
-def test_a_horizon_carried_from_0_1_0_ahead_of_the_ids_remembered_is_pulled_back():
-    """A session wedged by 0.1.0 takes fresh ids again at its next send, without a
-    continue-as-new (it refused every send, so it would not have made one)."""
-    now = int(time.time() * 1000)
-    book = RequestIds(RecentRequests())
-    book.add(uuid7_made(now - 5000), "d", 7, now - 4000)
-    wedged = book.carried().model_copy(update={"horizon_ms": int(AHEAD[:8] + AHEAD[9:13], 16)})
-    assert RequestIds(wedged).find("s", new_request_id(), "d", now) is None
-    assert RequestIds(wedged).find("s", uuid7_made(now - 3999), "d", now) is None
-    with pytest.raises(Exception, match="made before"):  # made before the oldest id it
-        RequestIds(wedged).find("s", uuid7_made(now - 4000), "d", now)  # remembers was taken
-    alone = RecentRequests(horizon_ms=wedged.horizon_ms)  # and with no id remembered
-    assert RequestIds(alone).find("s", new_request_id(), "d", now) is None
-
-
-@pytest.mark.fast
-def test_the_send_handler_forgets_as_its_validator_did():
-    """A replay runs no validator of an accepted Update: had only ``find`` forgotten
-    an id past ``MAX_AGE``, a replay would answer its retry with the old ticket where
-    the first execution ran it again (another command: a replay that fails)."""
-    now = int(time.time() * 1000)
-    book = RequestIds(RecentRequests())
-    book.add("order-1", "d", 3, now)
-    assert book.known("order-1", "d", now + 1) == 3
-    assert book.known("order-1", "d", now + 25 * 3600 * 1000) is None
 
 
 @pytest.mark.timeout(420)
