@@ -4,12 +4,9 @@ tests/agents/test_context_window.py.)"""
 
 from __future__ import annotations
 
-from ratchet.agents import Message
 from ratchet.agents._fit_window import FitWindow, measured, refused
-from ratchet.agents._messages import ToolCall
-from ratchet.agents._state import PromptSize
-from ratchet.agents._usage import Usage
 from ratchet.errors import ContextOverflowError
+from ratchet.types import Message, PromptSize, ToolCall, Usage
 
 
 def test_a_turn_reports_its_calls_average_prompt_only_when_a_window_will_read_it():

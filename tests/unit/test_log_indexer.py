@@ -3,9 +3,7 @@ log is in its own history. (The basic shape: tests/workflows/test_thread_reads.p
 
 from __future__ import annotations
 
-from ratchet.agents import Message
-from ratchet.agents._messages import approximate_size
-from ratchet.agents._state import ThreadData
+from ratchet.types import Message, ThreadData, approximate_size
 from ratchet.wire._session_data import KEY_CHARS, LogInfo, batch_key
 from ratchet.workflows._log_index import INLINE_MAX_BYTES, LogIndexer
 

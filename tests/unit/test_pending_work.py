@@ -12,10 +12,16 @@ from datetime import UTC, datetime
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from ratchet.agents._approvals import ApprovalRules, RuleChange
-from ratchet.agents._messages import ToolCall
-from ratchet.agents._pending import Decision, PendingAction
-from ratchet.agents._state import DECISIONS_KEPT, AgentSession, AgentState
+from ratchet.types import (
+    DECISIONS_KEPT,
+    AgentRecord,
+    AgentSession,
+    ApprovalRules,
+    Decision,
+    PendingAction,
+    RuleChange,
+    ToolCall,
+)
 from ratchet.wire._run_data import DecisionRequest
 from ratchet.workflows._pending_calls import PendingWork, SessionAudit, _decided, _mismatch
 
@@ -68,7 +74,7 @@ def test_an_earlier_decision_is_named_with_who_took_it():
 
 def test_a_session_keeps_its_rules_and_only_its_latest_decisions():
     session = AgentSession.new("a", T0, session_id="s", thread_id="t")
-    state = AgentState(session=session)
+    state = AgentRecord(session=session)
     audit = SessionAudit.of(lambda: state)
     audit.record([Decision(id=f"d{i}") for i in range(DECISIONS_KEPT - 1)])
     audit.record([Decision(id="last-but-one"), Decision(id="last")])

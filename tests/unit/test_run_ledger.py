@@ -11,10 +11,15 @@ from datetime import UTC, datetime
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from ratchet.agents import Message
-from ratchet.agents._state import AgentSession, AgentState, AgentStatus, ExecutionState
-from ratchet.agents._state_context import StateEntry
-from ratchet.agents._usage import Usage
+from ratchet.types import (
+    AgentRecord,
+    AgentSession,
+    AgentStatus,
+    ExecutionRecord,
+    Message,
+    StateEntry,
+    Usage,
+)
 from ratchet.wire import RunOptions
 from ratchet.wire._session_data import KEY_CHARS
 from ratchet.workflows._ledger import ExecutionChange, RunLedger, initial_session
@@ -25,7 +30,7 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 def ledger(heard: list[ExecutionChange], shown: list[str]) -> RunLedger:
     session = AgentSession.new("a", T0, session_id="s", thread_id="t")
-    state = AgentState(session=session, execution=ExecutionState.start("e-1", T0))
+    state = AgentRecord(session=session, execution=ExecutionRecord.start("e-1", T0))
     return RunLedger("a", state, observers=[heard.append], show=shown.append)
 
 

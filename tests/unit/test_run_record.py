@@ -4,9 +4,7 @@ the mark a fork starts from. (Compaction's bound: tests/workflows/test_closed_ru
 
 from __future__ import annotations
 
-from ratchet.agents import Message
-from ratchet.agents._messages import ToolCall
-from ratchet.agents._state_context import StateEntry
+from ratchet.types import Message, StateEntry, ToolCall
 from ratchet.wire._run_record import (
     RunRecord,
     TurnMark,

@@ -6,8 +6,7 @@ they use is tested here in test_request_ids.py."""
 
 from __future__ import annotations
 
-from ratchet.agents import Message
-from ratchet.agents._state import AgentStatus
+from ratchet.types import AgentStatus, Message
 from ratchet.wire._run_data import RunResult
 from ratchet.wire._session_data import Queued, RecentRequests, SendOutcome, SendRequest
 from ratchet.workflows._sends import RESULTS_CARRIED, RESULTS_KEPT, SendBook

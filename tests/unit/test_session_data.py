@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 import uuid
 
-from ratchet.agents import Message
+from ratchet.types import Message
 from ratchet.wire._session_data import (
     KEY_CHARS,
     MAX_REQUEST_ID,

@@ -6,10 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from ratchet.agents import Message
-from ratchet.agents._spans import Span
-from ratchet.agents._state import AgentSession, ThreadBase, ThreadData
-from ratchet.agents._state_context import StateEntry
+from ratchet.types import AgentSession, Message, Span, StateEntry, ThreadBase, ThreadData
 from ratchet.wire._session_data import SessionInput, SessionStatus
 from ratchet.workflows._session_view import SessionTotals, position, rolled_back, session_markdown
 

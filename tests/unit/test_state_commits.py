@@ -9,9 +9,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from ratchet.agents._state import AgentSession, AgentState
-from ratchet.agents._state_context import ShareToken, StateChange, StateEntry
 from ratchet.errors import ShareTokenError
+from ratchet.types import AgentRecord, AgentSession, ShareToken, StateChange, StateEntry
 from ratchet.workflows._state_commits import StateRegistry
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -24,7 +23,7 @@ class Owner:
         self.agent = agent
         session = AgentSession.new(agent, T0, session_id=f"session-{agent}", thread_id="t")
         entries = {k: StateEntry(data=k, version=v) for k, v in state.items()}
-        self.state = AgentState(session=session.model_copy(update={"state": entries}))
+        self.state = AgentRecord(session=session.model_copy(update={"state": entries}))
         self.heard: list[object] = []
 
     def state_changed(self, event: object) -> None:

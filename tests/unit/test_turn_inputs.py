@@ -10,20 +10,23 @@ from datetime import UTC, datetime
 
 import pytest
 
-from ratchet.agents import FitWindow, Message
+from ratchet.agents import FitWindow
 from ratchet.agents._compaction import DropToolResults
-from ratchet.agents._messages import id_tag
-from ratchet.agents._spans import Span
-from ratchet.agents._state import (
+from ratchet.errors import ShareTokenError
+from ratchet.types import (
+    AgentRecord,
     AgentSession,
-    AgentState,
-    ExecutionState,
+    ExecutionRecord,
+    Message,
     PromptSize,
+    ShareToken,
+    Span,
+    StateConflict,
+    StateEntry,
     ThreadBase,
     ThreadData,
+    id_tag,
 )
-from ratchet.agents._state_context import ShareToken, StateConflict, StateEntry
-from ratchet.errors import ShareTokenError
 from ratchet.wire import RunOptions
 from ratchet.wire._turn_data import ThreadRef
 from ratchet.workflows._ledger import RunLedger
@@ -47,8 +50,8 @@ def keeper(ledger: RunLedger, registry: StateRegistry, shared=()) -> AgentStateK
 def ledger_of(agent: str, thread: ThreadData, state: dict[str, StateEntry]) -> RunLedger:
     session = AgentSession.new(agent, T0, session_id=f"session-{agent}", thread_id=thread.id)
     session = session.model_copy(update={"thread": thread, "state": state})
-    execution = ExecutionState.start(f"{agent}-run", T0)
-    return RunLedger(agent, AgentState(session=session, execution=execution), show=print)
+    execution = ExecutionRecord.start(f"{agent}-run", T0)
+    return RunLedger(agent, AgentRecord(session=session, execution=execution), show=print)
 
 
 THREAD = ThreadData(

@@ -6,10 +6,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from ratchet.agents import Message
-from ratchet.agents._messages import ToolCall
-from ratchet.agents._state import AgentSession, ExecutionState, StepResult, ThreadData
-from ratchet.agents._state_context import StateEntry
+from ratchet.types import (
+    AgentSession,
+    ExecutionRecord,
+    Message,
+    StateEntry,
+    StepResult,
+    ThreadData,
+    ToolCall,
+)
 from ratchet.workflows._ledger import ExecutionChange
 from ratchet.workflows._marks import TurnMarks, turn_mark
 
@@ -42,12 +47,12 @@ def test_a_mark_names_the_calls_its_turn_left_without_a_result():
     assert turn_mark(0, session_with(log), "a").open_calls == []  # before any turn
 
 
-def changed(old: ExecutionState | None, turns: int, added: list[str] = []) -> ExecutionChange:  # noqa: B006
+def changed(old: ExecutionRecord | None, turns: int, added: list[str] = []) -> ExecutionChange:  # noqa: B006
     steps = [
         StepResult(turn=t, started_at=T0, completed_at=T0, message_ids=added)
         for t in range(1, turns + 1)
     ]
-    new = ExecutionState(execution_id="e", started_at=T0, step_results=steps)
+    new = ExecutionRecord(execution_id="e", started_at=T0, step_results=steps)
     return ExecutionChange("a", old, new, ThreadData(id="t"))
 
 

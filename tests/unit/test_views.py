@@ -5,11 +5,7 @@ from __future__ import annotations
 
 import random
 
-from ratchet.agents import Message, ScriptedModel
-from ratchet.agents._compaction import DropToolResults, KeepLastTurns, Summarize
-from ratchet.agents._spans import Span
 from ratchet.agents._views import (
-    compact,
     materialize,
     normalize,
     positions,
@@ -19,6 +15,10 @@ from ratchet.agents._views import (
     view_of,
     without,
 )
+
+from ratchet.agents import ScriptedModel
+from ratchet.agents._compaction import DropToolResults, KeepLastTurns, Summarize, compact
+from ratchet.types import Message, Span
 
 
 def S(start: int, end: int | None = None, drop: bool = False) -> Span:
