@@ -6,6 +6,8 @@ runs each call as one durable turn. What a host reads about a run (its state,
 status, pending work) is in ``ratchet.client``.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from ._agent import Agent, Result
 from ._approvals import ApprovalPolicy, Rule, allow, ask, deny
 from ._compaction import (
@@ -30,13 +32,10 @@ from ._thread import ChatMessageThread, ServiceThread, Thread
 from ._tool_calling import ToolCallingAgent
 from ._tools import Tool, Toolset, agent_tool, ask_user, tool
 from ._usage import Usage
-from .models import (
-    ModelClient,
-    ModelResponse,
-    OpenAIChatModel,
-    OpenAIResponsesModel,
-    ScriptedModel,
-)
+from .models import ModelClient, ModelResponse, ScriptedModel
+
+if TYPE_CHECKING:
+    from .models import OpenAIChatModel, OpenAIResponsesModel
 
 __all__ = [
     "Agent",
@@ -89,3 +88,12 @@ __all__ = [
     "state_schema",
     "tool",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The OpenAI clients load with the ``openai`` SDK on first use (ratchet.agents.models).
+    if name in ("OpenAIChatModel", "OpenAIResponsesModel"):
+        from . import models
+
+        return getattr(models, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

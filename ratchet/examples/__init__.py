@@ -9,7 +9,7 @@ import asyncio
 import os
 import sys
 
-from ratchet.agents import Agent, OpenAIChatModel, ScriptedModel, ToolCallingAgent, tool
+from ratchet.agents import Agent, ScriptedModel, ToolCallingAgent, tool
 
 FORECASTS = {"oslo": "light snow, -3 °C", "lisbon": "sunny, 19 °C", "tokyo": "cloudy, 12 °C"}
 DEMO_PROMPT = (
@@ -55,7 +55,11 @@ def demo_script() -> ScriptedModel:
 
 
 def travel_agent() -> Agent:
-    model = OpenAIChatModel() if os.environ.get("OPENAI_API_KEY") else demo_script()
+    model = demo_script()
+    if os.environ.get("OPENAI_API_KEY"):
+        from ratchet.agents import OpenAIChatModel  # loads openai (a second) only when used
+
+        model = OpenAIChatModel()
     return ToolCallingAgent(
         model,
         [weather, packing_list],
