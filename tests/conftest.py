@@ -40,6 +40,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 SERVER_FIXTURES = {"temporal_server", "client", "agent_client", "worker_processes"}
 
 
+PRODUCT = {"cli", "web", "evals"}
+"""The product lane's folders: the CLI (its deploy and examples commands too), the HTTP
+API and the evaluations. Every other test, in a folder or at the top, is the core's."""
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "fast: in-process, no Temporal server, no child process (pytest -m fast)"
@@ -49,15 +54,48 @@ def pytest_configure(config: pytest.Config) -> None:
         "slow: starts a Temporal server, a child process (worker, web, CLI, MCP server) "
         "or a build (not fast)",
     )
+    config.addinivalue_line(
+        "markers",
+        "core: the engine's lane: tests/agents, workflows, client, durability, unit and the "
+        "code-wide checks at the top (pytest -m core)",
+    )
+    config.addinivalue_line(
+        "markers", "product: the CLI, web and evaluations lane: tests/cli, web, evals (-m product)"
+    )
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto`` (in addopts) runs the fast lane and named tests (``file.py::test``)
+    in this process: they are done before xdist's workers would have started."""
+    named = bool(config.args) and all("::" in arg for arg in config.args)
+    return 0 if named or config.option.markexpr == "fast" else None
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects and xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The fast lane: every test that uses no server fixture and is not marked
-    ``slow`` (it starts a server, a child process or a build itself)."""
+    """Each test's lane (``core`` or ``product``, by its folder); the fast lane: every
+    test that uses no server fixture and is not marked ``slow`` (it starts a server, a
+    child process or a build itself); and for ``--dist loadgroup``, one xdist group per
+    module whose tests share a module-scoped fixture (a ``ratchet web`` process, a
+    worker, a dev server of its own), so it starts once, on one xdist worker."""
+    tests = Path(__file__).parent
     for item in items:
+        folder = item.path.relative_to(tests).parts[0] if item.path.is_relative_to(tests) else ""
+        item.add_marker(pytest.mark.product if folder in PRODUCT else pytest.mark.core)
         needs_server = SERVER_FIXTURES & set(getattr(item, "fixturenames", ()))
         if not needs_server and item.get_closest_marker("slow") is None:
             item.add_marker(pytest.mark.fast)
+        if _shares_a_module_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.path.relative_to(ROOT).as_posix()))
+
+
+def _shares_a_module_fixture(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    scopes = {defs[-1].scope for defs in info.name2fixturedefs.values() if defs}
+    return bool(scopes & {"module", "class"})
 
 
 class _NotInTheFastLane(AssertionError):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from datetime import timedelta
 
 from ratchet.agents import (
     Agent,
@@ -72,3 +73,10 @@ class Blocker(Agent):
                 self.cancelled.append(context.turn)
                 raise
         return Result(final_response=Message.assistant(f"finished {prompt}"))
+
+
+HEARTBEAT_WITH_MARGIN = timedelta(seconds=3)
+"""For a run whose turn blocks until cancelled: the cancellation reaches the turn in a
+heartbeat's answer, within 1.8 s. Not 1 s: a turn in a test process that shares two
+cores with another xdist worker and two dev servers can miss a 1 s heartbeat timeout
+(acknowledged within 0.4 s of the last), be timed out and run again."""

@@ -36,16 +36,10 @@ from ._thread import ChatMessageThread, ServiceThread, Thread
 from ._tool_calling import ToolCallingAgent
 from ._tools import Tool, Toolset, agent_tool, ask_user, tool
 from ._tracing import use_tracer
-from .models import (
-    ModelClient,
-    ModelResponse,
-    OpenAIChatModel,
-    OpenAIResponsesModel,
-    ScriptedModel,
-)
+from .models import ModelClient, ModelResponse, ScriptedModel
 
 if TYPE_CHECKING:
-    from .models import AnthropicModel
+    from .models import AnthropicModel, OpenAIChatModel, OpenAIResponsesModel
 
 __all__ = [
     "use_tracer",
@@ -119,10 +113,12 @@ for _old, _new in MOVED_MODULES.items():
 
 
 def __getattr__(name: str) -> Any:
-    if name == "AnthropicModel":  # needs the anthropic extra: loaded on first use
-        from .models import AnthropicModel
+    # The provider clients load with their SDK on first use (``openai`` alone takes about
+    # a second; AnthropicModel needs the anthropic extra): ratchet.agents.models.
+    if name in ("AnthropicModel", "OpenAIChatModel", "OpenAIResponsesModel"):
+        from . import models
 
-        return AnthropicModel
+        return getattr(models, name)
     home = MOVED.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,7 +9,7 @@ import asyncio
 import os
 import sys
 
-from ratchet.agents import Agent, OpenAIChatModel, ScriptedModel, ToolCallingAgent, tool
+from ratchet.agents import Agent, ScriptedModel, ToolCallingAgent, tool
 
 __all__ = [
     "AGENTS",
@@ -65,7 +65,11 @@ def demo_script() -> ScriptedModel:
 
 
 def travel_agent() -> Agent:
-    model = OpenAIChatModel() if os.environ.get("OPENAI_API_KEY") else demo_script()
+    model = demo_script()
+    if os.environ.get("OPENAI_API_KEY"):
+        from ratchet.agents import OpenAIChatModel  # loads openai (a second) only when used
+
+        model = OpenAIChatModel()
     return ToolCallingAgent(
         model,
         [weather, packing_list],

@@ -9,7 +9,6 @@ import json
 import os
 import signal
 import sys
-from datetime import timedelta
 
 from temporalio.client import WorkflowExecutionStatus
 
@@ -21,7 +20,7 @@ from ratchet.wire import RunOptions, SessionOptions
 from ratchet.worker import build_worker
 
 from ..conftest import ROOT
-from ..hitl_agents import Blocker, Ledger, payment_agent
+from ..hitl_agents import HEARTBEAT_WITH_MARGIN, Blocker, Ledger, payment_agent
 from ..workflows.test_fork import TwoStep
 
 
@@ -142,7 +141,7 @@ async def test_sessions_list_and_stop(
     temporal_server: DevServer, agent_client: AgentClient, task_queue: str
 ):
     agent = Blocker()
-    options = SessionOptions(run=RunOptions(heartbeat_timeout=timedelta(seconds=1)))
+    options = SessionOptions(run=RunOptions(heartbeat_timeout=HEARTBEAT_WITH_MARGIN))
     async with build_worker(agent_client, {"blocker": agent}):
         session = await agent_client.start_session("blocker", options=options)
         sent = asyncio.create_task(session.send("block"))
@@ -520,7 +519,7 @@ async def test_sessions_delete_stops_a_running_session_then_deletes_it_and_its_r
 ):
     agent = Blocker()
     options = SessionOptions(
-        continue_as_new_after_runs=1, run=RunOptions(heartbeat_timeout=timedelta(seconds=1))
+        continue_as_new_after_runs=1, run=RunOptions(heartbeat_timeout=HEARTBEAT_WITH_MARGIN)
     )
     temporal = agent_client.temporal
     async with build_worker(agent_client, {"blocker": agent, "two": TwoStep}):

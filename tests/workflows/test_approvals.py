@@ -17,7 +17,7 @@ from ratchet.wire import RunOptions
 from ratchet.worker import build_worker
 
 from ..history import events, of_type
-from ..hitl_agents import Blocker, Ledger, payment_agent
+from ..hitl_agents import HEARTBEAT_WITH_MARGIN, Blocker, Ledger, payment_agent
 
 SCHEDULED = EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
 
@@ -214,7 +214,7 @@ async def test_durable_tool_retries_as_its_own_activity_and_never_runs_twice(
 
 async def test_cancelling_a_run_reaches_the_turn_in_flight(agent_client: AgentClient):
     agent = Blocker()
-    options = RunOptions(heartbeat_timeout=timedelta(seconds=1))
+    options = RunOptions(heartbeat_timeout=HEARTBEAT_WITH_MARGIN)
     async with build_worker(agent_client, {"blocker": agent}):
         handle = await agent_client.start_run("blocker", "block", options=options)
         await agent.blocked.wait()

@@ -23,6 +23,7 @@ from ratchet.wire import RunOptions
 from ratchet.worker import build_worker
 
 from ..history import attempts, summary, turn_activities
+from ..hitl_agents import HEARTBEAT_WITH_MARGIN
 
 
 @tool
@@ -220,7 +221,7 @@ async def test_cancelled_run_stops_its_turn(agent_client: AgentClient):
     agent = ToolCallingAgent(ScriptedModel([ScriptedModel.call("wait_forever")]), [wait_forever])
     async with build_worker(agent_client, {"slow": agent}):
         handle = await agent_client.start_run(
-            "slow", "go", options=RunOptions(heartbeat_timeout=timedelta(seconds=1))
+            "slow", "go", options=RunOptions(heartbeat_timeout=HEARTBEAT_WITH_MARGIN)
         )
         await started.wait()
         await handle.cancel()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
 
 import pytest
 from temporalio.api.enums.v1 import EventType
@@ -23,7 +22,7 @@ from ratchet.wire import RunOptions, SessionOptions
 from ratchet.worker import build_worker
 
 from ..history import events, until
-from ..hitl_agents import Blocker, Ledger, payment_agent
+from ..hitl_agents import HEARTBEAT_WITH_MARGIN, Blocker, Ledger, payment_agent
 
 
 class Echo(Agent):
@@ -213,7 +212,7 @@ async def test_interrupt_steering_stops_the_run_and_keeps_its_finished_turns(
 ):
     agent = Blocker()
     options = SessionOptions(
-        steering="interrupt", run=RunOptions(heartbeat_timeout=timedelta(seconds=1))
+        steering="interrupt", run=RunOptions(heartbeat_timeout=HEARTBEAT_WITH_MARGIN)
     )
     async with build_worker(agent_client, {"blocker": agent}):
         session = await agent_client.start_session("blocker", options=options)
@@ -232,7 +231,7 @@ async def test_stop_ends_the_run_in_progress_and_the_session_stays_usable(
     agent_client: AgentClient,
 ):
     agent = Blocker()
-    options = SessionOptions(run=RunOptions(heartbeat_timeout=timedelta(seconds=1)))
+    options = SessionOptions(run=RunOptions(heartbeat_timeout=HEARTBEAT_WITH_MARGIN))
     async with build_worker(agent_client, {"blocker": agent}):
         session = await agent_client.start_session("blocker", options=options)
         first = asyncio.create_task(session.send("block"))
