@@ -16,9 +16,9 @@ Also public, for hosts built on the client (the web server, the CLI):
 - ``ensure_search_attributes`` registers Ratchet's search attributes on a namespace.
 """
 
-import warnings
 from typing import Any
 
+import ratchet.types
 from ratchet.agents._engine import AgentStateExport, StateExport
 from ratchet.types import (
     AgentRecord,
@@ -127,17 +127,8 @@ __all__ = [
 ]
 
 
-RENAMED = {"AgentState": "AgentRecord", "ExecutionState": "ExecutionRecord"}
-"""0.1.0's names, kept until 0.3: "state" is now only the agents' key-value state."""
-
-
 def __getattr__(name: str) -> Any:
-    new = RENAMED.get(name)
-    if new is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    warnings.warn(
-        f"ratchet.client.{name} is ratchet.client.{new} since 0.2 (the old name works until 0.3).",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return globals()[new]
+    """0.1.0's ``AgentState`` and ``ExecutionState``, with ``ratchet.types``' warning."""
+    if name in ("AgentState", "ExecutionState"):
+        return getattr(ratchet.types, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

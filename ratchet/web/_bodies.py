@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeGuard, get_args
+from typing import Any, Literal
 
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -32,31 +32,9 @@ class NewSession(_Body):
     def _known_options(cls, value: Any) -> Any:
         """Options are lenient on the wire (old payloads keep loading); from a person,
         a misspelt or misplaced option is an error, not a silent default."""
-        if isinstance(value, dict) and (unknown := _unknown_keys(SessionOptions, value)):
-            raise ValueError(
-                f"unknown option {', '.join(unknown)} (a run's options, such as "
-                "approval_timeout, go under options.run)"
-            )
+        if isinstance(value, dict) and (unknown := SessionOptions.unknown_options(value)):
+            raise ValueError(f"unknown option {', '.join(unknown)}")
         return value
-
-
-def _unknown_keys(model: type[BaseModel], data: dict[str, Any], path: str = "") -> list[str]:
-    unknown: list[str] = []
-    for key, value in data.items():
-        field = model.model_fields.get(key)
-        if field is None:
-            unknown.append(f"{path}{key}")
-            continue
-        nested: list[type[BaseModel]] = [
-            t for t in (field.annotation, *get_args(field.annotation)) if _is_model(t)
-        ]
-        if isinstance(value, dict) and len(nested) == 1:
-            unknown += _unknown_keys(nested[0], value, f"{path}{key}.")
-    return unknown
-
-
-def _is_model(annotation: Any) -> TypeGuard[type[BaseModel]]:
-    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
 
 
 class NewMessage(_Body):

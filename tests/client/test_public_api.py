@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import pickle
 import re
 import subprocess
 import sys
@@ -73,3 +75,36 @@ def test_the_caches_build_worker_takes_are_exported_where_they_live():
     import ratchet.activities
 
     assert {"ThreadCache", "StateCache", "ResourceFactory"} <= set(ratchet.activities.__all__)
+
+
+@pytest.mark.parametrize(
+    ("old", "name", "home"),
+    [
+        ("ratchet.agents", "Message", "ratchet.types"),
+        ("ratchet.agents", "Usage", "ratchet.types"),
+        ("ratchet.agents", "TextDelta", "ratchet.types"),
+        ("ratchet.testing", "ScriptedModel", "ratchet.agents"),
+        ("ratchet.client", "AgentState", "ratchet.types:AgentRecord"),
+        ("ratchet.types", "ExecutionState", "ratchet.types:ExecutionRecord"),
+    ],
+)
+def test_a_name_that_moved_imports_from_its_old_path_with_a_warning(
+    old: str, name: str, home: str
+) -> None:
+    """0.1.0's paths keep working until 0.3 (CHANGELOG), each the very same object."""
+    module, _, new_name = home.partition(":")
+    moved = getattr(importlib.import_module(module), new_name or name)
+    with pytest.warns(DeprecationWarning, match=new_name or name):
+        assert getattr(importlib.import_module(old), name) is moved
+    assert name not in importlib.import_module(old).__all__
+
+
+def test_a_message_pickled_by_its_0_1_0_module_path_loads() -> None:
+    """0.1.0 pickled ``ratchet.agents._messages.Message``; the module moved to ratchet.types."""
+    from ratchet.types import Message
+
+    stored = pickle.dumps(Message.user("hi"), protocol=0).replace(
+        b"ratchet.types._messages", b"ratchet.agents._messages"
+    )
+    assert b"ratchet.agents._messages" in stored
+    assert pickle.loads(stored) == Message.user("hi")

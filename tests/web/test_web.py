@@ -282,7 +282,8 @@ async def test_bad_bodies_get_a_clear_4xx_and_start_nothing(alice: httpx.AsyncCl
     assert "token_budget=0, but it must be at least 1" in refused["detail"]
     misplaced = {"agent": "echo", "options": {"approval_timeout": 60, "run": {"max_turnz": 3}}}
     refused = problem_of(await alice.post("/v1/sessions", json=misplaced), 422, "InvalidInputError")
-    assert "approval_timeout, run.max_turnz" in refused["detail"]
+    assert "approval_timeout (it is an option of run" in refused["detail"]
+    assert "run.max_turnz (did you mean max_turns?)" in refused["detail"]
     after = {row["id"] for row in (await alice.get("/v1/sessions")).json()}
     assert after == before
 
