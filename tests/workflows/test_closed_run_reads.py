@@ -80,7 +80,12 @@ async def test_fork_checkpoint_and_events_of_closed_runs_need_no_worker(
     # message in the index), tool results, statuses, streamed ones.
     converter = fresh.temporal.data_converter.payload_converter
     event_type: Any = RunEvent  # a discriminated union, which the converter decodes
-    rebuilt = [converter.from_payload(decode_stream_payload(i.data), event_type) for i in items]
+    rebuilt = [
+        converter.from_payload(decode_stream_payload(i.data), event_type).model_copy(
+            update={"offset": i.offset}  # the reader numbers each event it yields
+        )
+        for i in items
+    ]
     assert rebuilt == seen[:until]
     assert any(e.kind == "turn_completed" and len(e.text or "") > 1500 for e in rebuilt)
     assert queries.sent == []  # no run was asked, closed or open
