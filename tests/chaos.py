@@ -148,3 +148,26 @@ async def chaos_sends(
     for worker in workers:
         worker.stop()
     return report
+
+
+def signal_state(pid: int) -> str:
+    """How process ``pid`` takes signals and where it waits (Linux), for a test whose
+    child did not end on Ctrl-C: blocked (SigBlk), ignored (SigIgn) and caught
+    (SigCgt) masks, and its state."""
+    try:
+        status = open(f"/proc/{pid}/status").read()  # noqa: SIM115 - read once, closed by GC
+    except OSError as e:
+        return f"pid {pid}: {e}"
+    keep = ("State:", "SigBlk:", "SigIgn:", "SigCgt:", "Threads:")
+    return f"pid {pid}: " + "; ".join(
+        line.replace("\t", " ") for line in status.splitlines() if line.startswith(keep)
+    )
+
+
+async def ended(process: asyncio.subprocess.Process, seconds: float = 60) -> tuple[bytes, bytes]:
+    """``process``'s output once it ended; if it runs on after ``seconds``, a failure
+    that says how it takes signals (a child that ignores Ctrl-C hangs here)."""
+    try:
+        return await asyncio.wait_for(process.communicate(), seconds)
+    except TimeoutError:
+        raise AssertionError(f"still running: {signal_state(process.pid)}") from None

@@ -304,9 +304,9 @@ def _decoded(client: Client, result: PollResult) -> Iterator[tuple[int, RunEvent
 
 class Resent:
     """Spots a batch of events a turn sent twice (its signal was delivered, the reply
-    lost, and the batch re-sent). Keys are unique within one run only (a session's
-    turns stamp their events with the session's id, and each run counts its turns
-    from 1), so they are forgotten at every ``run_started``."""
+    lost, and the batch re-sent). Keys are unique within one run only (each run counts
+    its turns from 1, and a 0.1.0 session's turns stamped their events with the
+    session's id, not the run's label), so they are forgotten at every ``run_started``."""
 
     def __init__(self) -> None:
         self._seen: set[tuple[str, int, int, int]] = set()

@@ -25,6 +25,7 @@ from ratchet.cli._waiting import poller_note
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer, free_port, temporal_binary
 from ratchet.testing import ChildProcess
+from tests.chaos import signal_state
 
 from ..conftest import ROOT, release
 
@@ -220,6 +221,8 @@ def test_ctrl_c_leaves_the_run_going_and_says_how_to_follow_it(
     run.send_signal(signal.SIGINT)
     try:
         _, err = run.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"no exit on Ctrl-C: {signal_state(run.pid)}") from None
     finally:
         run.kill()
     for n in (1, 2, 3):

@@ -18,6 +18,7 @@ from ratchet.client._listing import WorkflowSummary, _status, list_workflows, ty
 from ratchet.devserver import DevServer
 from ratchet.wire import RunOptions, SessionOptions
 from ratchet.worker import build_worker
+from tests.chaos import ended
 
 from ..conftest import ROOT
 from ..hitl_agents import HEARTBEAT_WITH_MARGIN, Blocker, Ledger, payment_agent
@@ -227,7 +228,7 @@ async def test_chat_prints_the_reply_as_the_model_writes_it(
         go.set()
         chat.stdin.write(b"/quit\n")
         chat.stdin.close()
-        rest, err = await asyncio.wait_for(chat.communicate(), 60)
+        rest, err = await ended(chat)
     assert chat.returncode == 0, err
     out = (before + rest).decode()
     assert "finder> Looking it up.\n  · look_up()\nfinder> Found it: 42.\n" in out
@@ -401,7 +402,7 @@ async def test_ctrl_c_at_the_approval_prompt_leaves_the_session_going_without_a_
         chat.stdin.write(b"pay acme\n")
         said += await read_until(chat.stdout, "? [y/n] ")
         chat.send_signal(signal.SIGINT)
-        _, err = await asyncio.wait_for(chat.communicate(), 60)  # it hung before
+        _, err = await ended(chat)  # it hung before
         session = agent_client.get_session(said.split("session: ")[1].split()[0])
         (pending,) = await session.pending()  # the call still waits, for someone else
         await session.reject(pending.action.id, "test over")
@@ -430,7 +431,7 @@ async def test_a_call_decided_elsewhere_withdraws_the_chat_prompt(
         # The prompt waited for a key before; now the reply comes with no key pressed.
         said += await read_until(chat.stdout, "pay> done: paid 300 to acme")
         chat.stdin.write(b"y\n/quit\n")  # "y" is the next message now, not an answer
-        out, err = await asyncio.wait_for(chat.communicate(), 60)
+        out, err = await ended(chat)
         await session.close()
     assert chat.returncode == 0, err
     assert f"note: {pending.action.id} was approved by bob elsewhere" in said

@@ -8,6 +8,7 @@ import signal
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
 from ratchet.worker import build_worker
+from tests.chaos import ended
 
 from ..client.test_observability import listed, weather_agent
 from .test_cli_sessions import ratchet, read_until, spawn
@@ -70,7 +71,7 @@ async def test_watch_says_when_no_worker_takes_the_task_and_that_the_run_goes_on
     try:
         said = await read_until(watch.stdout, "\n")  # silent before
         watch.send_signal(signal.SIGINT)
-        _, err = await asyncio.wait_for(watch.communicate(), 60)
+        _, err = await ended(watch)
     finally:
         if watch.returncode is None:
             watch.kill()
