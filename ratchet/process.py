@@ -63,7 +63,7 @@ def run_main(main: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> NoRet
         code = _exit_code(returned)
     except SystemExit as stop:
         code = _exit_code(stop.code)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C (see ratchet.cli.main)
         code = 130
     except RatchetError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -79,7 +79,11 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `ratchet ... | head`: the reader left; so do we, quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        # Ctrl-C. asyncio.run raises CancelledError instead of KeyboardInterrupt when the
+        # command's task was cancelled more than once on the way (a timeout inside it
+        # expiring as Ctrl-C lands); escaping main, it skipped the hard exit, and the
+        # interpreter's own exit could hang on Temporal's runtime threads.
         return 130
     except Exception as e:  # noqa: BLE001 - one line for what a user can act on, else raise
         return _report(e, args)

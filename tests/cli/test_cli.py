@@ -19,6 +19,7 @@ from typing import IO
 
 import pytest
 
+import ratchet.cli as cli
 from ratchet import devserver
 from ratchet.cli import build_parser
 from ratchet.cli._waiting import poller_note
@@ -489,3 +490,22 @@ def test_numbers_out_of_range_are_refused_naming_the_flag(capsys: pytest.Capture
             build_parser().parse_args(list(args))
         assert exited.value.code == 2, args
         assert said in capsys.readouterr().err, args
+
+
+def test_a_command_whose_task_ends_cancelled_exits_130_through_the_hard_exit(monkeypatch):
+    """asyncio.run raises CancelledError, not KeyboardInterrupt, when Ctrl-C lands on a
+    task cancelled twice (a timeout in it expiring too); it escaped ``main`` and skipped
+    the hard exit, so the interpreter's own exit could hang (seen in a parallel run)."""
+
+    async def cancelled_twice(args: argparse.Namespace) -> int:
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel()
+        task.cancel()
+        await asyncio.sleep(1)
+        return 0
+
+    parser = argparse.ArgumentParser()
+    parser.set_defaults(func=cancelled_twice)
+    monkeypatch.setattr(cli, "build_parser", lambda: parser)
+    assert cli.main([]) == 130
