@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import signal
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -171,3 +172,10 @@ async def ended(process: asyncio.subprocess.Process, seconds: float = 60) -> tup
         return await asyncio.wait_for(process.communicate(), seconds)
     except TimeoutError:
         raise AssertionError(f"still running: {signal_state(process.pid)}") from None
+
+
+def as_from_a_terminal() -> None:
+    """In a child, before exec: Ctrl-C as a terminal gives it (SIGINT's default action),
+    also when the suite runs as a background job, whose children ignore SIGINT (POSIX;
+    Python then installs no handler and the child never sees Ctrl-C)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

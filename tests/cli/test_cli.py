@@ -26,7 +26,7 @@ from ratchet.cli._waiting import poller_note
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer, free_port, temporal_binary
 from ratchet.testing import ChildProcess
-from tests.chaos import signal_state
+from tests.chaos import as_from_a_terminal, signal_state
 
 from ..conftest import ROOT, release
 
@@ -152,6 +152,7 @@ def start_run(server: DevServer, task_queue: str) -> tuple[subprocess.Popen[str]
         [*RATCHET, "run", "steps", "do it", "--task-queue", task_queue],
         cwd=ROOT,
         env={**os.environ, "TEMPORAL_ADDRESS": server.address},
+        preexec_fn=as_from_a_terminal,  # the test presses Ctrl-C
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -18,7 +18,7 @@ from ratchet.client._listing import WorkflowSummary, _status, list_workflows, ty
 from ratchet.devserver import DevServer
 from ratchet.wire import RunOptions, SessionOptions
 from ratchet.worker import build_worker
-from tests.chaos import ended
+from tests.chaos import as_from_a_terminal, ended
 
 from ..conftest import ROOT
 from ..hitl_agents import HEARTBEAT_WITH_MARGIN, Blocker, Ledger, payment_agent
@@ -212,6 +212,7 @@ async def test_chat_prints_the_reply_as_the_model_writes_it(
             task_queue,
             cwd=ROOT,
             env={**os.environ, "TEMPORAL_ADDRESS": temporal_server.address},
+            preexec_fn=as_from_a_terminal,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -353,6 +354,7 @@ async def spawn(server: DevServer, task_queue: str, *args: str) -> asyncio.subpr
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        preexec_fn=as_from_a_terminal,  # the tests press Ctrl-C
     )
 
 
