@@ -27,9 +27,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ratchet._exit import hard_exit
 from ratchet.client import AgentClient, RunHandle
 from ratchet.devserver import DevServer
+from ratchet.process import hard_exit
 from tests.conftest import worker_process
 from tests.logged_agents import EventLog
 

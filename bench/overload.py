@@ -40,9 +40,9 @@ import threading
 import time
 from pathlib import Path
 
-from ratchet._exit import hard_exit
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
+from ratchet.process import hard_exit
 from ratchet.testing import WorkerProcess
 from tests.conftest import worker_process
 from tests.logged_agents import EventLog

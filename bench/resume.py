@@ -36,9 +36,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-from ratchet._exit import hard_exit
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer, free_port
+from ratchet.process import hard_exit
 from ratchet.testing import WorkerProcess
 from ratchet.wire import RunOptions
 from tests.conftest import release, worker_process

@@ -21,8 +21,8 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from ratchet._exit import hard_exit
 from ratchet.devserver import DevServer
+from ratchet.process import hard_exit
 from tests.chaos import chaos_sends
 from tests.conftest import worker_process
 

@@ -23,9 +23,9 @@ from pathlib import Path
 
 from temporalio.worker import Worker
 
-from ratchet._exit import hard_exit
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
+from ratchet.process import hard_exit
 from ratchet.worker import build_worker
 
 from .bare_workflows import BareUpdateWorkflow, bare_step

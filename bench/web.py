@@ -53,10 +53,10 @@ import httpx2 as httpx
 import temporalio
 from temporalio.contrib.workflow_streams._types import PollInput, PollResult
 
-from ratchet._exit import hard_exit
 from ratchet.client import AgentClient
 from ratchet.client._event_reader import _decoded
 from ratchet.devserver import DevServer, free_port
+from ratchet.process import hard_exit
 from ratchet.testing import ChildProcess, WorkerProcess
 from ratchet.types import RunEvent
 from ratchet.wire._names import EVENTS_TOPIC, POLL_QUERY
