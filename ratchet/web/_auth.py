@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import hmac
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
+
+from starlette.requests import Request
 
 from ratchet.errors import ConfigurationError
+
+from ._principal import Principal
 
 TOKENS_ENV = "RATCHET_WEB_TOKENS"
 
@@ -25,7 +29,7 @@ class TokenAuth:
     ``X-API-Key: <token>``; tokens are compared in constant time.
     """
 
-    def __init__(self, tokens: Mapping[str, str]) -> None:
+    def __init__(self, tokens: Mapping[str, str], *, operators: Collection[str] = ()) -> None:
         if not tokens:
             raise ConfigurationError("TokenAuth needs at least one token: {token: identity}.")
         short = [who for token, who in tokens.items() if len(token) < 16]
@@ -35,9 +39,16 @@ class TokenAuth:
                 "with: python3 -c 'import secrets; print(secrets.token_urlsafe())'"
             )
         self._tokens = [(token.encode(), who) for token, who in tokens.items()]
+        self._operators = frozenset(operators)
+
+    def authenticate(self, request: Request) -> Principal:
+        """The caller presenting a known token (an operator if ``operators`` names it)."""
+        headers = request.headers
+        who = self.identify(headers.get("authorization"), headers.get("x-api-key"))
+        return Principal(who, operator=who in self._operators)
 
     @classmethod
-    def from_env(cls, name: str = TOKENS_ENV) -> TokenAuth:
+    def from_env(cls, name: str = TOKENS_ENV, *, operators: Collection[str] = ()) -> TokenAuth:
         """``identity:token`` pairs, comma-separated: ``alice:tok1,bob:tok2``."""
         raw = os.environ.get(name, "").strip()
         if not raw:
@@ -51,7 +62,7 @@ class TokenAuth:
             if not sep or not who or not token:
                 raise ConfigurationError(f"{name}: {entry.strip()!r} is not 'identity:token'.")
             tokens[token] = who
-        return cls(tokens)
+        return cls(tokens, operators=operators)
 
     def identify(self, authorization: str | None, api_key: str | None) -> str:
         """The identity holding the presented token; raises ``AuthError``."""

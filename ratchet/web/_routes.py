@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
@@ -30,6 +31,7 @@ from ratchet.wire import SessionStatus, request_id_problem
 
 from . import _sse as sse
 from ._bodies import Created, NewDecision, NewFork, NewMessage, NewSession, full, out
+from ._principal import ANONYMOUS, Principal
 from ._problems import Gone
 
 SSE = "text/event-stream"
@@ -40,18 +42,22 @@ SNAPSHOT_MESSAGES = 100
 """A 410's snapshot holds the thread's latest messages, this many at most."""
 
 
-async def identity(
-    request: Request,
-    authorization: Annotated[str | None, Header()] = None,
-    x_api_key: Annotated[str | None, Header()] = None,
-) -> str:
+async def principal(request: Request) -> Principal:
+    """The caller, from the app's ``auth`` (an ``Authenticator`` or a bare callable)."""
     auth = request.app.state.auth
     if auth is None:
-        return "anonymous"
-    return auth.identify(authorization, x_api_key)
+        return ANONYMOUS
+    authenticate = getattr(auth, "authenticate", auth)
+    found = authenticate(request)
+    return await found if inspect.isawaitable(found) else found
 
 
-api = APIRouter(prefix="/v1", dependencies=[Depends(identity)])
+async def identity(caller: Annotated[Principal, Depends(principal)]) -> str:
+    return caller.identity
+
+
+api = APIRouter(prefix="/v1", dependencies=[Depends(principal)])
+Caller = Annotated[Principal, Depends(principal)]
 Who = Annotated[str, Depends(identity)]
 
 
