@@ -19,7 +19,7 @@ from ratchet.testing import ChildProcess, WorkerProcess
 from ratchet.worker import build_worker
 
 from .web_agents import AGENTS
-from .web_http import ALICE, APP_ORIGIN, BOB, Web
+from .web_http import ALICE, APP_ORIGIN, BOB, OPS, Web
 
 ROOT = Path(__file__).resolve().parent.parent
 _exit_status: list[int] = []
@@ -214,7 +214,11 @@ def web_process(temporal_server: DevServer, web_queue: str) -> Iterator[Web]:
     argv = [sys.executable, "-m", "ratchet.cli", "web", "--port", str(port)]
     argv += ["--agents", "tests.web_agents:AGENTS", "--task-queue", web_queue]
     argv += ["--cors-origin", APP_ORIGIN]
-    env = {"RATCHET_WEB_TOKENS": f"alice:{ALICE},bob:{BOB}", "PYTHONPATH": str(ROOT)}
+    env = {
+        "RATCHET_WEB_TOKENS": f"alice:{ALICE},bob:{BOB},ops:{OPS}",
+        "RATCHET_WEB_OPERATORS": "ops",
+        "PYTHONPATH": str(ROOT),
+    }
     process = ChildProcess(argv, temporal_server, env=env, cwd=ROOT)
     try:
         process.wait_for("ratchet web on")

@@ -14,6 +14,8 @@ import httpx2 as httpx
 from ratchet.testing import ChildProcess
 
 ALICE, BOB = secrets.token_urlsafe(), secrets.token_urlsafe()
+OPS = secrets.token_urlsafe()
+"""The token of ``ops``, an operator (sees and decides every session)."""
 APP_ORIGIN = "http://app.example"
 PROBLEM = "application/problem+json"
 

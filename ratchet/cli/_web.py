@@ -37,6 +37,12 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="environment variable holding 'identity:token' pairs, comma-separated",
     )
     parser.add_argument(
+        "--operators",
+        default=os.environ.get("RATCHET_WEB_OPERATORS", ""),
+        help="identities that see and decide every session (operators), comma-separated "
+        "(default: $RATCHET_WEB_OPERATORS)",
+    )
+    parser.add_argument(
         "--no-auth", action="store_true", help="serve without tokens (loopback only; warns)"
     )
     parser.add_argument("--max-body", type=int, default=1 << 20, help="bytes (default 1 MiB)")
@@ -82,7 +88,8 @@ async def serve(args: argparse.Namespace) -> int:
             f"--no-auth serves anyone who reaches the port, so only on loopback, not on "
             f"{args.host}: set {args.tokens_env} instead."
         )
-    auth = None if args.no_auth else TokenAuth.from_env(args.tokens_env)
+    operators = [o.strip() for o in args.operators.split(",") if o.strip()]
+    auth = None if args.no_auth else TokenAuth.from_env(args.tokens_env, operators=operators)
     if auth is None:
         print("warning: --no-auth: anyone on this machine can use every session.", file=sys.stderr)
     agents = sorted(load_agents(args.agents)) if args.agents else None

@@ -38,7 +38,9 @@ from ratchet.plugin import RatchetClientPlugin, ratchet_converter
 from ratchet.types import AgentSession, Gap, Message, ThreadBase, ThreadData, new_id
 from ratchet.wire import (
     AGENT_NAME,
+    AGENT_OWNER,
     AGENT_STATUS,
+    AGENT_TENANT,
     PAGE_BYTES,
     RUN_WORKFLOW,
     SESSION_WORKFLOW,
@@ -56,7 +58,7 @@ from ratchet.workflows import AgentRunWorkflow, AgentSessionWorkflow, run_detail
 from ._checkpoints import Checkpoint, not_run, read_mark
 from ._deletion import DELETE_WAIT, FORKED_FROM, SessionDeletion, delete_session
 from ._error_mapping import check_agent_name, check_id, check_prompt_size, translated
-from ._listing import WorkflowSummary, kind_of, list_workflows, listing_query
+from ._listing import WorkflowSummary, describe, kind_of, list_workflows, listing_query
 from ._run_handle import RunHandle
 from ._schedules import CATCHUP_WINDOW, create_schedule
 from ._session_handle import UPDATES_IN_FLIGHT, ResultPoller, SessionHandle
@@ -167,11 +169,15 @@ class AgentClient:
         options: RunOptions | None = None,
         workflow_id: str | None = None,
         state: StateExport | dict[str, Any] | str | None = None,
+        owner: str | None = None,
+        tenant: str | None = None,
     ) -> RunHandle:
         """Start a run and return at once. Raises ``InvalidInputError`` for an empty prompt.
 
         ``state`` (an export from ``RunHandle.export_state()``, or its JSON) starts the
         agent with that state: the entry for this agent's name, or the only one.
+        ``owner`` and ``tenant`` index it as theirs (``AgentOwner``, ``AgentTenant``):
+        the front door lets only them, and operators, reach it.
         """
         check_agent_name(agent)
         messages = new_messages(prompt, new_id)
@@ -188,6 +194,7 @@ class AgentClient:
                 id=workflow_id,
                 agent=agent,
                 status="RUNNING",
+                owned=(owner, tenant),
                 static_summary=f"{agent}: {_excerpt(messages)}",
                 static_details=run_details(
                     agent, messages, session=session.info.id if session else None, parent=None
@@ -204,6 +211,7 @@ class AgentClient:
         agent: str,
         task_queue: str | None = None,
         status: str = "PENDING",
+        owned: tuple[str | None, str | None] = (None, None),
         **options: Any,
     ) -> WorkflowHandle[Any, Any]:
         """Start a run or session indexed from the start with its agent and ``status``,
@@ -211,10 +219,15 @@ class AgentClient:
         RUNNING, so it upserts nothing when a worker takes it (one Temporal action
         fewer); lists show it PENDING until then, from Temporal's own ``BuildIds``
         (``AgentClient.list_sessions``). A namespace without Ratchet's search attributes
-        gets them from its first worker; until then the workflow starts unindexed."""
-        indexed = TypedSearchAttributes(
-            [SearchAttributePair(AGENT_NAME, agent), SearchAttributePair(AGENT_STATUS, status)]
-        )
+        gets them from its first worker; until then the workflow starts unindexed,
+        unless it has an ``owned`` (owner, tenant): that refuses, naming ``ratchet setup``."""
+        owner, tenant = owned
+        pairs = [SearchAttributePair(AGENT_NAME, agent), SearchAttributePair(AGENT_STATUS, status)]
+        if owner is not None:
+            pairs.append(SearchAttributePair(AGENT_OWNER, owner))
+        if tenant is not None:
+            pairs.append(SearchAttributePair(AGENT_TENANT, tenant))
+        indexed = TypedSearchAttributes(pairs)
         start = self.temporal.start_workflow
         queue = task_queue or self.task_queue
         try:
@@ -224,6 +237,12 @@ class AgentClient:
         except RPCError as e:
             if e.status != RPCStatusCode.INVALID_ARGUMENT or "search attribute" not in e.message:
                 raise
+            if owner is not None or tenant is not None:
+                raise ConfigurationError(
+                    f"Namespace {self.temporal.namespace!r} lacks Ratchet's search attributes "
+                    f"(AgentOwner...), so it cannot record who owns {id!r}: run "
+                    "`ratchet setup` once on the namespace."
+                ) from e
             return await start(run, arg, id=id, task_queue=queue, **options)
 
     async def run(
@@ -249,8 +268,11 @@ class AgentClient:
         session_id: str | None = None,
         options: SessionOptions | None = None,
         state: StateExport | dict[str, Any] | str | None = None,
+        owner: str | None = None,
+        tenant: str | None = None,
     ) -> SessionHandle:
-        """Start a long-lived session with ``agent``; each ``send`` runs one execution."""
+        """Start a long-lived session with ``agent``; each ``send`` runs one execution.
+        ``owner`` and ``tenant``: as for ``start_run``."""
         check_agent_name(agent)
         options = options or SessionOptions()
         options.check()
@@ -269,6 +291,7 @@ class AgentClient:
                 SessionInput(agent=agent, session=session, options=options, session_id=workflow_id),
                 id=workflow_id,
                 agent=agent,
+                owned=(owner, tenant),
                 static_summary=f"{agent} session",
             )
         return SessionHandle(handle, self)
@@ -383,8 +406,11 @@ class AgentClient:
         at_message: str | None = None,
         session_id: str | None = None,
         options: SessionOptions | None = None,
+        owner: str | None = None,
+        tenant: str | None = None,
     ) -> SessionHandle:
         """A new session that starts from ``source``'s checkpoint (see ``checkpoint``).
+        It belongs to ``owner`` and ``tenant`` (as for ``start_run``), not the source's.
         The source is only read, and may be closed. ``options`` default to the
         source session's, and the fork runs on the source's task queue (the workers
         that host its agent). A fork copies no messages: its thread names the
@@ -420,6 +446,7 @@ class AgentClient:
                 id=session_id,
                 agent=agent,
                 task_queue=queue,
+                owned=(owner, tenant),
                 static_summary=f"{agent} session, forked from {source} at turn {turn}",
                 memo={FORKED_FROM: source},  # delete_session finds the forks of a session
             )
@@ -490,6 +517,11 @@ class AgentClient:
             query=query,
         )
         return await list_workflows(self.temporal, found, limit=limit)
+
+    async def describe(self, workflow_id: str) -> WorkflowSummary:
+        """The run or session ``workflow_id`` as a list row (owner and parent
+        included), read from Temporal at once; ``NotFoundError`` if there is none."""
+        return await describe(self.temporal, workflow_id)
 
     async def kind_of(self, workflow_id: str) -> Literal["session", "run"]:
         """Whether ``workflow_id`` names a session or a single run (a list shows

@@ -38,6 +38,19 @@ class WorkflowSummary(BaseModel):
     started: datetime
     open: bool = True
     """Its workflow is running (not closed: completed, failed, terminated...)."""
+    owner: str | None = None
+    """Who started it through the front door (``AgentOwner``); ``None``: nobody did."""
+    tenant: str | None = None
+    parent: str | None = None
+    """The workflow that started it (a sub-agent run's run or session)."""
+
+
+async def describe(temporal: Client, workflow_id: str) -> WorkflowSummary:
+    """``workflow_id``'s row, described (consistent at once, unlike a list);
+    ``NotFoundError`` for a workflow that does not exist or was deleted."""
+    check_id("run or session", workflow_id)
+    with translated("run or session", workflow_id):
+        return summary(await temporal.get_workflow_handle(workflow_id).describe())
 
 
 async def kind_of(temporal: Client, workflow_id: str) -> Literal["session", "run"]:
@@ -154,6 +167,9 @@ def summary(info: WorkflowExecution) -> WorkflowSummary:
         cost_usd=_float(found.get("AgentCostUsd")),
         started=info.start_time,
         open=info.status in (None, WorkflowExecutionStatus.RUNNING),
+        owner=_str(found.get("AgentOwner")),
+        tenant=_str(found.get("AgentTenant")),
+        parent=info.parent_id,
     )
 
 

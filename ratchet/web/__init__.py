@@ -9,9 +9,25 @@ stream, so a client that reconnects (to this replica or another) with
 Needs the ``web`` extra (``pip install 'ratchet[web]'``: FastAPI and uvicorn).
 ``create_app(client)`` returns an ASGI app to serve, or to mount in your own
 FastAPI or Starlette app; ``ratchet web`` serves it with uvicorn.
+
+Each caller reaches only their own sessions (``owners_only``), operators all of
+them; ``create_app(auth=..., authorize=...)`` takes your own schemes.
 """
 
+from ._access import Action, Authorize, Filter, owners_only
 from ._app import create_app
-from ._auth import TokenAuth
+from ._auth import AuthError, TokenAuth
+from ._principal import Authenticate, Authenticator, Principal
 
-__all__ = ["TokenAuth", "create_app"]
+__all__ = [
+    "Action",
+    "Authenticate",
+    "Authenticator",
+    "AuthError",
+    "Authorize",
+    "Filter",
+    "owners_only",
+    "Principal",
+    "TokenAuth",
+    "create_app",
+]

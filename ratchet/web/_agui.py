@@ -39,6 +39,7 @@ from ratchet.errors import (
     ConversationConflictError,
     DecisionError,
     InvalidInputError,
+    NotFoundError,
     SessionBusyError,
     SessionNotFoundError,
 )
@@ -52,13 +53,14 @@ from . import _sse as sse
 from ._agui_runs import WAITING, Follow, request_id
 from ._agui_stream import stream
 from ._bodies import SESSION_ID
-from ._routes import Who, client_of, identity
+from ._principal import Principal
+from ._routes import Caller, access_of, client_of, owner_of, principal
 
 SSE = "text/event-stream"
 MAX_ID = 200
 """Characters in a ``threadId`` (a session id) and in a ``runId`` with its prefix."""
 
-agui = APIRouter(prefix="/v1/agui", dependencies=[Depends(identity)], tags=["AG-UI"])
+agui = APIRouter(prefix="/v1/agui", dependencies=[Depends(principal)], tags=["AG-UI"])
 
 
 @agui.post("", response_class=StreamingResponse)
@@ -66,22 +68,25 @@ agui = APIRouter(prefix="/v1/agui", dependencies=[Depends(identity)], tags=["AG-
 async def run_agent(
     body: RunAgentInput,
     request: Request,
-    who: Who,
+    caller: Caller,
     agent: str | None = None,
     last_event_id: Annotated[str | None, Header()] = None,
 ) -> StreamingResponse:
     """Runs the agent on the thread (an AG-UI ``RunAgentInput``); the response is the
     run's AG-UI events as SSE, each with the session event's offset as its ``id``."""
     _check_ids(body)
-    client = client_of(request)
+    client, who = client_of(request), caller.identity
     name = _agent(request, agent, body)
     after = sse.event_id(last_event_id)
-    session, status = await _session(client, body, name)
+    session, status = await _session(request, caller, body, name)
     held = (await session.thread()).messages if status is not None else []
     sent = agui_history.read(body.messages, held, waiting=await _client_calls(session, status))
     tools = _client_tools(body)
     if status is None:  # the input is sound: now the thread's session starts
-        session = await client.start_session(name, session_id=body.thread_id)
+        owner, tenant = owner_of(caller)
+        session = await client.start_session(
+            name, session_id=session.id, owner=owner, tenant=tenant
+        )
     state = translate.state_of(await session.agent_state(), name)  # before the run changes it
     if after is not None:
         follow = await _reattach(client, session, body, after, started=not sent.new)
@@ -119,13 +124,20 @@ def _agent(request: Request, agent: str | None, body: RunAgentInput) -> str:
 
 
 async def _session(
-    client: AgentClient, body: RunAgentInput, agent: str
+    request: Request, caller: Principal, body: RunAgentInput, agent: str
 ) -> tuple[SessionHandle, SessionStatus | None]:
-    """The thread's session and its status (``None``: there is none yet)."""
-    session = client.get_session(body.thread_id)
+    """The thread's session and its status (``None``: there is none yet). A thread
+    id is the caller's own (``Access.session_id``): someone else's is not found, and
+    a thread of theirs by the same name is another session."""
+    access = access_of(request)
+    found = access.session_id(caller, body.thread_id)
+    session = client_of(request).get_session(found)
     try:
+        await access.session(caller, found, "send")
         status = await session.status()
     except SessionNotFoundError:
+        if await _exists(request, found):  # an operator's id, not theirs: refused alike
+            raise SessionNotFoundError(f"There is no session {body.thread_id!r}.") from None
         return session, None
     if status.agent != agent:
         raise ConversationConflictError(
@@ -273,3 +285,12 @@ async def _answer(session: SessionHandle, view: PendingView, entry: ResumeEntry,
     else:
         reason = payload.get("reason") if isinstance(payload, dict) else None
         await session.reject(id_, reason if isinstance(reason, str) else None, by=who)
+
+
+async def _exists(request: Request, workflow_id: str) -> bool:
+    """Whether any workflow has this id (a thread's session must not take it)."""
+    try:
+        await client_of(request).describe(workflow_id)
+    except NotFoundError:
+        return False
+    return True

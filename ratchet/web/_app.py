@@ -18,12 +18,14 @@ from ratchet.client import AgentClient
 from ratchet.errors import RatchetError
 
 from . import _problems as problems
+from ._access import Access, Authorize, owners_only
 from ._agui import agui
-from ._auth import AuthError, TokenAuth
+from ._auth import AuthError
 from ._evals import evals
 from ._guards import BodyLimit, OriginCheck
 from ._hub import Hub
 from ._page import mount_page
+from ._principal import Authenticate, Authenticator
 from ._routes import api
 
 MAX_BODY = 1 << 20  # 1 MiB
@@ -33,7 +35,8 @@ LOOPBACK_NAMES = ["localhost", "127.0.0.1", "[::1]", "::1"]
 def create_app(
     client: AgentClient,
     *,
-    auth: TokenAuth | None,
+    auth: Authenticator | Authenticate | None,
+    authorize: Authorize = owners_only,
     agents: Sequence[str] | None = None,
     cors_origins: Collection[str] = (),
     max_body: int = MAX_BODY,
@@ -42,8 +45,12 @@ def create_app(
 ) -> FastAPI:
     """The HTTP API over ``client``'s namespace and task queue.
 
-    ``auth`` maps tokens to identities (``TokenAuth.from_env()``); ``None`` serves
-    everyone as ``anonymous``, for local development only. ``agents`` names the
+    ``auth`` turns a request into its caller, a ``Principal``: ``TokenAuth`` maps
+    tokens to identities (``TokenAuth.from_env()``), ``JwtAuth`` verifies your
+    identity provider's tokens, or give a callable of your own. ``None`` serves
+    everyone as ``anonymous`` (an operator), for local development only.
+    ``authorize`` decides what a caller may see and do (``owners_only``: their own
+    sessions; an operator's, everything; see ``ratchet.web._access``). ``agents`` names the
     agents the workers host: sessions for any other are refused with 404 before
     anything starts. ``cors_origins`` are the browser origins allowed to call.
     ``reports`` is a directory of evaluation reports (``ratchet.web._evals``) that
@@ -57,6 +64,7 @@ def create_app(
     app.state.client = client
     app.state.hub = Hub(client.temporal)
     app.state.auth = auth
+    app.state.access = Access(client, authorize)
     app.state.agents = list(agents) if agents is not None else None
     app.state.reports = Path(reports) if reports is not None else None
     app.state.report_readers = frozenset(report_readers)

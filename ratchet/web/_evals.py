@@ -19,10 +19,11 @@ from pydantic import BaseModel
 
 from ratchet.errors import NotFoundError
 
+from ._principal import Principal
 from ._problems import Forbidden
-from ._routes import Who, identity, may_read_reports
+from ._routes import Caller, may_read_reports, principal
 
-evals = APIRouter(prefix="/v1/evals", dependencies=[Depends(identity)])
+evals = APIRouter(prefix="/v1/evals", dependencies=[Depends(principal)])
 
 
 class ReportSummary(BaseModel):
@@ -37,34 +38,38 @@ class ReportSummary(BaseModel):
 
 
 @evals.get("")
-async def list_reports(request: Request, who: Who) -> list[ReportSummary]:
+async def list_reports(request: Request, caller: Caller) -> list[ReportSummary]:
     """The reports under the server's ``--reports`` directory, newest first."""
-    root = _reports(request, who)
+    root = _reports(request, caller)
     found = await asyncio.to_thread(lambda: [_summary(p) for p in root.glob("*/report.json")])
     return sorted((s for s in found if s is not None), key=lambda s: s.written_at, reverse=True)
 
 
 @evals.get("/{name}")
-async def get_report(request: Request, name: str, who: Who) -> dict[str, Any]:
-    """One report as ``report.json`` holds it: per case, both sides and their scores."""
-    root = _reports(request, who)
+async def get_report(request: Request, name: str, caller: Caller) -> dict[str, Any]:
+    """One report as ``report.json`` holds it: per case, both sides and their scores.
+    To a caller who may not read reports, any name is unknown (nothing leaks)."""
+    unknown = NotFoundError(f"There is no report {name!r}; GET /v1/evals lists them.")
+    if request.app.state.reports is not None and not may_read_reports(request, caller):
+        raise unknown
+    root = _reports(request, caller)
     found = await asyncio.to_thread(_read_report, root, name)
     if found is not None:
         return found
-    raise NotFoundError(f"There is no report {name!r}; GET /v1/evals lists them.")
+    raise unknown
 
 
-def _reports(request: Request, who: str) -> Path:
+def _reports(request: Request, caller: Principal) -> Path:
     root: Path | None = request.app.state.reports
     if root is None:
         raise NotFoundError(
             "This server serves no evaluation reports: start it with --reports DIR "
             "(the directory `ratchet eval ... --out DIR/NAME` writes into)."
         )
-    if not may_read_reports(request, who):
+    if not may_read_reports(request, caller):
         raise Forbidden(
-            f"{who} may not read evaluation reports (they quote other people's "
-            "conversations); the server's --report-readers names who may."
+            f"{caller.identity} may not read evaluation reports (they quote other people's "
+            "conversations); operators and the server's --report-readers may."
         )
     return root
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import uuid
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -30,6 +31,7 @@ from ratchet.types import Decision, PendingView, ThreadData
 from ratchet.wire import SessionStatus, request_id_problem
 
 from . import _sse as sse
+from ._access import Access, Action
 from ._bodies import Created, NewDecision, NewFork, NewMessage, NewSession, full, out
 from ._principal import ANONYMOUS, Principal
 from ._problems import Gone
@@ -65,6 +67,31 @@ def client_of(request: Request) -> AgentClient:
     return request.app.state.client
 
 
+def access_of(request: Request) -> Access:
+    return request.app.state.access
+
+
+async def session_of(
+    request: Request, caller: Principal, session_id: str, action: Action = "read"
+) -> SessionHandle:
+    """The caller's session ``session_id``, if they may ``action`` it (else 404)."""
+    found = await access_of(request).session(caller, session_id, action)
+    return client_of(request).get_session(found)
+
+
+async def run_of(request: Request, caller: Principal, run_id: str) -> RunHandle:
+    """The run ``run_id``, if the caller may read it (else 404)."""
+    return client_of(request).get_run(await access_of(request).run(caller, run_id))
+
+
+def owner_of(caller: Principal) -> tuple[str | None, str | None]:
+    """The owner and tenant a caller's new session or fork is indexed with (none
+    without auth: ``anonymous`` owns nothing)."""
+    if caller is ANONYMOUS:
+        return None, None
+    return caller.identity, caller.tenant
+
+
 def _streams(request: Request) -> bool:
     return SSE in request.headers.get("accept", "")
 
@@ -75,29 +102,41 @@ async def list_agents(request: Request) -> dict[str, list[str] | None]:
     return {"agents": request.app.state.agents}
 
 
-def may_read_reports(request: Request, who: str) -> bool:
-    """Whether ``who`` may read evaluation reports here (anyone, without tokens)."""
-    state = request.app.state
-    return state.auth is None or who in state.report_readers
+def may_read_reports(request: Request, caller: Principal) -> bool:
+    """Whether ``caller`` may read evaluation reports here (they quote everyone's
+    conversations): operators without a tenant, and the named readers."""
+    readers = request.app.state.report_readers
+    return (caller.operator and caller.tenant is None) or caller.identity in readers
 
 
 @api.get("/server")
-async def server(request: Request, who: Who) -> dict[str, int | bool]:
+async def server(request: Request, caller: Caller) -> dict[str, int | bool]:
     """This process's live streams: ``subscriptions`` to Temporal (one per watched
     session or run) shared by its ``watchers``; and whether ``GET /v1/evals`` serves
     the caller ``reports`` (so a page asks for none where it would get a 404 or 403)."""
     hub = request.app.state.hub
-    reports = request.app.state.reports is not None and may_read_reports(request, who)
+    reports = request.app.state.reports is not None and may_read_reports(request, caller)
     return {"subscriptions": hub.subscriptions, "watchers": hub.watchers, "reports": reports}
 
 
 @api.post("/sessions", status_code=status.HTTP_201_CREATED, response_model=Created)
-async def create_session(body: NewSession, request: Request) -> JSONResponse:
+async def create_session(body: NewSession, request: Request, caller: Caller) -> JSONResponse:
+    """A session of the caller's. An id they choose is theirs alone (see
+    ``ratchet.web._access``): the answer holds the id to use."""
     known = request.app.state.agents
     if known is not None and body.agent not in known:
         raise AgentNotFoundError(body.agent, known)
+    access = access_of(request)
+    await access.filter(caller, "create")
+    chosen = body.session_id or f"session-{body.agent}-{uuid.uuid4().hex[:12]}"
+    owner, tenant = owner_of(caller)
     session = await client_of(request).start_session(
-        body.agent, session_id=body.session_id, options=body.options, state=body.state
+        body.agent,
+        session_id=access.session_id(caller, chosen),
+        options=body.options,
+        state=body.state,
+        owner=owner,
+        tenant=tenant,
     )
     return out(Created(id=session.id), 201)
 
@@ -105,6 +144,7 @@ async def create_session(body: NewSession, request: Request) -> JSONResponse:
 @api.get("/sessions", response_model=list[WorkflowSummary])
 async def list_sessions(
     request: Request,
+    caller: Caller,
     status_: Annotated[str | None, Query(alias="status")] = None,
     agent: str | None = None,
     min_tokens: Annotated[int | None, Query(ge=0)] = None,
@@ -112,8 +152,11 @@ async def list_sessions(
     runs: bool = False,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> JSONResponse:
-    """Newest first, from the search attributes (a visibility query)."""
+    """The caller's, newest first, from the search attributes (a visibility query
+    filtered by owner: one started a moment ago may be missing for a second)."""
+    mine = await access_of(request).filter(caller)
     found = await client_of(request).list_sessions(
+        where=mine.where(),
         runs=runs,
         status=status_,
         agent=agent,
@@ -126,16 +169,17 @@ async def list_sessions(
 
 @api.get("/approvals", response_model=list[PendingView])
 async def approvals_inbox(
-    request: Request, limit: Annotated[int, Query(ge=1, le=500)] = 100
+    request: Request, caller: Caller, limit: Annotated[int, Query(ge=1, le=500)] = 100
 ) -> JSONResponse:
     """Everything any session or run waits for a person to decide, oldest first.
     Read from each at once; one whose worker does not answer within
     ``INBOX_WAIT`` seconds is left out (and logged), not the whole inbox."""
     client = client_of(request)
+    mine = await access_of(request).filter(caller)
     rows = await client.list_sessions(
         runs=True,
         status=("AWAITING_APPROVAL", "AWAITING_INPUT"),
-        where={"ExecutionStatus": "Running"},
+        where={"ExecutionStatus": "Running", **mine.where()},
         limit=limit,
     )
 
@@ -154,18 +198,21 @@ async def approvals_inbox(
 
 
 @api.get("/sessions/{session_id}", response_model=SessionStatus)
-async def get_session(session_id: str, request: Request) -> JSONResponse:
-    return out(await client_of(request).get_session(session_id).status())
+async def get_session(session_id: str, request: Request, caller: Caller) -> JSONResponse:
+    return out(await (await session_of(request, caller, session_id)).status())
 
 
 @api.delete("/sessions/{session_id}", response_model=SessionDeletion)
-async def delete_session(session_id: str, request: Request, force: bool = False) -> JSONResponse:
+async def delete_session(
+    session_id: str, request: Request, caller: Caller, force: bool = False
+) -> JSONResponse:
     """Deletes the session and everything of it (``AgentClient.delete_session``). An
     unknown id, one deleted already, or one that is not a session answers 404 alike;
     a session that forks read from answers 409 naming them, unless ``?force=true``."""
     unknown = SessionNotFoundError(f"There is no session {session_id!r}.")
+    found = (await session_of(request, caller, session_id, "delete")).id
     try:
-        deleted = await client_of(request).delete_session(session_id, force=force)
+        deleted = await client_of(request).delete_session(found, force=force)
     except NotFoundError:
         raise unknown from None
     if not deleted.found:
@@ -174,15 +221,15 @@ async def delete_session(session_id: str, request: Request, force: bool = False)
 
 
 @api.post("/sessions/{session_id}/close", response_model=SessionStatus)
-async def close_session(session_id: str, request: Request) -> JSONResponse:
+async def close_session(session_id: str, request: Request, caller: Caller) -> JSONResponse:
     """Messages already queued finish first; then the session takes no more."""
-    return out(await client_of(request).get_session(session_id).close())
+    return out(await (await session_of(request, caller, session_id, "close")).close())
 
 
 @api.post("/sessions/{session_id}/stop", response_model=SessionStatus)
-async def stop_run(session_id: str, request: Request) -> JSONResponse:
+async def stop_run(session_id: str, request: Request, caller: Caller) -> JSONResponse:
     """Stops the run in progress at its next safe point; the session goes on."""
-    return out(await client_of(request).get_session(session_id).stop())
+    return out(await (await session_of(request, caller, session_id, "stop")).stop())
 
 
 @api.post("/sessions/{session_id}/messages", response_model=None)
@@ -190,6 +237,7 @@ async def send_message(
     session_id: str,
     body: NewMessage,
     request: Request,
+    caller: Caller,
     idempotency_key: Annotated[str | None, Header()] = None,
 ) -> dict[str, Any] | StreamingResponse:
     """Runs the agent on the message. With ``Accept: text/event-stream`` the response
@@ -201,7 +249,7 @@ async def send_message(
             f"{problem} Retry a POST with the key it was sent with, or send no "
             "Idempotency-Key header and the server makes one."
         )
-    session = client_of(request).get_session(session_id)
+    session = await session_of(request, caller, session_id, "send")
     if not _streams(request):
         return sse.result_json(await session.send(body.text, request_id=idempotency_key))
     start = await session.event_offset()
@@ -214,35 +262,40 @@ async def send_message(
 async def session_events(
     session_id: str,
     request: Request,
+    caller: Caller,
     after: Annotated[int | None, Query(ge=-1)] = None,
     last_event_id: Annotated[str | None, Header()] = None,
 ) -> StreamingResponse:
     """The session's events as they happen (SSE). Resume with ``Last-Event-ID`` (or
     ``?after=``); an id older than the retained events answers 410 with a snapshot."""
-    return await _follow(request, client_of(request).get_session(session_id), after, last_event_id)
+    session = await session_of(request, caller, session_id)
+    return await _follow(request, session, after, last_event_id)
 
 
 @api.get("/runs/{run_id}/events", response_class=StreamingResponse)
 async def run_events(
     run_id: str,
     request: Request,
+    caller: Caller,
     after: Annotated[int | None, Query(ge=-1)] = None,
     last_event_id: Annotated[str | None, Header()] = None,
 ) -> StreamingResponse:
-    return await _follow(request, client_of(request).get_run(run_id), after, last_event_id)
+    return await _follow(request, await run_of(request, caller, run_id), after, last_event_id)
 
 
 @api.get("/sessions/{session_id}/pending", response_model=list[PendingView])
-async def pending(session_id: str, request: Request) -> JSONResponse:
-    return out(await client_of(request).get_session(session_id).pending())
+async def pending(session_id: str, request: Request, caller: Caller) -> JSONResponse:
+    return out(await (await session_of(request, caller, session_id)).pending())
 
 
 @api.post("/sessions/{session_id}/decisions", response_model=Decision)
-async def decide(session_id: str, body: NewDecision, request: Request, who: Who) -> JSONResponse:
+async def decide(
+    session_id: str, body: NewDecision, request: Request, caller: Caller
+) -> JSONResponse:
     """Approve or reject a pending tool call, or answer a question; recorded with the
     caller's identity as ``by``. A call decided already answers 409."""
-    session = client_of(request).get_session(session_id)
-    request.app.state.hub.poke(session_id)  # the run goes on: its watchers look sooner
+    session, who = await session_of(request, caller, session_id, "decide"), caller.identity
+    request.app.state.hub.poke(session.id)  # the run goes on: its watchers look sooner
     if body.scope == "session" and body.decision != "approve":
         raise InvalidInputError(
             "scope 'session' goes with an approval (allow the tool for the rest of the "
@@ -261,6 +314,7 @@ async def decide(session_id: str, body: NewDecision, request: Request, who: Who)
 async def thread(
     session_id: str,
     request: Request,
+    caller: Caller,
     after: Annotated[int | None, Query(ge=0)] = None,
     last: Annotated[int | None, Query(ge=0)] = None,
     limit: Annotated[int | None, Query(ge=0)] = None,
@@ -268,7 +322,7 @@ async def thread(
     """The session's messages, in order (failed sends' included: see ``view``):
     every one, or those after the first ``after``, or the latest ``last``; at most
     ``limit``. ``start`` is the position of the first one returned (from 0)."""
-    session = client_of(request).get_session(session_id)
+    session = await session_of(request, caller, session_id)
     return _thread_json(await session.thread(after=after, last=last, limit=limit))
 
 
@@ -277,35 +331,44 @@ def _thread_json(thread: ThreadData) -> dict[str, Any]:
 
 
 @api.get("/sessions/{session_id}/state")
-async def state(session_id: str, request: Request) -> dict[str, Any]:
+async def state(session_id: str, request: Request, caller: Caller) -> dict[str, Any]:
     """The agents' keyed state as JSON-ready data (start a session from it)."""
-    return await client_of(request).get_session(session_id).export_state()
+    return await (await session_of(request, caller, session_id)).export_state()
 
 
 @api.post(
     "/sessions/{session_id}/fork", status_code=status.HTTP_201_CREATED, response_model=Created
 )
-async def fork(session_id: str, body: NewFork, request: Request) -> JSONResponse:
+async def fork(session_id: str, body: NewFork, request: Request, caller: Caller) -> JSONResponse:
+    """A session of the caller's from one they may read (ids as for a new session)."""
+    source = (await session_of(request, caller, session_id, "fork")).id
+    chosen = body.session_id and access_of(request).session_id(caller, body.session_id)
+    owner, tenant = owner_of(caller)
     forked = await client_of(request).fork(
-        session_id, at_turn=body.at_turn, at_message=body.at_message, session_id=body.session_id
+        source,
+        at_turn=body.at_turn,
+        at_message=body.at_message,
+        session_id=chosen or None,
+        owner=owner,
+        tenant=tenant,
     )
     return out(Created(id=forked.id), 201)
 
 
 @api.get("/sessions/{session_id}/turns", response_model=list[TurnRecord])
-async def session_turns(session_id: str, request: Request) -> JSONResponse:
-    return out(await client_of(request).get_session(session_id).turns())
+async def session_turns(session_id: str, request: Request, caller: Caller) -> JSONResponse:
+    return out(await (await session_of(request, caller, session_id)).turns())
 
 
 @api.get("/runs/{run_id}/turns", response_model=list[TurnRecord])
-async def run_turns(run_id: str, request: Request) -> JSONResponse:
-    return out(await client_of(request).get_run(run_id).turns())
+async def run_turns(run_id: str, request: Request, caller: Caller) -> JSONResponse:
+    return out(await (await run_of(request, caller, run_id)).turns())
 
 
 @api.get("/runs/{run_id}")
-async def run_result(run_id: str, request: Request) -> dict[str, Any]:
+async def run_result(run_id: str, request: Request, caller: Caller) -> dict[str, Any]:
     """Waits for the run to end and returns how it ended."""
-    return sse.result_json(await client_of(request).get_run(run_id).result())
+    return sse.result_json(await (await run_of(request, caller, run_id)).result())
 
 
 async def _follow(

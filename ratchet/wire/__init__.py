@@ -69,8 +69,10 @@ from ._schedule_data import SCHEDULE_PAUSED_NOTE, Delivery, ScheduledMessage
 from ._search_attributes import (
     AGENT_COST_USD,
     AGENT_NAME,
+    AGENT_OWNER,
     AGENT_SESSION_ID,
     AGENT_STATUS,
+    AGENT_TENANT,
     AGENT_TOKENS,
     AGENT_TURNS,
     INDEXED,
@@ -112,8 +114,10 @@ from ._turn_data import (
 __all__ = [
     "AGENT_COST_USD",
     "AGENT_NAME",
+    "AGENT_OWNER",
     "AGENT_SESSION_ID",
     "AGENT_STATUS",
+    "AGENT_TENANT",
     "AGENT_TOKENS",
     "AGENT_TURNS",
     "ANCHOR_ACTIVITY",

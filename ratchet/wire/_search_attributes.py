@@ -16,6 +16,11 @@ AGENT_NAME = SearchAttributeKey.for_keyword("AgentName")
 """The agent (after a handoff, the one that took over)."""
 AGENT_SESSION_ID = SearchAttributeKey.for_keyword("AgentSessionId")
 """The session the run or session belongs to."""
+AGENT_OWNER = SearchAttributeKey.for_keyword("AgentOwner")
+"""Who started it through the front door (``ratchet web``), or the session it runs
+for; set when the workflow starts and carried over continue-as-new."""
+AGENT_TENANT = SearchAttributeKey.for_keyword("AgentTenant")
+"""The owner's tenant, when the front door has tenants."""
 AGENT_STATUS = SearchAttributeKey.for_keyword("AgentStatus")
 """An ``AgentStatus`` value (``RUNNING``, ``AWAITING_APPROVAL``, ``COMPLETED``, ...)."""
 AGENT_TURNS = SearchAttributeKey.for_int("AgentTurns")
@@ -28,6 +33,8 @@ AGENT_COST_USD = SearchAttributeKey.for_float("AgentCostUsd")
 SEARCH_ATTRIBUTES: tuple[SearchAttributeKey, ...] = (
     AGENT_NAME,
     AGENT_SESSION_ID,
+    AGENT_OWNER,
+    AGENT_TENANT,
     AGENT_STATUS,
     AGENT_TURNS,
     AGENT_TOKENS,

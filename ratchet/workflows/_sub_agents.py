@@ -5,11 +5,20 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from temporalio import workflow
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.exceptions import ApplicationError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
     from ratchet.types import Message, PendingAction
-    from ratchet.wire import RUN_WORKFLOW, RunInput, RunOptions, RunResult, StopRequest
+    from ratchet.wire import (
+        AGENT_OWNER,
+        AGENT_TENANT,
+        RUN_WORKFLOW,
+        RunInput,
+        RunOptions,
+        RunResult,
+        StopRequest,
+    )
 
     from ._failures import failure_text
     from ._ledger import RunLedger, workflow_message_id
@@ -60,6 +69,7 @@ class SubAgents:
                 ),
                 id=f"sub-{ledger.execution.execution_id}-{turn}-{call.id}",
                 result_type=RunResult,
+                search_attributes=_owned(),
                 static_summary=f"{action.agent} · sub-agent of {ledger.agent}",
                 static_details=run_details(
                     action.agent,
@@ -82,3 +92,20 @@ class SubAgents:
             )
         ledger.add_usage(result.usage)
         return Message.tool(call, result.output)
+
+
+OWNER_CARRIED = "ratchet-sub-agents-carry-owner"
+
+
+def _owned() -> TypedSearchAttributes | None:
+    """The owner and tenant of this run or session, for its sub-agent's run: the
+    front door lets the owner reach it (and lists it as theirs) too."""
+    found = workflow.info().typed_search_attributes
+    pairs = [
+        SearchAttributePair(key, value)
+        for key in (AGENT_OWNER, AGENT_TENANT)
+        if (value := found.get(key)) is not None
+    ]
+    if not pairs or not workflow.patched(OWNER_CARRIED):  # unowned: the command as before
+        return None
+    return TypedSearchAttributes(pairs)

@@ -23,7 +23,7 @@ from ratchet.worker import build_worker
 
 from ..conftest import ROOT
 from ..web_agents import CHATTY_EVENTS, billing
-from ..web_http import APP_ORIGIN, BOB, Web, new_session, problem_of, sse
+from ..web_http import APP_ORIGIN, OPS, Web, new_session, problem_of, sse
 
 
 async def test_a_session_over_http_from_start_to_close(alice: httpx.AsyncClient):
@@ -129,8 +129,8 @@ async def test_events_resume_exactly_after_the_last_event_id(alice: httpx.AsyncC
     everything = await read_events(alice, session)
     ids = [event_id for event_id, _, _ in everything]
     middle = ids[len(ids) // 2]
-    async with web.client(BOB) as bob:  # another caller, as another replica would be
-        rest = await read_events(bob, session, headers={"Last-Event-ID": str(middle)})
+    async with web.client() as again:  # a new connection, as to another replica
+        rest = await read_events(again, session, headers={"Last-Event-ID": str(middle)})
     assert rest == everything[len(ids) // 2 + 1 :]
     by_query = await read_events(alice, session, params={"after": str(middle)})
     assert by_query == rest
@@ -224,11 +224,11 @@ async def test_two_people_race_to_decide_and_one_wins(alice: httpx.AsyncClient, 
     inbox = (await alice.get("/v1/approvals")).json()
     assert call["action"]["id"] in [view["action"]["id"] for view in inbox]
 
-    async with web.client(BOB) as bob:
+    async with web.client(OPS) as ops:  # the owner and an operator
         decision = {"id": call["action"]["id"], "decision": "approve", "scope": "session"}
         answers = await asyncio.gather(
             alice.post(f"/v1/sessions/{session}/decisions", json=decision),
-            bob.post(
+            ops.post(
                 f"/v1/sessions/{session}/decisions",
                 json={"id": call["action"]["id"], "decision": "reject", "reason": "not today"},
             ),
@@ -238,7 +238,7 @@ async def test_two_people_race_to_decide_and_one_wins(alice: httpx.AsyncClient, 
     assert len(won) == 1 and len(lost) == 1
     problem_of(lost[0], 409, "DecisionError")
     winner = won[0].json()
-    assert winner["by"] in ("alice", "bob")
+    assert winner["by"] in ("alice", "ops")
     assert (await sending).status_code == 200
     thread = (await alice.get(f"/v1/sessions/{session}/thread")).json()
     (tool_result,) = [m["content"] for m in thread["messages"] if m["role"] == "tool"]
@@ -246,7 +246,7 @@ async def test_two_people_race_to_decide_and_one_wins(alice: httpx.AsyncClient, 
         assert (winner["by"], tool_result) == ("alice", "paid 500 to acme")
         assert winner["always"]  # scope "session": pay is allowed for the rest of it
     else:
-        assert winner["by"] == "bob" and "not today" in tool_result
+        assert winner["by"] == "ops" and "not today" in tool_result
 
 
 async def test_no_token_a_wrong_token_or_a_foreign_origin_is_refused(web: Web, worker: None):

@@ -28,7 +28,7 @@ from ratchet.web._guards import OriginCheck
 
 from ..conftest import ROOT
 from ..web_agents import WRITER_WORDS
-from ..web_http import ALICE, BOB
+from ..web_http import ALICE, BOB, OPS
 from .test_ui import CHROMIUM, CHROMIUM_ARGS, _browser_or_skip
 
 try:
@@ -36,7 +36,11 @@ try:
 except ImportError:  # _browser_or_skip says how to install it
     pass
 
-ENV = {"RATCHET_WEB_TOKENS": f"alice:{ALICE},bob:{BOB}", "PYTHONPATH": str(ROOT)}
+ENV = {
+    "RATCHET_WEB_TOKENS": f"alice:{ALICE},bob:{BOB},ops:{OPS}",
+    "RATCHET_WEB_OPERATORS": "ops",
+    "PYTHONPATH": str(ROOT),
+}
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts" / "web"
 # A loaded 2-core machine.
 PAGE_TIMEOUT_MS = 60_000
@@ -148,7 +152,7 @@ async def new_session(page: Page, agent: str) -> str:
     await page.get_by_test_id("agent-select").select_option(agent)
     await page.get_by_role("button", name="New session").click()
     title = page.get_by_test_id("current-session")
-    await expect(title).to_have_text(re.compile(r"^session-"))
+    await expect(title).to_have_text(re.compile(r"session-"))  # the caller's, scoped
     return await title.inner_text()
 
 
@@ -253,7 +257,7 @@ async def test_a_long_session_opens_at_its_latest_messages_and_shows_earlier_one
         await session.send(f"m{n}")
     reads: list[str] = []
     page.on("request", lambda r: "/thread?" in r.url and reads.append(r.url.split("?")[1]))
-    await sign_in(page, stack.url, session=session.id)
+    await sign_in(page, stack.url, OPS, session=session.id)  # the Python client's: ops'
     messages = page.get_by_test_id("thread").get_by_test_id("message")
     await expect(messages).to_have_count(50)
     await expect(messages.first).to_have_text("youm5")  # the latest 50 of 60
