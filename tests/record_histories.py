@@ -67,7 +67,7 @@ async def record() -> None:
     with DevServer.start(ui=False) as server:
         recorded: Recorded = []
         parts = (_runs, _people, _clients, _watched, _sessions, _rules, _reruns, _service)
-        for part in (*parts, _scheduled, _moved, _closed_fresh, _anchored):
+        for part in (*parts, _scheduled, _moved, _closed_fresh, _anchored, _owned):
             queue = f"record-{part.__name__.strip('_')}"
             client = await AgentClient.connect(server.address, task_queue=queue)
             recorded += await part(client)
@@ -522,6 +522,16 @@ async def _moved(client: AgentClient) -> Recorded:
             await session.close()
     moved = client.temporal.get_workflow_handle(session.id, run_id=first_run)
     return [("agent_session_moved_to_a_new_build", moved)]
+
+
+async def _owned(client: AgentClient) -> Recorded:
+    """A session started through the front door, with an owner: its sub-agent's run
+    is started with the owner too (patched since 0.1.0)."""
+    async with build_worker(client, research_team()):
+        session = await client.start_session("lead", owner="o'hara", tenant="acme")
+        await session.send("explain tides")
+        await session.close()
+    return [("agent_session_owned_with_sub_agent", session.workflow)]
 
 
 async def _fill_cart(context) -> None:

@@ -8,6 +8,7 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from ._common import add_connection_arguments, connect
 from ._worker import add_log_level
@@ -94,6 +95,8 @@ async def serve(args: argparse.Namespace) -> int:
         print("warning: --no-auth: anyone on this machine can use every session.", file=sys.stderr)
     agents = sorted(load_agents(args.agents)) if args.agents else None
     client = await connect(args)
+    if auth is not None:  # each caller's sessions are found by these: none, no owners
+        await _check_search_attributes(client)
     readers = [r.strip() for r in args.report_readers.split(",") if r.strip()]
     if args.reports and auth is not None and not readers:
         print("warning: --reports without --report-readers: nobody may read them.", file=sys.stderr)
@@ -126,3 +129,23 @@ async def serve(args: argparse.Namespace) -> int:
 
     await Server(config).serve()
     return 0
+
+
+async def _check_search_attributes(client: Any) -> None:
+    from temporalio.service import RPCError
+
+    from ratchet.client import missing_search_attributes
+    from ratchet.errors import ConfigurationError
+
+    try:
+        missing = await missing_search_attributes(client.temporal)
+    except RPCError as e:  # a key that may not read them (Temporal Cloud): checked at start
+        print(f"warning: could not list the namespace's search attributes: {e}", file=sys.stderr)
+        return
+    if missing:
+        names = ", ".join(key.name for key in missing)
+        raise ConfigurationError(
+            f"Namespace {client.temporal.namespace!r} lacks the search attributes {names}, "
+            "which ratchet web records and filters each caller's sessions by: run "
+            "`ratchet setup` once on the namespace, then start ratchet web again."
+        )

@@ -63,7 +63,7 @@ from ._client import DEFAULT_TASK_QUEUE, AgentClient
 from ._deletion import SessionDeletion
 from ._event_reader import Resent, numbered_events, read_events
 from ._listing import WorkflowSummary
-from ._namespace_setup import ensure_search_attributes
+from ._namespace_setup import ensure_search_attributes, missing_search_attributes
 from ._retries import no_worker_yet
 from ._run_handle import RunHandle
 from ._schedules import schedule_runs_query
@@ -119,6 +119,7 @@ __all__ = [
     "TurnStarted",
     "WorkflowSummary",
     "ensure_search_attributes",
+    "missing_search_attributes",
     "new_request_id",
     "no_worker_yet",
     "numbered_events",

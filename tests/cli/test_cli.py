@@ -510,3 +510,27 @@ def test_a_command_whose_task_ends_cancelled_exits_130_through_the_hard_exit(mon
     parser.set_defaults(func=cancelled_twice)
     monkeypatch.setattr(cli, "build_parser", lambda: parser)
     assert cli.main([]) == 130
+
+
+@pytest.mark.slow
+def test_web_refuses_a_namespace_without_the_owner_attributes_naming_ratchet_setup(
+    tmp_path: Path,
+):
+    server = DevServer.start(ui=False, log_dir=tmp_path, search_attributes=False)
+    try:
+        refused = subprocess.run(
+            [*RATCHET, "web", "--port", str(free_port())],
+            cwd=ROOT,
+            env={**os.environ, "TEMPORAL_ADDRESS": server.address, "RATCHET_WEB_TOKENS": TOKENS},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
+    finally:
+        server.stop()
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "AgentOwner" in refused.stderr and "`ratchet setup`" in refused.stderr
+
+
+TOKENS = "alice:" + "a" * 24

@@ -70,11 +70,17 @@ async def app(agent_client: AgentClient) -> AsyncIterator[App]:
     served = create_app(agent_client, auth=authenticate, agents=sorted(agents()))
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(served, log_level="warning"))
+    listening = asyncio.Event()
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            listening.set()
+
+    server = Server(uvicorn.Config(served, log_level="warning"))
     async with build_worker(agent_client, agents()):
         serving = asyncio.create_task(server.serve(sockets=[sock]))
-        while not server.started:  # uvicorn's own flag, set once it listens
-            await asyncio.sleep(0.01)
+        await listening.wait()
         try:
             yield App(f"http://127.0.0.1:{sock.getsockname()[1]}")
         finally:
