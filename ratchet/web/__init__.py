@@ -13,5 +13,6 @@ FastAPI or Starlette app; ``ratchet web`` serves it with uvicorn.
 
 from ._app import create_app
 from ._auth import TokenAuth
+from ._jwt import JwtAuth
 
-__all__ = ["TokenAuth", "create_app"]
+__all__ = ["JwtAuth", "TokenAuth", "create_app"]

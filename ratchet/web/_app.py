@@ -19,11 +19,13 @@ from ratchet.errors import RatchetError
 
 from . import _problems as problems
 from ._agui import agui
-from ._auth import AuthError, TokenAuth
+from ._auth import AuthError
 from ._evals import evals
 from ._guards import BodyLimit, OriginCheck
 from ._hub import Hub
+from ._jwks import IssuerUnavailable
 from ._page import mount_page
+from ._principal import Authenticate, Authenticator
 from ._routes import api
 
 MAX_BODY = 1 << 20  # 1 MiB
@@ -33,7 +35,7 @@ LOOPBACK_NAMES = ["localhost", "127.0.0.1", "[::1]", "::1"]
 def create_app(
     client: AgentClient,
     *,
-    auth: TokenAuth | None,
+    auth: Authenticator | Authenticate | None,
     agents: Sequence[str] | None = None,
     cors_origins: Collection[str] = (),
     max_body: int = MAX_BODY,
@@ -42,7 +44,8 @@ def create_app(
 ) -> FastAPI:
     """The HTTP API over ``client``'s namespace and task queue.
 
-    ``auth`` maps tokens to identities (``TokenAuth.from_env()``); ``None`` serves
+    ``auth`` says who calls: ``TokenAuth.from_env()`` (static tokens), ``JwtAuth(...)``
+    (the identity provider's JWTs) or your own authenticator; ``None`` serves
     everyone as ``anonymous``, for local development only. ``agents`` names the
     agents the workers host: sessions for any other are refused with 404 before
     anything starts. ``cors_origins`` are the browser origins allowed to call.
@@ -64,7 +67,8 @@ def create_app(
     app.include_router(evals)
     app.include_router(agui)
     mount_page(app)
-    for error in (RatchetError, AuthError, problems.Forbidden, problems.Gone, Exception):
+    handled = (RatchetError, AuthError, IssuerUnavailable, problems.Forbidden, problems.Gone)
+    for error in (*handled, Exception):
         app.add_exception_handler(error, problems.handle)
     app.add_exception_handler(RequestValidationError, problems.handle_validation)
 
