@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jwt
+from jwt.exceptions import InvalidSubjectError
 from starlette.requests import Request
 
 from ratchet.errors import ConfigurationError
@@ -236,4 +237,6 @@ def _rejection(error: jwt.PyJWTError, auth: JwtAuth) -> TokenRejected:
         )
     if isinstance(error, jwt.MissingRequiredClaimError):
         return TokenRejected("missing_claim", f"The token has no {error.claim!r} claim.")
+    if isinstance(error, InvalidSubjectError):  # PyJWT checks sub's type itself
+        return TokenRejected("missing_claim", "The token has no 'sub' claim (a string).")
     return TokenRejected("malformed", "The bearer token is malformed.")
