@@ -9,6 +9,7 @@ import asyncio
 import base64
 import hashlib
 import hmac
+import inspect
 import json
 import threading
 import time
@@ -30,9 +31,10 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from ratchet import cli
+from ratchet.cli._web import auth_from
 from ratchet.client import AgentClient
 from ratchet.errors import ConfigurationError
-from ratchet.web import JwtAuth, create_app
+from ratchet.web import JwtAuth, TokenAuth, create_app
 
 from ..web_http import problem_of
 
@@ -156,11 +158,12 @@ async def http(agent_client: AgentClient, issuer: Issuer) -> AsyncIterator[httpx
         yield client
 
 
-def whoami(auth: JwtAuth) -> httpx.AsyncClient:
+def whoami(auth: JwtAuth | TokenAuth) -> httpx.AsyncClient:
     """An app answering the ``Principal`` that ``auth`` makes of each request."""
 
     async def me(request: Request) -> JSONResponse:
-        return JSONResponse(asdict(await auth.authenticate(request)))
+        found = auth.authenticate(request)
+        return JSONResponse(asdict(await found if inspect.isawaitable(found) else found))
 
     return serve(Starlette(routes=[Route("/me", me)]))
 
@@ -379,3 +382,19 @@ def test_ratchet_web_refuses_jwt_flags_that_do_not_fit_before_it_connects(
     issuer = f"https://login-{uuid.uuid4().hex[:6]}.example.com/"
     assert cli.main(["web", "--jwt-issuer", issuer, *flags]) == 1
     assert said in capsys.readouterr().err
+
+
+async def test_ratchet_web_operators_names_the_static_tokens_that_are_operators(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    alice, bob = "a" * 20, "b" * 20
+    monkeypatch.setenv("RATCHET_WEB_TOKENS", f"alice:{alice},bob:{bob}")
+    monkeypatch.setenv("RATCHET_WEB_OPERATORS", "bob")
+    auth = auth_from(cli.build_parser().parse_args(["web"]))
+    assert isinstance(auth, TokenAuth)
+    async with whoami(auth) as client:
+        assert (await client.get("/me", headers=bearer(alice))).json()["operator"] is False
+        assert (await client.get("/me", headers=bearer(bob))).json()["operator"] is True
+    flagged = auth_from(cli.build_parser().parse_args(["web", "--operators", "alice, carol"]))
+    async with whoami(flagged) as client:
+        assert (await client.get("/me", headers=bearer(alice))).json()["operator"] is True
