@@ -80,6 +80,9 @@ def add_jwt_arguments(parser: argparse.ArgumentParser) -> None:
     jwt.add_argument("--operator-value", help="... a value it equals or contains")
     jwt.add_argument("--tenant-claim", help="the claim naming the caller's tenant (required)")
     jwt.add_argument(
+        "--jwt-leeway", type=float, default=30.0, help="seconds of clock skew on exp and nbf"
+    )
+    jwt.add_argument(
         "--jwks-refresh-cooldown",
         type=float,
         default=30.0,
@@ -112,6 +115,7 @@ def jwt_auth(args: argparse.Namespace) -> JwtAuth:
         operator_claim=args.operator_claim,
         operator_value=args.operator_value,
         tenant_claim=args.tenant_claim,
+        leeway=args.jwt_leeway,
         refresh_cooldown=args.jwks_refresh_cooldown,
     )
 

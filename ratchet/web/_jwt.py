@@ -79,9 +79,13 @@ class JwtAuth:
         refresh_cooldown: float = 30,
         timeout: float = 10,
     ) -> None:
-        _check(issuer, audience, algorithms, leeway, refresh_cooldown)
-        if jwks_url is not None:
+        _check(audience, algorithms, leeway, refresh_cooldown)
+        if not isinstance(issuer, str) or not issuer:
+            raise ConfigurationError("JwtAuth needs issuer=: the iss its tokens carry.")
+        if jwks_url:
             checked_url("jwks_url", jwks_url)
+        else:  # the keys are found through the issuer: a URL, then
+            checked_url("issuer", issuer)
         if operator_value is not None and not operator_claim:
             raise ConfigurationError("operator_value needs operator_claim: the claim it is in.")
         if not identity_claim:
@@ -149,13 +153,8 @@ class JwtAuth:
 
 
 def _check(
-    issuer: str,
-    audience: str | Sequence[str],
-    algorithms: Sequence[str],
-    leeway: float,
-    cooldown: float,
+    audience: str | Sequence[str], algorithms: Sequence[str], leeway: float, cooldown: float
 ) -> None:
-    checked_url("issuer", issuer)
     audiences = [audience] if isinstance(audience, str) else list(audience)
     if not audiences or not all(isinstance(a, str) and a for a in audiences):
         raise ConfigurationError(
@@ -207,7 +206,7 @@ def _grants(value: Any, wanted: str | None) -> bool:
     if wanted is None:
         return value is True
     if isinstance(value, str):  # one value, or space-separated as OAuth's scope claim
-        return wanted in value.split()
+        return value == wanted or wanted in value.split()
     return isinstance(value, list) and wanted in value
 
 

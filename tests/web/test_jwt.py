@@ -351,6 +351,8 @@ async def test_fetching_the_keys_does_not_block_other_requests(
         ({"audience": ""}, "audience"),
         ({"audience": []}, "audience"),
         ({"issuer": "http://login.example.com"}, "https://"),
+        ({"issuer": ""}, "issuer="),
+        ({"issuer": "", "jwks_url": "https://login.example.com/jwks"}, "issuer="),
         ({"jwks_url": "file:///etc/passwd"}, "https://"),
         ({"operator_value": "ops"}, "operator_claim"),
         ({"refresh_cooldown": -1}, "refresh_cooldown"),
