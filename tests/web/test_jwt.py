@@ -11,6 +11,7 @@ import hashlib
 import hmac
 import inspect
 import json
+import sys
 import threading
 import time
 import uuid
@@ -33,9 +34,12 @@ from starlette.routing import Route
 from ratchet import cli
 from ratchet.cli._web import auth_from
 from ratchet.client import AgentClient
+from ratchet.devserver import DevServer, free_port
 from ratchet.errors import ConfigurationError
+from ratchet.testing import ChildProcess
 from ratchet.web import JwtAuth, TokenAuth, create_app
 
+from ..conftest import ROOT
 from ..web_http import problem_of
 
 AUDIENCE = "ratchet-api"
@@ -400,3 +404,45 @@ async def test_ratchet_web_operators_names_the_static_tokens_that_are_operators(
     flagged = auth_from(cli.build_parser().parse_args(["web", "--operators", "alice, carol"]))
     async with whoami(flagged) as client:
         assert (await client.get("/me", headers=bearer(alice))).json()["operator"] is True
+
+
+async def test_keys_out_of_reach_are_a_503_to_retry_not_a_401(
+    agent_client: AgentClient, issuer: Issuer, signing: Key
+):
+    token = signing.sign(issuer.claims())
+    closed = f"http://127.0.0.1:{free_port()}/jwks.json"  # nothing listens there
+    misnamed = issuer.url + "/"  # discovery names the issuer without the slash
+    for auth in (
+        JwtAuth(issuer=issuer.url, audience=AUDIENCE, jwks_url=closed, timeout=5),
+        JwtAuth(issuer=misnamed, audience=AUDIENCE, timeout=5),
+    ):
+        async with serve(create_app(agent_client, auth=auth)) as http:
+            answer = await http.get("/v1/sessions", headers=bearer(token))
+            unavailable = problem_of(answer, 503, "IssuerUnavailable")
+            assert answer.headers["Retry-After"] == "5"
+            assert "identity provider" in unavailable["detail"] or "issuer" in unavailable["detail"]
+    assert issuer.fetches == {"discovery": 1, "jwks": 0}
+
+
+async def test_ratchet_web_signs_callers_in_with_the_jwt_flags(
+    temporal_server: DevServer, issuer: Issuer, signing: Key
+):
+    port = free_port()
+    argv = [sys.executable, "-m", "ratchet.cli", "web", "--port", str(port)]
+    argv += ["--jwt-issuer", issuer.url, "--jwt-audience", AUDIENCE]
+    argv += ["--operator-claim", "roles", "--operator-value", "ratchet-operator"]
+    env = {"RATCHET_WEB_TOKENS": ""}  # not needed: the JWT flags replace static tokens
+    process = ChildProcess(argv, temporal_server, env=env, cwd=ROOT)
+    try:
+        process.wait_for("ratchet web on")
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+            token = signing.sign(issuer.claims(roles=["ratchet-operator"]))
+            assert (await http.get("/v1/sessions", headers=bearer(token))).status_code == 200
+            expired = signing.sign(issuer.claims(exp=int(time.time()) - 300))
+            refused = problem_of(
+                await http.get("/v1/sessions", headers=bearer(expired)), 401, "AuthError"
+            )
+            assert refused["reason"] == "expired"
+    finally:
+        process.stop()
+    assert issuer.fetches == {"discovery": 1, "jwks": 1}
