@@ -54,7 +54,7 @@ def _loopback(host: str) -> bool:
 
 
 def _fetch_json(url: str, timeout: float) -> Any:
-    with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - https only
+    with urllib.request.urlopen(url, timeout=timeout) as response:
         return json.loads(response.read(MAX_DOCUMENT))
 
 
