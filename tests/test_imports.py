@@ -24,7 +24,7 @@ ENGINE_AND_COMMANDS = (
     "ratchet.examples",  # the demo's agents, on a ScriptedModel without OPENAI_API_KEY
     *(f"ratchet.cli._{command}" for command in ("run", "sessions", "deploy", "worker", "eval")),
 )
-OPTIONAL_SDKS = ("openai", "anthropic", "mcp", "fastapi", "uvicorn", "ag_ui", "jsonschema")
+OPTIONAL_SDKS = ("openai", "anthropic", "mcp", "fastapi", "uvicorn", "ag_ui", "jsonschema", "jwt")
 
 
 @pytest.mark.slow  # a fresh interpreter: this one has imported everything already

@@ -8,10 +8,13 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._common import add_connection_arguments, connect
 from ._worker import add_log_level
+
+if TYPE_CHECKING:
+    from ratchet.web import JwtAuth, TokenAuth
 
 LOOPBACK_NAMES = ("localhost",)
 
@@ -40,12 +43,13 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--operators",
         default=os.environ.get("RATCHET_WEB_OPERATORS", ""),
-        help="identities that see and decide every session (operators), comma-separated "
-        "(default: $RATCHET_WEB_OPERATORS)",
+        help="identities of static tokens that are operators (see and decide everything), "
+        "comma-separated (default: $RATCHET_WEB_OPERATORS)",
     )
     parser.add_argument(
         "--no-auth", action="store_true", help="serve without tokens (loopback only; warns)"
     )
+    add_jwt_arguments(parser)
     parser.add_argument("--max-body", type=int, default=1 << 20, help="bytes (default 1 MiB)")
     parser.add_argument(
         "--reports",
@@ -61,6 +65,84 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=serve)
 
 
+def add_jwt_arguments(parser: argparse.ArgumentParser) -> None:
+    jwt = parser.add_argument_group(
+        "sign-in with an identity provider (JWT bearer tokens; replaces static tokens)"
+    )
+    jwt.add_argument("--jwt-issuer", help="the issuer (iss) URL; its OIDC discovery finds keys")
+    jwt.add_argument("--jwt-audience", help="the audience (aud) tokens must be issued for")
+    jwt.add_argument("--jwks-url", help="the issuer's JWKS (default: from OIDC discovery)")
+    jwt.add_argument(
+        "--jwt-algorithms", default="RS256", help="accepted algorithms, comma-separated"
+    )
+    jwt.add_argument("--identity-claim", default="sub", help="the claim naming the caller")
+    jwt.add_argument("--operator-claim", help="the claim that makes an operator (true, or ...)")
+    jwt.add_argument("--operator-value", help="... a value it equals or contains")
+    jwt.add_argument("--tenant-claim", help="the claim naming the caller's tenant (required)")
+    jwt.add_argument(
+        "--jwt-leeway", type=float, default=30.0, help="seconds of clock skew on exp and nbf"
+    )
+    jwt.add_argument(
+        "--jwks-refresh-cooldown",
+        type=float,
+        default=30.0,
+        help="seconds between refetches of the keys for an unknown key id",
+    )
+
+
+def jwt_auth(args: argparse.Namespace) -> JwtAuth:
+    """``JwtAuth`` from the ``--jwt-*`` flags; raises ``ConfigurationError``."""
+    from ratchet.errors import ConfigurationError
+    from ratchet.web import JwtAuth
+
+    if args.no_auth:
+        raise ConfigurationError(
+            "--jwt-issuer signs callers in; --no-auth lets anyone in: choose one."
+        )
+    if not args.jwt_audience:
+        raise ConfigurationError(
+            "--jwt-issuer needs --jwt-audience: the audience (aud) the identity provider "
+            "issues this API's tokens for."
+        )
+    if args.operator_value and not args.operator_claim:
+        raise ConfigurationError("--operator-value needs --operator-claim: the claim it is in.")
+    return JwtAuth(
+        issuer=args.jwt_issuer,
+        audience=args.jwt_audience,
+        jwks_url=args.jwks_url,
+        algorithms=split(args.jwt_algorithms),
+        identity_claim=args.identity_claim,
+        operator_claim=args.operator_claim,
+        operator_value=args.operator_value,
+        tenant_claim=args.tenant_claim,
+        leeway=args.jwt_leeway,
+        refresh_cooldown=args.jwks_refresh_cooldown,
+    )
+
+
+def split(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def auth_from(args: argparse.Namespace) -> JwtAuth | TokenAuth | None:
+    """The app's ``auth``: JWTs with ``--jwt-issuer``, else static tokens, or none."""
+    from ratchet.errors import ConfigurationError
+    from ratchet.web import TokenAuth
+
+    if args.jwt_issuer:
+        return jwt_auth(args)
+    if args.jwks_url or args.jwt_audience:
+        raise ConfigurationError("--jwks-url and --jwt-audience need --jwt-issuer.")
+    if args.no_auth and not is_loopback(args.host):
+        raise ConfigurationError(
+            f"--no-auth serves anyone who reaches the port, so only on loopback, not on "
+            f"{args.host}: set {args.tokens_env} instead."
+        )
+    if args.no_auth:
+        return None
+    return TokenAuth.from_env(args.tokens_env, operators=split(args.operators))
+
+
 def is_loopback(host: str) -> bool:
     if host in LOOPBACK_NAMES:
         return True
@@ -74,23 +156,16 @@ async def serve(args: argparse.Namespace) -> int:
     try:
         import uvicorn
 
-        from ratchet.web import TokenAuth, create_app
+        from ratchet.web import create_app
     except ImportError as e:
         print(
             f"error: ratchet web needs the web extra: pip install 'ratchet[web]' ({e})",
             file=sys.stderr,
         )
         return 2
-    from ratchet.errors import ConfigurationError
     from ratchet.worker import load_agents
 
-    if args.no_auth and not is_loopback(args.host):
-        raise ConfigurationError(
-            f"--no-auth serves anyone who reaches the port, so only on loopback, not on "
-            f"{args.host}: set {args.tokens_env} instead."
-        )
-    operators = [o.strip() for o in args.operators.split(",") if o.strip()]
-    auth = None if args.no_auth else TokenAuth.from_env(args.tokens_env, operators=operators)
+    auth = auth_from(args)
     if auth is None:
         print("warning: --no-auth: anyone on this machine can use every session.", file=sys.stderr)
     agents = sorted(load_agents(args.agents)) if args.agents else None

@@ -17,6 +17,7 @@ them; ``create_app(auth=..., authorize=...)`` takes your own schemes.
 from ._access import Action, Authorize, Filter, owners_only
 from ._app import create_app
 from ._auth import AuthError, TokenAuth
+from ._jwt import JwtAuth
 from ._principal import Authenticate, Authenticator, Principal
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "AuthError",
     "Authorize",
     "Filter",
+    "JwtAuth",
     "owners_only",
     "Principal",
     "TokenAuth",

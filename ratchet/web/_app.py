@@ -24,6 +24,7 @@ from ._auth import AuthError
 from ._evals import evals
 from ._guards import BodyLimit, OriginCheck
 from ._hub import Hub
+from ._jwks import IssuerUnavailable
 from ._page import mount_page
 from ._principal import Authenticate, Authenticator
 from ._routes import api
@@ -72,7 +73,8 @@ def create_app(
     app.include_router(evals)
     app.include_router(agui)
     mount_page(app)
-    for error in (RatchetError, AuthError, problems.Forbidden, problems.Gone, Exception):
+    handled = (RatchetError, AuthError, IssuerUnavailable, problems.Forbidden, problems.Gone)
+    for error in (*handled, Exception):
         app.add_exception_handler(error, problems.handle)
     app.add_exception_handler(RequestValidationError, problems.handle_validation)
 

@@ -16,6 +16,7 @@ from ratchet import errors
 from ratchet.client import no_worker_yet
 
 from ._auth import AuthError
+from ._jwks import IssuerUnavailable
 
 log = logging.getLogger("ratchet.web")
 PROBLEM = "application/problem+json"
@@ -30,7 +31,6 @@ BUSY = (
 # Most specific first: a send refused because the session is busy is both
 # RunFailedError and SessionBusyError, and answers 409.
 STATUS: list[tuple[type[Exception], int, str]] = [
-    (AuthError, 401, "Not authenticated"),
     (errors.PayloadTooLargeError, 413, "Payload too large"),
     (errors.SessionBusyError, 409, "The session is busy"),
     (errors.SessionClosedError, 409, "The session is closed"),
@@ -72,8 +72,31 @@ def problem(status: int, kind: str, title: str, detail: str, **extra: Any) -> JS
     return JSONResponse(body, status_code=status, media_type=PROBLEM)
 
 
+def unauthorized(error: AuthError) -> JSONResponse:
+    """401, with the reason a bearer token was refused (RFC 6750's ``invalid_token``)."""
+    reason = getattr(error, "reason", None)
+    if reason is None:
+        response = problem(401, type(error).__name__, "Not authenticated", str(error))
+        response.headers["WWW-Authenticate"] = "Bearer"
+        return response
+    response = problem(401, "AuthError", "Not authenticated", str(error), reason=reason)
+    description = getattr(error, "description", reason)  # fixed text: nothing of the token
+    response.headers["WWW-Authenticate"] = (
+        f'Bearer error="invalid_token", error_description="{description}"'
+    )
+    return response
+
+
 def for_exception(error: Exception) -> JSONResponse:
     """The response for ``error`` (a 500 without details for anything unexpected)."""
+    if isinstance(error, AuthError):
+        return unauthorized(error)
+    if isinstance(error, IssuerUnavailable):
+        response = problem(
+            503, "IssuerUnavailable", "The sign-in keys are out of reach", str(error)
+        )
+        response.headers["Retry-After"] = "5"
+        return response
     if isinstance(error, Gone):
         return problem(
             410,

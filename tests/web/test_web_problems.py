@@ -8,6 +8,8 @@ import pytest
 from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet.errors import SessionBusyError
+from ratchet.web._auth import AuthError
+from ratchet.web._jwt import TokenRejected
 from ratchet.web._problems import for_exception
 
 
@@ -44,3 +46,14 @@ def test_other_temporal_errors_stay_internal_and_say_nothing_of_it():
 def test_a_ratchet_error_keeps_its_status_and_class():
     response = for_exception(SessionBusyError("s", "a run is in progress"))
     assert response.status_code == 409 and body(response)["type"] == "SessionBusyError"
+
+
+def test_a_401_challenges_for_a_bearer_token_and_a_refused_jwt_says_why_in_fixed_words():
+    missing = for_exception(AuthError("No credentials: send 'Authorization: Bearer <token>'."))
+    assert missing.status_code == 401 and missing.headers["WWW-Authenticate"] == "Bearer"
+    assert "reason" not in body(missing)
+    expired = for_exception(TokenRejected("expired", 'The token has expired "\\ at 12:00.'))
+    assert body(expired)["reason"] == "expired" and body(expired)["type"] == "AuthError"
+    assert expired.headers["WWW-Authenticate"] == (
+        'Bearer error="invalid_token", error_description="The token has expired"'
+    )
