@@ -378,6 +378,30 @@ async def test_an_open_idle_tab_shows_what_another_tab_sent_and_its_reply(stack,
     assert (await closed.value).url == streams[0]
 
 
+async def test_a_reply_sent_from_another_tab_streams_in_an_open_tab_then_takes_its_place(
+    stack, new_page
+):
+    one, two = await new_page(), await new_page()
+    await sign_in(one, stack.url)
+    session = await new_session(one, "writer")
+    await sign_in(two, stack.url, session=session)
+    await expect(two.get_by_role("button", name="Send")).to_be_enabled()  # following
+    await send(two, "write something")
+    streaming = one.get_by_test_id("reply")
+    await expect(one.get_by_test_id("thread").get_by_test_id("message")).to_have_text(
+        ["youwrite something"]
+    )
+    await expect(streaming.get_by_test_id("reply-text")).to_contain_text("word3")
+    await expect(one.get_by_role("button", name="Replying…")).to_be_disabled()
+    await expect(one.get_by_role("button", name="Stop")).to_be_visible()
+    # Its end: the answer as the thread keeps it, in the streamed reply's place.
+    messages = one.get_by_test_id("thread").get_by_test_id("message")
+    await expect(messages).to_have_text(["youwrite something", f"assistant{answer(1)}"])
+    await expect(streaming).to_have_count(0)
+    await expect(one.get_by_role("button", name="Send")).to_be_enabled()
+    await expect(one.get_by_role("button", name="Stop")).to_be_hidden()
+
+
 async def test_a_worker_killed_mid_reply_shows_the_retry_and_the_second_attempts_answer(
     stack, page, capsys
 ):

@@ -58,7 +58,7 @@ export class ChatView {
     this.feed = new SessionFeed(sessionId, {
       onFrame: (frame) => {
         following ||= number(frame.data?.run_id) >= next;
-        return following ? this.handle(frame) : undefined;
+        return following && this.visit === visit ? this.handle(frame) : undefined;
       },
       onGone: () => this.open(sessionId).catch(this.onError),
       onError: this.onError,
@@ -164,7 +164,7 @@ export class ChatView {
     const run = { label: data.run_id, prefix: execution ? `msg_${execution}_` : null, own };
     this.run = run;
     if (own && run.prefix) this.kept.push(run.prefix);
-    await this.thread.catchUp((message) => this.take(message, false));
+    await this.catchUp(run, false);
     if (own || this.run !== run) return;
     run.reply = new Reply({ ...this.replyOptions(), runId: run.label });
     this.thread.live(run.reply.element);
@@ -183,32 +183,46 @@ export class ChatView {
       else if (run.prefix) this.kept.push(run.prefix);
     }
     this.run = null;
-    await this.thread.catchUp((message) => this.take(message, true));
+    const visit = this.visit;
+    this.thread.keep(...[own?.element, own?.reply.element, reply?.element].filter(Boolean));
+    await this.catchUp(run, true);
+    if (this.visit !== visit) return;
     if (own) {
-      this.thread.keep(own.element, own.reply.element);
       this.sent.forEach((value, key) => value === own && this.sent.delete(key));
     } else if (reply) {
-      this.thread.keep(reply.element);
       this.onLive(this.sessionId, null);
       this.setBusy();
       this.onChanged();
     }
   }
 
-  // How a message read from the thread shows (see `ThreadList.catchUp`): a run's
-  // own messages wait for its end; a message sent from here, and the messages of a
-  // reply kept as it streamed, show already. Once a run ended (`ended`), a user's
-  // message is the next run's: it waits for that run's start.
-  take(message, ended) {
+  // Shows the messages the thread gained: when `run` starts, those before its own
+  // (its message: they show as it streams); when it `ended`, its own, up to its
+  // last (those after are the next run's). A read that fails is told; the next
+  // run's start reads them again.
+  async catchUp(run, ended) {
+    const mine = (message) => run.prefix !== null && (message.id ?? "").startsWith(run.prefix);
+    const count = (messages) => {
+      if (!ended) return indexOr(messages.findIndex(mine), messages.length);
+      if (run.prefix !== null) return messages.findLastIndex(mine) + 1;
+      return indexOr(messages.findIndex((message) => message.role === "user"), messages.length);
+    };
+    try {
+      await this.thread.catchUp(count, (message) => this.shows(message));
+    } catch (error) {
+      this.onError(error);
+    }
+  }
+
+  // Whether a message read from the thread is still to show: not one sent from
+  // here, nor one of a reply kept as it streamed.
+  shows(message) {
     const id = message.id ?? "";
-    if (this.run?.prefix && id.startsWith(this.run.prefix)) return "stop";
-    if (this.kept.some((prefix) => id.startsWith(prefix))) return "skip";
-    if (message.role !== "user") return "show";
-    if (ended) return "stop";
+    if (this.kept.some((prefix) => id.startsWith(prefix))) return false;
+    if (message.role !== "user") return true;
     const own = [...this.sent.values()].find((s) => !s.matched && s.text === message.content);
-    if (!own) return "show";
-    own.matched = true;
-    return "skip";
+    if (own) own.matched = true;
+    return !own;
   }
 
   replyOptions() {
@@ -239,6 +253,10 @@ export class ChatView {
     this.ui.stop.hidden = !replying;
     if (!replying) this.ui.stop.disabled = false;
   }
+}
+
+function indexOr(index, otherwise) {
+  return index < 0 ? otherwise : index;
 }
 
 // The number of the session's run `<session>-run-<n>` (null for anything else).

@@ -76,19 +76,17 @@ export class ThreadList {
     this.earlier.firstChild.textContent = `Show ${Math.min(start, PAGE)} earlier of ${start}`;
   }
 
-  // Reads the messages after the last one shown and shows them before what is still
-  // going on, in order, each once. `take(message)` says which to show: "show", "skip"
-  // (shown already by what streamed it) or "stop" (not yet: it and those after it).
-  async catchUp(take) {
+  // Reads the messages after the last one shown and shows the first `count(messages)`
+  // of them before what is still going on, in order, each once; `shows(message)`:
+  // false for one shown already as it streamed.
+  async catchUp(count, shows) {
     const sessionId = this.sessionId;
     const page = await get(threadPath(sessionId, { after: this.end }));
     if (this.sessionId !== sessionId || page.start !== this.end) return;
-    for (const message of page.messages) {
-      const seen = message.id && this.shown.has(message.id);
-      const taken = seen ? "skip" : take(message);
-      if (taken === "stop") break;
+    for (const message of page.messages.slice(0, count(page.messages))) {
       this.end += 1;
-      if (taken === "show") this.settled(...this.elements([message]));
+      if (message.id && this.shown.has(message.id)) continue;
+      if (shows(message)) this.settled(...this.elements([message]));
       else if (message.id) this.shown.add(message.id);
     }
   }
