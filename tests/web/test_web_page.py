@@ -1,6 +1,8 @@
 """The page ``ratchet web`` serves at ``/``, driven in headless Chromium: a reply
 streaming in word by word, a payment approved from the inbox, a worker killed
-mid-reply, the state view and a fork, and what a missing or wrong token shows.
+mid-reply, Stop, a second tab following what another sends, a 500-message session
+opening at its newest message, the state view and a fork, and what a missing or
+wrong token shows.
 
 Each test runs its own ``ratchet web`` process and worker process on a fresh task
 queue, against the session's dev server. Screenshots land in
