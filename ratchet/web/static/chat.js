@@ -3,7 +3,6 @@
 // so what is sent from another tab or app shows here too, with its reply.
 
 import { get, post, sessionPath, stream } from "./api.js";
-import { h } from "./dom.js";
 import { SessionFeed } from "./feed.js";
 import { PendingList } from "./pending.js";
 import { Reply } from "./reply.js";
