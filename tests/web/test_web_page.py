@@ -1,6 +1,8 @@
 """The page ``ratchet web`` serves at ``/``, driven in headless Chromium: a reply
 streaming in word by word, a payment approved from the inbox, a worker killed
-mid-reply, the state view and a fork, and what a missing or wrong token shows.
+mid-reply, Stop, a second tab following what another sends, a 500-message session
+opening at its newest message, the state view and a fork, and what a missing or
+wrong token shows.
 
 Each test runs its own ``ratchet web`` process and worker process on a fresh task
 queue, against the session's dev server. Screenshots land in
@@ -24,6 +26,7 @@ import pytest
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer, free_port
 from ratchet.testing import ChildProcess, WorkerProcess
+from ratchet.types import Message
 from ratchet.web._guards import OriginCheck
 
 from ..conftest import ROOT
@@ -232,7 +235,7 @@ async def test_a_session_opened_while_the_page_still_loads_keeps_the_reply_it_st
         await route.continue_()
 
     await page.route("**/v1/evals", hold)  # the lists finish loading only when let go
-    page.on("request", lambda r: "/thread?" in r.url and thread_reads.append(r.url))
+    page.on("request", lambda r: "/thread?last=" in r.url and thread_reads.append(r.url))
     await sign_in(page, stack.url)
     await new_session(page, "billing")
     reply = await send(page, "pay acme")
@@ -271,6 +274,138 @@ async def test_a_long_session_opens_at_its_latest_messages_and_shows_earlier_one
     await expect(messages.nth(10)).to_have_text("youm5")
     await expect(earlier).to_be_hidden()
     assert set(reads[:-1]) == {"last=50"} and reads[-1] == "after=0&limit=10"
+
+
+async def test_a_long_session_opens_at_its_newest_message_and_loads_older_ones_on_scroll_up(
+    stack, page, capsys
+):
+    # 500 messages: a send of 459 (a long history) and 20 more exchanges, 21 turns.
+    client = await AgentClient.connect(stack.server.address, task_queue=stack.queue)
+    session = await client.start_session("echo")
+    said = [Message.user(f"q{n}") if n % 2 == 0 else Message.assistant(f"a{n}") for n in range(459)]
+    await session.send(said)
+    for n in range(20):
+        await session.send(f"m{n}")
+    reads: list[str] = []
+    page.on("request", lambda r: "/thread?" in r.url and reads.append(r.url.split("?")[1]))
+    await sign_in(page, stack.url, session=session.id)
+    messages = page.get_by_test_id("thread").get_by_test_id("message")
+    await expect(messages).to_have_count(50)
+    # It opens at the newest message, the message box in view below it.
+    await expect(messages.last).to_have_text("assistantecho 21: m19")
+    await expect(messages.last).to_be_in_viewport()
+    await expect(page.get_by_label("Message", exact=True)).to_be_in_viewport()
+    await expect(messages.first).not_to_be_in_viewport()
+    await screenshot(page, "long-session-newest", capsys)
+
+    # Scrolled up, the 50 before show, and what was at the top stays in view.
+    first = messages.first
+    await expect(first).to_have_text("youq450")
+    await page.get_by_test_id("thread").evaluate("(thread) => { thread.scrollTop = 0; }")
+    await expect(messages).to_have_count(100)
+    await expect(messages.first).to_have_text("youq400")
+    await expect(messages.nth(50)).to_have_text("youq450")
+    await expect(messages.nth(50)).to_be_in_viewport()
+    # Opened (once per token saved), then one page up.
+    assert set(reads[:-1]) == {"last=50"} and reads[-1] == "after=400&limit=50", reads
+
+    # The turns panel lists the latest 20 of 21 turns, the rest on demand.
+    turns = page.get_by_test_id("turn")
+    await expect(turns).to_have_count(20)
+    await expect(turns.last).to_contain_text("turn 21")
+    earlier = page.get_by_test_id("earlier-turns")
+    await expect(earlier).to_have_text("Show 1 earlier of 1")
+    await earlier.get_by_role("button").click()
+    await expect(turns).to_have_count(21)
+    await expect(turns.first).to_contain_text("turn 1")
+    await expect(earlier).to_be_hidden()
+
+
+async def test_stop_ends_the_reply_with_what_it_had_and_the_next_message_is_answered(
+    stack, page, capsys
+):
+    await sign_in(page, stack.url)
+    session = await new_session(page, "slow_writer")
+    reply = await send(page, "write slowly")
+    text = reply.get_by_test_id("reply-text")
+    await expect(text).to_contain_text("word2")
+    stop = page.get_by_role("button", name="Stop")
+    stopped = f"{stack.url}/v1/sessions/{session}/stop"
+    async with page.expect_response(lambda r: r.url == stopped) as answer_to_stop:
+        await stop.click()
+    assert (await answer_to_stop.value).status == 200
+    await expect(reply).to_have_attribute("data-state", "stopped")
+    await expect(reply.get_by_test_id("run-status")).to_have_text("CANCELLED")
+    await expect(text).to_contain_text("word2")  # what streamed before the stop stays
+    assert f"word{WRITER_WORDS - 1}" not in await text.inner_text()
+    await expect(stop).to_be_hidden()
+    await screenshot(page, "stopped-reply", capsys)
+
+    after = await send(page, "write again")
+    await expect(after.get_by_test_id("reply-text")).to_contain_text("word0")
+    await expect(page.get_by_role("button", name="Stop")).to_be_visible()  # while it streams
+    await expect(after.get_by_test_id("reply-text")).to_have_text(answer(1))
+    await expect(page.get_by_role("button", name="Send")).to_be_enabled()
+
+
+async def test_an_open_idle_tab_shows_what_another_tab_sent_and_its_reply(stack, new_page, capsys):
+    one, two = await new_page(), await new_page()
+    streams: list[str] = []
+    one.on("request", lambda r: "/events" in r.url and streams.append(r.url))
+    await sign_in(one, stack.url)
+    session = await new_session(one, "echo")
+    first = await send(one, "first")
+    await expect(first.get_by_test_id("reply-text")).to_have_text("echo 1: first")
+    await sign_in(two, stack.url, session=session)
+    in_two = two.get_by_test_id("thread").get_by_test_id("message")
+    await expect(in_two).to_have_text(["youfirst", "assistantecho 1: first"])
+
+    # Tab two sends: tab one, idle, shows the message and its answer, once each.
+    second = await send(two, "second")
+    await expect(second.get_by_test_id("reply-text")).to_have_text("echo 2: second")
+    in_one = one.get_by_test_id("thread").get_by_test_id("message")
+    await expect(in_one).to_have_text(["youfirst", "yousecond", "assistantecho 2: second"])
+    await expect(one.get_by_test_id("reply")).to_have_count(1)  # its own, to "first"
+    await screenshot(one, "second-tab-followed", capsys)
+
+    # And the other way round.
+    third = await send(one, "third")
+    await expect(third.get_by_test_id("reply-text")).to_have_text("echo 3: third")
+    await expect(in_two).to_have_text(
+        ["youfirst", "assistantecho 1: first", "yousecond", "youthird", "assistantecho 3: third"]
+    )
+    await expect(two.get_by_test_id("reply")).to_have_count(1)
+    await expect(in_one).to_have_count(4)
+    assert streams == [f"{stack.url}/v1/sessions/{session}/events"], streams  # one per tab
+
+    # Leaving the session closes its stream.
+    async with one.expect_event("requestfailed", lambda r: "/events" in r.url) as closed:
+        await new_session(one, "echo")
+    assert (await closed.value).url == streams[0]
+
+
+async def test_a_reply_sent_from_another_tab_streams_in_an_open_tab_then_takes_its_place(
+    stack, new_page
+):
+    one, two = await new_page(), await new_page()
+    await sign_in(one, stack.url)
+    session = await new_session(one, "writer")
+    await sign_in(two, stack.url, session=session)
+    await expect(two.get_by_role("button", name="Send")).to_be_enabled()  # following
+    await send(two, "write something")
+    streaming = one.get_by_test_id("reply")
+    await expect(one.get_by_test_id("thread").get_by_test_id("message")).to_have_text(
+        ["youwrite something"]
+    )
+    await expect(streaming.get_by_test_id("reply-text")).to_contain_text("word3")
+    await expect(one.get_by_role("button", name="Replying…")).to_be_disabled()
+    await expect(one.get_by_role("button", name="Stop")).to_be_visible()
+    # Its end: the answer as the thread keeps it, in the streamed reply's place.
+    messages = one.get_by_test_id("thread").get_by_test_id("message")
+    await expect(messages).to_have_text(["youwrite something", f"assistant{answer(1)}"])
+    await expect(streaming).to_have_count(0)
+    await expect(one.get_by_role("button", name="Send")).to_be_enabled()
+    await expect(one.get_by_role("button", name="Stop")).to_be_hidden()
 
 
 async def test_a_worker_killed_mid_reply_shows_the_retry_and_the_second_attempts_answer(

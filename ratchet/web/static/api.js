@@ -38,9 +38,10 @@ export async function call(method, path, body) {
   }
 }
 
-// POSTs `body` and yields the SSE frames of the answer as they arrive.
-export async function* stream(path, body, signal) {
-  const response = await request("POST", path, body, "text/event-stream", signal);
+// POSTs `body` (with `headers` besides the usual ones) and yields the SSE frames of
+// the answer as they arrive.
+export async function* stream(path, body, signal, headers = {}) {
+  const response = await request("POST", path, body, "text/event-stream", signal, headers);
   yield* frames(response.body);
 }
 
@@ -54,8 +55,8 @@ export function sessionPath(id, ...rest) {
   return ["/v1/sessions", encodeURIComponent(id), ...rest].join("/");
 }
 
-async function request(method, path, body, accept, signal) {
-  const headers = { Accept: accept };
+async function request(method, path, body, accept, signal, extra = {}) {
+  const headers = { ...extra, Accept: accept };
   const token = savedToken();
   if (token) headers.Authorization = `Bearer ${token}`;
   const init = { method, headers, signal };

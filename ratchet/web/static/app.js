@@ -48,6 +48,7 @@ const chat = new ChatView(
     composer: byId("composer"),
     message: byId("message"),
     send: byId("send"),
+    stop: byId("stop"),
   },
   {
     onError: showError,

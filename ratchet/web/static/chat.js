@@ -1,30 +1,27 @@
-// The open session: its history, the message box, the reply streaming in, and
-// what its run waits for. A session opened while a reply is in progress (the page
-// was reloaded, or it was opened in another tab) follows that reply as it goes on.
+// The open session: its history, the message box, the replies streaming in, and
+// what its run waits for. While it is open the page follows the session's events,
+// so what is sent from another tab or app shows here too, with its reply.
 
-import { follow, get, sessionPath, stream } from "./api.js";
-import { describeCall, h } from "./dom.js";
+import { get, post, sessionPath, stream } from "./api.js";
+import { SessionFeed } from "./feed.js";
 import { PendingList } from "./pending.js";
 import { Reply } from "./reply.js";
-
-// Messages shown when a session opens, and how many more each "Show earlier" loads:
-// a long session's thread is read a page at a time, never whole.
-const PAGE = 50;
+import { PAGE, ThreadList, messageElement } from "./thread.js";
 
 export class ChatView {
   constructor(elements, { onError, onChanged, onLive = () => {} }) {
-    this.ui = elements; // title, hint, thread, pending, composer, message, send
+    this.ui = elements; // title, hint, thread, pending, composer, message, send, stop
     this.onError = onError;
     this.onChanged = onChanged; // a reply ended or a decision was made
     this.onLive = onLive; // (session id, its run's status while a reply streams, else null)
     this.sessionId = null;
-    this.start = 0; // the position of the first message shown
-    this.earlier = h(
-      "li",
-      { class: "earlier", testid: "earlier" },
-      h("button", { type: "button", onclick: () => this.showEarlier().catch(onError) }),
-    );
-    this.streaming = null; // the AbortController of the reply in progress
+    this.visit = null; // changes at every open: answers for an earlier one are dropped
+    this.thread = new ThreadList(elements.thread, { onError });
+    this.feed = null; // the open session's events
+    this.streaming = null; // the AbortController of the reply to a message sent here
+    this.sent = new Map(); // request id -> a message sent here: {text, element, reply}
+    this.run = null; // the run the feed shows: {label, prefix, own, reply}
+    this.kept = []; // id prefixes of runs whose messages show as they streamed
     this.pending = new PendingList(elements.pending, { onDecided: () => onChanged() });
     elements.composer.addEventListener("submit", (event) => {
       event.preventDefault();
@@ -33,45 +30,50 @@ export class ChatView {
     elements.message.addEventListener("keydown", (event) => {
       if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) this.sendTyped();
     });
+    elements.stop.addEventListener("click", () => this.stop().catch(onError));
   }
 
-  // Shows the session's history; the message box opens once it is shown, unless a
-  // reply is in progress: then that reply shows as it goes on.
+  // Shows the session's latest messages, scrolled to the newest, and follows its
+  // events from the run in progress (or the next one) on.
   async open(sessionId) {
-    this.streaming?.abort();
-    this.streaming = null;
+    this.leave();
+    const visit = (this.visit = {});
     this.sessionId = sessionId;
     this.ui.title.textContent = sessionId;
     this.ui.hint.hidden = true;
-    this.ui.thread.replaceChildren();
+    this.thread.clear();
     this.pending.clear();
-    this.setBusy(true);
-    const [thread, status] = await Promise.all([
-      get(threadPath(sessionId, { last: PAGE })),
+    this.setBusy();
+    const [page, status] = await Promise.all([
+      get(`${sessionPath(sessionId, "thread")}?last=${PAGE}`),
       get(sessionPath(sessionId)),
       this.loadPending(),
     ]);
-    if (this.sessionId !== sessionId) return;
-    this.ui.thread.replaceChildren(this.earlier, ...thread.messages.map(messageElement));
-    this.shownFrom(thread.start);
-    this.setBusy(false);
-    if (status.status === "RUNNING") this.follow(status);
+    if (this.visit !== visit) return;
+    this.thread.reset(sessionId, page);
+    const number = (label) => runNumber(sessionId, label);
+    const next = number(status.current_run) ?? status.runs + 1;
+    let following = false; // events of the runs before `next` are shown already
+    this.feed = new SessionFeed(sessionId, {
+      onFrame: (frame) => {
+        following ||= number(frame.data?.run_id) >= next;
+        return following && this.visit === visit ? this.handle(frame) : undefined;
+      },
+      onGone: () => this.open(sessionId).catch(this.onError),
+      onError: this.onError,
+    });
+    this.setBusy();
   }
 
-  // Loads the page of messages before the first one shown.
-  async showEarlier() {
-    const sessionId = this.sessionId;
-    const after = Math.max(0, this.start - PAGE);
-    const page = await get(threadPath(sessionId, { after, limit: this.start - after }));
-    if (this.sessionId !== sessionId || page.start !== after) return;
-    this.earlier.after(...page.messages.map(messageElement));
-    this.shownFrom(after);
-  }
-
-  shownFrom(start) {
-    this.start = start;
-    this.earlier.hidden = start === 0;
-    this.earlier.firstChild.textContent = `Show ${Math.min(start, PAGE)} earlier of ${start}`;
+  // Stops following the open session and streaming its reply.
+  leave() {
+    this.feed?.close();
+    this.feed = null;
+    this.streaming?.abort();
+    this.streaming = null;
+    this.sent.clear();
+    this.run = null;
+    this.kept = [];
   }
 
   async loadPending() {
@@ -87,66 +89,145 @@ export class ChatView {
     this.send(text);
   }
 
+  // The message shows at once and its reply streams from the POST's answer; the
+  // feed knows the run by its request id and leaves it to that stream.
   async send(text) {
-    this.ui.thread.append(messageElement({ role: "user", content: text }));
+    const key = requestId();
+    const visit = this.visit;
+    const element = messageElement({ role: "user", content: text });
+    const reply = new Reply({ ...this.replyOptions(), requestId: key });
+    this.sent.set(key, { text, element, reply });
+    this.thread.live(element);
     const path = sessionPath(this.sessionId, "messages");
-    await this.show(new Reply(this.replyOptions()), (signal) => stream(path, { text }, signal));
+    const frames = (signal) => stream(path, { text }, signal, { "Idempotency-Key": key });
+    await this.show(reply, frames);
+    if (this.visit !== visit) return;
+    if (!reply.runId) {
+      this.sent.delete(key); // it started no run: the feed has nothing of it
+      this.thread.keep(element, reply.element);
+    }
     this.onChanged();
   }
 
-  // The run in progress (or the queued one next to start), from the session's
-  // events: those before its `run_started` are skipped. When it ends, the session
-  // is opened again, to show the answer as the thread keeps it.
-  async follow(status) {
-    const sessionId = this.sessionId;
-    const runId = status.current_run ?? `${sessionId}-run-${status.runs + 1}`;
-    let ours = false;
-    const frames = async function* (signal) {
-      for await (const frame of follow(sessionPath(sessionId, "events"), signal)) {
-        // A turn's events name the session; the run's own events name the run.
-        ours ||= frame.data?.run_id === runId;
-        if (!ours) continue;
-        yield frame;
-        if (frame.event === "run_finished" && frame.data.run_id === runId) return;
-      }
-    };
-    const reply = new Reply({ ...this.replyOptions(), runId });
-    const ended = await this.show(reply, frames, { untilFinished: true });
-    if (ended && this.sessionId === sessionId) await this.open(sessionId).catch(this.onError);
-    this.onChanged();
+  // Stops the run in progress at its next safe point: its reply ends with what it
+  // had, and the message box takes the next message.
+  async stop() {
+    this.ui.stop.disabled = true;
+    this.ui.stop.textContent = "Stopping…";
+    try {
+      await post(sessionPath(this.sessionId, "stop"));
+    } finally {
+      this.ui.stop.textContent = "Stop";
+      this.setBusy();
+    }
   }
 
   // Streams `frames(signal)` into `reply`, the message box busy meanwhile, until the
-  // reply's result (or, `untilFinished`, its run's end); whether it got there.
-  async show(reply, frames, { untilFinished = false } = {}) {
+  // reply's result.
+  async show(reply, frames) {
     const controller = new AbortController();
     const sessionId = this.sessionId;
     this.streaming = controller;
-    this.setBusy(true);
+    this.setBusy();
     this.onLive(sessionId, "RUNNING");
-    this.ui.thread.append(reply.element);
-    reply.element.scrollIntoView({ block: "end" });
-    let done = false;
+    this.thread.live(reply.element);
     try {
       for await (const frame of frames(controller.signal)) reply.handle(frame);
-      done = untilFinished ? reply.element.dataset.state !== "streaming" : reply.ended;
-      if (!done) reply.interrupted();
+      if (!reply.ended) reply.interrupted();
     } catch (error) {
-      if (error.name === "AbortError") return false;
+      if (error.name === "AbortError") return;
       reply.failed(error.problem ?? { title: "Error", detail: String(error.message ?? error) });
     } finally {
       this.onLive(sessionId, null);
       if (this.streaming === controller) {
         this.streaming = null;
-        this.setBusy(false);
+        this.setBusy();
       }
     }
-    return done;
+  }
+
+  // An event of the open session, from the feed.
+  async handle(frame) {
+    const { event, data } = frame;
+    if (event === "run_started") await this.runStarted(data);
+    else if (event === "run_finished" && data.run_id === this.run?.label) {
+      await this.runFinished(frame);
+    } else if (this.run?.reply && !this.run.own) this.run.reply.handle(frame);
+  }
+
+  // A run started: one sent from here streams on its own; another one's message
+  // shows, then its reply as it streams.
+  async runStarted(data) {
+    const own = this.sent.get(data.data?.request_id ?? "");
+    const execution = data.data?.execution_id;
+    const run = { label: data.run_id, prefix: execution ? `msg_${execution}_` : null, own };
+    this.run = run;
+    if (own && run.prefix) this.kept.push(run.prefix);
+    await this.catchUp(run, false);
+    if (own || this.run !== run) return;
+    run.reply = new Reply({ ...this.replyOptions(), runId: run.label });
+    this.thread.live(run.reply.element);
+    this.onLive(this.sessionId, "RUNNING");
+    this.setBusy();
+  }
+
+  // The run ended: the messages it added take their places. A reply that ended
+  // otherwise than with its answer (stopped, failed) stays as it streamed.
+  async runFinished(frame) {
+    const run = this.run;
+    const { reply, own } = run;
+    if (reply) {
+      reply.handle(frame);
+      if (frame.data.data?.status === "COMPLETED") reply.element.remove();
+      else if (run.prefix) this.kept.push(run.prefix);
+    }
+    this.run = null;
+    const visit = this.visit;
+    this.thread.keep(...[own?.element, own?.reply.element, reply?.element].filter(Boolean));
+    await this.catchUp(run, true);
+    if (this.visit !== visit) return;
+    if (own) {
+      this.sent.forEach((value, key) => value === own && this.sent.delete(key));
+    } else if (reply) {
+      this.onLive(this.sessionId, null);
+      this.setBusy();
+      this.onChanged();
+    }
+  }
+
+  // Shows the messages the thread gained: when `run` starts, those before its own
+  // (its message: they show as it streams); when it `ended`, its own, up to its
+  // last (those after are the next run's). A read that fails is told; the next
+  // run's start reads them again.
+  async catchUp(run, ended) {
+    const mine = (message) => run.prefix !== null && (message.id ?? "").startsWith(run.prefix);
+    const count = (messages) => {
+      if (!ended) return indexOr(messages.findIndex(mine), messages.length);
+      if (run.prefix !== null) return messages.findLastIndex(mine) + 1;
+      return indexOr(messages.findIndex((message) => message.role === "user"), messages.length);
+    };
+    try {
+      await this.thread.catchUp(count, (message) => this.shows(message));
+    } catch (error) {
+      this.onError(error);
+    }
+  }
+
+  // Whether a message read from the thread is still to show: not one sent from
+  // here, nor one of a reply kept as it streamed.
+  shows(message) {
+    const id = message.id ?? "";
+    if (this.kept.some((prefix) => id.startsWith(prefix))) return false;
+    if (message.role !== "user") return true;
+    const own = [...this.sent.values()].find((s) => !s.matched && s.text === message.content);
+    if (own) own.matched = true;
+    return !own;
   }
 
   replyOptions() {
     const sessionId = this.sessionId;
     return {
+      sessionId,
       onStatus: (status, waiting) => {
         this.onLive(sessionId, status);
         this.statusChanged(waiting);
@@ -163,32 +244,29 @@ export class ChatView {
     this.onChanged(); // the lists and turns show the wait too
   }
 
-  setBusy(busy) {
-    this.ui.send.disabled = busy || !this.sessionId;
-    this.ui.send.textContent = busy && this.streaming ? "Replying…" : "Send";
+  // The message box waits while a reply streams; Stop shows then.
+  setBusy() {
+    const replying = Boolean(this.streaming || this.run?.reply);
+    this.ui.send.disabled = replying || !this.sessionId || !this.feed;
+    this.ui.send.textContent = replying ? "Replying…" : "Send";
+    this.ui.stop.hidden = !replying;
+    if (!replying) this.ui.stop.disabled = false;
   }
 }
 
-function threadPath(sessionId, params) {
-  return `${sessionPath(sessionId, "thread")}?${new URLSearchParams(params)}`;
+function indexOr(index, otherwise) {
+  return index < 0 ? otherwise : index;
 }
 
-function messageElement(message) {
-  const parts = [];
-  if (message.role === "tool") {
-    const result = `${message.name ?? "tool"} → ${message.content ?? ""}`;
-    parts.push(h("p", { class: "step tool-result" }, result));
-  } else if (message.content) {
-    parts.push(h("p", { class: "text" }, message.content));
-  }
-  for (const call of message.tool_calls ?? []) {
-    const described = `calling ${describeCall(call.name, call.arguments)}`;
-    parts.push(h("p", { class: "step tool-call" }, described));
-  }
-  return h(
-    "li",
-    { class: `message ${message.role}`, testid: "message", "data-role": message.role },
-    h("span", { class: "role" }, message.role === "user" ? "you" : message.role),
-    parts,
-  );
+// The number of the session's run `<session>-run-<n>` (null for anything else).
+function runNumber(sessionId, label) {
+  const prefix = `${sessionId}-run-`;
+  const number = label?.startsWith(prefix) ? Number(label.slice(prefix.length)) : NaN;
+  return Number.isInteger(number) ? number : null;
+}
+
+// A request id for a send (its `Idempotency-Key`): the feed tells its run by it.
+function requestId() {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return `page-${Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")}`;
 }

@@ -1,7 +1,10 @@
-// The open session's state (as JSON) and its turns, each a point to fork at.
+// The open session's state (as JSON) and its turns, each a point to fork at: the
+// latest ones, and earlier ones on demand.
 
 import { get, post, sessionPath } from "./api.js";
 import { h } from "./dom.js";
+
+const TURNS_PAGE = 20; // turns shown at first, and how many more each "Show" adds
 
 export class Inspector {
   constructor(elements, { onFork, onError }) {
@@ -11,9 +14,17 @@ export class Inspector {
     this.sessionId = null;
     this.agent = null; // the open session's
     this.loads = 0; // loads started: only the latest one's answers are shown
+    this.items = []; // the open session's turns, oldest first
+    this.shown = TURNS_PAGE;
+    this.earlier = h(
+      "li",
+      { class: "earlier", testid: "earlier-turns" },
+      h("button", { type: "button", onclick: () => this.showEarlier() }),
+    );
   }
 
   async load(sessionId) {
+    if (sessionId !== this.sessionId) this.shown = TURNS_PAGE;
     this.sessionId = sessionId;
     const load = ++this.loads;
     await Promise.all([this.loadState(load), this.loadTurns(load)]);
@@ -41,10 +52,22 @@ export class Inspector {
     const done = (status.turns ?? 0) + (status.run_turns ?? 0);
     const first = Math.max(1, done - completed.length + 1);
     let next = first;
-    const items = records.map((record) =>
+    this.items = records.map((record) =>
       this.item(record, record.status === "completed" ? next++ : null),
     );
-    this.ui.turns.replaceChildren(...items);
+    this.render();
+  }
+
+  showEarlier() {
+    this.shown += TURNS_PAGE;
+    this.render();
+  }
+
+  render() {
+    const hidden = Math.max(0, this.items.length - this.shown);
+    this.earlier.hidden = hidden === 0;
+    this.earlier.firstChild.textContent = `Show ${Math.min(hidden, TURNS_PAGE)} earlier of ${hidden}`;
+    this.ui.turns.replaceChildren(this.earlier, ...this.items.slice(hidden));
   }
 
   item(record, sessionTurn) {

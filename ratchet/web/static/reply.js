@@ -5,13 +5,21 @@ import { h } from "./dom.js";
 import { explainProblem } from "./notice.js";
 
 const WAITING = new Set(["AWAITING_APPROVAL", "AWAITING_INPUT"]);
+// A run stopped at a safe point (Stop, or a newer message took its place).
+const STOPPED = new Set(["CANCELLED", "INTERRUPTED"]);
 const TEST_IDS = { text: "reply-text", retry: "retry-notice", error: "reply-error" };
 
+// The frames of the POST that sent the message, not the session's events.
+const ANSWER = new Set(["result", "error"]);
+
 export class Reply {
-  constructor({ onStatus = () => {}, runId = null } = {}) {
+  // The reply of run `runId`, or of the run that starts for request `requestId`.
+  constructor({ onStatus = () => {}, runId = null, requestId = null, sessionId = null } = {}) {
     this.onStatus = onStatus;
     this.steps = []; // {kind, runId, turn, attempt, element}
-    this.runId = runId; // the run answering the message: given, or the first one to start
+    this.runId = runId; // the run answering the message
+    this.requestId = requestId;
+    this.sessionId = sessionId;
     this.body = h("div", { class: "steps" });
     this.status = h("p", { class: "run-status muted", testid: "run-status", role: "status" });
     this.element = h(
@@ -29,7 +37,17 @@ export class Reply {
 
   handle({ event, data }) {
     const handler = this.handlers[event];
-    if (handler) handler.call(this, data);
+    if ((ANSWER.has(event) || this.ours(event, data)) && handler) handler.call(this, data);
+  }
+
+  // Whether a session's event is of this reply's run: the session's stream holds
+  // those of the runs before it (one queued ahead; a stopped one's last words).
+  ours(event, data) {
+    if (this.runId === null && event === "run_started") {
+      const request = data.data?.request_id;
+      if (this.requestId === null || request === this.requestId) this.runId = data.run_id;
+    }
+    return data.run_id === this.runId || (data.run_id === this.sessionId && this.runId !== null);
   }
 
   handlers = {
@@ -39,7 +57,6 @@ export class Reply {
     custom: (event) => this.add("custom", event, `event ${JSON.stringify(event.data)}`),
     retry: this.retry,
     status: this.statusChanged,
-    run_started: (event) => (this.runId ??= event.run_id),
     turn_started: (event) => this.showStatus(`RUNNING · turn ${event.turn}`),
     run_finished: this.runFinished,
     result: this.result,
@@ -88,12 +105,16 @@ export class Reply {
     if (event.run_id !== this.runId) return;
     const status = event.data?.status ?? "";
     if (status === "COMPLETED" && event.text) this.showAnswer(event.text, "preview");
-    this.end("finished", status);
+    this.end(STOPPED.has(status) ? "stopped" : "finished", status);
   }
 
   result(result) {
     // A typed answer's output is its JSON value (an object, a number...): shown as JSON.
     const output = result.output ?? "";
+    if (STOPPED.has(result.status) && output === "") {
+      this.end("stopped", result.status); // what streamed before the stop stays
+      return;
+    }
     this.showAnswer(typeof output === "string" ? output : JSON.stringify(output, null, 2), "final");
     this.end("done", result.status ?? "COMPLETED");
   }
