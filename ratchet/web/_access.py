@@ -9,7 +9,8 @@ else's id answers exactly as an unknown id does (404), so nothing leaks.
 Ids a caller chooses (``session_id``, an AG-UI ``threadId``) are scoped to them:
 the session's id is ``<scope>-<id>``, the scope a hash of their tenant and
 identity, so one user's id never collides with, or reveals, another's. Operators
-use ids as they are.
+use ids as they are; a session your backend started for a user (``owner=``) is
+reached by its own id.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ratchet.client import AgentClient, WorkflowSummary
-from ratchet.errors import NotFoundError, RatchetError, SessionNotFoundError
+from ratchet.errors import InvalidInputError, NotFoundError, SessionNotFoundError
 
 from ._principal import Principal
 from ._problems import Forbidden
@@ -99,17 +100,20 @@ class Access:
         return session_id if session_id.startswith(prefix) else prefix + session_id
 
     async def session(self, caller: Principal, session_id: str, action: Action) -> str:
-        """The id of the session ``caller`` may ``action``; ``SessionNotFoundError``
-        alike for one that does not exist, is not a session, or is not theirs."""
-        found = self.session_id(caller, session_id)
-        target = await self._find(found)
-        if (
-            target is None
-            or target.kind != "session"
-            or not await self._allows(caller, action, target)
-        ):
-            raise SessionNotFoundError(f"There is no session {session_id!r}.")
-        return found
+        """The id of the session ``caller`` may ``action``: theirs by the id they
+        chose (scoped), or by its own id (one started for them, ``owner=``, by your
+        backend through the Python client). ``SessionNotFoundError`` alike for one
+        that does not exist, is not a session, or is not theirs."""
+        scoped = self.session_id(caller, session_id)
+        for candidate in dict.fromkeys((scoped, session_id)):
+            target = await self._find(candidate)
+            if (
+                target is not None
+                and target.kind == "session"
+                and await self._allows(caller, action, target)
+            ):
+                return candidate
+        raise SessionNotFoundError(f"There is no session {session_id!r}.")
 
     async def run(self, caller: Principal, run_id: str, action: Action = "read") -> str:
         """As ``session``, for a run (a sub-agent's run: its parent's owner's too)."""
@@ -131,7 +135,7 @@ class Access:
     async def _find(self, workflow_id: str) -> WorkflowSummary | None:
         try:
             return await self._client.describe(workflow_id)
-        except (NotFoundError, RatchetError):
+        except (NotFoundError, InvalidInputError):  # an id no workflow could have
             return None
 
 

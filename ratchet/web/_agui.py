@@ -129,16 +129,15 @@ async def _session(
     """The thread's session and its status (``None``: there is none yet). A thread
     id is the caller's own (``Access.session_id``): someone else's is not found, and
     a thread of theirs by the same name is another session."""
-    access = access_of(request)
-    found = access.session_id(caller, body.thread_id)
-    session = client_of(request).get_session(found)
+    access, client = access_of(request), client_of(request)
     try:
-        await access.session(caller, found, "send")
+        session = client.get_session(await access.session(caller, body.thread_id, "send"))
         status = await session.status()
     except SessionNotFoundError:
-        if await _exists(request, found):  # an operator's id, not theirs: refused alike
+        new = access.session_id(caller, body.thread_id)
+        if await _exists(request, new):  # an operator's id, not theirs: refused alike
             raise SessionNotFoundError(f"There is no session {body.thread_id!r}.") from None
-        return session, None
+        return client.get_session(new), None
     if status.agent != agent:
         raise ConversationConflictError(
             f"Thread {body.thread_id} is a session of agent {status.agent!r}, not {agent!r}."

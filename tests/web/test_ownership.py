@@ -197,6 +197,11 @@ async def test_operators_see_their_tenant_and_decide_as_themselves(
         assert payment not in await listed(gops)
         await refused_alike(gops, "GET", f"/v1/sessions/{payment}", None)
         await refused_alike(alice, "GET", f"/v1/sessions/{unowned}", None)
+        # One a backend started for Alice (the Python client, owner=) is hers by its id.
+        hers = (await agent_client.start_session("echo", owner="alice", tenant="acme")).id
+        assert (await alice.get(f"/v1/sessions/{hers}")).status_code == 200
+        async with app.as_(BOB) as bob:
+            await refused_alike(bob, "GET", f"/v1/sessions/{hers}", None)
 
         inbox = (await ops.get("/v1/approvals")).json()
         assert call in [view["action"]["id"] for view in inbox]

@@ -200,11 +200,11 @@ async def test_a_payment_waits_inline_and_in_the_inbox_until_alice_approves_it(
     await expect(inline).to_contain_text(f"Approve {PAY}?")
     card = page.get_by_test_id("approvals").locator(f'[data-session-id="{session}"]')
     await expect(card).to_contain_text(f"Approve {PAY}?")
-    # Bob has the session open too: his page shows the same call waiting. His page
-    # is late: it does not hear how the run goes on (its event stream hangs).
+    # An operator has the session open too: their page shows the same call waiting.
+    # It is late: it does not hear how the run goes on (its event stream hangs).
     bobs = await new_page()
     await bobs.route("**/events", lambda route: None)
-    await sign_in(bobs, stack.url, BOB, session=session)
+    await sign_in(bobs, stack.url, OPS, session=session)
     bobs_card = bobs.get_by_test_id("pending").get_by_test_id("pending-card")
     await expect(bobs_card).to_contain_text(f"Approve {PAY}?")
     await screenshot(page, "billing-awaiting-approval", capsys)
@@ -216,7 +216,7 @@ async def test_a_payment_waits_inline_and_in_the_inbox_until_alice_approves_it(
     await expect(inline).to_have_count(0)  # decided elsewhere: it waits no more
     await screenshot(page, "billing-approved", capsys)
 
-    # Bob, late, is told his decision was not recorded (409), and his page goes on.
+    # The operator, late, is told their decision was not recorded (409); the page goes on.
     await bobs_card.get_by_role("button", name="Approve").click()
     outcome = bobs_card.get_by_test_id("decision")
     await expect(outcome).to_have_text(re.compile(r"^Not recorded: decided already"))
@@ -260,7 +260,7 @@ async def test_a_long_session_opens_at_its_latest_messages_and_shows_earlier_one
         await session.send(f"m{n}")
     reads: list[str] = []
     page.on("request", lambda r: "/thread?" in r.url and reads.append(r.url.split("?")[1]))
-    await sign_in(page, stack.url, OPS, session=session.id)  # the Python client's: ops'
+    await sign_in(page, stack.url, OPS, session=session.id)  # no owner: the operators'
     messages = page.get_by_test_id("thread").get_by_test_id("message")
     await expect(messages).to_have_count(50)
     await expect(messages.first).to_have_text("youm5")  # the latest 50 of 60
@@ -281,7 +281,7 @@ async def test_a_long_session_opens_at_its_newest_message_and_loads_older_ones_o
 ):
     # 500 messages: a send of 459 (a long history) and 20 more exchanges, 21 turns.
     client = await AgentClient.connect(stack.server.address, task_queue=stack.queue)
-    session = await client.start_session("echo")
+    session = await client.start_session("echo", owner="alice")  # a backend's, for alice
     said = [Message.user(f"q{n}") if n % 2 == 0 else Message.assistant(f"a{n}") for n in range(459)]
     await session.send(said)
     for n in range(20):
