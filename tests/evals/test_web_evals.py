@@ -13,9 +13,9 @@ from ratchet.client import AgentClient
 from ratchet.evals import Case, CaseScore, Compared, Outcome, Report, Score
 from ratchet.web import TokenAuth, create_app
 
-from ..web_http import ALICE, BOB
+from ..web_http import ALICE, BOB, OPS
 
-AUTH = TokenAuth({ALICE: "alice", BOB: "bob"})
+AUTH = TokenAuth({ALICE: "alice", BOB: "bob", OPS: "ops"}, operators=["ops"])
 
 
 def report() -> Report:
@@ -84,6 +84,16 @@ async def test_others_are_refused_and_no_path_leaves_the_directory(served: httpx
     assert refused.status_code == 403
     assert "bob may not read evaluation reports" in refused.json()["detail"]
     assert (await served.get("/v1/evals")).status_code == 401
+    # A report's name is unknown to a caller who may not read reports: no hint it exists.
+    hidden, unknown = [
+        await served.get(f"/v1/evals/{name}", headers=as_(BOB)) for name in ("week47", "nope")
+    ]
+    assert (hidden.status_code, unknown.status_code) == (404, 404)
+    assert hidden.json()["detail"].replace("week47", "X") == unknown.json()["detail"].replace(
+        "nope", "X"
+    )
+    # An operator (without a tenant) reads them, named in --report-readers or not.
+    assert (await served.get("/v1/evals/week47", headers=as_(OPS))).status_code == 200
     for name in ("notes", "broken", "..", "%2E%2E%2Fsecret.json", "..%2Fsecret.json"):
         answer = await served.get(f"/v1/evals/{name}", headers=as_(ALICE))
         assert answer.status_code == 404, name
