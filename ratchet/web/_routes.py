@@ -111,11 +111,13 @@ def may_read_reports(request: Request, caller: Principal) -> bool:
 
 @api.get("/server")
 async def server(request: Request, caller: Caller) -> dict[str, int | bool]:
-    """This process's live streams: ``subscriptions`` to Temporal (one per watched
-    session or run) shared by its ``watchers``; and whether ``GET /v1/evals`` serves
+    """This process's live streams (to operators): ``subscriptions`` to Temporal (one
+    per watched session or run) shared by its ``watchers``; and whether ``GET /v1/evals`` serves
     the caller ``reports`` (so a page asks for none where it would get a 404 or 403)."""
     hub = request.app.state.hub
     reports = request.app.state.reports is not None and may_read_reports(request, caller)
+    if not caller.operator:  # how busy others are is not theirs to see
+        return {"reports": reports}
     return {"subscriptions": hub.subscriptions, "watchers": hub.watchers, "reports": reports}
 
 

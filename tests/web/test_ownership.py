@@ -177,6 +177,9 @@ async def test_nobody_reaches_a_session_that_is_not_theirs(app: App, agent_clien
         assert bobs_chat != chat
         await listed(bob, bobs_chat)
 
+        # How busy the server is (others' streams) is the operators' to see.
+        assert (await bob.get("/v1/server")).json().keys() == {"reports"}
+
         after = (await alice.get(f"/v1/sessions/{chat}/thread")).json()["messages"]
         assert [m["content"] for m in after] == [m["content"] for m in before]
         assert (await alice.get(f"/v1/sessions/{chat}")).json()["status"] != "CLOSED"
@@ -203,6 +206,7 @@ async def test_operators_see_their_tenant_and_decide_as_themselves(
         async with app.as_(BOB) as bob:
             await refused_alike(bob, "GET", f"/v1/sessions/{hers}", None)
 
+        assert "subscriptions" in (await ops.get("/v1/server")).json()
         inbox = (await ops.get("/v1/approvals")).json()
         assert call in [view["action"]["id"] for view in inbox]
         decided = await ops.post(
