@@ -58,3 +58,11 @@ async def new_session(http: httpx.AsyncClient, agent: str, **body: Any) -> str:
     response = await http.post("/v1/sessions", json={"agent": agent, **body})
     assert response.status_code == 201, response.text
     return response.json()["id"]
+
+
+async def until_status(http: httpx.AsyncClient, session: str, status: str) -> None:
+    """Follows the session's events until its run's status is ``status``."""
+    async with http.stream("GET", f"/v1/sessions/{session}/events") as events:
+        async for _, kind, data in sse(events):
+            if kind == "status" and data.get("text") == status:
+                return

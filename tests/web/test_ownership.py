@@ -22,7 +22,7 @@ from ratchet.web import AuthError, Principal, create_app
 from ratchet.worker import build_worker
 
 from ..web_agents import Echo, billing
-from ..web_http import problem_of, sse
+from ..web_http import problem_of, until_status
 
 PEOPLE = {
     "alice-token-0000": Principal("alice", tenant="acme"),
@@ -99,10 +99,7 @@ async def waiting_for_approval(http: httpx.AsyncClient, session: str) -> str:
     sending = asyncio.ensure_future(
         http.post(f"/v1/sessions/{session}/messages", json={"text": "pay acme"})
     )
-    async with http.stream("GET", f"/v1/sessions/{session}/events") as events:
-        async for _, kind, data in sse(events):
-            if kind == "status" and data.get("text") == "AWAITING_APPROVAL":
-                break
+    await until_status(http, session, "AWAITING_APPROVAL")
     sending.cancel()
     (call,) = (await http.get(f"/v1/sessions/{session}/pending")).json()
     return call["action"]["id"]

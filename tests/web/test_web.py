@@ -23,7 +23,7 @@ from ratchet.worker import build_worker
 
 from ..conftest import ROOT
 from ..web_agents import CHATTY_EVENTS, billing
-from ..web_http import APP_ORIGIN, OPS, Web, new_session, problem_of, sse
+from ..web_http import APP_ORIGIN, OPS, Web, new_session, problem_of, sse, until_status
 
 
 async def test_a_session_over_http_from_start_to_close(alice: httpx.AsyncClient):
@@ -216,10 +216,7 @@ async def test_two_people_race_to_decide_and_one_wins(alice: httpx.AsyncClient, 
     sending = asyncio.ensure_future(
         alice.post(f"/v1/sessions/{session}/messages", json={"text": "pay acme"})
     )
-    async with alice.stream("GET", f"/v1/sessions/{session}/events") as events:
-        async for _, kind, data in sse(events):
-            if kind == "status" and data.get("text") == "AWAITING_APPROVAL":
-                break
+    await until_status(alice, session, "AWAITING_APPROVAL")
     (call,) = (await alice.get(f"/v1/sessions/{session}/pending")).json()
     inbox = (await alice.get("/v1/approvals")).json()
     assert call["action"]["id"] in [view["action"]["id"] for view in inbox]
