@@ -8,9 +8,15 @@ import time
 import uuid
 
 import pytest
+from temporalio.common import WorkerDeploymentVersion
+from temporalio.worker import WorkerDeploymentConfig
 
 from ratchet.cli import main
+from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
+from ratchet.errors import ConfigurationError
+from ratchet.examples import AGENTS
+from ratchet.worker import build_worker
 
 from ..conftest import ROOT
 
@@ -96,3 +102,32 @@ def test_a_versioned_worker_needs_both_its_deployment_and_its_build(
     assert code == 2 and "--deployment needs --build-id too" in err
     code, _, err = ratchet(capsys, *agents, "--deployment", "shop", "--build-id", "1.2.3")
     assert code == 2 and "without '.'" in err
+
+
+def test_a_worker_refuses_deployment_values_and_a_concurrency_temporal_would_refuse(
+    capsys: pytest.CaptureFixture[str],
+):
+    """Temporal never lets such a worker poll and says nothing: refused before connecting."""
+    agents = ("worker", "--agents", "ratchet.examples:AGENTS")
+    code, _, err = ratchet(capsys, *agents, "--deployment", "shop:eu", "--build-id", "v1")
+    assert code == 2 and "deployment='shop:eu' contains ':'" in err
+    code, _, err = ratchet(capsys, *agents, "--deployment", "shop", "--build-id", "b" * 256)
+    assert code == 2 and "is 256 bytes long, over Temporal's limit of 255" in err
+    code, _, err = ratchet(capsys, *agents, "--deployment", "__shop", "--build-id", "v1")
+    assert code == 2 and "starts with '__'" in err
+    with pytest.raises(SystemExit) as exited:
+        main([*agents, "--max-concurrent-turns", "-1"])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2
+    assert "--max-concurrent-turns: '-1' is not a whole number of at least 1" in err
+
+
+async def test_build_worker_refuses_what_temporal_would_refuse(client: AgentClient):
+    with pytest.raises(ConfigurationError, match="max_concurrent_turns=0: give how many"):
+        build_worker(client, AGENTS, max_concurrent_turns=0)
+    config = WorkerDeploymentConfig(
+        version=WorkerDeploymentVersion(deployment_name="shop", build_id="x" * 256),
+        use_worker_versioning=True,
+    )
+    with pytest.raises(ConfigurationError, match="over Temporal's limit of 255"):
+        build_worker(client, AGENTS, deployment_config=config)
