@@ -57,14 +57,23 @@ class ReplayReport:
     def ok(self) -> bool:
         return not self.mismatches
 
+    @property
+    def not_given(self) -> int:
+        """Histories not replayed because their workflow classes were not given."""
+        return sum(1 for m in self.mismatches if m.error.startswith(NOT_GIVEN))
+
+    @property
+    def failed(self) -> int:
+        """Histories that do not replay against this code."""
+        return len(self.mismatches) - self.not_given
+
     def lines(self) -> list[str]:
         """What ``ratchet replay`` prints: one line per mismatch, then the counts."""
         out = [
             f"{m.workflow_id} (run {m.run_id}, {m.workflow_type}): {m.error}"
             for m in self.mismatches
         ]
-        skipped = sum(1 for m in self.mismatches if m.error.startswith(NOT_GIVEN))
-        failed = len(self.mismatches) - skipped
+        skipped, failed = self.not_given, self.failed
         ran = f"{self.replayed} histor" + ("y" if self.replayed == 1 else "ies")
         verdict = "all replay" if not failed else f"{failed} do not replay"
         summary = f"{ran} replayed against this code: {verdict}"

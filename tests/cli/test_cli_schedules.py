@@ -4,6 +4,7 @@ tests/durability/test_versioned_deploy.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 
@@ -131,3 +132,26 @@ async def test_build_worker_refuses_what_temporal_would_refuse(client: AgentClie
     )
     with pytest.raises(ConfigurationError, match="over Temporal's limit of 255"):
         build_worker(client, AGENTS, deployment_config=config)
+
+
+async def test_promote_refused_for_a_workflow_it_was_not_given_names_the_workflows_flag(
+    temporal_server: DevServer,
+    client: AgentClient,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+):
+    monkeypatch.setenv("TEMPORAL_ADDRESS", temporal_server.address)
+    queue = f"promote-{uuid.uuid4().hex[:8]}"
+    # A user's workflow, open and unpinned (no worker took it): the new build would take it.
+    started = await client.temporal.start_workflow(
+        "UsersOwnWorkflow", id=f"own-{queue}", task_queue=queue
+    )
+    visible = f'WorkflowId="{started.id}" AND ExecutionStatus="Running"'
+    while not (await client.temporal.count_workflows(visible)).count:
+        await asyncio.sleep(0.1)  # the visibility store lags a moment behind a start
+    promote = ["deploy", "promote", "v2", "--deployment", queue, "--task-queue", queue, "--force"]
+    code, out, err = await asyncio.to_thread(ratchet, capsys, *promote)
+    await started.terminate()
+    assert code == 1 and "no workflow of type 'UsersOwnWorkflow' was given" in out
+    assert "pass them with --workflows module:ATTR" in err, err
+    assert "workflow.patched" not in err  # before: the only advice, and the wrong one
