@@ -147,8 +147,10 @@ async def test_promote_refused_for_a_workflow_it_was_not_given_names_the_workflo
         "UsersOwnWorkflow", id=f"own-{queue}", task_queue=queue
     )
     visible = f'WorkflowId="{started.id}" AND ExecutionStatus="Running"'
-    while not (await client.temporal.count_workflows(visible)).count:
-        await asyncio.sleep(0.1)  # the visibility store lags a moment behind a start
+    for _ in range(300):  # the visibility store lags a moment behind a start: poll it
+        if (await client.temporal.count_workflows(visible)).count:
+            break
+        await asyncio.sleep(0.1)
     promote = ["deploy", "promote", "v2", "--deployment", queue, "--task-queue", queue, "--force"]
     code, out, err = await asyncio.to_thread(ratchet, capsys, *promote)
     await started.terminate()
