@@ -41,6 +41,8 @@ from ratchet.errors import ConfigurationError
 from ratchet.plugin import RatchetPlugin, check_agents, passed_through
 from ratchet.process import DEFAULT_GRACE_PERIOD, hard_exit
 
+from ._routing import routing_note
+
 __all__ = [
     "GRACE_PERIOD",
     "build_worker",
@@ -322,12 +324,14 @@ async def serve(
         async with worker:
             if ready_line:
                 names = ", ".join(sorted(agents))
-                build = ""
+                build, note = "", ""
                 if deployment:
                     version = deployment.version
                     build = f", build {version.build_id!r} of {version.deployment_name!r}"
+                    note = await routing_note(client.temporal, version, task_queue)
+                    note = f"; {note}" if note else ""
                 print(
-                    f"worker ready: task queue {task_queue!r}{build}, agents: {names}",
+                    f"worker ready: task queue {task_queue!r}{build}, agents: {names}{note}",
                     flush=True,
                 )
             await stop.wait()

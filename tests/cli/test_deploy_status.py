@@ -1,12 +1,18 @@
-"""``ratchet deploy status`` against in-process versioned workers: what keeps a build
-from draining, and what the drain line says about the sessions still on it."""
+"""``ratchet deploy status`` against in-process versioned workers (what keeps a build
+from draining, what the drain line says about the sessions still on it), and what a
+versioned worker process says at start about the routing to its build."""
 
 from __future__ import annotations
 
+import asyncio
+
 from ratchet.client import AgentClient
 from ratchet.deploy import BuildStatus, deployment_status, promote
+from ratchet.devserver import DevServer
+from ratchet.testing import WorkerProcess
 from ratchet.worker import build_worker, versioned
 
+from ..conftest import ROOT
 from ..deploy_app import AGENTS, WORKFLOWS, Nightly, Reminder
 from ..history import until
 
@@ -61,3 +67,37 @@ async def test_deploy_status_counts_what_is_pinned_and_the_sessions_waiting_for_
         for handle in (pinned, moving):
             await handle.signal("done")
             await handle.result()
+
+
+async def test_a_versioned_worker_says_when_its_build_is_not_current(
+    temporal_server: DevServer, agent_client: AgentClient, task_queue: str
+):
+    deployment = task_queue
+    promote_v1 = f"`ratchet deploy promote v1 --deployment {deployment} --task-queue {task_queue}`"
+
+    def start(build: str) -> tuple[WorkerProcess, str]:
+        env = {"PYTHONPATH": str(ROOT), "RATCHET_DEPLOYMENT": deployment, "RATCHET_BUILD_ID": build}
+        worker = WorkerProcess(temporal_server, task_queue, "tests.deploy_app:AGENTS", env=env)
+        [line] = [line for line in worker.wait_ready().lines if "worker ready" in line]
+        return worker, line.strip()
+
+    # Before: the same line whatever the routing, and a run started now waited silently.
+    first, line = await asyncio.to_thread(start, "v1")
+    try:
+        assert line.endswith(
+            f"; build 'v1' is not current and {deployment!r} has no current build: new runs "
+            f"and sessions wait, nothing is routed to it until {promote_v1}"
+        ), line
+        await promote(agent_client, deployment, "v1")
+    finally:
+        first.stop()
+    current, line = await asyncio.to_thread(start, "v1")
+    current.stop()
+    assert line.endswith("agents: careful, where"), line  # current: nothing to say
+    second, line = await asyncio.to_thread(start, "v2")
+    second.stop()
+    assert line.endswith(
+        "; build 'v2' is not current ('v1' is): it serves only the runs pinned to it; new "
+        "runs and sessions go to 'v1' until `ratchet deploy promote v2 --deployment "
+        f"{deployment} --task-queue {task_queue}`"
+    ), line
