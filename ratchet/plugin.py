@@ -214,6 +214,12 @@ class RatchetPlugin(SimplePlugin):
         horizon: timedelta | None = None,
     ) -> None:
         check_agents(agents)
+        if max_concurrent_turns is not None and max_concurrent_turns < 1:
+            raise ConfigurationError(
+                f"max_concurrent_turns={max_concurrent_turns!r}: give how many turns and "
+                "tools a worker runs at once, at least 1, e.g. 50 "
+                "(ratchet worker --max-concurrent-turns)."
+            )
         self._anchoring = AnchorCopies(horizon)
         self.agents = agents
         self.max_concurrent_turns = max_concurrent_turns

@@ -7,9 +7,13 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ._common import add_connection_arguments, at_least_one, connect
 from ._worker import DEPLOYMENT_ENV, add_workflows_argument
+
+if TYPE_CHECKING:
+    from ratchet.deploy import ReplayReport
 
 WORKFLOWS_HELP = "your own workflows, replayed beside Ratchet's"
 
@@ -134,11 +138,7 @@ async def promote_command(args: argparse.Namespace) -> int:
     for line in result.gate.lines():
         print(line)
     if not result.promoted:
-        print(
-            f"error: not promoted: {args.build} would fail the runs above. Put the change "
-            "behind workflow.patched() or give it a new workflow type (docs/deploying.md).",
-            file=sys.stderr,
-        )
+        print(f"error: not promoted: {_refusal(result.gate, args.build)}", file=sys.stderr)
         return 1
     if args.ramp is not None:
         print(f"{args.build} of {deployment} now takes {args.ramp:g}% of new runs and sessions")
@@ -154,6 +154,23 @@ async def promote_command(args: argparse.Namespace) -> int:
             f"on it; {moving}; runs in flight finish where they started (ratchet deploy status)"
         )
     return 0
+
+
+def _refusal(gate: ReplayReport, build: str) -> str:
+    """Why the gate refused, and the fix for each reason it found."""
+    reasons = []
+    if gate.not_given:
+        reasons.append(
+            f"{gate.not_given} open run(s) above are of your own workflows, which the gate "
+            "was not given: pass them with --workflows module:ATTR (as your workers' "
+            "--workflows; repeatable) and promote again."
+        )
+    if gate.failed:
+        reasons.append(
+            f"{build} would fail {gate.failed} run(s) above. Put the change behind "
+            "workflow.patched() or give it a new workflow type (docs/deploying.md)."
+        )
+    return " ".join(reasons)
 
 
 def _deployment(args: argparse.Namespace) -> str:

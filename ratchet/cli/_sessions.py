@@ -84,7 +84,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     stop = verbs.add_parser(
         "stop", help="stop a session's run in progress (the session stays), or a run"
     )
-    stop.add_argument("session", help="a session id or a run id")
+    stop.add_argument(
+        "session", help="a session id, a run id, or one run of a session (ID-run-N: only that one)"
+    )
     anchor = verbs.add_parser(
         "anchor",
         help="copy what a session still needs from its closed runs into its open run now "
@@ -334,15 +336,41 @@ async def sessions_command(args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=2))
         return 0
     if args.verb == "stop":
-        status = await session.status()
-        if status.status == "CLOSED":
-            print(f"session {session.id} is closed; nothing to stop")
-            return 0
-        if status.current_run is None:
-            print(f"session {session.id} has no run in progress")
-            return 0
-        await session.stop()  # answers once that run has ended
-        print(f"session {session.id}: its run in progress stopped (finished turns are kept)")
+        asked = args.session if args.session != session.id else None
+        return await stop_session(session, asked)
+    return 0
+
+
+async def stop_session(session: SessionHandle, asked: str | None) -> int:
+    """Stop the session's run in progress; given one of its runs (``ID-run-N``), only
+    if that run is the one in progress."""
+    from ratchet.wire import parse_session_run_id
+
+    status = await session.status()
+    if status.status == "CLOSED":
+        print(f"session {session.id} is closed; nothing to stop")
+        return 0
+    if asked is not None and asked != status.current_run:
+        parsed = parse_session_run_id(asked)
+        if parsed is not None and parsed[1] > status.runs:
+            print(
+                f"error: session {session.id} has no run {asked} (it has had {status.runs})",
+                file=sys.stderr,
+            )
+            return 1
+        now = f"; its run in progress is {status.current_run}" if status.current_run else ""
+        print(f"run {asked} of session {session.id} has ended; nothing to stop{now}")
+        return 0
+    if status.current_run is None:
+        print(f"session {session.id} has no run in progress")
+        return 0
+    await session.stop()  # answers once that run has ended
+    which = (
+        f"run {asked} of session {session.id}"
+        if asked
+        else f"session {session.id}: its run in progress"
+    )
+    print(f"{which} stopped (finished turns are kept)")
     return 0
 
 

@@ -25,7 +25,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
-    from ._common import add_connection_arguments
+    from ._common import add_connection_arguments, at_least_one
 
     parser.add_argument(
         "--agents",
@@ -36,7 +36,11 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
     add_connection_arguments(parser, queue_help="the task queue this worker polls")
     add_workflows_argument(parser, "your own workflows this worker runs beside Ratchet's")
     parser.add_argument(
-        "--max-concurrent-turns", type=int, default=50, help="turns and tools run at once"
+        "--max-concurrent-turns",
+        type=at_least_one,
+        default=50,
+        metavar="N",
+        help="turns and tools run at once (default: 50)",
     )
     parser.add_argument(
         "--grace-period",

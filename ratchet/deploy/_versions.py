@@ -33,6 +33,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet.client import AgentClient
 from ratchet.errors import InvalidInputError
+from ratchet.types import AgentStatus
 from ratchet.wire import MOVE_SIGNAL, SESSION_WORKFLOW
 
 from ._replay import ReplayReport, replay_open
@@ -47,6 +48,10 @@ POLLED_WITHIN = 75.0
 TAKEN_OVER = (
     '(TemporalWorkflowVersioningBehavior IS NULL OR TemporalWorkflowVersioningBehavior != "Pinned")'
 )
+PINNED = 'TemporalWorkflowVersioningBehavior="Pinned"'
+WAITING = "AgentStatus IN ({})".format(
+    ", ".join(f'"{s.value}"' for s in AgentStatus if s.value.startswith("AWAITING_"))
+)
 REGISTER_WAIT = 10.0
 
 
@@ -56,7 +61,10 @@ class BuildStatus:
     status: str
     """current, ramping, draining, drained or inactive (Temporal's words)."""
     open_runs: int
+    """Open runs pinned to the build (auto-upgrade ones move at their next step)."""
     open_sessions: int
+    waiting_sessions: int = 0
+    """Sessions on the build whose run in progress waits for a person."""
 
 
 @dataclass(frozen=True)
@@ -73,14 +81,26 @@ class DeploymentStatus:
         out.append(f"{'build':<24} {'status':<9} {'open runs':>9} {'sessions':>8}")
         for b in self.builds:
             out.append(f"{b.build_id:<24} {b.status:<9} {b.open_runs:>9} {b.open_sessions:>8}")
-        waiting = [b for b in self.builds if b.status == "draining"]
-        for b in waiting:
-            if b.open_runs or b.open_sessions:
-                out.append(
-                    f"build {b.build_id} drains: keep its workers until its {b.open_runs} "
-                    f"run(s) end and its {b.open_sessions} session(s) move (next message)"
-                )
+        for b in self.builds:
+            if b.status == "draining" and (b.open_runs or b.open_sessions):
+                out.append(_drain_line(b))
         return out
+
+
+def _drain_line(b: BuildStatus) -> str:
+    line = f"build {b.build_id} drains: keep its workers until its {b.open_runs} run(s) end"
+    if not b.open_sessions:
+        return line
+    waiting = (
+        f"; {b.waiting_sessions} wait(s) for a person: answer or stop them"
+        if b.waiting_sessions
+        else ""
+    )
+    return (
+        f"{line} and its {b.open_sessions} session(s) move: one in the middle of a run "
+        f"moves as that run ends{waiting}; an idle one at its next message, or at once "
+        "when woken (promote wakes them, unless --no-wake)"
+    )
 
 
 @dataclass(frozen=True)
@@ -98,18 +118,22 @@ async def deployment_status(client: AgentClient | Client, deployment: str) -> De
     builds = []
     for summary in sorted(info.version_summaries, key=lambda s: s.create_time.ToDatetime()):
         build = summary.deployment_version.build_id
+        # Only pinned runs keep a build: Temporal's drain status counts no others.
         open_query = (
             f'ExecutionStatus="Running" AND TemporalWorkerDeploymentVersion="{deployment}:{build}"'
+            f" AND {PINNED}"
         )
         sessions = f'{open_query} AND WorkflowType="{SESSION_WORKFLOW}"'
         total = (await temporal.count_workflows(open_query)).count
         in_sessions = (await temporal.count_workflows(sessions)).count
+        waiting = (await temporal.count_workflows(f"{sessions} AND {WAITING}")).count
         builds.append(
             BuildStatus(
                 build_id=build,
                 status=_status_name(summary.status),
                 open_runs=total - in_sessions,
                 open_sessions=in_sessions,
+                waiting_sessions=waiting,
             )
         )
     return DeploymentStatus(

@@ -41,6 +41,8 @@ from ratchet.errors import ConfigurationError
 from ratchet.plugin import RatchetPlugin, check_agents, passed_through
 from ratchet.process import DEFAULT_GRACE_PERIOD, hard_exit
 
+from ._routing import routing_note
+
 __all__ = [
     "GRACE_PERIOD",
     "build_worker",
@@ -138,6 +140,7 @@ def build_worker(
     )
     plugins = [*worker_options.pop("plugins", []), plugin]
     if config := worker_options.get("deployment_config"):
+        _check_version(config.version)
         worker_options["deployment_config"] = _pinned_by_default(config)
     return Worker(
         client.temporal,
@@ -153,17 +156,40 @@ def build_worker(
 def versioned(deployment: str, build_id: str) -> WorkerDeploymentConfig:
     """The ``deployment_config`` of a worker that serves ``build_id`` of the worker
     deployment ``deployment`` (``ratchet worker --deployment NAME --build-id ID``)."""
-    for name, value in (("deployment", deployment), ("build_id", build_id)):
-        if not value or not value.strip() or "." in value:
-            raise ConfigurationError(
-                f"{name}={value!r}: give a non-empty name without '.', e.g. "
-                "versioned('support-agents', 'v42') or a git commit's short hash."
-            )
+    version = WorkerDeploymentVersion(deployment_name=deployment, build_id=build_id)
+    _check_version(version)
     return WorkerDeploymentConfig(
-        version=WorkerDeploymentVersion(deployment_name=deployment, build_id=build_id),
+        version=version,
         use_worker_versioning=True,
         default_versioning_behavior=VersioningBehavior.PINNED,
     )
+
+
+# Temporal Server's own limits (a worker it refuses polls nothing and logs nothing):
+# limit.workerBuildIdSize (255 bytes), and each half of the version's internal
+# workflow id, (limit.maxIDLength 1000 - 39) // 2 bytes, which also bans ':' in the
+# deployment's name. Ratchet bans '.' too: the server's older version strings use it.
+_MAX_BYTES = {"deployment": (1000 - 39) // 2, "build_id": 255}
+_BANNED = {"deployment": ".:", "build_id": "."}
+
+
+def _check_version(version: WorkerDeploymentVersion) -> None:
+    for name, value in (("deployment", version.deployment_name), ("build_id", version.build_id)):
+        banned = [c for c in _BANNED[name] if c in (value or "")]
+        size = len((value or "").encode())
+        if not value or not value.strip() or banned or value.startswith("__"):
+            what = f"contains {banned[0]!r}" if banned else "is empty or starts with '__'"
+        elif size > _MAX_BYTES[name]:
+            what = f"is {size} bytes long, over Temporal's limit of {_MAX_BYTES[name]}"
+        else:
+            continue
+        shown = value if len(value) <= 60 else value[:57] + "..."
+        raise ConfigurationError(
+            f"{name}={shown!r} {what}: give a non-empty name without "
+            f"{' or '.join(repr(c) for c in _BANNED[name])}, not starting with '__', of at "
+            f"most {_MAX_BYTES[name]} bytes, e.g. versioned('support-agents', 'v42') or a "
+            "git commit's short hash (ratchet worker --deployment NAME --build-id ID)."
+        )
 
 
 def _pinned_by_default(config: WorkerDeploymentConfig) -> WorkerDeploymentConfig:
@@ -298,12 +324,14 @@ async def serve(
         async with worker:
             if ready_line:
                 names = ", ".join(sorted(agents))
-                build = ""
+                build, note = "", ""
                 if deployment:
                     version = deployment.version
                     build = f", build {version.build_id!r} of {version.deployment_name!r}"
+                    note = await routing_note(client.temporal, version, task_queue)
+                    note = f"; {note}" if note else ""
                 print(
-                    f"worker ready: task queue {task_queue!r}{build}, agents: {names}",
+                    f"worker ready: task queue {task_queue!r}{build}, agents: {names}{note}",
                     flush=True,
                 )
             await stop.wait()

@@ -87,3 +87,14 @@ def test_idempotency_keys_differ_between_runs_in_one_workflow():
     retry = RunContext(run_id="wf-1", execution_id="exec-a", turn=1, attempt=2)
     assert first.idempotency_key("call_0_0") == retry.idempotency_key("call_0_0")
     assert first.idempotency_key("call_0_0") != second.idempotency_key("call_0_0")
+
+
+async def test_scripted_model_awaits_an_async_script_function():
+    async def script(messages, context: RunContext):
+        return ScriptedModel.call("lookup", q="x") if context.turn == 1 else "done"
+
+    model = ScriptedModel(script)
+    first = await model.create([Message.user("a")], [], RunContext(turn=1))
+    assert first.message.tool_calls[0].name == "lookup"
+    second = await model.create([Message.user("a")], [], RunContext(turn=2))
+    assert second.message.content == "done"

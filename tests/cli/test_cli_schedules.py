@@ -4,13 +4,20 @@ tests/durability/test_versioned_deploy.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 
 import pytest
+from temporalio.common import WorkerDeploymentVersion
+from temporalio.worker import WorkerDeploymentConfig
 
 from ratchet.cli import main
+from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
+from ratchet.errors import ConfigurationError
+from ratchet.examples import AGENTS
+from ratchet.worker import build_worker
 
 from ..conftest import ROOT
 
@@ -96,3 +103,57 @@ def test_a_versioned_worker_needs_both_its_deployment_and_its_build(
     assert code == 2 and "--deployment needs --build-id too" in err
     code, _, err = ratchet(capsys, *agents, "--deployment", "shop", "--build-id", "1.2.3")
     assert code == 2 and "without '.'" in err
+
+
+def test_a_worker_refuses_deployment_values_and_a_concurrency_temporal_would_refuse(
+    capsys: pytest.CaptureFixture[str],
+):
+    """Temporal never lets such a worker poll and says nothing: refused before connecting."""
+    agents = ("worker", "--agents", "ratchet.examples:AGENTS")
+    code, _, err = ratchet(capsys, *agents, "--deployment", "shop:eu", "--build-id", "v1")
+    assert code == 2 and "deployment='shop:eu' contains ':'" in err
+    code, _, err = ratchet(capsys, *agents, "--deployment", "shop", "--build-id", "b" * 256)
+    assert code == 2 and "is 256 bytes long, over Temporal's limit of 255" in err
+    code, _, err = ratchet(capsys, *agents, "--deployment", "__shop", "--build-id", "v1")
+    assert code == 2 and "starts with '__'" in err
+    with pytest.raises(SystemExit) as exited:
+        main([*agents, "--max-concurrent-turns", "-1"])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2
+    assert "--max-concurrent-turns: '-1' is not a whole number of at least 1" in err
+
+
+async def test_build_worker_refuses_what_temporal_would_refuse(client: AgentClient):
+    with pytest.raises(ConfigurationError, match="max_concurrent_turns=0: give how many"):
+        build_worker(client, AGENTS, max_concurrent_turns=0)
+    config = WorkerDeploymentConfig(
+        version=WorkerDeploymentVersion(deployment_name="shop", build_id="x" * 256),
+        use_worker_versioning=True,
+    )
+    with pytest.raises(ConfigurationError, match="over Temporal's limit of 255"):
+        build_worker(client, AGENTS, deployment_config=config)
+
+
+async def test_promote_refused_for_a_workflow_it_was_not_given_names_the_workflows_flag(
+    temporal_server: DevServer,
+    client: AgentClient,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+):
+    monkeypatch.setenv("TEMPORAL_ADDRESS", temporal_server.address)
+    queue = f"promote-{uuid.uuid4().hex[:8]}"
+    # A user's workflow, open and unpinned (no worker took it): the new build would take it.
+    started = await client.temporal.start_workflow(
+        "UsersOwnWorkflow", id=f"own-{queue}", task_queue=queue
+    )
+    visible = f'WorkflowId="{started.id}" AND ExecutionStatus="Running"'
+    for _ in range(300):  # the visibility store lags a moment behind a start: poll it
+        if (await client.temporal.count_workflows(visible)).count:
+            break
+        await asyncio.sleep(0.1)
+    promote = ["deploy", "promote", "v2", "--deployment", queue, "--task-queue", queue, "--force"]
+    code, out, err = await asyncio.to_thread(ratchet, capsys, *promote)
+    await started.terminate()
+    assert code == 1 and "no workflow of type 'UsersOwnWorkflow' was given" in out
+    assert "pass them with --workflows module:ATTR" in err, err
+    assert "workflow.patched" not in err  # before: the only advice, and the wrong one

@@ -165,6 +165,37 @@ async def test_sessions_list_and_stop(
     assert row[:4] == [session.id, "session", "blocker", "PENDING"], (listed, err)
 
 
+async def test_stopping_a_finished_run_of_a_session_leaves_its_run_in_progress_alone(
+    temporal_server: DevServer, agent_client: AgentClient, task_queue: str
+):
+    agent = Blocker()
+    options = SessionOptions(run=RunOptions(heartbeat_timeout=HEARTBEAT_WITH_MARGIN))
+    async with build_worker(agent_client, {"blocker": agent}):
+        session = await agent_client.start_session("blocker", options=options)
+        assert (await session.send("first")).output == "finished first"
+        sent = asyncio.create_task(session.send("block"))
+        await agent.blocked.wait()
+        first, second = f"{session.id}-run-1", f"{session.id}-run-2"
+        # Before: the id stood for its session, so this stopped run 2 (CANCELLED, no answer).
+        code, out, err = await ratchet(temporal_server, task_queue, "sessions", "stop", first)
+        assert (code, out.strip()) == (
+            0,
+            f"run {first} of session {session.id} has ended; nothing to stop; "
+            f"its run in progress is {second}",
+        ), err
+        code, _, err = await ratchet(
+            temporal_server, task_queue, "sessions", "stop", f"{session.id}-run-7"
+        )
+        assert code == 1 and f"has no run {session.id}-run-7 (it has had 2)" in err
+        assert not sent.done() and agent.cancelled == []
+        code, out, err = await ratchet(temporal_server, task_queue, "sessions", "stop", second)
+        assert (code, out.strip()) == (
+            0,
+            f"run {second} of session {session.id} stopped (finished turns are kept)",
+        ), err
+        assert (await sent).status == AgentStatus.CANCELLED
+
+
 async def test_approve_takes_a_run_id_and_records_who_decided(
     temporal_server: DevServer, agent_client: AgentClient, task_queue: str
 ):

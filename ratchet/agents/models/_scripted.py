@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ratchet.types import Message, TextDelta, ToolCall, Usage
@@ -16,7 +17,7 @@ from .._tools import Tool
 from ._base import ModelClient, ModelResponse
 
 Reply = str | Message | BaseException
-ScriptFunction = Callable[[Sequence[Message], RunContext], Reply]
+ScriptFunction = Callable[[Sequence[Message], RunContext], Reply | Awaitable[Reply]]
 
 
 class ScriptedModel(ModelClient):
@@ -25,7 +26,8 @@ class ScriptedModel(ModelClient):
     With a list, reply *k* answers the conversation that already holds *k*
     assistant messages. The choice depends only on the conversation, so a retried
     turn, or the same turn on another worker process, gets the same reply. With a
-    function, the function picks the reply from the messages and context.
+    function (plain or ``async``), the function picks the reply from the messages
+    and context.
 
     A reply is a text, a :class:`Message` (see :meth:`call`) or an exception to raise.
     Asking past the end of the script raises :class:`ScriptExhaustedError`.
@@ -95,6 +97,8 @@ class ScriptedModel(ModelClient):
             prompt_chars += len(m.content or "")
         if callable(self._script):
             reply = self._script(messages, context)
+            if inspect.isawaitable(reply):
+                reply = await reply
         else:
             if index >= len(self._script):
                 raise ScriptExhaustedError(
