@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
@@ -13,6 +14,8 @@ from ._printing import table
 
 OVERLAPS = ("skip", "buffer_one", "buffer_all", "cancel_other", "terminate_other", "allow_all")
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+LONGEST = timedelta(seconds=315_576_000_000)
+"""Temporal's longest duration (protobuf's: 10,000 years, 3652500d)."""
 
 
 def duration(text: str) -> timedelta:
@@ -22,7 +25,12 @@ def duration(text: str) -> timedelta:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a duration: give seconds or a number with s, m, h or d (15m)"
         )
-    return timedelta(seconds=float(match[1]) * UNITS[match[2] or "s"])
+    seconds = float(match[1]) * UNITS[match[2] or "s"]
+    if seconds > LONGEST.total_seconds():
+        raise argparse.ArgumentTypeError(
+            f"{text} is longer than Temporal allows: at most 3652500d (10,000 years)"
+        )
+    return timedelta(seconds=seconds)
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -138,7 +146,7 @@ async def act_command(args: argparse.Namespace) -> int:
     except RPCError as e:
         if e.status != RPCStatusCode.NOT_FOUND:
             raise
-        print(f"error: there is no schedule {args.id!r} (ratchet schedules list)")
+        print(f"error: there is no schedule {args.id!r} (ratchet schedules list)", file=sys.stderr)
         return 1
     done = {
         "pause": "paused",

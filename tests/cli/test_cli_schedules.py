@@ -58,8 +58,23 @@ def test_a_schedule_made_listed_fired_paused_and_deleted_from_the_cli(
     )
     assert code == 1 and "exists already" in err
     assert ratchet(capsys, "schedules", "delete", name)[0] == 0
-    code, out, _ = ratchet(capsys, "schedules", "trigger", name)
-    assert code == 1 and f"there is no schedule {name!r}" in out
+    for verb in ("pause", "unpause", "trigger", "delete"):
+        code, out, err = ratchet(capsys, "schedules", verb, name)
+        assert (code, out) == (1, "") and f"there is no schedule {name!r}" in err
+
+
+@pytest.mark.parametrize("flag", ["--every", "--jitter", "--catchup"])
+def test_a_duration_longer_than_temporal_allows_is_refused_naming_its_flag(
+    capsys: pytest.CaptureFixture[str], flag: str
+):
+    when = [] if flag == "--every" else ["--every", "1h"]
+    args = ("schedules", "create", "x", "hi", "--agent", "a", *when, flag, "99999999999d")
+    with pytest.raises(SystemExit) as exited:  # argparse's usage error
+        main(list(args))
+    out, err = capsys.readouterr()
+    assert (exited.value.code, out) == (2, "")
+    assert f"argument {flag}: 99999999999d is longer than Temporal allows" in err
+    assert "at most 3652500d" in err
 
 
 def test_replay_of_saved_histories_passes_and_names_what_it_cannot_replay(
