@@ -4,8 +4,10 @@ tests/durability/test_versioned_deploy.py)."""
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -101,6 +103,23 @@ def test_replay_of_saved_histories_passes_and_names_what_it_cannot_replay(
     assert code == 1 and "no such file" in err
     code, _, err = ratchet(capsys, "replay", str(HISTORIES / "release-0.1.0" / "README.md"))
     assert code == 1 and "is not a Temporal history in JSON" in err
+
+
+def test_replay_of_a_history_without_its_start_says_what_the_file_lacks(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+):
+    empty = tmp_path / "empty.json"
+    empty.write_text('{"events": []}')
+    code, out, err = ratchet(capsys, "replay", str(empty))
+    assert (code, out) == (1, "")
+    assert f"{empty} holds no events: save a whole history with temporal workflow show" in err
+    whole = json.loads((HISTORIES / "fan_out.json").read_text())
+    fragment = tmp_path / "fragment.json"
+    fragment.write_text(json.dumps({"events": whole["events"][2:]}))
+    code, out, err = ratchet(capsys, "replay", str(fragment))
+    assert (code, out) == (1, "")
+    assert f"{fragment} starts at event 3 (WorkflowTaskStarted), not at the run's " in err
+    assert "WorkflowExecutionStarted: replay needs the whole history" in err
 
 
 def test_a_versioned_worker_needs_both_its_deployment_and_its_build(
