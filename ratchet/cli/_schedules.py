@@ -11,6 +11,7 @@ from typing import Any
 
 from ._common import add_connection_arguments, connect
 from ._printing import table
+from ._schedule_firings import backfill_command, instant, trigger_command
 
 OVERLAPS = ("skip", "buffer_one", "buffer_all", "cancel_other", "terminate_other", "allow_all")
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -69,7 +70,6 @@ def register(commands: argparse._SubParsersAction) -> None:
     for verb, text in (
         ("pause", "stop firing until unpaused"),
         ("unpause", "fire again"),
-        ("trigger", "fire once now"),
         ("delete", "delete it (runs it started keep running)"),
     ):
         parser = verbs.add_parser(verb, help=text)
@@ -77,12 +77,38 @@ def register(commands: argparse._SubParsersAction) -> None:
         if verb in ("pause", "unpause"):
             parser.add_argument("--note", default=f"{verb}d with ratchet schedules {verb}")
         parser.set_defaults(func=act_command)
+    _register_firings(verbs)
     for parser in [
         create,
         listing,
-        *(verbs.choices[v] for v in ("pause", "unpause", "trigger", "delete")),
+        *(verbs.choices[v] for v in ("pause", "unpause", "trigger", "backfill", "delete")),
     ]:
         add_connection_arguments(parser, queue_help="the task queue scheduled runs start on")
+
+
+def _register_firings(verbs: argparse._SubParsersAction) -> None:
+    trigger = verbs.add_parser("trigger", help="fire once now, and say what became of it")
+    trigger.add_argument("id")
+    trigger.add_argument(
+        "--overlap",
+        choices=OVERLAPS,
+        help="while a firing still runs: skip this one, queue it (buffer_one), start it "
+        "anyway (allow_all)... (default: the schedule's own policy)",
+    )
+    trigger.set_defaults(func=trigger_command)
+    backfill = verbs.add_parser(
+        "backfill", help="make the firings the schedule would have made in a past span"
+    )
+    backfill.add_argument("id")
+    backfill.add_argument("--start", type=instant, required=True, help="ISO 8601 time (UTC)")
+    backfill.add_argument("--end", type=instant, default=None, help="ISO 8601 (default: now)")
+    backfill.add_argument(
+        "--overlap",
+        choices=OVERLAPS,
+        default="buffer_all",
+        help="how its firings overlap (default: buffer_all, one after another in order)",
+    )
+    backfill.set_defaults(func=backfill_command)
 
 
 async def create_command(args: argparse.Namespace) -> int:
@@ -139,8 +165,6 @@ async def act_command(args: argparse.Namespace) -> int:
             await handle.pause(note=args.note)
         elif args.verb == "unpause":
             await handle.unpause(note=args.note)
-        elif args.verb == "trigger":
-            await handle.trigger()
         else:
             await handle.delete()
     except RPCError as e:
@@ -151,7 +175,6 @@ async def act_command(args: argparse.Namespace) -> int:
     done = {
         "pause": "paused",
         "unpause": "unpaused",
-        "trigger": "fired once now",
         "delete": "deleted",
     }
     print(f"schedule {args.id} {done[args.verb]}")

@@ -4,12 +4,16 @@ tests/durability/test_versioned_deploy.py)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import time
 import uuid
 from pathlib import Path
 
 import pytest
+from temporalio.client import Client, ScheduleDescription
+from temporalio.service import RPCError
 
 from ratchet.cli import main
 from ratchet.devserver import DevServer
@@ -50,7 +54,8 @@ def test_a_schedule_made_listed_fired_paused_and_deleted_from_the_cli(
     )  # fmt: skip
     assert code == 0, err
     assert out.startswith(f"schedule {name}: a run of reporter, 0 7 * * 1-5;")
-    assert ratchet(capsys, "schedules", "trigger", name)[1] == f"schedule {name} fired once now\n"
+    code, out, _ = ratchet(capsys, "schedules", "trigger", name)
+    assert code == 0 and out.startswith(f"schedule {name} fired: started {name}-")
     assert ratchet(capsys, "schedules", "pause", name, "--note", "holidays")[0] == 0
     row = listed(capsys, name)
     assert row.split()[1:8] == ["run", "of", "reporter", "0", "7", "*", "*"]
@@ -77,6 +82,93 @@ def test_a_duration_longer_than_temporal_allows_is_refused_naming_its_flag(
     assert (exited.value.code, out) == (2, "")
     assert f"argument {flag}: 99999999999d is longer than Temporal allows" in err
     assert "at most 3652500d" in err
+
+
+def schedule_of(address: str, schedule_id: str) -> ScheduleDescription:
+    async def described() -> ScheduleDescription:
+        client = await Client.connect(address)
+        return await client.get_schedule_handle(schedule_id).describe()
+
+    return asyncio.run(described())
+
+
+def terminate_runs(address: str, schedule_id: str) -> None:
+    """End the runs a test's schedule started on a queue no worker polls."""
+
+    async def terminate() -> None:
+        client = await Client.connect(address)
+        for action in (
+            await client.get_schedule_handle(schedule_id).describe()
+        ).info.recent_actions:
+            with contextlib.suppress(RPCError):
+                await client.get_workflow_handle(action.action.workflow_id).terminate()
+        await client.get_schedule_handle(schedule_id).delete()
+
+    asyncio.run(terminate())
+
+
+def test_a_trigger_says_whether_the_schedule_fired_skipped_or_queued_and_takes_an_overlap(
+    temporal_server: DevServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("TEMPORAL_ADDRESS", temporal_server.address)
+    name = f"nudge-{uuid.uuid4().hex[:8]}"
+    code, _, err = ratchet(
+        capsys, "schedules", "create", name, "Nudge", "--agent", "nudger",
+        "--cron", "0 7 * * *", "--task-queue", name,  # no worker: a firing runs on
+    )  # fmt: skip
+    assert code == 0, err
+    code, out, _ = ratchet(capsys, "schedules", "trigger", name)
+    assert code == 0 and out.startswith(f"schedule {name} fired: started {name}-")
+    first = out.split("started ")[1].split()[0]
+    assert out.endswith("(overlap skip)\n")
+    code, out, _ = ratchet(capsys, "schedules", "trigger", name)
+    assert code == 0 and out == (
+        f"schedule {name} skipped the firing: {first} still runs and its overlap policy is "
+        f"skip; to fire anyway: ratchet schedules trigger {name} --overlap allow_all (or "
+        "buffer_one, to fire once it ends)\n"
+    )
+    code, out, _ = ratchet(capsys, "schedules", "trigger", name, "--overlap", "buffer_one")
+    assert out == (
+        f"schedule {name} queued the firing: {first} still runs (overlap buffer_one); it "
+        "starts when that ends\n"
+    )
+    code, out, _ = ratchet(capsys, "schedules", "trigger", name, "--overlap", "allow_all")
+    assert out.startswith(f"schedule {name} fired: started {name}-")
+    assert out.endswith("(overlap allow_all)\n")
+    info = schedule_of(temporal_server.address, name).info
+    assert (info.num_actions, info.num_actions_skipped_overlap) == (2, 1)
+    terminate_runs(temporal_server.address, name)
+
+
+def test_a_backfill_from_the_cli_fires_what_the_schedule_would_have_in_that_span(
+    temporal_server: DevServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("TEMPORAL_ADDRESS", temporal_server.address)
+    name = f"daily-{uuid.uuid4().hex[:8]}"
+    code, _, err = ratchet(
+        capsys, "schedules", "create", name, "Report", "--agent", "reporter",
+        "--cron", "0 7 * * *", "--task-queue", name,
+    )  # fmt: skip
+    assert code == 0, err
+    code, _, err = ratchet(
+        capsys, "schedules", "backfill", name, "--start", "2026-01-10", "--end", "2026-01-01"
+    )
+    assert code == 1 and "--end (2026-01-01 00:00:00Z) is not after --start" in err
+    code, out, err = ratchet(
+        capsys, "schedules", "backfill", name, "--start", "2026-01-10T00:00",
+        "--end", "2026-01-13T00:00", "--overlap", "allow_all",
+    )  # fmt: skip
+    assert code == 0, err
+    assert out.startswith(
+        f"schedule {name} backfilled: the firings it would have made from 2026-01-10 "
+        "00:00:00Z to 2026-01-13 00:00:00Z start now (overlap allow_all)"
+    )
+    info = schedule_of(temporal_server.address, name).info
+    scheduled = sorted(a.scheduled_at for a in info.recent_actions)
+    assert [f"{t:%m-%d %H:%M}" for t in scheduled] == ["01-10 07:00", "01-11 07:00", "01-12 07:00"]
+    terminate_runs(temporal_server.address, name)
+    code, _, err = ratchet(capsys, "schedules", "backfill", name, "--start", "2026-01-10")
+    assert code == 1 and f"there is no schedule {name!r}" in err
 
 
 def test_replay_of_saved_histories_passes_and_names_what_it_cannot_replay(
