@@ -15,6 +15,7 @@ from ._schedule_firings import backfill_command, instant, trigger_command
 
 OVERLAPS = ("skip", "buffer_one", "buffer_all", "cancel_other", "terminate_other", "allow_all")
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+MAX_NOTE_BYTES = 1000  # Temporal refuses a longer note (ratchet.wire's MAX_NOTE_BYTES)
 LONGEST = timedelta(seconds=315_576_000_000)
 """Temporal's longest duration (protobuf's: 10,000 years, 3652500d)."""
 
@@ -32,6 +33,16 @@ def duration(text: str) -> timedelta:
             f"{text} is longer than Temporal allows: at most 3652500d (10,000 years)"
         )
     return timedelta(seconds=seconds)
+
+
+def note_text(text: str) -> str:
+    """An argparse type: a schedule's note, within Temporal's 1000 bytes."""
+    size = len(text.encode())
+    if size > MAX_NOTE_BYTES:
+        raise argparse.ArgumentTypeError(
+            f"the note is {size} bytes: Temporal takes at most {MAX_NOTE_BYTES}"
+        )
+    return text
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -63,7 +74,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     create.add_argument("--jitter", type=duration, help="a random delay up to this, per firing")
     create.add_argument("--paused", action="store_true", help="create it paused")
-    create.add_argument("--note", help="a note shown with the schedule")
+    create.add_argument("--note", type=note_text, help="a note shown with the schedule")
     create.set_defaults(func=create_command)
     listing = verbs.add_parser("list", help="the namespace's schedules")
     listing.set_defaults(func=list_command)
@@ -75,7 +86,9 @@ def register(commands: argparse._SubParsersAction) -> None:
         parser = verbs.add_parser(verb, help=text)
         parser.add_argument("id")
         if verb in ("pause", "unpause"):
-            parser.add_argument("--note", default=f"{verb}d with ratchet schedules {verb}")
+            parser.add_argument(
+                "--note", type=note_text, default=f"{verb}d with ratchet schedules {verb}"
+            )
         parser.set_defaults(func=act_command)
     _register_firings(verbs)
     for parser in [

@@ -197,6 +197,18 @@ def test_replay_of_saved_histories_passes_and_names_what_it_cannot_replay(
     assert code == 1 and "is not a Temporal history in JSON" in err
 
 
+@pytest.mark.parametrize("verb", ["create", "pause", "unpause"])
+def test_a_note_longer_than_temporal_takes_is_refused_before_it_is_sent(
+    capsys: pytest.CaptureFixture[str], verb: str
+):
+    what = ["hi", "--agent", "a", "--every", "1h"] if verb == "create" else []
+    with pytest.raises(SystemExit) as exited:
+        main(["schedules", verb, "x", *what, "--note", "n" * 1001])
+    _, err = capsys.readouterr()
+    assert exited.value.code == 2
+    assert "argument --note: the note is 1001 bytes: Temporal takes at most 1000" in err
+
+
 def test_replay_of_a_history_without_its_start_says_what_the_file_lacks(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ):
