@@ -7,7 +7,7 @@ import argparse
 import asyncio
 import sys
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ._common import connect
@@ -15,6 +15,9 @@ from ._common import connect
 SETTLE_SECONDS = 5.0
 """How long a trigger waits to see what the schedule made of it (it takes well under
 a second: the schedule reads the trigger before it answers a describe)."""
+SAME_SECOND = timedelta(seconds=2)
+"""A firing this close to a trigger that started nothing took its name (the margin
+allows for the server's clock and ours)."""
 SHOWN = "%Y-%m-%d %H:%M:%S"
 
 
@@ -38,10 +41,12 @@ async def trigger_command(args: argparse.Namespace) -> int:
     if before is None:
         return 1
     overlap = ScheduleOverlapPolicy[args.overlap.upper()] if args.overlap else None
+    asked = datetime.now(UTC)
     await handle.trigger(overlap=overlap)
     after = await _settled(handle, before)
     chosen = args.overlap or before.schedule.policy.overlap.name.lower()
-    print(await _outcome(client.temporal, args.id, before, after, chosen))
+    said = await _outcome(client.temporal, args.id, before, after, chosen)
+    print(said or _unseen(args.id, after, asked))
     return 0
 
 
@@ -101,7 +106,10 @@ async def _settled(handle: Any, before: Any) -> Any:
         await asyncio.sleep(0.1)
 
 
-async def _outcome(temporal: Any, schedule_id: str, before: Any, after: Any, overlap: str) -> str:
+async def _outcome(
+    temporal: Any, schedule_id: str, before: Any, after: Any, overlap: str
+) -> str | None:
+    """What the schedule did with the trigger (``None``: nothing it shows)."""
     started, skipped, buffered = (
         a - b for a, b in zip(_counts(after), _counts(before), strict=True)
     )
@@ -121,6 +129,20 @@ async def _outcome(temporal: Any, schedule_id: str, before: Any, after: Any, ove
             f"schedule {schedule_id} skipped the firing: {busy}{lag} and its overlap policy "
             f"is {overlap}; to fire anyway: ratchet schedules trigger {schedule_id} "
             "--overlap allow_all (or buffer_one, to fire once it ends)"
+        )
+    return None
+
+
+def _unseen(schedule_id: str, after: Any, asked: datetime) -> str:
+    """What to say of a trigger the schedule shows no sign of."""
+    recent = after.info.recent_actions
+    newest = max(recent, key=lambda a: a.scheduled_at) if recent else None
+    if newest is not None and abs(newest.scheduled_at - asked) < SAME_SECOND:
+        # Temporal names a firing <schedule>-<the second it fires in>, and starts a
+        # workflow id once: a second firing in that second starts nothing.
+        return (
+            f"schedule {schedule_id} started nothing: {newest.action.workflow_id} fired "
+            "in the same second, and a firing is named by its second; trigger again"
         )
     return (
         f"schedule {schedule_id} was asked to fire, and has not acted on it yet "

@@ -9,6 +9,7 @@ import contextlib
 import json
 import time
 import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -132,6 +133,10 @@ def test_a_trigger_says_whether_the_schedule_fired_skipped_or_queued_and_takes_a
         f"schedule {name} queued the firing: {first} still runs (overlap buffer_one); it "
         "starts when that ends\n"
     )
+    # A firing is named by its schedule and its second: fire again in a later one.
+    fired_at = datetime.strptime(first.removeprefix(f"{name}-"), "%Y-%m-%dT%H:%M:%S%z")
+    while datetime.now(UTC) < fired_at + timedelta(seconds=1):
+        time.sleep(0.05)
     code, out, _ = ratchet(capsys, "schedules", "trigger", name, "--overlap", "allow_all")
     assert out.startswith(f"schedule {name} fired: started {name}-")
     assert out.endswith("(overlap allow_all)\n")
