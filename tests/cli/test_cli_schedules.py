@@ -13,7 +13,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from temporalio.client import Client, ScheduleDescription
+from temporalio.client import (
+    Client,
+    ScheduleActionExecutionStartWorkflow,
+    ScheduleDescription,
+)
 from temporalio.service import RPCError
 
 from ratchet.cli import main
@@ -98,9 +102,9 @@ def terminate_runs(address: str, schedule_id: str) -> None:
 
     async def terminate() -> None:
         client = await Client.connect(address)
-        for action in (
-            await client.get_schedule_handle(schedule_id).describe()
-        ).info.recent_actions:
+        described = await client.get_schedule_handle(schedule_id).describe()
+        for action in described.info.recent_actions:
+            assert isinstance(action.action, ScheduleActionExecutionStartWorkflow)
             with contextlib.suppress(RPCError):
                 await client.get_workflow_handle(action.action.workflow_id).terminate()
         await client.get_schedule_handle(schedule_id).delete()

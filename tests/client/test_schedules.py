@@ -235,9 +235,10 @@ async def test_a_schedule_to_a_session_with_a_long_id_pauses_when_it_closes_and_
         history = await agent_client.temporal.get_workflow_handle(firing.id).fetch_history()
         await handle.delete()
     assert firing.status == WorkflowExecutionStatus.FAILED
-    assert state.paused and state.note.startswith(f"Ratchet: session {long_id[:900]}")
-    assert state.note.endswith("… is closed; delete this schedule")
-    assert len(state.note.encode()) <= 1000
+    note = state.note or ""
+    assert state.paused and note.startswith(f"Ratchet: session {long_id[:900]}")
+    assert note.endswith("… is closed; delete this schedule")
+    assert len(note.encode()) <= 1000
     [scheduled] = [
         e.activity_task_scheduled_event_attributes
         for e in history.events
