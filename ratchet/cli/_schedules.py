@@ -35,6 +35,11 @@ def duration(text: str) -> timedelta:
     return timedelta(seconds=seconds)
 
 
+def overlap_name(text: str) -> str:
+    """An argparse type: an overlap policy, as ``allow_all``, ``allow-all`` or ``ALLOW_ALL``."""
+    return text.strip().lower().replace("-", "_")
+
+
 def note_text(text: str) -> str:
     """An argparse type: a schedule's note, within Temporal's 1000 bytes."""
     size = len(text.encode())
@@ -62,6 +67,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     create.add_argument(
         "--overlap",
         choices=OVERLAPS,
+        type=overlap_name,
         default="skip",
         help="what a firing does while the previous one still runs",
     )
@@ -105,6 +111,7 @@ def _register_firings(verbs: argparse._SubParsersAction) -> None:
     trigger.add_argument(
         "--overlap",
         choices=OVERLAPS,
+        type=overlap_name,
         help="while a firing still runs: skip this one, queue it (buffer_one), start it "
         "anyway (allow_all)... (default: the schedule's own policy)",
     )
@@ -118,6 +125,7 @@ def _register_firings(verbs: argparse._SubParsersAction) -> None:
     backfill.add_argument(
         "--overlap",
         choices=OVERLAPS,
+        type=overlap_name,
         default="buffer_all",
         help="how its firings overlap (default: buffer_all, one after another in order)",
     )

@@ -132,7 +132,7 @@ def test_a_trigger_says_whether_the_schedule_fired_skipped_or_queued_and_takes_a
         f"skip; to fire anyway: ratchet schedules trigger {name} --overlap allow_all (or "
         "buffer_one, to fire once it ends)\n"
     )
-    code, out, _ = ratchet(capsys, "schedules", "trigger", name, "--overlap", "buffer_one")
+    code, out, _ = ratchet(capsys, "schedules", "trigger", name, "--overlap", "buffer-one")
     assert out == (
         f"schedule {name} queued the firing: {first} still runs (overlap buffer_one); it "
         "starts when that ends\n"
