@@ -431,6 +431,8 @@ async def _scheduled(client: AgentClient) -> Recorded:
     return [
         ("scheduled_send_delivered", delivered),
         ("scheduled_send_to_a_closed_session", refused),
+        # Since 0.1.0, a delivery gives up after DELIVERY_ATTEMPTS (workflow.patched).
+        ("scheduled_send_with_capped_attempts", delivered),
     ]
 
 

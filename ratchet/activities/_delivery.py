@@ -16,11 +16,11 @@ from temporalio.service import RPCError, RPCStatusCode
 from ratchet.types import Message
 from ratchet.wire import (
     DELIVER_ACTIVITY,
-    SCHEDULE_PAUSED_NOTE,
     SEND_UPDATE,
     Delivery,
     SendOutcome,
     SendRequest,
+    paused_note,
     send_digest,
 )
 
@@ -42,14 +42,19 @@ async def deliver_scheduled_message(delivery: Delivery) -> str:
             result_type=SendOutcome,
         )
     except RPCError as e:
+        if e.status == RPCStatusCode.INVALID_ARGUMENT:  # the same request fails the same way
+            raise ApplicationError(
+                f"Temporal refused the scheduled message to session {delivery.session_id}: "
+                f"{e.message}",
+                type="InvalidInput",
+                non_retryable=True,
+            ) from None
         if e.status != RPCStatusCode.NOT_FOUND or not await _closed(client, delivery):
             raise  # Temporal out of reach, a busy session, a continue-as-new: retried
-        await _pause(client, delivery)
+        paused = await _pause(client, delivery)
         raise ApplicationError(
             f"Session {delivery.session_id} is closed (or does not exist): the scheduled "
-            f"message was not sent"
-            + (f"; schedule {delivery.schedule_id} is paused" if delivery.schedule_id else "")
-            + ".",
+            f"message was not sent{paused}.",
             type="SessionClosed",
             non_retryable=True,
         ) from None
@@ -73,11 +78,18 @@ async def _closed(client: Client, delivery: Delivery) -> bool:
     return description.status != WorkflowExecutionStatus.RUNNING
 
 
-async def _pause(client: Client, delivery: Delivery) -> None:
-    if delivery.schedule_id:
-        note = SCHEDULE_PAUSED_NOTE.format(session=delivery.session_id)
-        try:
-            await client.get_schedule_handle(delivery.schedule_id).pause(note=note)
-        except RPCError as e:  # deleted meanwhile: nothing to pause
-            if e.status != RPCStatusCode.NOT_FOUND:
-                raise
+async def _pause(client: Client, delivery: Delivery) -> str:
+    """Pause the schedule that fired; returns what became of it, for the failure."""
+    if not delivery.schedule_id:
+        return ""
+    try:
+        await client.get_schedule_handle(delivery.schedule_id).pause(
+            note=paused_note(delivery.session_id)
+        )
+    except RPCError as e:
+        if e.status == RPCStatusCode.NOT_FOUND:  # deleted meanwhile: nothing to pause
+            return ""
+        if e.status != RPCStatusCode.INVALID_ARGUMENT:
+            raise
+        return f"; schedule {delivery.schedule_id} could not be paused: {e.message}"
+    return f"; schedule {delivery.schedule_id} is paused"

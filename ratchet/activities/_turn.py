@@ -53,6 +53,7 @@ from ._prompt_fit import Fitted, PromptFit
 from ._resources import WorkerResources
 from ._state_refs import StateCache, new_write_id, resolve_state
 from ._turn_result import check_size, turn_output
+from ._unhosted_agent import pause_its_schedule
 
 AgentFactory = Agent | Callable[[], Agent]
 
@@ -160,7 +161,10 @@ class TurnActivities:
                 await handle.report_cancellation()
             activity.raise_complete_async()
         except (UsageError, ThreadResolutionError) as e:
-            raise ApplicationError(str(e), type=type(e).__name__, non_retryable=True) from e
+            paused = await pause_its_schedule(e) if isinstance(e, AgentNotFoundError) else ""
+            raise ApplicationError(
+                str(e) + paused, type=type(e).__name__, non_retryable=True
+            ) from e
         except ModelError as e:
             delay = timedelta(seconds=e.retry_after) if e.retry_after is not None else None
             raise ApplicationError(

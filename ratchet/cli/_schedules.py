@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
 from ._common import add_connection_arguments, connect
 from ._printing import table
+from ._schedule_firings import backfill_command, instant, trigger_command
 
 OVERLAPS = ("skip", "buffer_one", "buffer_all", "cancel_other", "terminate_other", "allow_all")
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+MAX_NOTE_BYTES = 1000  # Temporal refuses a longer note (ratchet.wire's MAX_NOTE_BYTES)
+LONGEST = timedelta(seconds=315_576_000_000)
+"""Temporal's longest duration (protobuf's: 10,000 years, 3652500d)."""
 
 
 def duration(text: str) -> timedelta:
@@ -22,7 +27,27 @@ def duration(text: str) -> timedelta:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a duration: give seconds or a number with s, m, h or d (15m)"
         )
-    return timedelta(seconds=float(match[1]) * UNITS[match[2] or "s"])
+    seconds = float(match[1]) * UNITS[match[2] or "s"]
+    if seconds > LONGEST.total_seconds():
+        raise argparse.ArgumentTypeError(
+            f"{text} is longer than Temporal allows: at most 3652500d (10,000 years)"
+        )
+    return timedelta(seconds=seconds)
+
+
+def overlap_name(text: str) -> str:
+    """An argparse type: an overlap policy, as ``allow_all``, ``allow-all`` or ``ALLOW_ALL``."""
+    return text.strip().lower().replace("-", "_")
+
+
+def note_text(text: str) -> str:
+    """An argparse type: a schedule's note, within Temporal's 1000 bytes."""
+    size = len(text.encode())
+    if size > MAX_NOTE_BYTES:
+        raise argparse.ArgumentTypeError(
+            f"the note is {size} bytes: Temporal takes at most {MAX_NOTE_BYTES}"
+        )
+    return text
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -42,6 +67,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     create.add_argument(
         "--overlap",
         choices=OVERLAPS,
+        type=overlap_name,
         default="skip",
         help="what a firing does while the previous one still runs",
     )
@@ -54,27 +80,56 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     create.add_argument("--jitter", type=duration, help="a random delay up to this, per firing")
     create.add_argument("--paused", action="store_true", help="create it paused")
-    create.add_argument("--note", help="a note shown with the schedule")
+    create.add_argument("--note", type=note_text, help="a note shown with the schedule")
     create.set_defaults(func=create_command)
     listing = verbs.add_parser("list", help="the namespace's schedules")
     listing.set_defaults(func=list_command)
     for verb, text in (
         ("pause", "stop firing until unpaused"),
         ("unpause", "fire again"),
-        ("trigger", "fire once now"),
         ("delete", "delete it (runs it started keep running)"),
     ):
         parser = verbs.add_parser(verb, help=text)
         parser.add_argument("id")
         if verb in ("pause", "unpause"):
-            parser.add_argument("--note", default=f"{verb}d with ratchet schedules {verb}")
+            parser.add_argument(
+                "--note", type=note_text, default=f"{verb}d with ratchet schedules {verb}"
+            )
         parser.set_defaults(func=act_command)
+    _register_firings(verbs)
     for parser in [
         create,
         listing,
-        *(verbs.choices[v] for v in ("pause", "unpause", "trigger", "delete")),
+        *(verbs.choices[v] for v in ("pause", "unpause", "trigger", "backfill", "delete")),
     ]:
         add_connection_arguments(parser, queue_help="the task queue scheduled runs start on")
+
+
+def _register_firings(verbs: argparse._SubParsersAction) -> None:
+    trigger = verbs.add_parser("trigger", help="fire once now, and say what became of it")
+    trigger.add_argument("id")
+    trigger.add_argument(
+        "--overlap",
+        choices=OVERLAPS,
+        type=overlap_name,
+        help="while a firing still runs: skip this one, queue it (buffer_one), start it "
+        "anyway (allow_all)... (default: the schedule's own policy)",
+    )
+    trigger.set_defaults(func=trigger_command)
+    backfill = verbs.add_parser(
+        "backfill", help="make the firings the schedule would have made in a past span"
+    )
+    backfill.add_argument("id")
+    backfill.add_argument("--start", type=instant, required=True, help="ISO 8601 time (UTC)")
+    backfill.add_argument("--end", type=instant, default=None, help="ISO 8601 (default: now)")
+    backfill.add_argument(
+        "--overlap",
+        choices=OVERLAPS,
+        type=overlap_name,
+        default="buffer_all",
+        help="how its firings overlap (default: buffer_all, one after another in order)",
+    )
+    backfill.set_defaults(func=backfill_command)
 
 
 async def create_command(args: argparse.Namespace) -> int:
@@ -131,19 +186,16 @@ async def act_command(args: argparse.Namespace) -> int:
             await handle.pause(note=args.note)
         elif args.verb == "unpause":
             await handle.unpause(note=args.note)
-        elif args.verb == "trigger":
-            await handle.trigger()
         else:
             await handle.delete()
     except RPCError as e:
         if e.status != RPCStatusCode.NOT_FOUND:
             raise
-        print(f"error: there is no schedule {args.id!r} (ratchet schedules list)")
+        print(f"error: there is no schedule {args.id!r} (ratchet schedules list)", file=sys.stderr)
         return 1
     done = {
         "pause": "paused",
         "unpause": "unpaused",
-        "trigger": "fired once now",
         "delete": "deleted",
     }
     print(f"schedule {args.id} {done[args.verb]}")

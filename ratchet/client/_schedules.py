@@ -40,6 +40,7 @@ from ratchet.wire import (
     RunOptions,
     ScheduledMessage,
     new_messages,
+    schedule_note,
 )
 
 if TYPE_CHECKING:
@@ -110,7 +111,7 @@ async def create_schedule(
             jitter=jitter,
         ),
         policy=SchedulePolicy(overlap=overlap, catchup_window=catchup_window),
-        state=ScheduleState(paused=paused, note=note or f"Ratchet: {what}"),
+        state=ScheduleState(paused=paused, note=note or schedule_note(f"Ratchet: {what}")),
     )
     try:
         return await client.temporal.create_schedule(

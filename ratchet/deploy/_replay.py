@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from temporalio import workflow
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHistory
 from temporalio.converter import DataConverter
 from temporalio.runtime import (
@@ -43,6 +44,7 @@ RATCHET_WORKFLOWS: tuple[type, ...] = (*WORKFLOWS, RerunBatchWorkflow)
 DEFAULT_LIMIT = 1000
 NOT_GIVEN = "not replayed"
 ERROR_CHARS = 2000
+SAVE_ONE = "temporal workflow show --workflow-id ID --output json"
 
 
 @dataclass(frozen=True)
@@ -143,6 +145,7 @@ async def replay(
     mismatches: list[Mismatch] = []
     replayable: list[WorkflowHistory] = []
     async for history in _each(histories):
+        _check_whole(history, f"The history of {history.workflow_id}")
         kind = _workflow_type(history)
         if kind in names:
             replayable.append(history)
@@ -178,12 +181,28 @@ def load_history(path: Path) -> WorkflowHistory:
     --output json``'s download, or ``tests/record_histories.py``'s), named by its
     path (its workflow id is not in it)."""
     try:
-        return WorkflowHistory.from_json(str(path), json.loads(path.read_text()))
+        history = WorkflowHistory.from_json(str(path), json.loads(path.read_text()))
     except (ValueError, TypeError, KeyError) as e:  # not JSON, or not a history's
         raise InvalidInputError(
-            f"{path} is not a Temporal history in JSON ({e}); save one with "
-            "temporal workflow show --workflow-id ID --output json."
+            f"{path} is not a Temporal history in JSON ({e}); save one with {SAVE_ONE}."
         ) from None
+    _check_whole(history, str(path))
+    return history
+
+
+def _check_whole(history: WorkflowHistory, name: str) -> None:
+    """Refuse a history that does not start where a run starts: replay needs it all."""
+    if not history.events:
+        raise InvalidInputError(f"{name} holds no events: save a whole history with {SAVE_ONE}.")
+    first = history.events[0]
+    if not first.HasField("workflow_execution_started_event_attributes"):
+        name_parts = EventType.Name(first.event_type).removeprefix("EVENT_TYPE_").split("_")
+        kind = "".join(part.capitalize() for part in name_parts)
+        raise InvalidInputError(
+            f"{name} starts at event {first.event_id} ({kind}), not at the run's "
+            "WorkflowExecutionStarted: replay needs the whole history from its first "
+            f"event; save it with {SAVE_ONE}."
+        )
 
 
 async def _each(

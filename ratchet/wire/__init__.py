@@ -65,7 +65,13 @@ from ._run_record import (
     find_mark,
     settled,
 )
-from ._schedule_data import SCHEDULE_PAUSED_NOTE, Delivery, ScheduledMessage
+from ._schedule_data import (
+    SCHEDULE_PAUSED_NOTE,
+    Delivery,
+    ScheduledMessage,
+    paused_note,
+    schedule_note,
+)
 from ._search_attributes import (
     AGENT_COST_USD,
     AGENT_NAME,
@@ -171,6 +177,8 @@ __all__ = [
     "RunRecord",
     "RunResult",
     "SCHEDULE_PAUSED_NOTE",
+    "schedule_note",
+    "paused_note",
     "SCHEDULED_SEND_WORKFLOW",
     "ScheduledMessage",
     "SEARCH_ATTRIBUTES",

@@ -5,6 +5,25 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 SCHEDULE_PAUSED_NOTE = "Ratchet: session {session} is closed; delete this schedule"
+MAX_NOTE_BYTES = 1000
+"""Temporal's limit on a schedule's note: it refuses a longer one (a pause too)."""
+CUT = "…"
+
+
+def schedule_note(text: str, limit: int = MAX_NOTE_BYTES) -> str:
+    """``text``, cut to ``limit`` bytes of UTF-8 (never inside a character) with an
+    ellipsis where it was cut, so Temporal takes it as a schedule's note."""
+    data = text.encode()
+    if len(data) <= limit:
+        return text
+    return data[: limit - len(CUT.encode())].decode(errors="ignore") + CUT
+
+
+def paused_note(session_id: str) -> str:
+    """``SCHEDULE_PAUSED_NOTE`` for ``session_id``: a session id too long for the note
+    is cut, so what to do still shows."""
+    room = MAX_NOTE_BYTES - len(SCHEDULE_PAUSED_NOTE.format(session="").encode())
+    return SCHEDULE_PAUSED_NOTE.format(session=schedule_note(session_id, room))
 
 
 class ScheduledMessage(BaseModel):

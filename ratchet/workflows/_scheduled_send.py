@@ -5,7 +5,8 @@ Update, which workflow code cannot send. So each firing starts this workflow, an
 its one activity sends the message. The request id is the firing's workflow id,
 which the schedule makes from its own id and the scheduled time: a retried
 delivery (a worker killed mid-send) is the same request, and the session runs it
-once. A closed session pauses the schedule, saying why, and fails the firing.
+once. A closed session pauses the schedule, saying why, and fails the firing; a
+delivery that keeps failing gives up after ``DELIVERY_ATTEMPTS``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,11 @@ SCHEDULED_BY = SearchAttributeKey.for_keyword("TemporalScheduledById")
 DELIVERY_TIMEOUT = timedelta(seconds=60)
 NOT_RETRIED = ["SessionClosed", "InvalidInput"]
 """Failures a delivery does not retry: the session is gone, or it refused the message."""
+DELIVERY_ATTEMPTS = 20
+"""A delivery's attempts, about 15 minutes of them: one that retried for ever would keep
+its schedule (overlap SKIP) from ever firing again."""
+ATTEMPTS_CAPPED = "ratchet-delivery-attempts-capped"
+"""The patch (since 0.1.0) under which a delivery gives up after DELIVERY_ATTEMPTS."""
 
 
 @workflow.defn(name=SCHEDULED_SEND_WORKFLOW, sandboxed=SANDBOXED)
@@ -51,7 +57,9 @@ class ScheduledSendWorkflow:
             result_type=str,
             start_to_close_timeout=DELIVERY_TIMEOUT,
             retry_policy=RetryPolicy(
-                maximum_interval=timedelta(minutes=1), non_retryable_error_types=NOT_RETRIED
+                maximum_interval=timedelta(minutes=1),
+                maximum_attempts=DELIVERY_ATTEMPTS if workflow.patched(ATTEMPTS_CAPPED) else 0,
+                non_retryable_error_types=NOT_RETRIED,
             ),
             summary=f"send to {message.session_id}",
         )

@@ -5,11 +5,21 @@ tests/durability/test_versioned_deploy.py)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import time
 import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
+from temporalio.client import (
+    Client,
+    ScheduleActionExecutionStartWorkflow,
+    ScheduleDescription,
+)
 from temporalio.common import WorkerDeploymentVersion
+from temporalio.service import RPCError
 from temporalio.worker import WorkerDeploymentConfig
 
 from ratchet.cli import main
@@ -55,7 +65,8 @@ def test_a_schedule_made_listed_fired_paused_and_deleted_from_the_cli(
     )  # fmt: skip
     assert code == 0, err
     assert out.startswith(f"schedule {name}: a run of reporter, 0 7 * * 1-5;")
-    assert ratchet(capsys, "schedules", "trigger", name)[1] == f"schedule {name} fired once now\n"
+    code, out, _ = ratchet(capsys, "schedules", "trigger", name)
+    assert code == 0 and out.startswith(f"schedule {name} fired: started {name}-")
     assert ratchet(capsys, "schedules", "pause", name, "--note", "holidays")[0] == 0
     row = listed(capsys, name)
     assert row.split()[1:8] == ["run", "of", "reporter", "0", "7", "*", "*"]
@@ -65,8 +76,114 @@ def test_a_schedule_made_listed_fired_paused_and_deleted_from_the_cli(
     )
     assert code == 1 and "exists already" in err
     assert ratchet(capsys, "schedules", "delete", name)[0] == 0
+    for verb in ("pause", "unpause", "trigger", "delete"):
+        code, out, err = ratchet(capsys, "schedules", verb, name)
+        assert (code, out) == (1, "") and f"there is no schedule {name!r}" in err
+
+
+@pytest.mark.parametrize("flag", ["--every", "--jitter", "--catchup"])
+def test_a_duration_longer_than_temporal_allows_is_refused_naming_its_flag(
+    capsys: pytest.CaptureFixture[str], flag: str
+):
+    when = [] if flag == "--every" else ["--every", "1h"]
+    args = ("schedules", "create", "x", "hi", "--agent", "a", *when, flag, "99999999999d")
+    with pytest.raises(SystemExit) as exited:  # argparse's usage error
+        main(list(args))
+    out, err = capsys.readouterr()
+    assert (exited.value.code, out) == (2, "")
+    assert f"argument {flag}: 99999999999d is longer than Temporal allows" in err
+    assert "at most 3652500d" in err
+
+
+def schedule_of(address: str, schedule_id: str) -> ScheduleDescription:
+    async def described() -> ScheduleDescription:
+        client = await Client.connect(address)
+        return await client.get_schedule_handle(schedule_id).describe()
+
+    return asyncio.run(described())
+
+
+def terminate_runs(address: str, schedule_id: str) -> None:
+    """End the runs a test's schedule started on a queue no worker polls."""
+
+    async def terminate() -> None:
+        client = await Client.connect(address)
+        described = await client.get_schedule_handle(schedule_id).describe()
+        for action in described.info.recent_actions:
+            assert isinstance(action.action, ScheduleActionExecutionStartWorkflow)
+            with contextlib.suppress(RPCError):
+                await client.get_workflow_handle(action.action.workflow_id).terminate()
+        await client.get_schedule_handle(schedule_id).delete()
+
+    asyncio.run(terminate())
+
+
+def test_a_trigger_says_whether_the_schedule_fired_skipped_or_queued_and_takes_an_overlap(
+    temporal_server: DevServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("TEMPORAL_ADDRESS", temporal_server.address)
+    name = f"nudge-{uuid.uuid4().hex[:8]}"
+    code, _, err = ratchet(
+        capsys, "schedules", "create", name, "Nudge", "--agent", "nudger",
+        "--cron", "0 7 * * *", "--task-queue", name,  # no worker: a firing runs on
+    )  # fmt: skip
+    assert code == 0, err
     code, out, _ = ratchet(capsys, "schedules", "trigger", name)
-    assert code == 1 and f"there is no schedule {name!r}" in out
+    assert code == 0 and out.startswith(f"schedule {name} fired: started {name}-")
+    first = out.split("started ")[1].split()[0]
+    assert out.endswith("(overlap skip)\n")
+    code, out, _ = ratchet(capsys, "schedules", "trigger", name)
+    assert code == 0 and out == (
+        f"schedule {name} skipped the firing: {first} still runs and its overlap policy is "
+        f"skip; to fire anyway: ratchet schedules trigger {name} --overlap allow_all (or "
+        "buffer_one, to fire once it ends)\n"
+    )
+    code, out, _ = ratchet(capsys, "schedules", "trigger", name, "--overlap", "buffer-one")
+    assert out == (
+        f"schedule {name} queued the firing: {first} still runs (overlap buffer_one); it "
+        "starts when that ends\n"
+    )
+    # A firing is named by its schedule and its second: fire again in a later one.
+    fired_at = datetime.strptime(first.removeprefix(f"{name}-"), "%Y-%m-%dT%H:%M:%S%z")
+    while datetime.now(UTC) < fired_at + timedelta(seconds=1):
+        time.sleep(0.05)
+    code, out, _ = ratchet(capsys, "schedules", "trigger", name, "--overlap", "allow_all")
+    assert out.startswith(f"schedule {name} fired: started {name}-")
+    assert out.endswith("(overlap allow_all)\n")
+    info = schedule_of(temporal_server.address, name).info
+    assert (info.num_actions, info.num_actions_skipped_overlap) == (2, 1)
+    terminate_runs(temporal_server.address, name)
+
+
+def test_a_backfill_from_the_cli_fires_what_the_schedule_would_have_in_that_span(
+    temporal_server: DevServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("TEMPORAL_ADDRESS", temporal_server.address)
+    name = f"daily-{uuid.uuid4().hex[:8]}"
+    code, _, err = ratchet(
+        capsys, "schedules", "create", name, "Report", "--agent", "reporter",
+        "--cron", "0 7 * * *", "--task-queue", name,
+    )  # fmt: skip
+    assert code == 0, err
+    code, _, err = ratchet(
+        capsys, "schedules", "backfill", name, "--start", "2026-01-10", "--end", "2026-01-01"
+    )
+    assert code == 1 and "--end (2026-01-01 00:00:00Z) is not after --start" in err
+    code, out, err = ratchet(
+        capsys, "schedules", "backfill", name, "--start", "2026-01-10T00:00",
+        "--end", "2026-01-13T00:00", "--overlap", "allow_all",
+    )  # fmt: skip
+    assert code == 0, err
+    assert out.startswith(
+        f"schedule {name} backfilled: the firings it would have made from 2026-01-10 "
+        "00:00:00Z to 2026-01-13 00:00:00Z start now (overlap allow_all)"
+    )
+    info = schedule_of(temporal_server.address, name).info
+    scheduled = sorted(a.scheduled_at for a in info.recent_actions)
+    assert [f"{t:%m-%d %H:%M}" for t in scheduled] == ["01-10 07:00", "01-11 07:00", "01-12 07:00"]
+    terminate_runs(temporal_server.address, name)
+    code, _, err = ratchet(capsys, "schedules", "backfill", name, "--start", "2026-01-10")
+    assert code == 1 and f"there is no schedule {name!r}" in err
 
 
 def test_replay_of_saved_histories_passes_and_names_what_it_cannot_replay(
@@ -93,6 +210,35 @@ def test_replay_of_saved_histories_passes_and_names_what_it_cannot_replay(
     assert code == 1 and "no such file" in err
     code, _, err = ratchet(capsys, "replay", str(HISTORIES / "release-0.1.0" / "README.md"))
     assert code == 1 and "is not a Temporal history in JSON" in err
+
+
+@pytest.mark.parametrize("verb", ["create", "pause", "unpause"])
+def test_a_note_longer_than_temporal_takes_is_refused_before_it_is_sent(
+    capsys: pytest.CaptureFixture[str], verb: str
+):
+    what = ["hi", "--agent", "a", "--every", "1h"] if verb == "create" else []
+    with pytest.raises(SystemExit) as exited:
+        main(["schedules", verb, "x", *what, "--note", "n" * 1001])
+    _, err = capsys.readouterr()
+    assert exited.value.code == 2
+    assert "argument --note: the note is 1001 bytes: Temporal takes at most 1000" in err
+
+
+def test_replay_of_a_history_without_its_start_says_what_the_file_lacks(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+):
+    empty = tmp_path / "empty.json"
+    empty.write_text('{"events": []}')
+    code, out, err = ratchet(capsys, "replay", str(empty))
+    assert (code, out) == (1, "")
+    assert f"{empty} holds no events: save a whole history with temporal workflow show" in err
+    whole = json.loads((HISTORIES / "fan_out.json").read_text())
+    fragment = tmp_path / "fragment.json"
+    fragment.write_text(json.dumps({"events": whole["events"][2:]}))
+    code, out, err = ratchet(capsys, "replay", str(fragment))
+    assert (code, out) == (1, "")
+    assert f"{fragment} starts at event 3 (WorkflowTaskStarted), not at the run's " in err
+    assert "WorkflowExecutionStarted: replay needs the whole history" in err
 
 
 def test_a_versioned_worker_needs_both_its_deployment_and_its_build(

@@ -14,8 +14,10 @@ from temporalio.client import (
     ScheduleHandle,
     ScheduleOverlapPolicy,
     WorkflowExecutionStatus,
+    WorkflowFailureError,
 )
 from temporalio.common import SearchAttributeKey
+from temporalio.exceptions import ApplicationError
 
 from ratchet.agents import ScriptedModel, ToolCallingAgent, tool
 from ratchet.client import AgentClient, schedule_runs_query
@@ -24,6 +26,7 @@ from ratchet.wire import RunResult
 from ratchet.wire._schedule_data import ScheduledMessage
 from ratchet.worker import build_worker
 from ratchet.workflows import ScheduledSendWorkflow
+from ratchet.workflows._scheduled_send import DELIVERY_ATTEMPTS
 
 from ..history import until
 
@@ -185,6 +188,63 @@ async def test_a_message_scheduled_to_a_closed_session_pauses_its_schedule(
         state.paused
         and state.note == f"Ratchet: session {session.id} is closed; delete this schedule"
     )
+
+
+async def test_a_schedule_of_an_agent_no_worker_hosts_pauses_after_its_first_failed_run(
+    agent_client: AgentClient,
+):
+    schedule_id = f"typo-{agent_client.task_queue}"
+    async with build_worker(agent_client, {"reporter": reporter()}):
+        handle = await agent_client.schedule(schedule_id, "Report", agent="reproter", cron=DAILY)
+        await handle.trigger()
+        [run] = await runs(agent_client, schedule_id, 1)
+        state = (await handle.describe()).schedule.state
+        failed = agent_client.temporal.get_workflow_handle(run.id, result_type=RunResult)
+        with pytest.raises(WorkflowFailureError) as raised:
+            await failed.result()
+        await handle.delete()
+    assert run.status == WorkflowExecutionStatus.FAILED
+    assert state.paused and state.note == (
+        f"Ratchet: no worker on task queue {agent_client.task_queue} hosts agent reproter "
+        "(its runs fail); host it, or delete this schedule and make one that names a "
+        "hosted agent, then unpause"
+    )
+    error: BaseException | None = raised.value
+    while error is not None and not isinstance(error, ApplicationError):
+        error = error.__cause__ or getattr(error, "cause", None)
+    cause = str(error)  # the turn's failure, which failed the run
+    assert 'Agent "reproter" is not registered' in cause
+    assert cause.endswith(f"Its schedule {schedule_id} is paused.")
+
+
+async def test_a_schedule_to_a_session_with_a_long_id_pauses_when_it_closes_and_gives_up(
+    agent_client: AgentClient,
+):
+    # Temporal takes ids of up to 1000 characters, and notes of up to 1000 bytes: the
+    # notes that name such a session are cut to fit, and its delivery retries a while.
+    long_id = f"session-{agent_client.task_queue}-".ljust(975, "x")
+    async with build_worker(agent_client, {"reporter": reporter()}):
+        session = await agent_client.start_session("reporter", session_id=long_id)
+        schedule_id = f"long-{agent_client.task_queue}"
+        handle = await agent_client.schedule(schedule_id, "ping", session=long_id, cron=DAILY)
+        await session.close()
+        await handle.trigger()
+        async with asyncio.timeout(60):  # a delivery that retries for ever never ends
+            [firing] = await runs(agent_client, schedule_id, 1)
+        state = (await handle.describe()).schedule.state
+        history = await agent_client.temporal.get_workflow_handle(firing.id).fetch_history()
+        await handle.delete()
+    assert firing.status == WorkflowExecutionStatus.FAILED
+    note = state.note or ""
+    assert state.paused and note.startswith(f"Ratchet: session {long_id[:900]}")
+    assert note.endswith("… is closed; delete this schedule")
+    assert len(note.encode()) <= 1000
+    [scheduled] = [
+        e.activity_task_scheduled_event_attributes
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    ]
+    assert scheduled.retry_policy.maximum_attempts == DELIVERY_ATTEMPTS
 
 
 async def test_a_schedule_is_refused_before_it_is_made_when_it_cannot_work(

@@ -77,6 +77,7 @@ def test_histories_are_recorded():
         "agent_run_reanchored_while_waiting",
         "scheduled_send_delivered",
         "scheduled_send_to_a_closed_session",
+        "scheduled_send_with_capped_attempts",
         "research_and_review",
         "shared_plan_with_conflict",
         "writer_critic_loop",
