@@ -100,21 +100,22 @@ def confirmer() -> ToolCallingAgent:
     return ToolCallingAgent(ScriptedModel(_confirm, stream=True))
 
 
+class SlowWriter(Writer):
+    """``Writer`` at a word every 200 ms (twelve seconds): time enough for a test to
+    see the reply streaming and kill its worker before it ends."""
+
+    pause = 0.2
+
+
 AGENTS = {
     "echo": Echo,
     "chatty": Chatty,
     "slow": Slow,
     "billing": billing,
     "writer": Writer,
+    "slow_writer": SlowWriter,
     "confirmer": confirmer,
 }
-
-
-class SlowWriter(Writer):
-    """``Writer`` at a word every 200 ms (twelve seconds): time enough for a test to
-    see the reply streaming and kill its worker before it ends."""
-
-    pause = 0.2
 
 
 PAGE_AGENTS = {**AGENTS, "slow_writer": SlowWriter}

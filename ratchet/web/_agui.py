@@ -8,7 +8,9 @@ else a client may hold). ``runId`` names the send (its request id is
 ``agui-<runId>``), so a retried POST sends nothing twice and re-attaches to the
 run it names: from ``Last-Event-ID`` on if given, else from now on, or with how
 that run ended if it has (see ``agui_runs``). A message sent while a run is in
-progress waits for it, as the session's ``steering`` says (``queue`` by default).
+progress waits for it, as the session's ``steering`` says (``queue`` by default),
+unless nobody follows that run any more: then it stops, and the message runs at
+once (``forwardedProps.steering`` chooses otherwise: see ``agui_steering``).
 
 The run's ``tools`` (frontend tools) are offered to the model for the run its POST
 sends; a call to one finishes the AG-UI run with the call in ``pendingToolCallIds``
@@ -30,7 +32,6 @@ from typing import Annotated
 
 from ag_ui.core import ResumeEntry, RunAgentInput
 from fastapi import APIRouter, Depends, Header, Request
-from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
 
 from ratchet.client import AgentClient, SessionHandle
@@ -50,8 +51,10 @@ from . import _agui_history as agui_history
 from . import _agui_runs as agui_runs
 from . import _sse as sse
 from ._agui_runs import WAITING, Follow, request_id
-from ._agui_stream import stream
+from ._agui_steering import Steering, make_way, options, steering_of
+from ._agui_stream import Response, stream
 from ._bodies import SESSION_ID
+from ._hub import Hub
 from ._routes import Who, client_of, identity
 
 SSE = "text/event-stream"
@@ -61,15 +64,15 @@ MAX_ID = 200
 agui = APIRouter(prefix="/v1/agui", dependencies=[Depends(identity)], tags=["AG-UI"])
 
 
-@agui.post("", response_class=StreamingResponse)
-@agui.post("/{agent}", response_class=StreamingResponse)
+@agui.post("", response_class=Response)
+@agui.post("/{agent}", response_class=Response)
 async def run_agent(
     body: RunAgentInput,
     request: Request,
     who: Who,
     agent: str | None = None,
     last_event_id: Annotated[str | None, Header()] = None,
-) -> StreamingResponse:
+) -> Response:
     """Runs the agent on the thread (an AG-UI ``RunAgentInput``); the response is the
     run's AG-UI events as SSE, each with the session event's offset as its ``id``."""
     _check_ids(body)
@@ -79,16 +82,19 @@ async def run_agent(
     session, status = await _session(client, body, name)
     held = (await session.thread()).messages if status is not None else []
     sent = agui_history.read(body.messages, held, waiting=await _client_calls(session, status))
-    tools = _client_tools(body)
+    tools, steering = _client_tools(body), steering_of(body)
     if status is None:  # the input is sound: now the thread's session starts
-        session = await client.start_session(name, session_id=body.thread_id)
+        session = await client.start_session(
+            name, session_id=body.thread_id, options=options(steering)
+        )
     state = translate.state_of(await session.agent_state(), name)  # before the run changes it
     if after is not None:
         follow = await _reattach(client, session, body, after, started=not sent.new)
     else:
-        follow = await _prepare(client, session, status, body, (sent, tools), who)
+        way = (request.app.state.hub, steering)
+        follow = await _prepare(client, session, status, body, (sent, tools, way), who)
     events = stream(request.app.state.hub, session, body, follow, (name, state))
-    return StreamingResponse(events, media_type=SSE, headers={"Cache-Control": "no-cache"})
+    return Response(events, media_type=SSE, headers={"Cache-Control": "no-cache"})
 
 
 def _check_ids(body: RunAgentInput) -> None:
@@ -146,12 +152,13 @@ async def _prepare(
     session: SessionHandle,
     status: SessionStatus | None,
     body: RunAgentInput,
-    given: tuple[agui_history.Sent, list[ClientTool]],
+    given: tuple[agui_history.Sent, list[ClientTool], tuple[Hub, Steering | None]],
     who: str,
 ) -> Follow:
     """Answer the interrupts in ``resume`` or the frontend tool calls, or send the new
-    messages (with the run's frontend tools); what to stream."""
-    (sent, tools), status = given, status or await session.status()
+    messages (with the run's frontend tools, once the run in progress made way);
+    what to stream."""
+    (sent, tools, way), status = given, status or await session.status()
     if body.resume or sent.results:
         if sent.new:
             raise InvalidInputError(
@@ -186,6 +193,8 @@ async def _prepare(
             f"Session {session.id} has a run in progress that waits for "
             f"{'; '.join(status.waiting_for)}: {how}."
         )
+    hub, steering = way
+    await make_way(hub, session, status, steering)
     start = await session.event_offset()
     await _send(session, sent.new, body.run_id, tools)
     run = translate.Translation(session.id, None, request_id=request_id(body.run_id))

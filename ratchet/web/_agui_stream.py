@@ -9,7 +9,8 @@ cut off at any point resumes with ``Last-Event-ID`` exactly where it was.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from typing import Any
 
 from ag_ui.core import (
@@ -26,6 +27,7 @@ from ag_ui.core import (
     RunStartedEvent,
     StateSnapshotEvent,
 )
+from fastapi.responses import StreamingResponse
 
 from ratchet.client import SessionHandle
 from ratchet.types import (
@@ -45,15 +47,26 @@ from ._hub import Hub
 STOPPED = (AgentStatus.CANCELLED, AgentStatus.INTERRUPTED)
 
 
+class Response(StreamingResponse):
+    """A stream that ends the moment its client hangs up: its events are closed
+    then, not when they are collected, so it stops counting as a watcher at once
+    (``Hub.watching``: a new message stops a run nobody follows)."""
+
+    async def stream_response(self, send: Any) -> None:
+        events = self.body_iterator
+        assert isinstance(events, AsyncGenerator)
+        async with aclosing(events):
+            await super().stream_response(send)
+
+
 async def stream(
     hub: Hub,
     session: SessionHandle,
     body: RunAgentInput,
     follow: Follow,
     agent_state: tuple[str, dict[str, Any]],
-) -> AsyncIterator[str]:
+) -> AsyncGenerator[str]:
     """The run's AG-UI events (see the module's docstring)."""
-    (agent, state), run = agent_state, follow.run
     started = RunStartedEvent(
         thread_id=body.thread_id,
         run_id=body.run_id,
@@ -61,38 +74,63 @@ async def stream(
         protocol_version=PROTOCOL_VERSION,
     )
     yield frame(started, follow.first_id)
-    yield frame(StateSnapshotEvent(snapshot=state))
-    ending: list[BaseEvent] = []
+    yield frame(StateSnapshotEvent(snapshot=agent_state[1]))
     if follow.ended is not None or not follow.live:
-        ending = await _ending(session, body, run, follow.ended[1] if follow.ended else None)
-    else:
-        try:
-            async for item in hub.watch(session.id, follow.start):
+        ended = follow.ended[1] if follow.ended else None
+        for e in await _ending(session, body, follow.run, ended):
+            yield frame(e)
+        return
+    async with aclosing(_live(hub, session, body, follow, agent_state)) as frames:
+        async for text in frames:
+            yield text
+
+
+async def _live(
+    hub: Hub,
+    session: SessionHandle,
+    body: RunAgentInput,
+    follow: Follow,
+    agent_state: tuple[str, dict[str, Any]],
+) -> AsyncGenerator[str]:
+    """The frames of a run followed as it goes, then of how it ended."""
+    run, ending = follow.run, list[BaseEvent]()
+    try:
+        async with aclosing(hub.watch(session.id, follow.start)) as items:
+            async for item in items:
                 if item is None:
                     yield ": keep-alive\n\n"
                     continue
                 offset, event = item
                 if not run.mine(event):
                     continue
-                out = list(run.events(event))
-                if isinstance(event, Retry):  # what the lost attempt streamed goes
-                    out.append(MessagesSnapshotEvent(messages=await _thread(session, run, None)))
-                if isinstance(event, StateChangedEvent):
-                    after = translate.state_of(await session.agent_state(), agent)
-                    if (change := translate.delta(state, after)) is not None:
-                        out.append(change)
-                    state = after
+                out, agent_state = await _translated(session, run, event, agent_state)
                 if ends(event):
-                    ending = await _ending(session, body, run, event)
-                    for e in out:
-                        yield frame(e)
+                    ending = [*out, *await _ending(session, body, run, event)]
                     break
                 for n, e in enumerate(out):
                     yield frame(e, offset if n == len(out) - 1 else None)
-        except Exception as e:  # noqa: BLE001 - the stream ends with the error, as AG-UI says
-            ending = [*run.end_text(), RunErrorEvent(message=str(e), code=type(e).__name__)]
+    except Exception as e:  # noqa: BLE001 - the stream ends with the error, as AG-UI says
+        ending = [*run.end_text(), RunErrorEvent(message=str(e), code=type(e).__name__)]
     for e in ending:
         yield frame(e)
+
+
+async def _translated(
+    session: SessionHandle,
+    run: translate.Translation,
+    event: RunEvent,
+    agent_state: tuple[str, dict[str, Any]],
+) -> tuple[list[BaseEvent], tuple[str, dict[str, Any]]]:
+    """The AG-UI events a session event of the run makes, and the agent's state after it."""
+    (agent, state), out = agent_state, list(run.events(event))
+    if isinstance(event, Retry):  # what the lost attempt streamed goes
+        out.append(MessagesSnapshotEvent(messages=await _thread(session, run, None)))
+    if isinstance(event, StateChangedEvent):
+        after = translate.state_of(await session.agent_state(), agent)
+        if (change := translate.delta(state, after)) is not None:
+            out.append(change)
+        state = after
+    return out, (agent, state)
 
 
 async def _ending(

@@ -16,6 +16,12 @@ events pile up is dropped (its stream ends; the client reconnects with its last
 id), so a stalled browser tab costs the others nothing. The feed stops when its
 last watcher leaves or the workflow closes.
 
+``watching`` counts the streams of a workflow on this process, catching up or
+joined, from when they start to when they end (their client left, or the run
+ended): the AG-UI endpoint stops a run nobody follows any more when a new
+message comes (see ``agui``). It is this process's count: a stream on another
+replica is not in it.
+
 ``poke`` tells a session's feed that something was just sent to it, so the feed
 queries right away (it matters where the history cannot be followed and the feed
 polls on a timer, up to a second apart).
@@ -124,6 +130,8 @@ class Hub:
     def __init__(self, client: Client) -> None:
         self.client = client
         self._feeds: dict[str, Feed] = {}
+        self._watching: dict[str, int] = {}
+        self._left: dict[str, asyncio.Event] = {}
 
     @property
     def subscriptions(self) -> int:
@@ -132,6 +140,32 @@ class Hub:
     @property
     def watchers(self) -> int:
         return sum(len(feed.watchers) for feed in self._feeds.values())
+
+    def watching(self, workflow_id: str) -> int:
+        """The streams of ``workflow_id`` on this process now."""
+        return self._watching.get(workflow_id, 0)
+
+    async def unwatched(self, workflow_id: str, within: float) -> bool:
+        """Whether nobody on this process watches ``workflow_id``, now or within
+        ``within`` seconds (a client that just hung up may be noticed a moment after
+        its next request arrives)."""
+        deadline = asyncio.get_running_loop().time() + within
+        while self.watching(workflow_id):
+            left = self._left.setdefault(workflow_id, asyncio.Event())
+            try:
+                await asyncio.wait_for(left.wait(), deadline - asyncio.get_running_loop().time())
+            except TimeoutError:
+                return not self.watching(workflow_id)
+        return True
+
+    def _count(self, workflow_id: str, change: int) -> None:
+        count = self._watching.get(workflow_id, 0) + change
+        if count:
+            self._watching[workflow_id] = count
+            return
+        del self._watching[workflow_id]
+        if (left := self._left.pop(workflow_id, None)) is not None:
+            left.set()
 
     def forget(self, workflow_id: str, feed: Feed) -> None:
         if self._feeds.get(workflow_id) is feed:
@@ -159,6 +193,7 @@ class Hub:
         reader has caught up and takes the feed's events."""
         watcher, feed, offset = Watcher(), self._feed(workflow_id, from_offset), from_offset
         resent = Resent()  # a batch re-sent by a turn may straddle the seam
+        self._count(workflow_id, +1)
         try:
             # Catch up by query to where the feed is, then join it with no await in
             # between, so the seam loses and repeats nothing (the feed may have moved
@@ -192,6 +227,7 @@ class Hub:
                     yield item
         finally:
             feed.leave(watcher)
+            self._count(workflow_id, -1)
 
     def _feed(self, workflow_id: str, position: int) -> Feed:
         feed = self._feeds.get(workflow_id)
