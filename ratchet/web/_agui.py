@@ -52,8 +52,9 @@ from . import _agui_runs as agui_runs
 from . import _sse as sse
 from ._agui_runs import WAITING, Follow, request_id
 from ._agui_steering import Steering, make_way, options, steering_of
-from ._agui_stream import Response, stream
+from ._agui_stream import Reply, Response, stream
 from ._bodies import SESSION_ID
+from ._guards import check_new
 from ._hub import Hub
 from ._routes import Who, client_of, identity
 
@@ -80,8 +81,10 @@ async def run_agent(
     name = _agent(request, agent, body)
     after = sse.event_id(last_event_id)
     session, status = await _session(client, body, name)
-    held = (await session.thread()).messages if status is not None else []
+    threads = request.app.state.threads
+    held = await threads.read(session) if status is not None else []
     sent = agui_history.read(body.messages, held, waiting=await _client_calls(session, status))
+    check_new([m.text for m in [*sent.new, *sent.results]], request.app.state.max_message)
     tools, steering = _client_tools(body), steering_of(body)
     if status is None:  # the input is sound: now the thread's session starts
         session = await client.start_session(
@@ -93,7 +96,8 @@ async def run_agent(
     else:
         way = (request.app.state.hub, steering)
         follow = await _prepare(client, session, status, body, (sent, tools, way), who)
-    events = stream(request.app.state.hub, session, body, follow, (name, state))
+    reply = Reply(request.app.state.hub, threads, session, body, follow)
+    events = stream(reply, (name, state))
     return Response(events, media_type=SSE, headers={"Cache-Control": "no-cache"})
 
 
@@ -179,7 +183,7 @@ async def _prepare(
             )
         run = await agui_runs.current(session, status.current_run)
         run.sent_results = {r.tool_call_id for r in sent.results if r.tool_call_id}
-        return Follow(run, start, live=not await session.pending())
+        return Follow(run, start, live=not await session.pending(), fresh=True)
     if not sent.new:  # a retried POST: its message was sent; re-attach from now on
         after = await session.event_offset() - 1
         return await agui_runs.send_run(client, session, body.run_id, after, started=True)
@@ -198,7 +202,7 @@ async def _prepare(
     start = await session.event_offset()
     await _send(session, sent.new, body.run_id, tools)
     run = translate.Translation(session.id, None, request_id=request_id(body.run_id))
-    return Follow(run, start)
+    return Follow(run, start, fresh=True)
 
 
 def _client_tools(body: RunAgentInput) -> list[ClientTool]:

@@ -73,7 +73,8 @@ def read(sent: list[AguiMessage], held: list[Message], waiting: set[str]) -> Sen
                 f"Message {m.id!r}: a client adds user messages and the results of frontend "
                 f"tool calls, not {m.role} messages."
             )
-    missing = [m for m in held if m.role == "user" and m.id not in {s.id for s in seen}]
+    seen_ids = {m.id for m in seen}  # once: a long thread is thousands of messages
+    missing = [m for m in held if m.role == "user" and m.id not in seen_ids]
     if out.new and missing:  # (a run sent again may lack what came after it)
         raise ConversationConflictError(
             f"The history sent lacks {len(missing)} of this thread's user messages (the "

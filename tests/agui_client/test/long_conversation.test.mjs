@@ -1,0 +1,61 @@
+// A long conversation: @ag-ui/client sends the whole history with every message. A
+// thread of 2,000 messages with 2 KB replies (about 4 MB of JSON) is answered about
+// as fast as a short one.
+
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { agent, run, threadOf, user } from "./ratchet.mjs";
+
+const TIMEOUT = { timeout: 300_000 };
+const SEEDS = 4; // sends of "seed 250": 4 x (1 + 500 + 1) messages
+const ROUNDS = 3;
+
+// A client holding `thread` (its messages, as the thread keeps them) on its thread.
+const holding = (threadId, thread) =>
+  agent("seeder", {
+    threadId,
+    messages: thread.map(({ id, role, content }) => ({ id, role, content })),
+  });
+
+// Milliseconds from the POST to the run's end (RUN_FINISHED), and its body's bytes.
+async function answered(threadId) {
+  const chat = holding(threadId, await threadOf(threadId));
+  chat.addMessage(user("hello"));
+  const bytes = JSON.stringify(chat.messages).length;
+  const sent = performance.now();
+  const { finished, result } = await run(chat);
+  assert.ok(finished, "the run finished");
+  assert.equal(result, "echo: hello");
+  return { ms: performance.now() - sent, bytes };
+}
+
+const median = (values) => values.toSorted((a, b) => a - b)[Math.floor(values.length / 2)];
+
+test("a 2,000-message history is answered within 1.5x the time of a short one", TIMEOUT, async () => {
+  // The seeder makes user messages of its own (not what a run's snapshot expects):
+  // each send is made by a client holding the thread as the session keeps it.
+  const long = agent("seeder");
+  for (let n = 0; n < SEEDS; n++) {
+    const seeding = holding(long.threadId, n ? await threadOf(long.threadId) : []);
+    seeding.addMessage(user("seed 250"));
+    await run(seeding);
+  }
+  const short = agent("seeder");
+  short.addMessage(user("hi"));
+  await run(short);
+  assert.ok((await threadOf(long.threadId)).length >= 2_000);
+
+  const times = { short: [], long: [] };
+  let bytes = 0;
+  for (let round = 0; round < ROUNDS; round++) {
+    const order = round % 2 ? ["long", "short"] : ["short", "long"]; // ABBA
+    for (const which of order) {
+      const took = await answered(which === "long" ? long.threadId : short.threadId);
+      times[which].push(took.ms);
+      if (which === "long") bytes = took.bytes;
+    }
+  }
+  assert.ok(bytes > 4_000_000, `the history sent is ${bytes} bytes`);
+  const [s, l] = [median(times.short), median(times.long)];
+  assert.ok(l <= 1.5 * s, `long ${l.toFixed(0)} ms vs short ${s.toFixed(0)} ms: ${JSON.stringify(times)}`);
+});
