@@ -165,10 +165,7 @@ async def _prepare(
     (sent, tools, way), status = given, status or await session.status()
     if body.resume or sent.results:
         if sent.new:
-            raise InvalidInputError(
-                "This run sends the results of frontend tool calls and new messages: "
-                "send the results alone (the run they answer goes on), then new messages."
-            )
+            raise InvalidInputError(_answers_and_new(body, sent))
         start = await session.event_offset()
         if body.resume:
             await _resume(session, body.resume, who)
@@ -203,6 +200,20 @@ async def _prepare(
     await _send(session, sent.new, body.run_id, tools)
     run = translate.Translation(session.id, None, request_id=request_id(body.run_id))
     return Follow(run, start, fresh=True)
+
+
+def _answers_and_new(body: RunAgentInput, sent: agui_history.Sent) -> str:
+    """What is wrong with an input that answers the run and sends new messages."""
+    news = ", ".join(repr(m.id) for m in sent.new[:3])
+    answers = [
+        *(f"resumes interrupt {e.interrupt_id!r}" for e in body.resume or []),
+        *(f"sends the result of frontend tool call {r.tool_call_id!r}" for r in sent.results),
+    ]
+    return (
+        f"This input {' and '.join(answers[:3])}, and also sends new messages ({news}). "
+        "Send the answer alone (the run it answers goes on), then the new messages in a "
+        "run of their own once it has finished."
+    )
 
 
 def _client_tools(body: RunAgentInput) -> list[ClientTool]:

@@ -5,8 +5,9 @@ the run's end is compared with it. A thread only grows (its log keeps every
 message), so this process keeps the messages it read of its latest threads and
 reads only those that came after, when the part read follows what it keeps (it
 reads from the message kept last, and that must be the one it kept; else, say for
-a thread deleted and started again under its id, it reads the thread whole). A 2,000-message thread is
-then read in milliseconds, not in a few hundred (its 4 MB through a query).
+a thread deleted and started again under its id, it reads the thread whole). A
+2,000-message thread is then read in milliseconds, not in a few hundred (its 4 MB
+through a query).
 """
 
 from __future__ import annotations
