@@ -13,8 +13,11 @@ one that fell more than 500 events behind across a continue-as-new ends with
 
 The feed never waits for a watcher: one that reads nothing while ``BUFFER``
 events pile up is dropped (its stream ends; the client reconnects with its last
-id), so a stalled browser tab costs the others nothing. The feed stops when its
-last watcher leaves or the workflow closes.
+id), so a stalled browser tab costs the others nothing. The feed stops when the
+workflow closes, or ``LINGER`` seconds after its last watcher left if none came
+since: a chat's next message opens a new stream, which joins the feed rather than
+start following the workflow's history again from its first event (a session
+whose history holds a few MB of messages takes a tenth of a second to read).
 
 ``watching`` counts the streams of a workflow on this process, catching up or
 joined, from when they start to when they end (their client left, or the run
@@ -47,6 +50,8 @@ BUFFER = 1_000
 """Events a watcher may fall behind by before it is disconnected."""
 KEEPALIVE = 15.0
 """Seconds without events after which a watcher gets a ``None`` tick."""
+LINGER = 30.0
+"""Seconds a feed goes on without watchers, for the next one (see above)."""
 RETRY_FIRST, RETRY_MAX = 0.5, 10.0
 """Seconds a feed waits before reading again after Temporal said it is busy."""
 
@@ -80,6 +85,7 @@ class Feed:
         self.watchers: set[Watcher] = set()
         self.wake = asyncio.Event()
         self._hub, self._id = hub, workflow_id
+        self._idle: asyncio.TimerHandle | None = None
         self._task = asyncio.create_task(self._run(), name=f"ratchet-web-feed:{workflow_id}")
 
     async def _run(self) -> None:
@@ -117,8 +123,19 @@ class Feed:
             watcher.put(last)  # a watcher too far behind to take it reconnects anyway
         self.watchers.clear()
 
+    def join(self, watcher: Watcher) -> None:
+        if self._idle is not None:
+            self._idle.cancel()
+            self._idle = None
+        self.watchers.add(watcher)
+
     def leave(self, watcher: Watcher) -> None:
         self.watchers.discard(watcher)
+        if not self.watchers and self._idle is None and not self._task.done():
+            self._idle = asyncio.get_running_loop().call_later(LINGER, self._stop_if_idle)
+
+    def _stop_if_idle(self) -> None:
+        self._idle = None
         if not self.watchers:
             self._hub.forget(self._id, self)
             self._task.cancel()
@@ -217,7 +234,7 @@ class Hub:
                     resent(event)  # remembered, to drop a re-sent copy that comes live
                 offset = max(offset, until)
                 feed = self._feed(workflow_id, offset)  # a new one if that one ended
-            feed.watchers.add(watcher)
+            feed.join(watcher)
             if joined is not None:
                 joined.set()
             if not sent_any:
