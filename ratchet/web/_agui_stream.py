@@ -84,7 +84,8 @@ async def stream(reply: Reply, agent_state: tuple[str, dict[str, Any]]) -> Async
         thread_id=body.thread_id, run_id=body.run_id, protocol_version=PROTOCOL_VERSION
     )
     yield frame(started, follow.first_id)
-    yield frame(StateSnapshotEvent(snapshot=agent_state[1]))
+    if agent_state[1] != (body.state or {}):  # the client holds the state it sent
+        yield frame(StateSnapshotEvent(snapshot=agent_state[1]))
     if follow.ended is not None or not follow.live:
         for e in await _ending(reply, follow.ended[1] if follow.ended else None):
             yield frame(e)

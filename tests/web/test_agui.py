@@ -4,6 +4,9 @@ protocol's order rules."""
 
 from __future__ import annotations
 
+import json
+import statistics
+import time
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -259,10 +262,15 @@ async def test_bad_requests_get_clear_errors_and_start_nothing(alice: httpx.Asyn
 
     first = await run(alice, "echo", opening := run_input(thread, [user("one")]))
     state = [e for e in first if e.type in (EventType.STATE_SNAPSHOT, EventType.STATE_DELTA)]
-    assert state[0].snapshot == {}  # the agent's JSON keys: none yet, then its count
-    assert [op.model_dump() for op in state[1].delta] == [
+    # The agent's JSON keys: none yet, as the client's state (no snapshot), then its count.
+    assert [op.model_dump() for (e,) in [state] for op in e.delta] == [
         {"op": "add", "path": "/count", "value": 1}
     ]
+    second = await run(alice, "echo", run_input(thread, [*messages_of(opening, first), user("2")]))
+    (snapshot, _) = [
+        e for e in second if e.type in (EventType.STATE_SNAPSHOT, EventType.STATE_DELTA)
+    ]
+    assert snapshot.snapshot == {"count": 1}  # not the client's state: the agent's
     held = messages_of(opening, first)
     edited = [{**held[0], "content": "changed"} | {"id": "someone-else"}, held[1]]
     problem_of(
@@ -349,3 +357,45 @@ async def test_a_response_carries_what_the_client_lacks_not_the_thread(
     thread_now = (await alice.get(f"/v1/sessions/{thread}/thread")).json()["messages"]
     assert [m.id for m in snapshot.messages] == [m["id"] for m in thread_now]
     assert [m["id"] for m in messages_of(body, events)] == [m["id"] for m in thread_now]
+
+
+async def answered(http: httpx.AsyncClient, thread: str) -> float:
+    """Seconds from POSTing the thread as the session holds it, plus one message,
+    to the run's end (RUN_FINISHED); the body is made before the clock starts."""
+    held = (await http.get(f"/v1/sessions/{thread}/thread")).json()["messages"]
+    sent = [{"id": m["id"], "role": m["role"], "content": m["content"]} for m in held]
+    body = json.dumps(run_input(thread, [*sent, user("hello")])).encode()
+    headers = {"Content-Type": "application/json"}
+    start = time.perf_counter()
+    async with http.stream("POST", "/v1/agui/seeder", content=body, headers=headers) as response:
+        async for line in response.aiter_lines():
+            if '"RUN_FINISHED"' in line:
+                return time.perf_counter() - start
+    raise AssertionError("the run did not finish")
+
+
+async def test_a_2000_message_history_is_answered_within_1_5x_a_short_ones_time(
+    alice: httpx.AsyncClient,
+):
+    """A POST carrying 2,000 messages of 2 KB (about 4 MB) to a session that holds
+    them, against one carrying two: medians of 10 rounds in ABBA order, from the POST
+    to RUN_FINISHED."""
+    long, short = f"agui-{uuid.uuid4().hex[:8]}", f"agui-{uuid.uuid4().hex[:8]}"
+    for n in range(4):
+        held = (await alice.get(f"/v1/sessions/{long}/thread")).json() if n else {}
+        sent = [
+            {"id": m["id"], "role": m["role"], "content": m["content"]}
+            for m in held.get("messages", [])
+        ]
+        await run(alice, "seeder", run_input(long, [*sent, user("seed 250")]))
+    await run(alice, "seeder", run_input(short, [user("hi")]))
+    times: dict[str, list[float]] = {long: [], short: []}
+    for round_ in range(11):  # round 0 warms up
+        for thread in (long, short) if round_ % 2 else (short, long):
+            took = await answered(alice, thread)
+            if round_:
+                times[thread].append(took)
+    assert len((await alice.get(f"/v1/sessions/{long}/thread")).json()["messages"]) > 2_000
+    ratio = statistics.median(times[long]) / statistics.median(times[short])
+    print(f"RATIO {ratio:.2f}", {k[-4:]: [round(t * 1000) for t in v] for k, v in times.items()})
+    assert ratio <= 1.5, f"{ratio:.2f}x: {times}"
