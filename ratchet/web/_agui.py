@@ -32,6 +32,7 @@ from typing import Annotated
 
 from ag_ui.core import ResumeEntry, RunAgentInput
 from fastapi import APIRouter, Depends, Header, Request
+from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 
 from ratchet.client import AgentClient, SessionHandle
@@ -65,10 +66,29 @@ MAX_ID = 200
 agui = APIRouter(prefix="/v1/agui", dependencies=[Depends(identity)], tags=["AG-UI"])
 
 
-@agui.post("", response_class=Response)
-@agui.post("/{agent}", response_class=Response)
+async def _input(request: Request) -> RunAgentInput:
+    """The body, parsed straight from its bytes: an AG-UI client sends the whole
+    conversation every time (4 MB at 2,000 messages), and this is twice as fast as
+    parsing the JSON first, then checking it."""
+    try:
+        return RunAgentInput.model_validate_json(await request.body())
+    except ValidationError as e:
+        errors = [{**error, "loc": ("body", *error["loc"])} for error in e.errors()]
+        raise RequestValidationError(errors) from e
+
+
+_SCHEMA = {
+    "requestBody": {
+        "required": True,
+        "content": {"application/json": {"schema": RunAgentInput.model_json_schema()}},
+    }
+}
+
+
+@agui.post("", response_class=Response, openapi_extra=_SCHEMA)
+@agui.post("/{agent}", response_class=Response, openapi_extra=_SCHEMA)
 async def run_agent(
-    body: RunAgentInput,
+    body: Annotated[RunAgentInput, Depends(_input)],
     request: Request,
     who: Who,
     agent: str | None = None,
