@@ -215,7 +215,7 @@ async def _prepare(
             f"{'; '.join(status.waiting_for)}: {how}."
         )
     hub, steering = way
-    await make_way(hub, session, status, steering)
+    await make_way(hub, session, status, steering, left=sent.unheld)
     start = await session.event_offset()
     await _send(session, sent.new, body.run_id, tools)
     run = translate.Translation(session.id, None, request_id=request_id(body.run_id))

@@ -2,11 +2,15 @@
 
 AG-UI clients stop a reply by dropping its stream (``abortRun()``); the server
 cannot tell that from a lost connection, so nothing stops then (the client may
-re-attach and get the rest). When a new message comes and nobody follows the run
-in progress any more (no stream of the session on this process, see
+re-attach and get the rest). When a new message comes from a client that followed
+the run in progress and left it (it holds a part of a reply the thread does not
+hold yet, or a stream of the session on this process ended with its client gone),
+and nobody follows the run any more (no stream of the session on this process, see
 ``Hub.watching``), the client has moved on: the run stops at its next safe point
 (``SessionHandle.stop``) and the new message runs at once. A run someone still
-follows stays, and the message waits as the session's steering says.
+follows stays, and so does one the sender never followed (with several replicas,
+someone may follow it on another): the message waits as the session's steering
+says.
 
 ``forwardedProps.steering`` chooses: on the run that starts the thread it is the
 session's steering (``SessionOptions.steering``); on a later one it applies to
@@ -54,10 +58,16 @@ def options(steering: Steering | None) -> SessionOptions | None:
 
 
 async def make_way(
-    hub: Hub, session: SessionHandle, status: SessionStatus, steering: Steering | None
+    hub: Hub,
+    session: SessionHandle,
+    status: SessionStatus,
+    steering: Steering | None,
+    *,
+    left: bool,
 ) -> None:
-    """Before a new message: stop the run in progress if nobody follows it (or the
-    send says ``interrupt``); refuse the message for a send that says ``reject``."""
+    """Before a new message: stop the run in progress if its sender ``left`` it and
+    nobody follows it (or the send says ``interrupt``); refuse the message for a send
+    that says ``reject``."""
     if status.current_run is None or status.run_status != AgentStatus.RUNNING:
         return
     if steering == "reject":
@@ -65,5 +75,6 @@ async def make_way(
             f"Session {session.id} is running {status.current_run}, and this run's "
             "forwardedProps.steering is 'reject': send again once it has ended."
         )
-    if steering == "interrupt" or await hub.unwatched(session.id, HANG_UP):
+    left = hub.hung_up(session.id) or left
+    if steering == "interrupt" or (left and await hub.unwatched(session.id, HANG_UP)):
         await session.stop()

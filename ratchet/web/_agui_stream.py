@@ -113,6 +113,9 @@ async def _live(reply: Reply, agent_state: tuple[str, dict[str, Any]]) -> AsyncG
                     break
                 for n, e in enumerate(out):
                     yield frame(e, offset if n == len(out) - 1 else None)
+    except GeneratorExit:  # the client hung up (``abortRun()``, or a lost connection)
+        reply.hub.hang_up(reply.session.id)
+        raise
     except Exception as e:  # noqa: BLE001 - the stream ends with the error, as AG-UI says
         ending = [*run.end_text(), RunErrorEvent(message=str(e), code=type(e).__name__)]
     for e in ending:

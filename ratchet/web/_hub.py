@@ -50,6 +50,8 @@ BUFFER = 1_000
 """Events a watcher may fall behind by before it is disconnected."""
 KEEPALIVE = 15.0
 """Seconds without events after which a watcher gets a ``None`` tick."""
+HUNG_UP = 10_000
+"""Workflows whose streams' early leaving is remembered, the latest."""
 LINGER = 30.0
 """Seconds a feed goes on without watchers, for the next one (see above)."""
 RETRY_FIRST, RETRY_MAX = 0.5, 10.0
@@ -148,6 +150,7 @@ class Hub:
         self.client = client
         self._feeds: dict[str, Feed] = {}
         self._watching: dict[str, int] = {}
+        self._hung_up: dict[str, None] = {}
         self._left: dict[str, asyncio.Event] = {}
 
     @property
@@ -174,6 +177,18 @@ class Hub:
             except TimeoutError:
                 return not self.watching(workflow_id)
         return True
+
+    def hang_up(self, workflow_id: str) -> None:
+        """A client left a stream of ``workflow_id`` before the run it followed ended."""
+        self._hung_up.pop(workflow_id, None)
+        self._hung_up[workflow_id] = None
+        if len(self._hung_up) > HUNG_UP:
+            del self._hung_up[next(iter(self._hung_up))]
+
+    def hung_up(self, workflow_id: str) -> bool:
+        """Whether a client left a stream of ``workflow_id`` early since this was last
+        asked (this process's latest ``HUNG_UP`` only)."""
+        return self._hung_up.pop(workflow_id, 0) is None
 
     def _count(self, workflow_id: str, change: int) -> None:
         count = self._watching.get(workflow_id, 0) + change

@@ -99,3 +99,24 @@ test("forwardedProps.steering 'interrupt': a new message stops a reply someone f
   assert.ok(next.firstText < 2_000, `the first new text came after ${next.firstText} ms`);
   assert.match(next.result, WHOLE);
 });
+
+test("a tab that never followed the reply does not stop it, through another replica", TIMEOUT, async () => {
+  // Nobody watches the run on the replica the message reaches, but its sender holds
+  // nothing of the reply: someone may follow it elsewhere (here, on the other replica).
+  const first = agent("writer");
+  first.addMessage(user("write"));
+  let second;
+  const answered = await run(first, {}, {
+    onTextMessageContentEvent: () => {
+      if (second) return;
+      const typed = first.messages.slice(0, 1);
+      const other = agent("writer", { threadId: first.threadId, messages: typed, replica: true });
+      other.addMessage(user("more"));
+      second = run(other);
+    },
+  });
+  assert.match(answered.result, WHOLE);
+  assert.match((await second).result, WHOLE);
+  const thread = await threadOf(first.threadId);
+  assert.deepEqual(thread.map((m) => m.role), ["user", "assistant", "user", "assistant"]);
+});
