@@ -187,6 +187,9 @@ async def test_an_approval_interrupts_the_run_and_the_next_run_resumes_it(
     second = await run(alice, "billing", body)
     results = [e for e in second if e.type == EventType.TOOL_CALL_RESULT]
     assert [e.content for e in results] == ["paid 500 to acme"]
+    # The tool ran before the reply that reads it: so in the session's stream, and here.
+    kinds = [e.type for e in second]
+    assert kinds.index(EventType.TOOL_CALL_RESULT) < kinds.index(EventType.TEXT_MESSAGE_START)
     assert second[-1].result == "Paid 500 euros to acme." and second[-1].outcome is None
     turns = (await alice.get(f"/v1/sessions/{thread}/turns")).json()
     assert len(turns) == 2
