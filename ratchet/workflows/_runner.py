@@ -283,9 +283,7 @@ class AgentRunner:
         pending: list[Message] = []
         if output.pending:
             pending = await self.pending.settle(turn, output.pending)
-            if self._hooks.settled and workflow.patched(RESULTS_WHEN_SETTLED):
-                for hook in self._hooks.settled:
-                    hook(ledger.agent, turn + 1, pending)
+            _settled(self._hooks, ledger.agent, turn + 1, pending)
             self._check_budget()
         if output.handoff:
             workflow.logger.info("Agent %s hands the run over to %s", ledger.agent, output.handoff)
@@ -388,3 +386,10 @@ async def run_agent(
         agent, session=session, thread=thread, options=options, state=state, shared=shared
     )
     return await runner.run(messages)
+
+
+def _settled(hooks: RunHooks, agent: str, turn: int, results: list[Message]) -> None:
+    """The work a turn left is in: its results go to the hooks before ``turn`` runs."""
+    if hooks.settled and workflow.patched(RESULTS_WHEN_SETTLED):
+        for hook in hooks.settled:
+            hook(agent, turn, results)
