@@ -1180,6 +1180,28 @@ def render_web(results: Path) -> str:
     )
 
 
+def render_agui_long(results: Path) -> str:
+    data = load(results, "agui_long")
+    rows = [
+        [
+            count(row["messages"]),
+            size(row["request_kb"] * 1024),
+            size(row["response_bytes"]),
+            ms(row["first_event_ms"]),
+            ms(row["end_ms"]),
+            ratio(row["end_ratio"]),
+        ]
+        for row in data["summary"]
+    ]
+    header = ["messages held", "request", "response", "first event", "run's end", "end ÷ short"]
+    rounds = data["sizes"]["rounds"]
+    return paragraphs(
+        f"Medians of {count(rounds)} rounds (ABBA) per thread size:",
+        table(header, rows),
+        command(data),
+    )
+
+
 RENDERERS: dict[str, Renderer] = {
     "history_growth": render_history_growth,
     "overhead": render_overhead,
@@ -1196,6 +1218,7 @@ RENDERERS: dict[str, Renderer] = {
     "send_chaos": render_send_chaos,
     "overload": render_overload,
     "web": render_web,
+    "agui_long": render_agui_long,
     "rerun": render_rerun,
     "context_window": render_context_window,
     "actions": render_actions,

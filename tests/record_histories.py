@@ -66,7 +66,8 @@ Recorded = list[tuple[str, Any]]
 async def record() -> None:
     with DevServer.start(ui=False) as server:
         recorded: Recorded = []
-        parts = (_runs, _people, _clients, _watched, _sessions, _rules, _reruns, _service)
+        parts = (_runs, _people, _clients, _watched, _sessions, _rules, _approved, _reruns)
+        parts = (*parts, _service)
         for part in (*parts, _scheduled, _moved, _closed_fresh, _anchored, _owned):
             queue = f"record-{part.__name__.strip('_')}"
             client = await AgentClient.connect(server.address, task_queue=queue)
@@ -357,6 +358,20 @@ async def _rules(client: AgentClient) -> Recorded:
         ("agent_session_approval_rules", ruled.workflow),
         ("agent_run_rule_change_decides_a_waiting_call", changed.workflow),
     ]
+
+
+async def _approved(client: AgentClient) -> Recorded:
+    """A session whose approved call's result is sent before the next turn's reply
+    (``ratchet-results-when-settled``)."""
+    pays = [ScriptedModel.call("pay", to="acme", amount=500), "paid"]
+    async with build_worker(client, {"pay": payment_agent(Ledger(), pays)}):
+        approved = await client.start_session("pay")
+        sent = asyncio.ensure_future(approved.send("pay acme 500"))
+        pending = await approved.wait_for_pending()
+        await approved.approve(pending[0].action.id, by="oncall")
+        await sent
+        await approved.close()
+    return [("agent_session_approved_result_before_the_reply", approved.workflow)]
 
 
 async def _reruns(client: AgentClient) -> Recorded:

@@ -12,6 +12,7 @@ from ratchet.types import ClientTool, Message, TextDelta
 CHATTY_EVENTS = 300
 SLOW_EVENTS = 40
 WRITER_WORDS = 60
+SEED_TEXT = 2_000
 
 
 class Echo(Agent):
@@ -100,14 +101,21 @@ def confirmer() -> ToolCallingAgent:
     return ToolCallingAgent(ScriptedModel(_confirm, stream=True))
 
 
-AGENTS = {
-    "echo": Echo,
-    "chatty": Chatty,
-    "slow": Slow,
-    "billing": billing,
-    "writer": Writer,
-    "confirmer": confirmer,
-}
+class Seeder(Agent):
+    """Makes a long conversation fast: ``seed N`` adds ``N`` exchanges of a
+    ``SEED_TEXT``-character question and answer to the thread, then answers like
+    ``Echo`` (a session that holds thousands of messages after a few sends)."""
+
+    async def run(self, messages: list[Message], thread: Thread, context: RunContext) -> Result:
+        await thread.on_new_messages(messages)
+        words = messages[-1].text.split()
+        if words[:1] == ["seed"]:
+            pad = "x" * SEED_TEXT
+            for n in range(int(words[1])):
+                await thread.on_new_messages(
+                    [Message.user(f"q{n} {pad}"), Message.assistant(f"a{n} {pad}")]
+                )
+        return Result(final_response=Message.assistant(f"echo: {messages[-1].text[:40]}"))
 
 
 class SlowWriter(Writer):
@@ -115,6 +123,18 @@ class SlowWriter(Writer):
     see the reply streaming and kill its worker before it ends."""
 
     pause = 0.2
+
+
+AGENTS = {
+    "echo": Echo,
+    "chatty": Chatty,
+    "slow": Slow,
+    "billing": billing,
+    "writer": Writer,
+    "slow_writer": SlowWriter,
+    "confirmer": confirmer,
+    "seeder": Seeder,
+}
 
 
 PAGE_AGENTS = {**AGENTS, "slow_writer": SlowWriter}

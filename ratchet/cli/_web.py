@@ -50,7 +50,19 @@ def register(commands: argparse._SubParsersAction) -> None:
         "--no-auth", action="store_true", help="serve without tokens (loopback only; warns)"
     )
     add_jwt_arguments(parser)
-    parser.add_argument("--max-body", type=int, default=1 << 20, help="bytes (default 1 MiB)")
+    parser.add_argument(
+        "--max-body",
+        type=int,
+        default=8 << 20,
+        help="bytes a request body may hold (default 8 MiB: AG-UI clients send the whole "
+        "conversation with every message)",
+    )
+    parser.add_argument(
+        "--max-message",
+        type=int,
+        default=256 << 10,
+        help="bytes of message text one send may add (default 256 KiB)",
+    )
     parser.add_argument(
         "--reports",
         help="a directory of evaluation reports (`ratchet eval ... --out DIR/NAME`) to show",
@@ -181,6 +193,7 @@ async def serve(args: argparse.Namespace) -> int:
         agents=agents,
         cors_origins=args.cors_origin,
         max_body=args.max_body,
+        max_message=args.max_message,
         reports=Path(args.reports) if args.reports else None,
         report_readers=readers,
     )

@@ -8,7 +8,9 @@ else a client may hold). ``runId`` names the send (its request id is
 ``agui-<runId>``), so a retried POST sends nothing twice and re-attaches to the
 run it names: from ``Last-Event-ID`` on if given, else from now on, or with how
 that run ended if it has (see ``agui_runs``). A message sent while a run is in
-progress waits for it, as the session's ``steering`` says (``queue`` by default).
+progress waits for it, as the session's ``steering`` says (``queue`` by default),
+unless nobody follows that run any more: then it stops, and the message runs at
+once (``forwardedProps.steering`` chooses otherwise: see ``agui_steering``).
 
 The run's ``tools`` (frontend tools) are offered to the model for the run its POST
 sends; a call to one finishes the AG-UI run with the call in ``pendingToolCallIds``
@@ -30,7 +32,7 @@ from typing import Annotated
 
 from ag_ui.core import ResumeEntry, RunAgentInput
 from fastapi import APIRouter, Depends, Header, Request
-from fastapi.responses import StreamingResponse
+from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 
 from ratchet.client import AgentClient, SessionHandle
@@ -51,8 +53,11 @@ from . import _agui_history as agui_history
 from . import _agui_runs as agui_runs
 from . import _sse as sse
 from ._agui_runs import WAITING, Follow, request_id
-from ._agui_stream import stream
+from ._agui_steering import Steering, make_way, options, steering_of
+from ._agui_stream import Reply, Response, stream
 from ._bodies import SESSION_ID
+from ._guards import check_new
+from ._hub import Hub
 from ._principal import Principal
 from ._routes import Caller, access_of, client_of, owner_of, principal
 
@@ -63,15 +68,34 @@ MAX_ID = 200
 agui = APIRouter(prefix="/v1/agui", dependencies=[Depends(principal)], tags=["AG-UI"])
 
 
-@agui.post("", response_class=StreamingResponse)
-@agui.post("/{agent}", response_class=StreamingResponse)
+async def _input(request: Request) -> RunAgentInput:
+    """The body, parsed straight from its bytes: an AG-UI client sends the whole
+    conversation every time (4 MB at 2,000 messages), and this is twice as fast as
+    parsing the JSON first, then checking it."""
+    try:
+        return RunAgentInput.model_validate_json(await request.body())
+    except ValidationError as e:
+        errors = [{**error, "loc": ("body", *error["loc"])} for error in e.errors()]
+        raise RequestValidationError(errors) from e
+
+
+_SCHEMA = {
+    "requestBody": {
+        "required": True,
+        "content": {"application/json": {"schema": RunAgentInput.model_json_schema()}},
+    }
+}
+
+
+@agui.post("", response_class=Response, openapi_extra=_SCHEMA)
+@agui.post("/{agent}", response_class=Response, openapi_extra=_SCHEMA)
 async def run_agent(
-    body: RunAgentInput,
+    body: Annotated[RunAgentInput, Depends(_input)],
     request: Request,
     caller: Caller,
     agent: str | None = None,
     last_event_id: Annotated[str | None, Header()] = None,
-) -> StreamingResponse:
+) -> Response:
     """Runs the agent on the thread (an AG-UI ``RunAgentInput``); the response is the
     run's AG-UI events as SSE, each with the session event's offset as its ``id``."""
     _check_ids(body)
@@ -79,21 +103,25 @@ async def run_agent(
     name = _agent(request, agent, body)
     after = sse.event_id(last_event_id)
     session, status = await _session(request, caller, body, name)
-    held = (await session.thread()).messages if status is not None else []
+    threads = request.app.state.threads
+    held = await threads.read(session) if status is not None else []
     sent = agui_history.read(body.messages, held, waiting=await _client_calls(session, status))
-    tools = _client_tools(body)
+    check_new([m.text for m in [*sent.new, *sent.results]], request.app.state.max_message)
+    tools, steering = _client_tools(body), steering_of(body)
     if status is None:  # the input is sound: now the thread's session starts
         owner, tenant = owner_of(caller)
         session = await client.start_session(
-            name, session_id=session.id, owner=owner, tenant=tenant
+            name, session_id=session.id, options=options(steering), owner=owner, tenant=tenant
         )
     state = translate.state_of(await session.agent_state(), name)  # before the run changes it
     if after is not None:
         follow = await _reattach(client, session, body, after, started=not sent.new)
     else:
-        follow = await _prepare(client, session, status, body, (sent, tools), who)
-    events = stream(request.app.state.hub, session, body, follow, (name, state))
-    return StreamingResponse(events, media_type=SSE, headers={"Cache-Control": "no-cache"})
+        way = (request.app.state.hub, steering)
+        follow = await _prepare(client, session, status, body, (sent, tools, way), who)
+    reply = Reply(request.app.state.hub, threads, session, body, follow)
+    events = stream(reply, (name, state))
+    return Response(events, media_type=SSE, headers={"Cache-Control": "no-cache"})
 
 
 def _check_ids(body: RunAgentInput) -> None:
@@ -157,18 +185,16 @@ async def _prepare(
     session: SessionHandle,
     status: SessionStatus | None,
     body: RunAgentInput,
-    given: tuple[agui_history.Sent, list[ClientTool]],
+    given: tuple[agui_history.Sent, list[ClientTool], tuple[Hub, Steering | None]],
     who: str,
 ) -> Follow:
     """Answer the interrupts in ``resume`` or the frontend tool calls, or send the new
-    messages (with the run's frontend tools); what to stream."""
-    (sent, tools), status = given, status or await session.status()
+    messages (with the run's frontend tools, once the run in progress made way);
+    what to stream."""
+    (sent, tools, way), status = given, status or await session.status()
     if body.resume or sent.results:
         if sent.new:
-            raise InvalidInputError(
-                "This run sends the results of frontend tool calls and new messages: "
-                "send the results alone (the run they answer goes on), then new messages."
-            )
+            raise InvalidInputError(_answers_and_new(body, sent))
         start = await session.event_offset()
         if body.resume:
             await _resume(session, body.resume, who)
@@ -183,7 +209,7 @@ async def _prepare(
             )
         run = await agui_runs.current(session, status.current_run)
         run.sent_results = {r.tool_call_id for r in sent.results if r.tool_call_id}
-        return Follow(run, start, live=not await session.pending())
+        return Follow(run, start, live=not await session.pending(), fresh=True)
     if not sent.new:  # a retried POST: its message was sent; re-attach from now on
         after = await session.event_offset() - 1
         return await agui_runs.send_run(client, session, body.run_id, after, started=True)
@@ -197,10 +223,26 @@ async def _prepare(
             f"Session {session.id} has a run in progress that waits for "
             f"{'; '.join(status.waiting_for)}: {how}."
         )
+    hub, steering = way
+    await make_way(hub, session, status, steering, left=sent.unheld)
     start = await session.event_offset()
     await _send(session, sent.new, body.run_id, tools)
     run = translate.Translation(session.id, None, request_id=request_id(body.run_id))
-    return Follow(run, start)
+    return Follow(run, start, fresh=True)
+
+
+def _answers_and_new(body: RunAgentInput, sent: agui_history.Sent) -> str:
+    """What is wrong with an input that answers the run and sends new messages."""
+    news = ", ".join(repr(m.id) for m in sent.new[:3])
+    answers = [
+        *(f"resumes interrupt {e.interrupt_id!r}" for e in body.resume or []),
+        *(f"sends the result of frontend tool call {r.tool_call_id!r}" for r in sent.results),
+    ]
+    return (
+        f"This input {' and '.join(answers[:3])}, and also sends new messages ({news}). "
+        "Send the answer alone (the run it answers goes on), then the new messages in a "
+        "run of their own once it has finished."
+    )
 
 
 def _client_tools(body: RunAgentInput) -> list[ClientTool]:

@@ -93,6 +93,10 @@ class Translation:
         """The turns seen completing."""
         self.sent_results: set[str] = set()
         """Calls whose results the client sent with this run: it holds them already."""
+        self.streamed: dict[str, str] = {}
+        """What the client got of each message, by id: text, or a tool result."""
+        self.retried = False
+        """A turn was retried: what the lost attempt streamed is in ``streamed``."""
         self._session_id = session_id
         self._text: str | None = None  # the message being streamed
         self._started: set[str] = set()  # tool calls already started
@@ -139,6 +143,7 @@ class Translation:
                 self._text = message_id
                 yield TextMessageStartEvent(message_id=message_id, role="assistant")
             yield TextMessageContentEvent(message_id=message_id, delta=event.text)
+            self.streamed[message_id] = self.streamed.get(message_id, "") + event.text
             return
         yield from self.end_text()
         if isinstance(event, ToolCalled) and event.data is not None:
@@ -150,13 +155,9 @@ class Translation:
             and event.data.id is not None
             and event.data.id not in self.sent_results
         ):
-            yield ToolCallResultEvent(
-                message_id=self.answered[event.data.id],
-                tool_call_id=event.data.id,
-                content=event.text or "",
-                role="tool",
-            )
+            yield self.result(self.answered[event.data.id], event.data.id, event.text or "")
         elif isinstance(event, Retry):
+            self.retried = True
             yield CustomEvent(
                 name="ratchet.retry", value={"turn": event.turn, "attempt": event.attempt}
             )
@@ -167,12 +168,30 @@ class Translation:
             return
         self._started.add(call.id)
         parent = self.reply_id(turn) if turn else None
+        yield from self.started_call(call, parent)
+
+    def started_call(self, call: ToolCall, parent: str | None) -> Iterator[BaseEvent]:
+        """A tool call under the message ``parent``: started, its arguments, ended."""
+        self._started.add(call.id)
+        if parent is not None:
+            self.streamed.setdefault(parent, "")
         yield ToolCallStartEvent(
             tool_call_id=call.id, tool_call_name=call.name or "tool", parent_message_id=parent
         )
         if call.arguments:
             yield ToolCallArgsEvent(tool_call_id=call.id, delta=call.arguments)
         yield ToolCallEndEvent(tool_call_id=call.id)
+
+    def result(self, message_id: str, call_id: str, content: str) -> ToolCallResultEvent:
+        """A tool call's result, as the thread keeps it under ``message_id``."""
+        self.streamed[message_id] = content
+        return ToolCallResultEvent(
+            message_id=message_id, tool_call_id=call_id, content=content, role="tool"
+        )
+
+    def started(self, call_id: str) -> bool:
+        """Whether the client got the tool call ``call_id``."""
+        return call_id in self._started
 
     def end_text(self) -> Iterator[BaseEvent]:
         if self._text is not None:

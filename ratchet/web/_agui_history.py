@@ -32,6 +32,8 @@ class Sent:
     """User messages to send, in order."""
     results: list[Message] = field(default_factory=list[Message])
     """Results of frontend tool calls the session waits for (``tool`` messages)."""
+    unheld: bool = False
+    """It holds a reply the thread does not (yet): a part of one it streamed."""
 
 
 def read(sent: list[AguiMessage], held: list[Message], waiting: set[str]) -> Sent:
@@ -52,7 +54,7 @@ def read(sent: list[AguiMessage], held: list[Message], waiting: set[str]) -> Sen
     }
     answered = {m.tool_call_id for m in held if m.role == "tool" and m.tool_call_id}
     called = {c.id for m in held for c in m.tool_calls}
-    out = Sent()
+    out = Sent(unheld=bool(unheld))
     for n, m in enumerate(sent):
         if m.id in position or m.id in unheld:
             continue  # held, or a reply the session made and keeps under no id of this client
@@ -73,7 +75,8 @@ def read(sent: list[AguiMessage], held: list[Message], waiting: set[str]) -> Sen
                 f"Message {m.id!r}: a client adds user messages and the results of frontend "
                 f"tool calls, not {m.role} messages."
             )
-    missing = [m for m in held if m.role == "user" and m.id not in {s.id for s in seen}]
+    seen_ids = {m.id for m in seen}  # once: a long thread is thousands of messages
+    missing = [m for m in held if m.role == "user" and m.id not in seen_ids]
     if out.new and missing:  # (a run sent again may lack what came after it)
         raise ConversationConflictError(
             f"The history sent lacks {len(missing)} of this thread's user messages (the "

@@ -46,6 +46,9 @@ class Follow:
     """The run ended already, so: nothing to stream, report this ending."""
     live: bool = True
     """``False``: there is nothing to follow (report the thread as it is)."""
+    fresh: bool = False
+    """The stream starts where this POST's input took effect: the client holds what
+    it sent, then what is streamed (``agui_snapshot``)."""
 
     @property
     def first_id(self) -> int:

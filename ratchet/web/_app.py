@@ -20,16 +20,16 @@ from ratchet.errors import RatchetError
 from . import _problems as problems
 from ._access import Access, Authorize, owners_only
 from ._agui import agui
+from ._agui_threads import Threads
 from ._auth import AuthError
 from ._evals import evals
-from ._guards import BodyLimit, OriginCheck
+from ._guards import MAX_BODY, MAX_MESSAGE, BodyLimit, OriginCheck
 from ._hub import Hub
 from ._jwks import IssuerUnavailable
 from ._page import mount_page
 from ._principal import Authenticate, Authenticator
 from ._routes import api
 
-MAX_BODY = 1 << 20  # 1 MiB
 LOOPBACK_NAMES = ["localhost", "127.0.0.1", "[::1]", "::1"]
 
 
@@ -41,6 +41,7 @@ def create_app(
     agents: Sequence[str] | None = None,
     cors_origins: Collection[str] = (),
     max_body: int = MAX_BODY,
+    max_message: int = MAX_MESSAGE,
     reports: Path | None = None,
     report_readers: Collection[str] = (),
 ) -> FastAPI:
@@ -55,7 +56,8 @@ def create_app(
     agents the workers host: sessions for any other are refused with 404 before
     anything starts. ``cors_origins`` are the browser origins allowed to call.
     ``reports`` is a directory of evaluation reports (``ratchet.web._evals``) that
-    ``report_readers`` may read.
+    ``report_readers`` may read. ``max_body`` caps a request's body, ``max_message``
+    the text of the messages one send adds (``ratchet.web._guards``).
     """
     app = FastAPI(
         title="Ratchet",
@@ -69,6 +71,8 @@ def create_app(
     app.state.agents = list(agents) if agents is not None else None
     app.state.reports = Path(reports) if reports is not None else None
     app.state.report_readers = frozenset(report_readers)
+    app.state.max_message = max_message
+    app.state.threads = Threads()
     app.include_router(api)
     app.include_router(evals)
     app.include_router(agui)

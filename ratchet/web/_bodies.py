@@ -13,7 +13,7 @@ from ratchet.wire import SessionOptions
 SESSION_ID = r"^[^/?#%\s]+$"
 """A session id goes in URLs (``/v1/sessions/{id}``): no slash, ``?``, ``#``, ``%``
 or white space."""
-MAX_TEXT = 200_000  # characters in one message; the body limit (1 MiB) bounds it too
+MAX_TEXT = 200_000  # characters in one message; --max-message bounds its bytes too
 
 
 class _Body(BaseModel):

@@ -1,5 +1,12 @@
 """ASGI middleware in front of every route: the body limit and the origin
-allow-list. Both answer with a problem before a route (or Temporal) sees anything."""
+allow-list. Both answer with a problem before a route (or Temporal) sees anything.
+And the limit on what a send adds, which a route checks once it knows what is new.
+
+Two caps, since an AG-UI client sends the whole conversation with every run: the
+body (``--max-body``, 8 MiB by default: a 2,000-message conversation with 2 KB
+replies is about 4-5 MB of JSON) and the text of the messages a send adds
+(``--max-message``, 256 KiB by default: a long paste fits, and a send stays far
+below Temporal's 2 MB payload limit, which its Update carries)."""
 
 from __future__ import annotations
 
@@ -7,6 +14,11 @@ import json
 from collections.abc import Awaitable, Callable, Collection, MutableMapping
 from typing import Any
 from urllib.parse import urlsplit
+
+from ratchet.errors import PayloadTooLargeError
+
+MAX_BODY = 8 << 20
+MAX_MESSAGE = 256 << 10
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -72,7 +84,18 @@ class BodyLimit:
             413,
             "PayloadTooLargeError",
             "Payload too large",
-            f"The request body is over {self.limit:,} bytes.",
+            f"The request body is over {self.limit:,} bytes, this server's limit "
+            "(--max-body; create_app(max_body=...)).",
+        )
+
+
+def check_new(texts: list[str], limit: int) -> None:
+    """Refuse (413) a send whose new messages' text is over ``limit`` bytes."""
+    size = sum(len(text.encode()) for text in texts)
+    if size > limit:
+        raise PayloadTooLargeError(
+            f"This send adds {size:,} bytes of new message text, over the {limit:,} a send "
+            "may add (--max-message; create_app(max_message=...)). Send less at a time."
         )
 
 

@@ -13,8 +13,17 @@ one that fell more than 500 events behind across a continue-as-new ends with
 
 The feed never waits for a watcher: one that reads nothing while ``BUFFER``
 events pile up is dropped (its stream ends; the client reconnects with its last
-id), so a stalled browser tab costs the others nothing. The feed stops when its
-last watcher leaves or the workflow closes.
+id), so a stalled browser tab costs the others nothing. The feed stops when the
+workflow closes, or ``LINGER`` seconds after its last watcher left if none came
+since: a chat's next message opens a new stream, which joins the feed rather than
+start following the workflow's history again from its first event (a session
+whose history holds a few MB of messages takes a tenth of a second to read).
+
+``watching`` counts the streams of a workflow on this process, catching up or
+joined, from when they start to when they end (their client left, or the run
+ended): the AG-UI endpoint stops a run nobody follows any more when a new
+message comes (see ``agui``). It is this process's count: a stream on another
+replica is not in it.
 
 ``poke`` tells a session's feed that something was just sent to it, so the feed
 queries right away (it matters where the history cannot be followed and the feed
@@ -41,6 +50,10 @@ BUFFER = 1_000
 """Events a watcher may fall behind by before it is disconnected."""
 KEEPALIVE = 15.0
 """Seconds without events after which a watcher gets a ``None`` tick."""
+HUNG_UP = 10_000
+"""Workflows whose streams' early leaving is remembered, the latest."""
+LINGER = 30.0
+"""Seconds a feed goes on without watchers, for the next one (see above)."""
 RETRY_FIRST, RETRY_MAX = 0.5, 10.0
 """Seconds a feed waits before reading again after Temporal said it is busy."""
 
@@ -74,6 +87,7 @@ class Feed:
         self.watchers: set[Watcher] = set()
         self.wake = asyncio.Event()
         self._hub, self._id = hub, workflow_id
+        self._idle: asyncio.TimerHandle | None = None
         self._task = asyncio.create_task(self._run(), name=f"ratchet-web-feed:{workflow_id}")
 
     async def _run(self) -> None:
@@ -111,8 +125,19 @@ class Feed:
             watcher.put(last)  # a watcher too far behind to take it reconnects anyway
         self.watchers.clear()
 
+    def join(self, watcher: Watcher) -> None:
+        if self._idle is not None:
+            self._idle.cancel()
+            self._idle = None
+        self.watchers.add(watcher)
+
     def leave(self, watcher: Watcher) -> None:
         self.watchers.discard(watcher)
+        if not self.watchers and self._idle is None and not self._task.done():
+            self._idle = asyncio.get_running_loop().call_later(LINGER, self._stop_if_idle)
+
+    def _stop_if_idle(self) -> None:
+        self._idle = None
         if not self.watchers:
             self._hub.forget(self._id, self)
             self._task.cancel()
@@ -124,6 +149,9 @@ class Hub:
     def __init__(self, client: Client) -> None:
         self.client = client
         self._feeds: dict[str, Feed] = {}
+        self._watching: dict[str, int] = {}
+        self._hung_up: dict[str, None] = {}
+        self._left: dict[str, asyncio.Event] = {}
 
     @property
     def subscriptions(self) -> int:
@@ -132,6 +160,44 @@ class Hub:
     @property
     def watchers(self) -> int:
         return sum(len(feed.watchers) for feed in self._feeds.values())
+
+    def watching(self, workflow_id: str) -> int:
+        """The streams of ``workflow_id`` on this process now."""
+        return self._watching.get(workflow_id, 0)
+
+    async def unwatched(self, workflow_id: str, within: float) -> bool:
+        """Whether nobody on this process watches ``workflow_id``, now or within
+        ``within`` seconds (a client that just hung up may be noticed a moment after
+        its next request arrives)."""
+        deadline = asyncio.get_running_loop().time() + within
+        while self.watching(workflow_id):
+            left = self._left.setdefault(workflow_id, asyncio.Event())
+            try:
+                await asyncio.wait_for(left.wait(), deadline - asyncio.get_running_loop().time())
+            except TimeoutError:
+                return not self.watching(workflow_id)
+        return True
+
+    def hang_up(self, workflow_id: str) -> None:
+        """A client left a stream of ``workflow_id`` before the run it followed ended."""
+        self._hung_up.pop(workflow_id, None)
+        self._hung_up[workflow_id] = None
+        if len(self._hung_up) > HUNG_UP:
+            del self._hung_up[next(iter(self._hung_up))]
+
+    def hung_up(self, workflow_id: str) -> bool:
+        """Whether a client left a stream of ``workflow_id`` early since this was last
+        asked (this process's latest ``HUNG_UP`` only)."""
+        return self._hung_up.pop(workflow_id, 0) is None
+
+    def _count(self, workflow_id: str, change: int) -> None:
+        count = self._watching.get(workflow_id, 0) + change
+        if count:
+            self._watching[workflow_id] = count
+            return
+        del self._watching[workflow_id]
+        if (left := self._left.pop(workflow_id, None)) is not None:
+            left.set()
 
     def forget(self, workflow_id: str, feed: Feed) -> None:
         if self._feeds.get(workflow_id) is feed:
@@ -159,6 +225,7 @@ class Hub:
         reader has caught up and takes the feed's events."""
         watcher, feed, offset = Watcher(), self._feed(workflow_id, from_offset), from_offset
         resent = Resent()  # a batch re-sent by a turn may straddle the seam
+        self._count(workflow_id, +1)
         try:
             # Catch up by query to where the feed is, then join it with no await in
             # between, so the seam loses and repeats nothing (the feed may have moved
@@ -182,7 +249,7 @@ class Hub:
                     resent(event)  # remembered, to drop a re-sent copy that comes live
                 offset = max(offset, until)
                 feed = self._feed(workflow_id, offset)  # a new one if that one ended
-            feed.watchers.add(watcher)
+            feed.join(watcher)
             if joined is not None:
                 joined.set()
             if not sent_any:
@@ -192,6 +259,7 @@ class Hub:
                     yield item
         finally:
             feed.leave(watcher)
+            self._count(workflow_id, -1)
 
     def _feed(self, workflow_id: str, position: int) -> Feed:
         feed = self._feeds.get(workflow_id)

@@ -33,6 +33,7 @@ from ratchet.wire import SessionStatus, request_id_problem
 from . import _sse as sse
 from ._access import Access, Action
 from ._bodies import Created, NewDecision, NewFork, NewMessage, NewSession, full, out
+from ._guards import check_new
 from ._principal import ANONYMOUS, Principal
 from ._problems import Gone
 
@@ -251,6 +252,7 @@ async def send_message(
             f"{problem} Retry a POST with the key it was sent with, or send no "
             "Idempotency-Key header and the server makes one."
         )
+    check_new([body.text], request.app.state.max_message)
     session = await session_of(request, caller, session_id, "send")
     if not _streams(request):
         return sse.result_json(await session.send(body.text, request_id=idempotency_key))

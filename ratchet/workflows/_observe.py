@@ -241,6 +241,8 @@ class RunObserver:
         """The request id of the send the session's current run runs."""
         self._turn_from = 0
         """Where the turn in progress started in the stream (its own events follow)."""
+        self._settled_from: int | None = None
+        """Where the results that the turn in progress takes were sent, if they were."""
 
     def __call__(self, change: ExecutionChange) -> None:
         agent, old, new = change.agent, change.old, change.new
@@ -289,13 +291,25 @@ class RunObserver:
         self._publish(completed, change.agent, text_of=final)
         self.events.trim()
 
+    def settled(self, agent: str, turn: int, results: list[Message]) -> None:
+        """The results of the work a turn left (an approved tool's, say), sent as they
+        are in, before the next turn (``turn``) streams its reply."""
+        if self._settled_from is None:
+            self._settled_from = self.events.end
+        for message in results:
+            if message.role == "tool":
+                self._publish(tool_answered(message).model_copy(update={"turn": turn}), agent)
+
     def _tool_events(self, agent: str, thread: ThreadData, turn: int, ids: set[str]) -> None:
         """The turn's tool calls and results that the turn did not send as it recorded
         them (fast mode, answers it did not record, results of pending work, a batch
         lost with its worker), from its result: in history already, so they cost
         nothing more, and each is sent exactly once."""
         added = thread.messages[-len(ids) :] if ids else []
-        sent = self.events.sent_tools(self._turn_from, turn)
+        since, settled = self._turn_from, self._settled_from
+        if settled is not None:  # its results were sent before it started
+            since, self._settled_from = min(since, settled), None
+        sent = self.events.sent_tools(since, turn)
         for message in added:
             if message.id not in ids:
                 continue

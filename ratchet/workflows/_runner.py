@@ -53,6 +53,9 @@ with workflow.unsafe.imports_passed_through():
 __all__ = ["AgentRunner", "RunHooks", "run_agent"]
 
 FAST_DETAILS_EVERY = 10
+RESULTS_WHEN_SETTLED = "ratchet-results-when-settled"
+"""Results of the work a turn left go to the run's observers once in, before the next
+turn's own events (before it, they came with that turn's completion)."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,9 @@ class RunHooks:
     log_index: LogIndexer | None = None
     """Records where each message appended to a session's log is in this workflow
     run's history."""
+    settled: Sequence[Callable[[str, int, list[Message]], None]] = ()
+    """Called with the agent, the next turn and the results of the work a turn left
+    (approved tools, answers, sub-agents) once they are in, before that turn runs."""
 
     def turn_setup(self, options: RunOptions) -> TurnSetup:
         """How the run starting now gives its turns their input."""
@@ -277,6 +283,7 @@ class AgentRunner:
         pending: list[Message] = []
         if output.pending:
             pending = await self.pending.settle(turn, output.pending)
+            _settled(self._hooks, ledger.agent, turn + 1, pending)
             self._check_budget()
         if output.handoff:
             workflow.logger.info("Agent %s hands the run over to %s", ledger.agent, output.handoff)
@@ -379,3 +386,10 @@ async def run_agent(
         agent, session=session, thread=thread, options=options, state=state, shared=shared
     )
     return await runner.run(messages)
+
+
+def _settled(hooks: RunHooks, agent: str, turn: int, results: list[Message]) -> None:
+    """The work a turn left is in: its results go to the hooks before ``turn`` runs."""
+    if hooks.settled and workflow.patched(RESULTS_WHEN_SETTLED):
+        for hook in hooks.settled:
+            hook(agent, turn, results)

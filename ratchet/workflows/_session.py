@@ -109,6 +109,7 @@ class AgentSessionWorkflow(AgentHandlers):
                 live_events=True,
                 run_label=lambda: observer.run_id,
                 log_index=index,
+                settled=[observer.settled],
             ),
         )
         if index is not None:

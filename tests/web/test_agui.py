@@ -4,6 +4,10 @@ protocol's order rules."""
 
 from __future__ import annotations
 
+import gc
+import json
+import statistics
+import time
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -57,11 +61,11 @@ async def run(http: httpx.AsyncClient, agent: str, body: dict[str, Any]) -> list
         assert response.status_code == 200, await response.aread()
         assert response.headers["content-type"].startswith("text/event-stream")
         events = [event async for _, event in frames(response)]
-    check_order(events)
+    check_order(events, body)
     return events
 
 
-def check_order(events: list[Any]) -> None:
+def check_order(events: list[Any], body: dict[str, Any]) -> None:
     """AG-UI's rules: one RUN_STARTED first, one RUN_FINISHED or RUN_ERROR last; text
     messages started, filled and ended without overlapping; tool calls started,
     given arguments and ended before their result (or made in an earlier run)."""
@@ -71,8 +75,9 @@ def check_order(events: list[Any]) -> None:
     assert kinds.count(EventType.RUN_FINISHED) + kinds.count(EventType.RUN_ERROR) == 1
     open_text: str | None = None
     calls: dict[str, str] = {}  # id -> "open" | "ended"
-    sent = events[0].input.messages if events[0].input is not None else []
-    earlier = {c.id for m in sent if m.role == "assistant" for c in m.tool_calls or []}
+    assert events[0].input is None, "the client holds its input: it is not sent back"
+    sent = body["messages"]
+    earlier = {c["id"] for m in sent if m["role"] == "assistant" for c in m.get("toolCalls", [])}
     for e in events:
         if e.type == EventType.TEXT_MESSAGE_START:
             assert open_text is None, "a text message started inside another"
@@ -105,36 +110,68 @@ def check_order(events: list[Any]) -> None:
                 assert calls.get(interrupt.tool_call_id) == "ended"  # streamed before it
 
 
-def snapshot_of(events: list[Any]) -> list[dict[str, Any]]:
-    (snapshot,) = [e for e in events if isinstance(e, MessagesSnapshotEvent)]
-    return [m.model_dump(mode="json", by_alias=True, exclude_none=True) for m in snapshot.messages]
+def messages_of(body: dict[str, Any], events: list[Any]) -> list[dict[str, Any]]:
+    """The messages a client holds after a run, as ``@ag-ui/client`` applies its
+    events: those it sent, each message streamed added, a snapshot's instead."""
+    held: list[dict[str, Any]] = [dict(m) for m in body["messages"]]
+    by_id = {m["id"]: m for m in held}
+    calls: dict[str, dict[str, Any]] = {}
+    for e in events:
+        made: dict[str, Any] | None = None
+        if isinstance(e, MessagesSnapshotEvent):
+            held = [m.model_dump(mode="json", by_alias=True, exclude_none=True) for m in e.messages]
+            by_id = {m["id"]: m for m in held}
+        elif e.type == EventType.TEXT_MESSAGE_START:
+            made = {"id": e.message_id, "role": "assistant", "content": ""}
+        elif e.type == EventType.TEXT_MESSAGE_CONTENT:
+            by_id[e.message_id]["content"] += e.delta
+        elif e.type == EventType.TOOL_CALL_START:
+            parent = by_id.get(e.parent_message_id or e.tool_call_id)
+            if parent is None:
+                parent = made = {"id": e.parent_message_id or e.tool_call_id, "role": "assistant"}
+            function = {"name": e.tool_call_name, "arguments": ""}
+            call = calls[e.tool_call_id] = {"id": e.tool_call_id, "function": function}
+            parent.setdefault("toolCalls", []).append({"type": "function", **call})
+        elif e.type == EventType.TOOL_CALL_ARGS:
+            calls[e.tool_call_id]["function"]["arguments"] += e.delta
+        elif e.type == EventType.TOOL_CALL_RESULT:
+            made = {"id": e.message_id, "role": "tool", "toolCallId": e.tool_call_id}
+            made["content"] = e.content
+        if made is not None:
+            held.append(made)
+            by_id[made["id"]] = made
+    return held
 
 
 async def test_a_streamed_reply_then_a_follow_up_sends_only_the_new_message(
     alice: httpx.AsyncClient,
 ):
     thread = f"agui-{uuid.uuid4().hex[:8]}"
-    first = await run(alice, "writer", run_input(thread, [user("write")]))
+    first = await run(alice, "writer", opening := run_input(thread, [user("write")]))
     texts = [e.delta for e in first if isinstance(e, TextMessageContentEvent)]
     assert 2 <= len(texts) < WRITER_WORDS  # streamed as it came, coalesced per batch
     finished = first[-1]
     assert isinstance(finished, RunFinishedEvent) and finished.outcome is None
     assert finished.result == "".join(texts) + "(attempt 1)"
-    messages = snapshot_of(first)
+    messages = messages_of(opening, first)
     assert [m["role"] for m in messages] == ["user", "assistant"]
 
     # The client sends the whole conversation again, plus one message.
-    second = await run(alice, "writer", run_input(thread, [*messages, user("again")]))
-    assert [m["role"] for m in snapshot_of(second)] == ["user", "assistant"] * 2
+    second = await run(alice, "writer", again := run_input(thread, [*messages, user("again")]))
+    messages = messages_of(again, second)
+    assert [m["role"] for m in messages] == ["user", "assistant"] * 2
     state = (await alice.get(f"/v1/sessions/{thread}/thread")).json()
     assert len(state["messages"]) == 4  # nothing held was sent twice
+    assert [(m["id"], m["content"]) for m in messages] == [
+        (m["id"], m["content"]) for m in state["messages"]
+    ]
 
 
 async def test_an_approval_interrupts_the_run_and_the_next_run_resumes_it(
     alice: httpx.AsyncClient,
 ):
     thread = await new_session(alice, "billing", options={"run": {"approval_timeout": 3600}})
-    first = await run(alice, "billing", run_input(thread, [user("pay acme")]))
+    first = await run(alice, "billing", opening := run_input(thread, [user("pay acme")]))
     starts = [e for e in first if e.type == EventType.TOOL_CALL_START]
     assert [e.tool_call_name for e in starts] == ["pay"]
     args = "".join(e.delta for e in first if e.type == EventType.TOOL_CALL_ARGS)
@@ -147,10 +184,13 @@ async def test_an_approval_interrupts_the_run_and_the_next_run_resumes_it(
     assert interrupt.expires_at is not None  # from approval_timeout
 
     resume = [{"interruptId": interrupt.id, "status": "resolved", "payload": {"approved": True}}]
-    body = run_input(thread, snapshot_of(first), resume=resume)
+    body = run_input(thread, messages_of(opening, first), resume=resume)
     second = await run(alice, "billing", body)
     results = [e for e in second if e.type == EventType.TOOL_CALL_RESULT]
     assert [e.content for e in results] == ["paid 500 to acme"]
+    # The tool ran before the reply that reads it: so in the session's stream, and here.
+    kinds = [e.type for e in second]
+    assert kinds.index(EventType.TOOL_CALL_RESULT) < kinds.index(EventType.TEXT_MESSAGE_START)
     assert second[-1].result == "Paid 500 euros to acme." and second[-1].outcome is None
     turns = (await alice.get(f"/v1/sessions/{thread}/turns")).json()
     assert len(turns) == 2
@@ -177,7 +217,7 @@ async def test_a_retried_post_sends_nothing_twice_and_a_lost_stream_reattaches(
     headers = {"Last-Event-ID": str(last_id)}
     async with alice.stream("POST", "/v1/agui/writer", json=body, headers=headers) as response:
         rest = [event async for _, event in frames(response)]
-    check_order(rest)
+    check_order(rest, body)
     streamed = [e.delta for _, e in seen if isinstance(e, TextMessageContentEvent)]
     streamed += [e.delta for e in rest if isinstance(e, TextMessageContentEvent)]
     assert rest[-1].result == "".join(streamed) + "(attempt 1)"  # none lost, none twice
@@ -224,13 +264,18 @@ async def test_bad_requests_get_clear_errors_and_start_nothing(alice: httpx.Asyn
     assert "runId must be 1 to 195" in problem_of(refused, 422, "InvalidInputError")["detail"]
     assert (await alice.get(f"/v1/sessions/{thread}")).status_code == 404  # nothing started
 
-    first = await run(alice, "echo", run_input(thread, [user("one")]))
+    first = await run(alice, "echo", opening := run_input(thread, [user("one")]))
     state = [e for e in first if e.type in (EventType.STATE_SNAPSHOT, EventType.STATE_DELTA)]
-    assert state[0].snapshot == {}  # the agent's JSON keys: none yet, then its count
-    assert [op.model_dump() for op in state[1].delta] == [
+    # The agent's JSON keys: none yet, as the client's state (no snapshot), then its count.
+    assert [op.model_dump() for (e,) in [state] for op in e.delta] == [
         {"op": "add", "path": "/count", "value": 1}
     ]
-    held = snapshot_of(first)
+    second = await run(alice, "echo", run_input(thread, [*messages_of(opening, first), user("2")]))
+    (snapshot, _) = [
+        e for e in second if e.type in (EventType.STATE_SNAPSHOT, EventType.STATE_DELTA)
+    ]
+    assert snapshot.snapshot == {"count": 1}  # not the client's state: the agent's
+    held = messages_of(opening, first)
     edited = [{**held[0], "content": "changed"} | {"id": "someone-else"}, held[1]]
     problem_of(
         await alice.post("/v1/agui/echo", json=run_input(thread, [*edited, user("two")])),
@@ -259,7 +304,7 @@ async def test_a_lost_stream_of_an_answered_interrupt_resumes_to_that_interrupt(
     (interrupt,) = seen[-1][1].outcome.interrupts
     resume = [{"interruptId": interrupt.id, "status": "resolved", "payload": True}]
     paid = await run(
-        alice, "billing", run_input(thread, snapshot_of([e for _, e in seen]), resume=resume)
+        alice, "billing", run_input(thread, messages_of(body, [e for _, e in seen]), resume=resume)
     )
     assert paid[-1].result == "Paid 500 euros to acme."
 
@@ -267,10 +312,108 @@ async def test_a_lost_stream_of_an_answered_interrupt_resumes_to_that_interrupt(
     headers = {"Last-Event-ID": str(first_id)}
     async with alice.stream("POST", "/v1/agui/billing", json=body, headers=headers) as response:
         again = [event async for _, event in frames(response)]
-    check_order(again)
+    check_order(again, body)
     assert [e.tool_call_name for e in again if e.type == EventType.TOOL_CALL_START] == ["pay"]
     finished = again[-1]
     assert isinstance(finished.outcome, RunFinishedInterruptOutcome)
     assert [i.id for i in finished.outcome.interrupts] == [interrupt.id]
-    assert [m["role"] for m in snapshot_of(again)] == ["user", "assistant"]
+    assert [m["role"] for m in messages_of(body, again)] == ["user", "assistant"]
     assert not [e for e in again if e.type == EventType.TOOL_CALL_RESULT]
+
+
+def parsed(text: str) -> list[Any]:
+    """The AG-UI events of a whole SSE response."""
+    return [
+        EVENTS.validate_json(line.removeprefix("data: "))
+        for line in text.splitlines()
+        if line.startswith("data: ")
+    ]
+
+
+async def test_a_response_carries_what_the_client_lacks_not_the_thread(
+    alice: httpx.AsyncClient,
+):
+    """At 500 messages of 2 KB, a run's response is a few hundred bytes: RUN_STARTED
+    does not echo the input, and there is no MESSAGES_SNAPSHOT where what the client
+    sent and what it got make the thread (a reply that was not streamed comes as its
+    text message). A client that is behind gets the snapshot, the thread whole."""
+    thread = f"agui-{uuid.uuid4().hex[:8]}"
+    await run(alice, "seeder", run_input(thread, [user("seed 250")]))
+    held = (await alice.get(f"/v1/sessions/{thread}/thread")).json()["messages"]
+    assert len(held) == 502
+    sent = [{"id": m["id"], "role": m["role"], "content": m["content"]} for m in held]
+
+    body = run_input(thread, [*sent, user("hello")])
+    response = await alice.post("/v1/agui/seeder", json=body)
+    events = parsed(response.text)
+    check_order(events, body)
+    assert len(response.content) < 2_000, f"{len(response.content):,} bytes"
+    assert not [e for e in events if isinstance(e, MessagesSnapshotEvent)]
+    thread_now = (await alice.get(f"/v1/sessions/{thread}/thread")).json()["messages"]
+    assert [(m["id"], m.get("content")) for m in messages_of(body, events)] == [
+        (m["id"], m["content"]) for m in thread_now
+    ]
+
+    typed = [m for m in sent if m["role"] == "user"]  # a tab that kept only what was typed
+    body = run_input(thread, [*typed, *thread_now[-2:-1], user("again")])
+    events = parsed((await alice.post("/v1/agui/seeder", json=body)).text)
+    (snapshot,) = [e for e in events if isinstance(e, MessagesSnapshotEvent)]
+    thread_now = (await alice.get(f"/v1/sessions/{thread}/thread")).json()["messages"]
+    assert [m.id for m in snapshot.messages] == [m["id"] for m in thread_now]
+    assert [m["id"] for m in messages_of(body, events)] == [m["id"] for m in thread_now]
+
+
+ROUNDS = 15
+
+
+async def answer_input(http: httpx.AsyncClient, thread: str) -> bytes:
+    """The thread as the session holds it, plus one message, as a client sends it."""
+    held = (await http.get(f"/v1/sessions/{thread}/thread")).json()["messages"]
+    sent = [{"id": m["id"], "role": m["role"], "content": m["content"]} for m in held]
+    return json.dumps(run_input(thread, [*sent, user("hello")])).encode()
+
+
+async def answered(http: httpx.AsyncClient, thread: str) -> float:
+    """Seconds from POSTing the thread as the session holds it, plus one message,
+    to the run's end (RUN_FINISHED). The body is made before the clock starts, and
+    this process's garbage collector (the worker runs here) does not run meanwhile."""
+    body, headers = await answer_input(http, thread), {"Content-Type": "application/json"}
+    gc.collect()
+    gc.disable()
+    try:
+        start = time.perf_counter()
+        async with http.stream("POST", "/v1/agui/seeder", content=body, headers=headers) as got:
+            async for line in got.aiter_lines():
+                if '"RUN_FINISHED"' in line:
+                    return time.perf_counter() - start
+    finally:
+        gc.enable()
+    raise AssertionError("the run did not finish")
+
+
+async def test_a_2000_message_history_is_answered_within_1_5x_a_short_ones_time(
+    alice: httpx.AsyncClient,
+):
+    """A POST carrying 2,000 messages of 2 KB (about 4 MB) to a session that holds
+    them, against one carrying two, from the POST to RUN_FINISHED: the median of
+    ``ROUNDS`` rounds' ratios, the two runs of a round in ABBA order."""
+    long, short = f"agui-{uuid.uuid4().hex[:8]}", f"agui-{uuid.uuid4().hex[:8]}"
+    for n in range(4):
+        held = (await alice.get(f"/v1/sessions/{long}/thread")).json() if n else {}
+        sent = [
+            {"id": m["id"], "role": m["role"], "content": m["content"]}
+            for m in held.get("messages", [])
+        ]
+        await run(alice, "seeder", run_input(long, [*sent, user("seed 250")]))
+    await run(alice, "seeder", run_input(short, [user("hi")]))
+    times: dict[str, list[float]] = {long: [], short: []}
+    for round_ in range(ROUNDS + 1):  # round 0 warms up
+        for thread in (long, short) if round_ % 2 else (short, long):
+            took = await answered(alice, thread)
+            if round_:
+                times[thread].append(took)
+    assert len((await alice.get(f"/v1/sessions/{long}/thread")).json()["messages"]) > 2_000
+    # Each round's own ratio (its two runs are next to each other: what else the
+    # machine does weighs on both), then their median.
+    ratio = statistics.median(a / b for a, b in zip(times[long], times[short], strict=True))
+    assert ratio <= 1.5, f"{ratio:.2f}x: {times}"

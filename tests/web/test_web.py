@@ -28,7 +28,10 @@ from ..web_http import APP_ORIGIN, OPS, Web, new_session, problem_of, sse, until
 
 async def test_a_session_over_http_from_start_to_close(alice: httpx.AsyncClient):
     assert (await alice.get("/v1/agents")).json() == {
-        "agents": ["billing", "chatty", "confirmer", "echo", "slow", "writer"]
+        "agents": [
+            *("billing", "chatty", "confirmer", "echo", "seeder"),
+            *("slow", "slow_writer", "writer"),
+        ]
     }
     session = await new_session(alice, "echo")
     first = await alice.post(f"/v1/sessions/{session}/messages", json={"text": "hello"})
@@ -267,8 +270,9 @@ async def test_bad_bodies_get_a_clear_4xx_and_start_nothing(alice: httpx.AsyncCl
         await alice.post("/v1/sessions", json={"agent": "nobody"}), 404, "AgentNotFoundError"
     )
     assert "nobody" in body["detail"]
-    huge = {"agent": "echo", "state": {"blob": "x" * (1 << 20)}}
-    problem_of(await alice.post("/v1/sessions", json=huge), 413, "PayloadTooLargeError")
+    huge = {"agent": "echo", "state": {"blob": "x" * (8 << 20)}}
+    too_large = problem_of(await alice.post("/v1/sessions", json=huge), 413, "PayloadTooLargeError")
+    assert "8,388,608 bytes" in too_large["detail"] and "--max-body" in too_large["detail"]
     for unreachable in ("has space", "a/b", "what?", "100%"):  # ids that go in URLs
         body = {"agent": "echo", "session_id": unreachable}
         problem_of(await alice.post("/v1/sessions", json=body), 422, "InvalidInputError")
@@ -287,6 +291,11 @@ async def test_bad_bodies_get_a_clear_4xx_and_start_nothing(alice: httpx.AsyncCl
     session = await new_session(alice, "echo")
     empty = await alice.post(f"/v1/sessions/{session}/messages", json={"text": ""})
     problem_of(empty, 422, "InvalidInputError")
+    wide = {"text": "é" * 150_000}  # 150,000 characters, 300,000 bytes: over 256 KiB
+    too_long = problem_of(
+        await alice.post(f"/v1/sessions/{session}/messages", json=wide), 413, "PayloadTooLargeError"
+    )
+    assert "300,000 bytes" in too_long["detail"] and "--max-message" in too_long["detail"]
     missing = await alice.get("/v1/sessions/session-nobody-000/pending")
     problem_of(missing, 404, "SessionNotFoundError")
     wrong_id = await alice.get(f"/v1/sessions/{session}/events", headers={"Last-Event-ID": "x"})

@@ -46,13 +46,14 @@ const chunked = (url, init) =>
     body: new Blob([init.body]).stream(),
   });
 
-test("a chunked body over 1 MiB is refused with 413", TIMEOUT, async () => {
+test("a chunked body over 8 MiB is refused with 413", TIMEOUT, async () => {
   const chat = agent("echo", { fetch: chunked });
-  chat.addMessage(user("x".repeat(1_100_000)));
+  chat.addMessage(user("x".repeat(8_500_000)));
   await assert.rejects(chat.runAgent(), (error) => {
     const problem = problemOf(error);
     assert.equal(problem.status, 413);
     assert.equal(problem.type, "PayloadTooLargeError");
+    assert.match(problem.detail, /over 8,388,608 bytes.*--max-body/);
     return true;
   });
 });
@@ -85,4 +86,16 @@ test("the first frame has an SSE id: a client cut off after it misses nothing", 
   const { events, result } = await run(again, { runId });
   const text = events.filter((e) => e.type === "TEXT_MESSAGE_CONTENT").map((e) => e.delta);
   assert.equal(`${text.join("")}(attempt 1)`, result, "every word, once");
+});
+
+test("a send whose new text is over --max-message is refused with 413, naming it", TIMEOUT, async () => {
+  const chat = agent("echo");
+  chat.addMessage(user("y".repeat(300_000)));
+  await assert.rejects(chat.runAgent(), (error) => {
+    const problem = problemOf(error);
+    assert.equal(problem.status, 413);
+    assert.equal(problem.type, "PayloadTooLargeError");
+    assert.match(problem.detail, /300,0\d\d bytes of new message text.*--max-message/);
+    return true;
+  });
 });

@@ -3,7 +3,7 @@
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { agent, newRunId, problemOf, run, threadOf, user } from "./ratchet.mjs";
+import { agent, api, newRunId, problemOf, run, threadOf, user } from "./ratchet.mjs";
 
 const TIMEOUT = { timeout: 120_000 };
 
@@ -74,4 +74,26 @@ test("re-attaching to a run whose interrupt was answered since reports that inte
   const calls = again.messages.flatMap((m) => m.toolCalls ?? []);
   assert.deepEqual(calls.map((c) => c.id), [interrupt.toolCallId]);
   assert.ok(!again.messages.some((m) => m.role === "tool"), "the result came after that run");
+});
+
+test("a resume sent with a new message is refused, saying so; nothing is decided", TIMEOUT, async () => {
+  const chat = agent("billing");
+  chat.addMessage(user("pay acme"));
+  const asked = await run(chat);
+  const [interrupt] = asked.finished.outcome.interrupts;
+  const typed = user("and tell me when it is done");
+  chat.addMessage(typed);
+  const resume = [{ interruptId: interrupt.id, status: "resolved", payload: { approved: true } }];
+  await assert.rejects(chat.runAgent({ resume }), (error) => {
+    const problem = problemOf(error);
+    assert.equal(problem.status, 422);
+    assert.equal(problem.type, "InvalidInputError");
+    assert.ok(problem.detail.includes(`resumes interrupt '${interrupt.id}'`), problem.detail);
+    assert.ok(problem.detail.includes(`new messages ('${typed.id}')`), problem.detail);
+    assert.match(problem.detail, /Send the answer alone/);
+    assert.doesNotMatch(problem.detail, /frontend tool/);
+    return true;
+  });
+  const pending = await api(`/v1/sessions/${encodeURIComponent(chat.threadId)}/pending`);
+  assert.deepEqual(pending.body.map((p) => p.action.id), [interrupt.id], "still waits");
 });

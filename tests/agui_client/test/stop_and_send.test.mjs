@@ -1,5 +1,5 @@
-// Stop, then send again: a client that stopped a reply holds it under the id the
-// thread keeps it under, and a client behind the thread can still send.
+// Stop, then send again: a client that holds a part of a reply the thread does not
+// keep, or that is behind the thread, can still send.
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
@@ -22,12 +22,14 @@ test("stop mid-reply, then send again: the next run answers", TIMEOUT, async () 
   const partial = chat.messages.find((m) => m.id === stoppedAt);
   assert.ok(partial.content && !partial.content.includes("(attempt"), "a part of the reply");
 
+  // Nobody follows the stopped reply: it stops (see stop_unwatched.test.mjs), and
+  // the client's part of it, which the thread does not keep, is no conflict.
   chat.addMessage(user("again"));
   const second = await run(chat);
   assert.match(second.result, /^word0 .* word59 \(attempt 1\)$/);
   const thread = await threadOf(chat.threadId);
-  assert.deepEqual(thread.map((m) => m.role), ["user", "assistant", "user", "assistant"]);
-  assert.equal(thread[1].id, stoppedAt, "the stopped reply, whole, under the id it streamed with");
+  assert.deepEqual(thread.map((m) => m.role), ["user", "user", "assistant"]);
+  assert.ok(!thread.some((m) => m.id === stoppedAt), "the stopped turn is not kept");
   assert.deepEqual(chat.messages.map((m) => m.id), thread.map((m) => m.id));
 });
 
