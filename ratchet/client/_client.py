@@ -51,6 +51,7 @@ from ratchet.wire import (
     SessionInput,
     SessionOptions,
     TurnMark,
+    indexed_identity,
     new_messages,
 )
 from ratchet.workflows import AgentRunWorkflow, AgentSessionWorkflow, run_details
@@ -224,9 +225,9 @@ class AgentClient:
         owner, tenant = owned
         pairs = [SearchAttributePair(AGENT_NAME, agent), SearchAttributePair(AGENT_STATUS, status)]
         if owner is not None:
-            pairs.append(SearchAttributePair(AGENT_OWNER, owner))
+            pairs.append(SearchAttributePair(AGENT_OWNER, indexed_identity(owner)))
         if tenant is not None:
-            pairs.append(SearchAttributePair(AGENT_TENANT, tenant))
+            pairs.append(SearchAttributePair(AGENT_TENANT, indexed_identity(tenant)))
         indexed = TypedSearchAttributes(pairs)
         start = self.temporal.start_workflow
         queue = task_queue or self.task_queue
@@ -239,9 +240,9 @@ class AgentClient:
                 raise
             if owner is not None or tenant is not None:
                 raise ConfigurationError(
-                    f"Namespace {self.temporal.namespace!r} lacks Ratchet's search attributes "
-                    f"(AgentOwner...), so it cannot record who owns {id!r}: run "
-                    "`ratchet setup` once on the namespace."
+                    f"Temporal refused the search attributes that record who owns {id!r} "
+                    f"({e.message}). If namespace {self.temporal.namespace!r} lacks "
+                    "Ratchet's (AgentOwner...), run `ratchet setup` once on it."
                 ) from e
             return await start(run, arg, id=id, task_queue=queue, **options)
 

@@ -13,7 +13,7 @@ from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 
 from ratchet.errors import InvalidInputError
 from ratchet.types import AgentStatus
-from ratchet.wire import RUN_WORKFLOW, SESSION_WORKFLOW
+from ratchet.wire import OWNER_KEYS, RUN_WORKFLOW, SESSION_WORKFLOW, identity_of, indexed_identity
 
 from ._error_mapping import check_id, translated
 
@@ -97,7 +97,8 @@ def quoted(value: str) -> str:
 
 
 def where_clause(where: Mapping[str, str | int | float | bool]) -> str:
-    """``Key = value AND ...`` for search attributes, each string value escaped."""
+    """``Key = value AND ...`` for search attributes, each string value escaped (an
+    owner or tenant as it is indexed: ``indexed_identity``)."""
     clauses = []
     for key, value in where.items():
         if not _ATTRIBUTE.fullmatch(key):
@@ -105,7 +106,9 @@ def where_clause(where: Mapping[str, str | int | float | bool]) -> str:
                 f"{key!r} is not a search attribute name (letters, digits and _, "
                 "not starting with a digit)."
             )
-        if isinstance(value, bool):
+        if key in OWNER_KEYS and isinstance(value, str):
+            literal = quoted(indexed_identity(value))
+        elif isinstance(value, bool):
             literal = "true" if value else "false"
         elif isinstance(value, int | float):
             literal = repr(value)
@@ -167,8 +170,8 @@ def summary(info: WorkflowExecution) -> WorkflowSummary:
         cost_usd=_float(found.get("AgentCostUsd")),
         started=info.start_time,
         open=info.status in (None, WorkflowExecutionStatus.RUNNING),
-        owner=_str(found.get("AgentOwner")),
-        tenant=_str(found.get("AgentTenant")),
+        owner=_identity(found.get("AgentOwner")),
+        tenant=_identity(found.get("AgentTenant")),
         parent=info.parent_id,
     )
 
@@ -190,6 +193,10 @@ def _status(
     if closed_as == WorkflowExecutionStatus.COMPLETED and str(agent_status) in _ENDED_AS:
         return str(agent_status)
     return closed_as.name
+
+
+def _identity(value: object) -> str | None:
+    return identity_of(str(value)) if value is not None else None
 
 
 def _str(value: object) -> str | None:

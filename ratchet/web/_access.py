@@ -8,9 +8,9 @@ else's id answers exactly as an unknown id does (404), so nothing leaks.
 
 Ids a caller chooses (``session_id``, an AG-UI ``threadId``) are scoped to them:
 the session's id is ``<scope>-<id>``, the scope a hash of their tenant and
-identity, so one user's id never collides with, or reveals, another's. Operators
-use ids as they are; a session your backend started for a user (``owner=``) is
-reached by its own id.
+identity, so one caller's id never collides with, or reveals, another's. A session
+is also reached by its own id (an operator's way in, and that of one your backend
+started for a user with ``owner=``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Literal
 from ratchet.client import AgentClient, WorkflowSummary
 from ratchet.errors import InvalidInputError, NotFoundError, SessionNotFoundError
 
-from ._principal import Principal
+from ._principal import ANONYMOUS, Principal
 from ._problems import Forbidden
 
 Action = Literal["create", "list", "read", "send", "decide", "stop", "close", "fork", "delete"]
@@ -33,39 +33,58 @@ Action = Literal["create", "list", "read", "send", "decide", "stop", "close", "f
 
 @dataclass(frozen=True)
 class Filter:
-    """What a list holds: the sessions and runs of ``owner`` (any, if ``None``) in
-    ``tenant`` (any, if ``None``). ``Filter()`` is everything."""
+    """What a list holds: the sessions and runs of ``owner`` (anyone's, if ``None``)
+    in ``tenant`` (``None``: those without a tenant), or in every tenant with
+    ``all_tenants``. ``Filter(all_tenants=True)`` is everything."""
 
     owner: str | None = None
     tenant: str | None = None
+    all_tenants: bool = False
 
     def where(self) -> dict[str, str | int | float | bool]:
-        """The search-attribute clauses (``AgentClient.list_sessions(where=...)``)."""
+        """The search-attribute equalities (``AgentClient.list_sessions(where=...)``)."""
         found: dict[str, str | int | float | bool] = {}
         if self.owner is not None:
             found["AgentOwner"] = self.owner
-        if self.tenant is not None:
+        if self.tenant is not None and not self.all_tenants:
             found["AgentTenant"] = self.tenant
         return found
 
+    def query(self) -> str | None:
+        """The clause ``where`` cannot say: no tenant."""
+        return "AgentTenant IS NULL" if self.tenant is None and not self.all_tenants else None
 
+    def holds(self, row: WorkflowSummary) -> bool:
+        """Whether ``row`` is one this filter lets through (checked again on what the
+        query returned: a list shows nothing its filter would not)."""
+        if self.owner is not None and row.owner != self.owner:
+            return False
+        return self.all_tenants or row.tenant == self.tenant
+
+
+EVERYTHING = Filter(all_tenants=True)
 Decision = bool | Filter
 Authorize = Callable[[Principal, Action, WorkflowSummary | None], "Decision | Awaitable[Decision]"]
 """``authorize(caller, action, target)``: for a session or run (``target``, its owner
-and tenant included) ``True`` to allow; for ``list`` (no target) the ``Filter``
-that becomes part of the visibility query (``True``: everything); ``False`` refuses
-(404 for a target, 403 for a list or a create)."""
+and tenant included) ``True`` to allow. For ``list`` (no target) the ``Filter`` that
+becomes part of the visibility query (``True``: everything). For ``create`` (no
+target) anything but ``False`` allows. ``False`` refuses (404 for a target, 403 for
+a list or a create)."""
 
 
 def owners_only(caller: Principal, action: Action, target: WorkflowSummary | None) -> Decision:
-    """The default: users reach what they own, operators everything; a caller with a
-    tenant stays in it. Sessions without an owner (started by the Python client or
-    the CLI, or before owners existed) are the operators'."""
+    """The default: users reach what they own in their tenant (or, without one, what
+    they own without a tenant); operators everything in their tenant; operators
+    without a tenant everything. Sessions without an owner (started by the Python
+    client or the CLI, or before owners existed) are the operators'."""
+    everywhere = caller.operator and caller.tenant is None
     if target is None:
-        if caller.operator:
-            return Filter(tenant=caller.tenant)
-        return Filter(owner=caller.identity, tenant=caller.tenant)
-    if caller.tenant is not None and target.tenant != caller.tenant:
+        if everywhere:
+            return EVERYTHING
+        return Filter(owner=None if caller.operator else caller.identity, tenant=caller.tenant)
+    if everywhere:
+        return True
+    if target.tenant != caller.tenant:
         return False
     return caller.operator or (target.owner is not None and target.owner == caller.identity)
 
@@ -87,29 +106,33 @@ class Access:
         """The filter of what ``caller`` may list; ``Forbidden`` if nothing."""
         found = await self.decide(caller, action, None)
         if found is True:
-            return Filter()
+            return EVERYTHING
         if isinstance(found, Filter):
             return found
         raise Forbidden(f"{caller.identity} may not {action} sessions here.")
 
     def session_id(self, caller: Principal, session_id: str) -> str:
-        """The id of ``caller``'s session ``session_id`` (scoped for a user)."""
-        if caller.operator:
+        """The id of ``caller``'s session ``session_id``: scoped to them (as it is
+        without auth: ``anonymous`` scopes nothing)."""
+        if caller is ANONYMOUS:
             return session_id
         prefix = scope(caller)
         return session_id if session_id.startswith(prefix) else prefix + session_id
 
-    async def session(self, caller: Principal, session_id: str, action: Action) -> str:
+    async def session(
+        self, caller: Principal, session_id: str, action: Action, *, runs: bool = False
+    ) -> str:
         """The id of the session ``caller`` may ``action``: theirs by the id they
         chose (scoped), or by its own id (one started for them, ``owner=``, by your
         backend through the Python client). ``SessionNotFoundError`` alike for one
-        that does not exist, is not a session, or is not theirs."""
+        that does not exist, is not a session (nor, with ``runs``, a run), or is not
+        theirs."""
         scoped = self.session_id(caller, session_id)
         for candidate in dict.fromkeys((scoped, session_id)):
             target = await self._find(candidate)
             if (
                 target is not None
-                and target.kind == "session"
+                and (target.kind == "session" or runs)
                 and await self._allows(caller, action, target)
             ):
                 return candidate

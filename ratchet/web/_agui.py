@@ -103,6 +103,8 @@ async def run_agent(
     name = _agent(request, agent, body)
     after = sse.event_id(last_event_id)
     session, status = await _session(request, caller, body, name)
+    if body.resume and status is not None:  # an answer is a decision, as over REST
+        await access_of(request).session(caller, session.id, "decide")
     threads = request.app.state.threads
     held = await threads.read(session) if status is not None else []
     sent = agui_history.read(body.messages, held, waiting=await _client_calls(session, status))

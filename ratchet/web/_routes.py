@@ -32,6 +32,7 @@ from ratchet.wire import SessionStatus, request_id_problem
 
 from . import _sse as sse
 from ._access import Access, Action
+from ._auth import AuthError
 from ._bodies import Created, NewDecision, NewFork, NewMessage, NewSession, full, out
 from ._guards import check_new
 from ._principal import ANONYMOUS, Principal
@@ -41,6 +42,8 @@ SSE = "text/event-stream"
 INBOX_WAIT = 5.0
 """Seconds the approvals inbox waits for one workflow's pending work."""
 log = logging.getLogger("ratchet.web")
+MAX_IDENTITY = 255
+"""Characters in a caller's identity or tenant (they are indexed with what they own)."""
 SNAPSHOT_MESSAGES = 100
 """A 410's snapshot holds the thread's latest messages, this many at most."""
 
@@ -52,7 +55,14 @@ async def principal(request: Request) -> Principal:
         return ANONYMOUS
     authenticate = getattr(auth, "authenticate", auth)
     found = authenticate(request)
-    return await found if inspect.isawaitable(found) else found
+    caller = await found if inspect.isawaitable(found) else found
+    for what, value in (("identity", caller.identity), ("tenant", caller.tenant or "-")):
+        if not value or len(value) > MAX_IDENTITY:
+            raise AuthError(
+                f"The caller's {what} must be 1 to {MAX_IDENTITY} characters long (OpenID "
+                f"Connect's limit for a subject); got {len(value)}."
+            )
+    return caller
 
 
 async def identity(caller: Annotated[Principal, Depends(principal)]) -> str:
@@ -73,10 +83,16 @@ def access_of(request: Request) -> Access:
 
 
 async def session_of(
-    request: Request, caller: Principal, session_id: str, action: Action = "read"
+    request: Request,
+    caller: Principal,
+    session_id: str,
+    action: Action = "read",
+    *,
+    runs: bool = False,
 ) -> SessionHandle:
-    """The caller's session ``session_id``, if they may ``action`` it (else 404)."""
-    found = await access_of(request).session(caller, session_id, action)
+    """The caller's session ``session_id`` (or, with ``runs``, run: their decisions
+    go through the same route), if they may ``action`` it (else 404)."""
+    found = await access_of(request).session(caller, session_id, action, runs=runs)
     return client_of(request).get_session(found)
 
 
@@ -117,7 +133,7 @@ async def server(request: Request, caller: Caller) -> dict[str, int | bool]:
     the caller ``reports`` (so a page asks for none where it would get a 404 or 403)."""
     hub = request.app.state.hub
     reports = request.app.state.reports is not None and may_read_reports(request, caller)
-    if not caller.operator:  # how busy others are is not theirs to see
+    if not caller.operator or caller.tenant is not None:  # how busy others are
         return {"reports": reports}
     return {"subscriptions": hub.subscriptions, "watchers": hub.watchers, "reports": reports}
 
@@ -160,6 +176,7 @@ async def list_sessions(
     mine = await access_of(request).filter(caller)
     found = await client_of(request).list_sessions(
         where=mine.where(),
+        query=mine.query(),
         runs=runs,
         status=status_,
         agent=agent,
@@ -167,7 +184,7 @@ async def list_sessions(
         min_cost_usd=min_cost_usd,
         limit=limit,
     )
-    return out(found)
+    return out([row for row in found if mine.holds(row)])
 
 
 @api.get("/approvals", response_model=list[PendingView])
@@ -183,6 +200,7 @@ async def approvals_inbox(
         runs=True,
         status=("AWAITING_APPROVAL", "AWAITING_INPUT"),
         where={"ExecutionStatus": "Running", **mine.where()},
+        query=mine.query(),
         limit=limit,
     )
 
@@ -195,7 +213,7 @@ async def approvals_inbox(
             log.warning("approvals inbox: left out %s (%s: %s)", row.id, type(e).__name__, e)
             return []
 
-    found = await asyncio.gather(*(pending_of(row) for row in rows))
+    found = await asyncio.gather(*(pending_of(row) for row in rows if mine.holds(row)))
     waiting = [view for views in found for view in views]
     return out(sorted(waiting, key=lambda view: view.waiting_since))
 
@@ -298,7 +316,8 @@ async def decide(
 ) -> JSONResponse:
     """Approve or reject a pending tool call, or answer a question; recorded with the
     caller's identity as ``by``. A call decided already answers 409."""
-    session, who = await session_of(request, caller, session_id, "decide"), caller.identity
+    session = await session_of(request, caller, session_id, "decide", runs=True)
+    who = caller.identity
     request.app.state.hub.poke(session.id)  # the run goes on: its watchers look sooner
     if body.scope == "session" and body.decision != "approve":
         raise InvalidInputError(
@@ -346,13 +365,13 @@ async def state(session_id: str, request: Request, caller: Caller) -> dict[str, 
 async def fork(session_id: str, body: NewFork, request: Request, caller: Caller) -> JSONResponse:
     """A session of the caller's from one they may read (ids as for a new session)."""
     source = (await session_of(request, caller, session_id, "fork")).id
-    chosen = body.session_id and access_of(request).session_id(caller, body.session_id)
+    chosen = body.session_id or f"{source}-fork-{uuid.uuid4().hex[:6]}"
     owner, tenant = owner_of(caller)
     forked = await client_of(request).fork(
         source,
         at_turn=body.at_turn,
         at_message=body.at_message,
-        session_id=chosen or None,
+        session_id=access_of(request).session_id(caller, chosen),
         owner=owner,
         tenant=tenant,
     )

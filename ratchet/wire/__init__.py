@@ -82,9 +82,12 @@ from ._search_attributes import (
     AGENT_TOKENS,
     AGENT_TURNS,
     INDEXED,
+    OWNER_KEYS,
     SEARCH_ATTRIBUTES,
     cli_commands,
     dev_server_flags,
+    identity_of,
+    indexed_identity,
     kind_of,
 )
 from ._session_data import (
@@ -124,6 +127,9 @@ __all__ = [
     "AGENT_SESSION_ID",
     "AGENT_STATUS",
     "AGENT_TENANT",
+    "identity_of",
+    "OWNER_KEYS",
+    "indexed_identity",
     "AGENT_TOKENS",
     "AGENT_TURNS",
     "ANCHOR_ACTIVITY",

@@ -9,6 +9,9 @@ seconds. The dev server registers them at start; on a cluster run
 
 from __future__ import annotations
 
+import base64
+import re
+
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.common import SearchAttributeKey
 
@@ -29,6 +32,32 @@ AGENT_TOKENS = SearchAttributeKey.for_int("AgentTokens")
 """Tokens used (a session: all its runs)."""
 AGENT_COST_USD = SearchAttributeKey.for_float("AgentCostUsd")
 """Dollars, when the models have a ``ModelPrice``."""
+
+PLAIN = re.compile(r"[A-Za-z0-9@._+:|/=-]+")
+"""An owner or tenant made of these is indexed as it is."""
+OWNER_KEYS = (AGENT_OWNER.name, AGENT_TENANT.name)
+
+
+def indexed_identity(value: str) -> str:
+    """How an owner or tenant is stored in ``AgentOwner`` / ``AgentTenant``: as it is
+    when a visibility query takes it literally, else ``~`` and its UTF-8 bytes in
+    base64url. Temporal's query parser drops a quote at either end of a value, takes
+    a backslash literally and fails on NUL, so ``alice'`` would match ``alice``."""
+    if PLAIN.fullmatch(value):
+        return value
+    return "~" + base64.urlsafe_b64encode(value.encode()).decode().rstrip("=")
+
+
+def identity_of(indexed: str) -> str:
+    """The owner or tenant ``indexed_identity`` stored."""
+    if not indexed.startswith("~"):
+        return indexed
+    data = indexed[1:]
+    try:
+        return base64.urlsafe_b64decode(data + "=" * (-len(data) % 4)).decode()
+    except ValueError:
+        return indexed
+
 
 SEARCH_ATTRIBUTES: tuple[SearchAttributeKey, ...] = (
     AGENT_NAME,

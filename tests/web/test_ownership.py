@@ -5,6 +5,7 @@ real ``create_app`` served by uvicorn over HTTP, against the test's Temporal ser
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -18,7 +19,7 @@ from starlette.requests import Request
 from ratchet.agents import RunContext, ScriptedModel, ToolCallingAgent, agent_tool
 from ratchet.client import AgentClient
 from ratchet.types import Message
-from ratchet.web import AuthError, Principal, create_app
+from ratchet.web import Action, AuthError, Principal, create_app, owners_only
 from ratchet.worker import build_worker
 
 from ..web_agents import Echo, billing
@@ -34,6 +35,17 @@ PEOPLE = {
     "root-token-00000": Principal("root", operator=True),
 }
 ALICE, BOB, QUOTE, OPS, CAROL, GOPS, ROOT = PEOPLE
+# Identities a visibility query could take for another's, or fail on.
+ODD = {
+    "alice-quoted-000": Principal("alice'", tenant="acme"),
+    "quoted-alice-000": Principal("'alice", tenant="acme"),
+    "alice-untenanted": Principal("alice"),
+    "acme-quoted-ops0": Principal("ops", operator=True, tenant="acme'"),
+    "back-slash-00000": Principal("back\\slash\nnew\x00line"),
+    "viewer-token-000": Principal("viewer", tenant="acme"),
+    "too-long-0000000": Principal("x" * 256),
+}
+PEOPLE.update(ODD)
 
 
 def authenticate(request: Request) -> Principal:
@@ -42,6 +54,13 @@ def authenticate(request: Request) -> Principal:
     if token not in PEOPLE:
         raise AuthError("Unknown token.")
     return PEOPLE[token]
+
+
+def viewers_do_not_decide(caller: Principal, action: Action, target: Any) -> Any:
+    """A custom policy: owners_only, except that ``viewer`` may not decide."""
+    if caller.identity == "viewer" and action == "decide":
+        return False
+    return owners_only(caller, action, target)
 
 
 def _lead(messages: Sequence[Message], context: RunContext) -> str | Message:
@@ -53,7 +72,23 @@ def _lead(messages: Sequence[Message], context: RunContext) -> str | Message:
 def agents() -> dict[str, Any]:
     lead = ToolCallingAgent(ScriptedModel(_lead), [agent_tool("researcher", "Research.")])
     researcher = ToolCallingAgent(ScriptedModel(lambda m, c: "the moon"))
-    return {"echo": Echo, "billing": billing, "lead": lead, "researcher": researcher}
+    boss = ToolCallingAgent(
+        ScriptedModel(
+            lambda m, c: (
+                f"done: {m[-1].text}"
+                if m[-1].role == "tool"
+                else ScriptedModel.call("billing", input="pay acme")
+            )
+        ),
+        [agent_tool("billing", "Pays.")],
+    )
+    return {
+        "echo": Echo,
+        "billing": billing,
+        "lead": lead,
+        "researcher": researcher,
+        "boss": boss,
+    }
 
 
 class App:
@@ -67,7 +102,9 @@ class App:
 
 @pytest.fixture
 async def app(agent_client: AgentClient) -> AsyncIterator[App]:
-    served = create_app(agent_client, auth=authenticate, agents=sorted(agents()))
+    served = create_app(
+        agent_client, auth=authenticate, authorize=viewers_do_not_decide, agents=sorted(agents())
+    )
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     listening = asyncio.Event()
@@ -203,7 +240,9 @@ async def test_operators_see_their_tenant_and_decide_as_themselves(
         async with app.as_(BOB) as bob:
             await refused_alike(bob, "GET", f"/v1/sessions/{hers}", None)
 
-        assert "subscriptions" in (await ops.get("/v1/server")).json()
+        assert (await ops.get("/v1/server")).json().keys() == {"reports"}  # one tenant's
+        async with app.as_(ROOT) as root:
+            assert "subscriptions" in (await root.get("/v1/server")).json()
         inbox = (await ops.get("/v1/approvals")).json()
         assert call in [view["action"]["id"] for view in inbox]
         decided = await ops.post(
@@ -268,3 +307,83 @@ async def test_an_agui_thread_is_the_callers_own(app: App):
         assert alices not in await listed(bob)
         thread = (await alice.get(f"/v1/sessions/{alices}/thread")).json()["messages"]
         assert [m["content"] for m in thread] == ["hi", "echo 1: hi"]
+
+
+async def test_odd_identities_list_only_their_own(app: App):
+    """Temporal's query parser drops a quote at either end of a value and fails on
+    NUL: owners and tenants are indexed so that none of that reaches it."""
+    async with app.as_(ALICE) as alice:
+        mine = await create(alice, "echo")
+        await listed(alice, mine)
+    tokens = [token for token in ODD if token != "too-long-0000000"]
+    for token in tokens:
+        async with app.as_(token) as odd:
+            own = await create(odd, "echo")
+            assert mine not in await listed(odd, own)
+            inbox = await odd.get("/v1/approvals")
+            assert inbox.status_code == 200, inbox.text
+    async with app.as_("too-long-0000000") as long:
+        problem = problem_of(await long.get("/v1/sessions"), 401, "AuthError")
+        assert "255" in problem["detail"]
+
+
+async def test_ids_operators_choose_are_theirs_too(app: App):
+    async with app.as_(OPS) as ops, app.as_(GOPS) as gops:
+        ours = await create(ops, "echo", session_id="support-1")
+        theirs = await create(gops, "echo", session_id="support-1")
+        assert ours != theirs
+        await refused_alike(gops, "GET", f"/v1/sessions/{ours}", None)
+        assert (await ops.get(f"/v1/sessions/{ours}")).status_code == 200
+
+
+async def test_a_sub_agents_approval_is_decided_by_its_owner_only(app: App):
+    async with app.as_(ALICE) as alice, app.as_(BOB) as bob:
+        boss = await create(alice, "boss")
+        sending = asyncio.ensure_future(
+            alice.post(f"/v1/sessions/{boss}/messages", json={"text": "pay"})
+        )
+        for _ in range(LIST_TRIES):
+            inbox = (await alice.get("/v1/approvals")).json()
+            waiting = [view for view in inbox if view["run_id"].startswith("sub-")]
+            if waiting:
+                break
+            await asyncio.sleep(0.2)  # polls the inbox: the sub-agent's approval comes
+        (view,) = waiting
+        decision = {"id": view["action"]["id"], "decision": "approve"}
+        child = view["run_id"]
+        refused = await bob.post(f"/v1/sessions/{child}/decisions", json=decision)
+        problem_of(refused, 404, "SessionNotFoundError")
+        decided = await alice.post(f"/v1/sessions/{child}/decisions", json=decision)
+        assert decided.status_code == 200, decided.text
+        assert decided.json()["by"] == "alice"
+        answer = await sending
+        assert "paid 500 to acme" in answer.text or "Paid 500" in answer.text, answer.text
+
+
+async def test_an_agui_resume_is_a_decision_the_policy_may_refuse(app: App):
+    body = {
+        "threadId": "pay-" + uuid.uuid4().hex[:6],
+        "state": {},
+        "messages": [{"id": "m1", "role": "user", "content": "pay acme"}],
+        "tools": [],
+        "context": [],
+        "forwardedProps": {},
+    }
+    async with app.as_("viewer-token-000") as viewer:
+        first = await viewer.post("/v1/agui/billing", json={**body, "runId": "r1"})
+        assert first.status_code == 200 and "interrupt" in first.text, first.text
+        frames = [json.loads(line[6:]) for line in first.text.splitlines() if line[:6] == "data: "]
+        (interrupt,) = frames[-1]["outcome"]["interrupts"]
+        call = interrupt["id"]
+        resume = [{"interruptId": call, "status": "resolved", "payload": {"approved": True}}]
+        refused = await viewer.post(
+            "/v1/agui/billing", json={**body, "runId": "r2", "resume": resume}
+        )
+        problem_of(refused, 404, "SessionNotFoundError")
+        (session,) = [
+            row["id"]
+            for row in (await viewer.get("/v1/sessions")).json()
+            if row["id"].endswith(body["threadId"])
+        ]
+        pending = (await viewer.get(f"/v1/sessions/{session}/pending")).json()
+        assert [view["action"]["id"] for view in pending] == [interrupt["toolCallId"]]
