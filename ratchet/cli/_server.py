@@ -22,7 +22,19 @@ def register(commands: argparse._SubParsersAction) -> None:
     server.add_argument(
         "--codec-endpoint", help="codec server URL the Web UI decodes payloads with"
     )
+    server.add_argument(
+        "--no-fairness",
+        action="store_true",
+        help="dispatch each queue's backlog in order, ignoring turns' fairness keys",
+    )
     server.set_defaults(func=serve)
+
+
+FAIRNESS_ON = (
+    "Fairness is on: a backlogged queue shares its dispatches among the turns' "
+    "fairness keys by weight (docs/fleet.md)."
+)
+FAIRNESS_OFF = "Fairness is off (--no-fairness): each queue's backlog is dispatched in order."
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -46,6 +58,7 @@ def serve(args: argparse.Namespace) -> int:
         ip=args.ip,
         db_path=args.db_file,
         codec_endpoint=args.codec_endpoint,
+        fairness=not args.no_fairness,
     ) as server:
         ui = f"; Web UI at {server.ui_url}" if server.ui_url else " (headless)"
         print(f"Temporal dev server on {args.ip}:{server.port}{ui}")
@@ -53,6 +66,7 @@ def serve(args: argparse.Namespace) -> int:
             print(f"Clients and workers find it with TEMPORAL_ADDRESS=localhost:{server.port}.")
         if args.ui_port != 8233 and not args.headless:
             print(f"Runs find this UI with RATCHET_UI_URL={server.ui_url} (or --ui-url).")
+        print(FAIRNESS_OFF if args.no_fairness else FAIRNESS_ON)
         print(f"log: {server.log_path}. Press Ctrl-C to stop.", flush=True)
         process = server.process
         while process is not None and process.poll() is None:
