@@ -30,13 +30,6 @@ def register(commands: argparse._SubParsersAction) -> None:
     server.set_defaults(func=serve)
 
 
-FAIRNESS_ON = (
-    "Fairness is on: a backlogged queue shares its dispatches among the turns' "
-    "fairness keys by weight (docs/fleet.md)."
-)
-FAIRNESS_OFF = "Fairness is off (--no-fairness): each queue's backlog is dispatched in order."
-
-
 def serve(args: argparse.Namespace) -> int:
     from ratchet.devserver import DevServer, port_is_free
 
@@ -61,12 +54,12 @@ def serve(args: argparse.Namespace) -> int:
         fairness=not args.no_fairness,
     ) as server:
         ui = f"; Web UI at {server.ui_url}" if server.ui_url else " (headless)"
-        print(f"Temporal dev server on {args.ip}:{server.port}{ui}")
+        fairness = "off (--no-fairness)" if args.no_fairness else "on (docs/fleet.md)"
+        print(f"Temporal dev server on {args.ip}:{server.port}{ui}; fairness {fairness}")
         if server.port != 7233:
             print(f"Clients and workers find it with TEMPORAL_ADDRESS=localhost:{server.port}.")
         if args.ui_port != 8233 and not args.headless:
             print(f"Runs find this UI with RATCHET_UI_URL={server.ui_url} (or --ui-url).")
-        print(FAIRNESS_OFF if args.no_fairness else FAIRNESS_ON)
         print(f"log: {server.log_path}. Press Ctrl-C to stop.", flush=True)
         process = server.process
         while process is not None and process.poll() is None:
