@@ -93,6 +93,34 @@ async def test_a_weighted_owner_gets_its_share_of_a_backlogged_turn_queue(
     assert 12 <= first.count("gold") <= 18, first  # 15 expected; FIFO gives none, 1:1 10
 
 
+async def turn_priority(run: RunHandle) -> tuple[str, float]:
+    history = [e async for e in run.workflow.fetch_history_events()]
+    scheduled = of_type(history, EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+    priority = scheduled[0].activity_task_scheduled_event_attributes.priority
+    return priority.fairness_key, priority.fairness_weight
+
+
+async def test_a_turns_key_is_the_runs_own_else_owner_else_tenant_else_agent(
+    agent_client: AgentClient,
+):
+    calls: list[str] = []
+    long_owner = "user:" + "x" * 100
+    async with build_worker(agent_client, {"echo": lambda: recording_agent(calls)}):
+        runs = [
+            await agent_client.start_run(
+                "echo", "a", owner="alice", tenant="acme", options=RunOptions(fairness_key="k")
+            ),
+            await agent_client.start_run("echo", "b", owner="alice", tenant="acme"),
+            await agent_client.start_run("echo", "c", tenant="acme"),
+            await agent_client.start_run("echo", "d", options=RunOptions(fairness_weight=2.5)),
+            await agent_client.start_run("echo", "e", owner=long_owner),
+        ]
+        await asyncio.gather(*(run.result() for run in runs))
+        keys = [await turn_priority(run) for run in runs]
+    assert keys[:4] == [("k", 0.0), ("alice", 0.0), ("acme", 0.0), ("echo", 2.5)]
+    assert keys[4][0] == fairness_key(long_owner) and len(keys[4][0]) == MAX_KEY_BYTES
+
+
 def test_a_long_key_is_hashed_within_64_bytes_and_stays_distinct():
     long_a, long_b = "tenant-é" * 20 + "a", "tenant-é" * 20 + "b"
     assert fairness_key("alice") == "alice"
