@@ -59,6 +59,9 @@ def test_a_limit_set_by_ratchet_fleet_holds_across_two_worker_processes(
     assert code == 0, err
     assert "rate limit: 3/s; enforced: 3/s (from api)" in out, out
     assert "fairness: not reported by the server" in out
+    assert ratchet(capsys, "fleet", "limit", "--task-queue", task_queue, "--unset")[0] == 0
+    out = ratchet(capsys, "fleet", "status", "--task-queue", task_queue)[1]
+    assert "rate limit: none set; enforced:" in out and "(from api)" not in out, out
 
 
 def test_fleet_limit_refuses_a_rate_that_is_not_positive(capsys: pytest.CaptureFixture[str]):
