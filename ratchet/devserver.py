@@ -19,7 +19,27 @@ from pathlib import Path
 from ratchet.errors import ConfigurationError
 from ratchet.wire import dev_server_flags
 
-__all__ = ["DevServer", "env_with_address", "free_port", "port_is_free", "temporal_binary"]
+__all__ = [
+    "FAIRNESS_CONFIG",
+    "DevServer",
+    "env_with_address",
+    "fairness_flags",
+    "free_port",
+    "port_is_free",
+    "temporal_binary",
+]
+
+FAIRNESS_CONFIG = ("matching.useNewMatcher", "matching.enableFairness")
+"""The dynamic config a Temporal Server 1.32 needs, both ``true``, to dispatch a
+backlogged queue's tasks by fairness key and weight (docs/fleet.md)."""
+
+
+def fairness_flags() -> list[str]:
+    """``temporal server start-dev`` flags that turn fairness on."""
+    flags: list[str] = []
+    for key in FAIRNESS_CONFIG:
+        flags += ["--dynamic-config-value", f"{key}=true"]
+    return flags
 
 
 def temporal_binary() -> str:
@@ -85,6 +105,7 @@ class DevServer:
         search_attributes: bool = True,
         ip: str = "127.0.0.1",
         extra_args: Sequence[str] = (),
+        fairness: bool = True,
     ) -> DevServer:
         temp_dir = None
         if log_dir is None:
@@ -126,6 +147,8 @@ class DevServer:
                 command += ["--ui-codec-endpoint", codec_endpoint]
             if search_attributes:  # False: a bare server, as a new cluster would be
                 command += dev_server_flags()
+            if fairness:  # False: a server that dispatches each queue in order, as 1.32's default
+                command += fairness_flags()
             command += extra_args  # e.g. --metrics-port for the benchmarks
             with open(server.log_path, "ab") as log:
                 logged = log.tell()

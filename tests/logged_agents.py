@@ -255,8 +255,15 @@ def chaos_agent() -> Agent:
     return ToolCallingAgent(Latent(), [effect])
 
 
+def quick_agent() -> Agent:
+    """Answers at once, logging the call: a turn's start, for the rate-limit tests."""
+    log = EventLog(os.environ.get("RATCHET_TEST_LOG"))
+    return ToolCallingAgent(LoggingModel(ScriptedModel(["done"]), log))
+
+
 AGENTS = {
     "chaos": chaos_agent,
+    "quick": quick_agent,
     "steps": steps_agent,
     "pair": pair_agent,
     "crash": crash_agent,

@@ -68,7 +68,7 @@ async def record() -> None:
         recorded: Recorded = []
         parts = (_runs, _people, _clients, _watched, _sessions, _rules, _approved, _reruns)
         parts = (*parts, _service)
-        for part in (*parts, _scheduled, _moved, _closed_fresh, _anchored, _owned):
+        for part in (*parts, _scheduled, _moved, _closed_fresh, _anchored, _owned, _fair):
             queue = f"record-{part.__name__.strip('_')}"
             client = await AgentClient.connect(server.address, task_queue=queue)
             recorded += await part(client)
@@ -549,6 +549,25 @@ async def _owned(client: AgentClient) -> Recorded:
         await session.send("explain tides")
         await session.close()
     return [("agent_session_owned_with_sub_agent", session.workflow)]
+
+
+async def _fair(client: AgentClient) -> Recorded:
+    """Turns with a fairness key and weight (patched since 0.1.0): a run's key is its
+    owner's, a session's is the one its options name."""
+    async with build_worker(client, {"echo": lambda: ToolCallingAgent(ScriptedModel(["hi"] * 3))}):
+        run = await client.start_run(
+            "echo", "hello", owner="o'hara", options=RunOptions(fairness_weight=3.0)
+        )
+        await run.result()
+        session = await client.start_session(
+            "echo", options=SessionOptions(run=RunOptions(fairness_key="acme-gold"))
+        )
+        await session.send("hello")
+        await session.close()
+    return [
+        ("agent_run_with_fairness_key", run.workflow),
+        ("agent_session_with_fairness_key", session.workflow),
+    ]
 
 
 async def _fill_cart(context) -> None:

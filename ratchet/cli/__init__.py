@@ -24,6 +24,7 @@ COMMANDS = (
     "eval",
     "deploy",
     "setup",
+    "fleet",
     "codec",
     "demo",
 )

@@ -22,6 +22,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     server.add_argument(
         "--codec-endpoint", help="codec server URL the Web UI decodes payloads with"
     )
+    server.add_argument(
+        "--no-fairness",
+        action="store_true",
+        help="dispatch each queue's backlog in order, ignoring turns' fairness keys",
+    )
     server.set_defaults(func=serve)
 
 
@@ -46,9 +51,11 @@ def serve(args: argparse.Namespace) -> int:
         ip=args.ip,
         db_path=args.db_file,
         codec_endpoint=args.codec_endpoint,
+        fairness=not args.no_fairness,
     ) as server:
         ui = f"; Web UI at {server.ui_url}" if server.ui_url else " (headless)"
-        print(f"Temporal dev server on {args.ip}:{server.port}{ui}")
+        fairness = "off (--no-fairness)" if args.no_fairness else "on (docs/fleet.md)"
+        print(f"Temporal dev server on {args.ip}:{server.port}{ui}; fairness {fairness}")
         if server.port != 7233:
             print(f"Clients and workers find it with TEMPORAL_ADDRESS=localhost:{server.port}.")
         if args.ui_port != 8233 and not args.headless:

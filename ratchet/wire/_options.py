@@ -103,6 +103,22 @@ def positive(name: str, value: timedelta | None, example: str) -> list[str]:
     return [f"{name}={value!r}, but it must be greater than 0 (e.g. {example})"]
 
 
+MIN_WEIGHT, MAX_WEIGHT = 0.001, 1000.0
+"""The fairness weights Temporal honours (it clamps others)."""
+
+
+def fairness_problems(key: str | None, weight: float | None) -> list[str]:
+    found = []
+    if key is not None and not key.strip():
+        found.append(f"fairness_key={key!r}, but it must not be blank (None: the default key)")
+    if weight is not None and not MIN_WEIGHT <= weight <= MAX_WEIGHT:
+        found.append(
+            f"fairness_weight={weight!r}, but it must be between {MIN_WEIGHT} and "
+            f"{MAX_WEIGHT:g} (e.g. 3.0 for three times a default key's share)"
+        )
+    return found
+
+
 class InterceptorRef(SparseModel):
     """A tool interceptor registered on the workers, by name, and the config its
     factory builds it from (see ``ratchet.agents._interceptors``)."""
@@ -170,6 +186,14 @@ class RunOptions(CheckedOptions):
     client_tool_timeout: timedelta = timedelta(minutes=10)
     """How long a run waits for a client tool call's result; then the model reads an
     error saying none came."""
+    fairness_key: str | None = None
+    """The key the run's turns share their task queue's dispatches by, when it is
+    backlogged (Temporal's fairness, docs/fleet.md). ``None``: the owner the run or
+    session was started for, else its tenant, else the agent's name. A key longer
+    than 64 bytes becomes a readable prefix and a hash."""
+    fairness_weight: float | None = None
+    """The key's share against other keys' (1.0 when ``None``; between 0.001 and 1000):
+    a key of weight 3 gets three dispatches for each one of a key of weight 1."""
 
     def problems(self) -> list[str]:
         found = [
@@ -183,6 +207,7 @@ class RunOptions(CheckedOptions):
             *tool_problems(self.client_tools),
             *at_least("token_budget", self.token_budget, 1, " (None: no budget)"),
             *at_least("continue_as_new_after_turns", self.continue_as_new_after_turns, 1),
+            *fairness_problems(self.fairness_key, self.fairness_weight),
         ]
         if timedelta(0) < self.turn_timeout <= self.heartbeat_timeout:
             found.append(

@@ -105,6 +105,13 @@ def build_worker(
     docs/sessions.md#retention); default: half the namespace's retention, read from
     Temporal. A session's ``SessionOptions.horizon`` overrides it.
 
+    Every turn and tool goes through the server's task queue, never eagerly to the
+    worker that scheduled it, so the queue's rate limit (``ratchet fleet limit``) and
+    fairness keys hold for all of them. ``max_task_queue_activities_per_second`` (a
+    Temporal worker option, passed through) limits the queue from the workers instead:
+    the last worker to start sets it; a limit ``ratchet fleet limit`` set overrides it
+    (docs/fleet.md).
+
     ``deployment_config`` (``versioned(deployment, build_id)``) turns on Temporal's
     worker versioning: each run stays on the build that started it and a session
     moves to a new build between messages (docs/deploying.md). Your own workflows
@@ -139,6 +146,9 @@ def build_worker(
         horizon=horizon,
     )
     plugins = [*worker_options.pop("plugins", []), plugin]
+    # An eager activity goes from the workflow's task straight to this worker: the
+    # server's rate limit and fairness never see it (docs/fleet.md).
+    worker_options.setdefault("disable_eager_activity_execution", True)
     if config := worker_options.get("deployment_config"):
         _check_version(config.version)
         worker_options["deployment_config"] = _pinned_by_default(config)

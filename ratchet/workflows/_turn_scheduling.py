@@ -26,6 +26,7 @@ with workflow.unsafe.imports_passed_through():
     from ._ledger import RunLedger
     from ._presets import retry_policy
     from ._state_commits import AgentStateKeeper
+    from ._turn_fairness import turn_priority
 
 
 @dataclass(frozen=True)
@@ -164,6 +165,7 @@ class TurnCalls:
             heartbeat_timeout=self._options.heartbeat_timeout,
             retry_policy=retry_policy(self._options),
             summary=summary,
+            priority=turn_priority(self._options, input.agent),
         )
 
     async def _local_activity(self, input: TurnInput, summary: str) -> TurnOutput:

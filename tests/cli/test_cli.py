@@ -105,7 +105,7 @@ def test_run_of_an_unknown_agent_exits_non_zero_with_the_reason(
     done = ratchet("run", "nobody", "hello", "--task-queue", task_queue, server=temporal_server)
     assert done.returncode == 1
     assert 'Agent "nobody" is not registered' in done.stderr
-    assert "registered: chaos, crash, invoice, noter, noter-v2, pair, steps" in done.stderr
+    assert "registered: chaos, crash, invoice, noter, noter-v2, pair, quick, steps" in done.stderr
 
 
 def test_an_empty_or_unknown_id_is_refused_with_what_to_do(temporal_server: DevServer):
@@ -353,7 +353,7 @@ def start_server_command() -> tuple[subprocess.Popen[str], int, Path]:
         server.wait(30)
         error = server.stderr.read()
         assert "in use" in error, error
-    assert "(headless)" in banner and "Press Ctrl-C to stop" in banner, banner
+    assert "(headless); fairness on" in banner and "Press Ctrl-C to stop" in banner, banner
     assert "with TEMPORAL_ADDRESS=localhost:" in banner, banner
     log = Path(banner.split("log: ", 1)[1].split(". Press", 1)[0])
     (child,) = server_children(server.pid)

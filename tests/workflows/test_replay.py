@@ -75,6 +75,8 @@ def test_histories_are_recorded():
         "agent_session_reanchored_when_asked",
         "agent_session_fork_reanchored",
         "agent_run_reanchored_while_waiting",
+        "agent_run_with_fairness_key",
+        "agent_session_with_fairness_key",
         "scheduled_send_delivered",
         "scheduled_send_to_a_closed_session",
         "scheduled_send_with_capped_attempts",

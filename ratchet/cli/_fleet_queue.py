@@ -1,0 +1,84 @@
+"""A turn queue's server-side settings and statistics, through Temporal's
+``UpdateTaskQueueConfig`` and ``DescribeTaskQueue`` (activity tasks: the turns)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from temporalio.api.enums.v1 import RateLimitSource, TaskQueueType
+from temporalio.api.taskqueue.v1 import RateLimit, TaskQueue
+from temporalio.api.workflowservice.v1 import (
+    DescribeTaskQueueRequest,
+    UpdateTaskQueueConfigRequest,
+)
+from temporalio.client import Client
+
+ACTIVITIES = TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY
+IDENTITY = "ratchet fleet"
+
+
+@dataclass
+class QueueReport:
+    """What the server says of one turn queue."""
+
+    limit: float | None
+    """The rate limit set on the queue (dispatches per second), if one is."""
+    reason: str
+    effective: float
+    """The limit the server enforces (its own default when none is set)."""
+    source: str
+    """Where ``effective`` comes from: ``api`` (a set limit), ``worker``, ``system``."""
+    backlog: int
+    backlog_age: float
+    add_rate: float
+    dispatch_rate: float
+    limiting: bool
+    """The server is holding back tasks because of the rate limit now."""
+    pollers: int
+    weights: dict[str, float] = field(default_factory=dict[str, float])
+
+
+async def set_limit(client: Client, queue: str, rps: float | None, reason: str) -> None:
+    """Set the queue's dispatch rate limit (``None``: remove it)."""
+    update = UpdateTaskQueueConfigRequest.RateLimitUpdate(reason=reason)
+    if rps is not None:
+        update.rate_limit.CopyFrom(RateLimit(requests_per_second=rps))
+    await client.workflow_service.update_task_queue_config(
+        UpdateTaskQueueConfigRequest(
+            namespace=client.namespace,
+            identity=IDENTITY,
+            task_queue=queue,
+            task_queue_type=ACTIVITIES,
+            update_queue_rate_limit=update,
+        )
+    )
+
+
+async def describe(client: Client, queue: str) -> QueueReport:
+    found = await client.workflow_service.describe_task_queue(
+        DescribeTaskQueueRequest(
+            namespace=client.namespace,
+            task_queue=TaskQueue(name=queue),
+            task_queue_type=ACTIVITIES,
+            report_stats=True,
+            report_config=True,
+        )
+    )
+    stats, config, effective = found.stats, found.config, found.effective_rate_limit
+    limit = config.queue_rate_limit if config.HasField("queue_rate_limit") else None
+    source = RateLimitSource.Name(effective.rate_limit_source)
+    return QueueReport(
+        limit=limit.rate_limit.requests_per_second
+        if limit and limit.HasField("rate_limit")
+        else None,
+        reason=limit.metadata.reason if limit else "",
+        effective=effective.requests_per_second,
+        source=source.removeprefix("RATE_LIMIT_SOURCE_").lower(),
+        backlog=stats.approximate_backlog_count,
+        backlog_age=stats.approximate_backlog_age.ToTimedelta().total_seconds(),
+        add_rate=stats.tasks_add_rate,
+        dispatch_rate=stats.tasks_dispatch_rate,
+        limiting=stats.rate_limiting_active,
+        pollers=len(found.pollers),
+        weights=dict(config.fairness_weight_overrides),
+    )
