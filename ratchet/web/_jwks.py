@@ -119,7 +119,8 @@ class IssuerKeys:
             self._problem = str(e)
         finally:
             self._tried = time.monotonic()
-            self._fetch = None
+            if self._fetch is asyncio.current_task():  # not another loop's, started since
+                self._fetch = None
 
     async def _read(self, url: str) -> dict[str, PyJWK]:
         try:
