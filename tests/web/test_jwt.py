@@ -42,6 +42,7 @@ from ..conftest import ROOT
 from ..web_http import problem_of
 
 AUDIENCE = "ratchet-api"
+DISCOVERY = "/.well-known/openid-configuration"
 
 
 class Key:
@@ -68,39 +69,52 @@ class Key:
 
 class Issuer:
     """The identity provider over real HTTP: a discovery document and its JWKS. It counts
-    what is fetched; with ``hold()``, JWKS answers wait until ``release()``."""
+    what is asked and fetched; with ``hold()``, JWKS (or discovery) answers wait until
+    ``release()``; while ``failing``, the JWKS answers 500."""
 
     def __init__(self) -> None:
         self.keys: list[Key] = []
-        self.fetches = {"discovery": 0, "jwks": 0}
+        self.fetches = {"discovery": 0, "jwks": 0}  # answered with the document
+        self.arrived = {"discovery": 0, "jwks": 0}  # asked for, answered or not
+        self.failing = False  # the JWKS answers 500
         self.last_jwks_fetch = 0.0
-        self.held = threading.Event()  # a JWKS request waits to be answered
+        self.held = threading.Event()  # a request waits to be answered
         self._gate: threading.Event | None = None
+        self._hold = "jwks"
+        self._lock = threading.Lock()
         issuer = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                if self.path == "/.well-known/openid-configuration":
-                    issuer.fetches["discovery"] += 1
+                kind = {DISCOVERY: "discovery", "/jwks.json": "jwks"}.get(self.path)
+                if kind is None:
+                    return self.send_error(404)
+                with issuer._lock:
+                    issuer.arrived[kind] += 1
+                if issuer._gate is not None and issuer._hold == kind:
+                    issuer.held.set()
+                    issuer._gate.wait(5)  # then answers: a blocked loop shows
+                    issuer.held.clear()
+                if kind == "jwks" and issuer.failing:
+                    return self.send_error(500)
+                with issuer._lock:
+                    issuer.fetches[kind] += 1
+                if kind == "discovery":
                     self.answer({"issuer": issuer.url, "jwks_uri": issuer.url + "/jwks.json"})
-                elif self.path == "/jwks.json":
-                    if issuer._gate is not None:
-                        issuer.held.set()
-                        issuer._gate.wait(5)  # then answers: a blocked loop shows
-                        issuer.held.clear()
-                    issuer.fetches["jwks"] += 1
+                else:
                     issuer.last_jwks_fetch = time.monotonic()
                     self.answer({"keys": [key.jwk for key in issuer.keys]})
-                else:
-                    self.send_error(404)
 
             def answer(self, body: dict[str, Any]) -> None:
                 data = json.dumps(body).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.send_response(200)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except BrokenPipeError:  # a held answer comes after the client's timeout
+                    pass
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
@@ -112,8 +126,8 @@ class Issuer:
         )
         self.thread.start()
 
-    def hold(self) -> None:
-        self._gate = threading.Event()
+    def hold(self, kind: str = "jwks") -> None:
+        self._gate, self._hold = threading.Event(), kind
 
     def release(self) -> None:
         if self._gate is not None:
@@ -343,6 +357,88 @@ async def test_fetching_the_keys_does_not_block_other_requests(
     assert health.status_code == 200 and issuer.held.is_set(), "answered while keys load"
     issuer.release()
     assert (await signed_in).status_code == 200
+
+
+async def test_held_keys_answer_at_once_while_a_fetch_for_an_unknown_key_hangs(
+    agent_client: AgentClient, issuer: Issuer, signing: Key
+):
+    auth = JwtAuth(issuer=issuer.url, audience=AUDIENCE, refresh_cooldown=0)
+    valid = bearer(signing.sign(issuer.claims()))
+    async with serve(create_app(agent_client, auth=auth)) as http:
+        assert (await http.get("/v1/sessions", headers=valid)).status_code == 200
+        issuer.hold()
+        made_up = bearer(signing.sign(issuer.claims(), kid="made-up"))  # no valid signature
+        stranger = asyncio.create_task(http.get("/v1/sessions", headers=made_up))
+        assert await asyncio.to_thread(issuer.held.wait, 30)
+        started = time.monotonic()
+        answers = await asyncio.gather(*(http.get("/v1/sessions", headers=valid) for _ in "abc"))
+        assert [answer.status_code for answer in answers] == [200] * 3
+        assert issuer.held.is_set(), "answered while the fetch still hangs"
+        assert time.monotonic() - started < 4  # the fetch hangs 5 s
+        issuer.release()
+        assert problem_of(await stranger, 401, "AuthError")["reason"] == "unknown_key"
+    assert issuer.arrived["jwks"] == 2
+
+
+@pytest.mark.parametrize("hung", ["discovery", "jwks"])
+async def test_requests_that_need_the_keys_share_one_fetch_bounded_by_its_timeout(
+    agent_client: AgentClient, issuer: Issuer, signing: Key, hung: str
+):
+    auth = JwtAuth(issuer=issuer.url, audience=AUDIENCE, timeout=1)
+    valid = bearer(signing.sign(issuer.claims()))
+    issuer.hold(hung)  # for 5 s: each request fetching in turn would take 4 x 1 s
+    async with serve(create_app(agent_client, auth=auth)) as http:
+        started = time.monotonic()
+        answers = await asyncio.gather(*(http.get("/v1/sessions", headers=valid) for _ in "abcd"))
+        assert time.monotonic() - started < 3.5
+        for answer in answers:
+            problem_of(answer, 503, "IssuerUnavailable")
+        assert issuer.arrived[hung] == 1
+        issuer.release()  # a failed fetch starts the cooldown too: no fetch before it ends
+        problem_of(await http.get("/v1/sessions", headers=valid), 503, "IssuerUnavailable")
+    assert issuer.arrived[hung] == 1
+
+
+async def test_while_the_provider_fails_made_up_key_ids_are_a_401_fetched_once_per_cooldown(
+    agent_client: AgentClient, issuer: Issuer, signing: Key
+):
+    cooldown = 2.0
+    auth = JwtAuth(issuer=issuer.url, audience=AUDIENCE, refresh_cooldown=cooldown)
+    made_up = [bearer(signing.sign(issuer.claims(), kid=f"made-up-{n}")) for n in range(20)]
+    async with serve(create_app(agent_client, auth=auth)) as http:
+        valid = bearer(signing.sign(issuer.claims()))
+        assert (await http.get("/v1/sessions", headers=valid)).status_code == 200
+        issuer.failing = True
+        while issuer.arrived["jwks"] == 1:  # until the cooldown passes and one refetch fails
+            await asyncio.sleep(max(0.01, issuer.last_jwks_fetch + cooldown - time.monotonic()))
+            answer = await http.get("/v1/sessions", headers=made_up[0])
+            assert problem_of(answer, 401, "AuthError")["reason"] == "unknown_key"
+        started = time.monotonic()
+        for headers in made_up:
+            answer = await http.get("/v1/sessions", headers=headers)
+            assert problem_of(answer, 401, "AuthError")["reason"] == "unknown_key"
+        assert (await http.get("/v1/sessions", headers=valid)).status_code == 200
+    assert time.monotonic() - started < cooldown, "the machine was too slow to tell"
+    assert issuer.arrived["jwks"] == 2
+
+
+async def test_keys_past_their_age_are_still_used_while_the_provider_fails(
+    agent_client: AgentClient, issuer: Issuer, signing: Key, monkeypatch: pytest.MonkeyPatch
+):
+    auth = JwtAuth(issuer=issuer.url, audience=AUDIENCE, refresh_cooldown=0)
+    monkeypatch.setattr(auth.keys, "max_age", 0.0)  # as 5 minutes after the last fetch
+    valid = bearer(signing.sign(issuer.claims()))
+    async with serve(create_app(agent_client, auth=auth)) as http:
+        assert (await http.get("/v1/sessions", headers=valid)).status_code == 200
+        issuer.failing = True
+        deadline = time.monotonic() + 30
+        while issuer.arrived["jwks"] < 4:  # three refreshes in the background, all failed
+            assert (await http.get("/v1/sessions", headers=valid)).status_code == 200
+            assert time.monotonic() < deadline, "the refresh is not retried"
+        issuer.failing = False
+        while issuer.fetches["jwks"] < 2:  # until a refresh succeeds
+            assert (await http.get("/v1/sessions", headers=valid)).status_code == 200
+            assert time.monotonic() < deadline, "the refresh is not retried"
 
 
 @pytest.mark.parametrize(
