@@ -1202,6 +1202,24 @@ def render_agui_long(results: Path) -> str:
     )
 
 
+def render_eager_dispatch(results: Path) -> str:
+    data = load(results, "eager_dispatch")
+    medians = data["ms_per_activity_median"]
+    rows = [
+        ["eager (default)", ms(medians["eager_plain"]), ms(medians["eager_fair"])],
+        [
+            "through the queue (`--rate-limited`)",
+            ms(medians["through_queue_plain"]),
+            ms(medians["through_queue_fair"]),
+        ],
+    ]
+    return paragraphs(
+        f"Per activity, medians of 2 runs of {count(data['steps'])} (ABBA):",
+        table(["dispatch", "server as shipped", "fairness flags on"], rows),
+        command(data),
+    )
+
+
 RENDERERS: dict[str, Renderer] = {
     "history_growth": render_history_growth,
     "overhead": render_overhead,
@@ -1219,6 +1237,7 @@ RENDERERS: dict[str, Renderer] = {
     "overload": render_overload,
     "web": render_web,
     "agui_long": render_agui_long,
+    "eager_dispatch": render_eager_dispatch,
     "rerun": render_rerun,
     "context_window": render_context_window,
     "actions": render_actions,

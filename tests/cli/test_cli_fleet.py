@@ -38,7 +38,7 @@ def test_a_limit_set_by_ratchet_fleet_holds_across_two_worker_processes(
     assert code == 0, err
     assert "at most 3 turn dispatches per second" in out
     for _ in range(2):
-        worker_processes()
+        worker_processes("--rate-limited")
 
     async def runs() -> None:
         handles = [await agent_client.start_run("quick", f"q{n}") for n in range(RUNS)]
