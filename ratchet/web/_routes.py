@@ -147,6 +147,12 @@ async def create_session(body: NewSession, request: Request, caller: Caller) -> 
         raise AgentNotFoundError(body.agent, known)
     access = access_of(request)
     await access.filter(caller, "create")
+    run = body.options.run if body.options is not None else None
+    if run is not None and not caller.operator and (run.fairness_key or run.fairness_weight):
+        raise InvalidInputError(
+            "options.run.fairness_key and fairness_weight are the operators' to set (a "
+            "caller's turns share the model providers under their own key): leave them out."
+        )
     chosen = body.session_id or f"session-{body.agent}-{uuid.uuid4().hex[:12]}"
     owner, tenant = owner_of(caller)
     session = await client_of(request).start_session(

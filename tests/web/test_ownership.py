@@ -208,6 +208,9 @@ async def test_nobody_reaches_a_session_that_is_not_theirs(app: App, agent_clien
 
         # An id Alice chose is Bob's own when he chooses it: another session.
         bobs_chat = await create(bob, "echo", session_id="chat")
+        # A caller cannot take another's share of the model providers (fairness keys).
+        jump = {"agent": "echo", "options": {"run": {"fairness_key": "alice"}}}
+        problem_of(await bob.post("/v1/sessions", json=jump), 422, "InvalidInputError")
         assert bobs_chat != chat
         await listed(bob, bobs_chat)
 
