@@ -42,24 +42,39 @@ async def settled(port: int) -> int:
 
 
 class SlowModel(ScriptedModel):
-    """A model call that takes ``MODEL_SECONDS``."""
+    """A model call that takes ``seconds``."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(["done"])
+        self.seconds = seconds
 
     async def create(
         self, messages: Sequence[Message], tools: Sequence[Tool], context: RunContext
     ) -> ModelResponse:
-        await asyncio.sleep(MODEL_SECONDS)  # the call's latency, not synchronisation
+        await asyncio.sleep(self.seconds)  # the call's latency, not synchronisation
         return await super().create(messages, tools, context)
+
+
+async def billed_heartbeats(seconds: float) -> int:
+    """Heartbeats metered for one run whose one model call takes ``seconds``."""
+    port = free_port()
+    with DevServer.start(ui=False, extra_args=["--metrics-port", str(port)]) as server:
+        client = await AgentClient.connect(server.address, task_queue="billing")
+        agent = ToolCallingAgent(SlowModel(seconds), [])
+        async with build_worker(client, {"slow": agent}):
+            before = await settled(port)
+            assert (await client.run("slow", "go")).output == "done"
+            return await settled(port) - before
 
 
 @pytest.mark.slow
 async def test_a_six_second_model_call_sends_no_billed_heartbeat_with_default_options():
-    port = free_port()
-    with DevServer.start(ui=False, extra_args=["--metrics-port", str(port)]) as server:
-        client = await AgentClient.connect(server.address, task_queue="billing")
-        agent = ToolCallingAgent(SlowModel(["done"]), [])
-        async with build_worker(client, {"slow": agent}):
-            before = await settled(port)
-            assert (await client.run("slow", "go")).output == "done"
-            after = await settled(port)
-    # Today's default heartbeat timeout of 3 s sent one about every 1.3 s.
-    assert after - before == 0
+    # The old default heartbeat timeout of 3 s sent 4 in those 6 s.
+    assert await billed_heartbeats(MODEL_SECONDS) == 0
+
+
+@pytest.mark.slow
+async def test_a_longer_model_call_sends_one_billed_heartbeat_per_eight_seconds():
+    # 0.8 of the default 10 s heartbeat timeout: at 8 s and 16 s of a 17 s call; the
+    # old design sent the turn's own and, every other time, the SDK's too.
+    assert 1 <= await billed_heartbeats(17.0) <= 2
