@@ -92,7 +92,7 @@ async def measure(args: argparse.Namespace) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--kills", type=int, default=20)
     parser.add_argument("--model-seconds", default="6,30")
     parser.add_argument("--seed", type=int, default=44)
