@@ -276,7 +276,7 @@ def main_by_latency(args: argparse.Namespace) -> None:
     results["command"] = (
         f"python -m bench.actions --latencies {args.latencies} --turns {args.turns} "
         f"--runs {args.runs}"
-    )
+    ) + (f" --out {args.out}" if args.out != RESULTS_BY_LATENCY else "")
     for case in results["cases"]:
         for name, row in case["engines"].items():
             per_turn = totals(row) / case["turns"]

@@ -530,7 +530,9 @@ def render_actions_by_latency(results: Path) -> str:
     runs = f"{data['runs']} runs per engine and case (ABBA blocks), {data['date']}."
     extra = ""
     if (results / "actions_by_latency_30s.json").exists():
-        extra = command(load(results, "actions_by_latency_30s"))
+        ran = load(results, "actions_by_latency_30s")["command"].strip()
+        out = " --out bench/results/actions_by_latency_30s.json"
+        extra = f"Command: `{ran}{'' if '--out' in ran else out}`."
     return paragraphs(grid, runs, command(data), extra)
 
 
