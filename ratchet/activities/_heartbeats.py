@@ -6,8 +6,9 @@ server after a newer one erases the steps the newer one saved. The SDK's
 ``activity.heartbeat()`` is fire-and-forget and throttled (to 0.8 of the heartbeat
 timeout): one handed to it can arrive seconds after a later one of the turn's own.
 So a turn sends the heartbeats that must be acknowledged itself, through the
-activity's task token, one at a time (the next waits until the server has answered the last, even if the caller of
-the last stopped waiting), each carrying every step recorded so far:
+activity's task token, one at a time (the next waits until the server has answered
+the last, even if the caller of the last stopped waiting), each carrying every step
+recorded so far:
 
 - ``write()`` returns once the server holds every step recorded before the call;
 - ``confirm()`` returns once the server has said, recently, that this attempt is
