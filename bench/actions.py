@@ -17,6 +17,13 @@ and pydantic-ai (``bench.integrations``). Then what a live follower
 (``events()``), streaming (``OpenAIChatModel(stream=True)``: the text as live
 events) and an approval that waits add to a Ratchet run.
 
+With ``--latencies 0.1,6`` it measures instead billed actions per turn as the model
+call's latency grows: a 10-turn and a 3-turn tool run (``--turns 10,3``), each model
+call answered by the stub after the given seconds, for Ratchet's defaults,
+temporalio-openai-agents and pydantic-ai, in ABBA order (each engine's runs split
+into a block on the way and one on the way back), into
+``results/actions_by_latency.json``.
+
 A cross-check: the billable events in one run's history (workflow started,
 activities and local-activity markers, timers, signals, Updates, upserts, child
 workflows) beside the metric's count less heartbeats and queries.
@@ -49,6 +56,7 @@ from ratchet.worker import build_worker
 from . import integrations
 
 RESULTS = Path(__file__).parent / "results" / "actions.json"
+RESULTS_BY_LATENCY = Path(__file__).parent / "results" / "actions_by_latency.json"
 LINE = re.compile(r'^action\{action_type="([^"]+)",namespace="default"[^}]*\} (\S+)$')
 BILLABLE = {
     EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED: "workflow started",
@@ -196,6 +204,88 @@ async def measure(runs: int) -> dict[str, Any]:
     return results
 
 
+class SlowStub(OpenAIServer):
+    """``OpenAIServer.tool_loop`` whose every reply takes ``delay`` seconds (each
+    request has a thread of its own)."""
+
+    delay = 0.0
+
+    def _answer(self, request: Any) -> Any:
+        time.sleep(self.delay)  # the model call's latency
+        return super()._answer(request)
+
+
+def slow_loop(steps: int, delay: float) -> OpenAIServer:
+    stub = SlowStub.tool_loop(steps, final=integrations.FINAL_OUTPUT)
+    assert isinstance(stub, SlowStub)
+    stub.delay = delay
+    return stub
+
+
+async def by_latency(runs: int, latencies: list[float], turns: list[int]) -> dict[str, Any]:
+    """Actions per turn for each (latency, turns) case, each engine in ABBA blocks."""
+    port = free_port()
+    cases: list[dict[str, Any]] = []
+    with DevServer.start(ui=False, extra_args=["--metrics-port", str(port)]) as server:
+        meter = Meter(port)
+        client = await AgentClient.connect(server.address, task_queue="latency")
+        for delay in latencies:
+            for n in turns:
+                with slow_loop(n - 1, delay) as stub:
+                    rows = await one_case(meter, client, server.address, stub.base_url, n, runs)
+                cases.append({"model_seconds": delay, "turns": n, "engines": rows})
+                print(json.dumps(cases[-1]), flush=True)
+    return {"runs": runs, "cases": cases}
+
+
+async def one_case(
+    meter: Meter, client: AgentClient, address: str, url: str, turns: int, runs: int
+) -> dict[str, dict[str, float]]:
+    """Each engine's actions per run of one case: blocks A B C, then C B A."""
+    model = OpenAIChatModel("bench", base_url=url, api_key="bench")
+    agent = ToolCallingAgent(model, [fetch])
+
+    async def ratchet() -> None:
+        await client.run("pager", "go")
+
+    engines: dict[str, Callable[[], Awaitable[Any]]] = {
+        "ratchet run (defaults)": ratchet,
+        "temporalio-openai-agents": lambda: integrations.run_openai_agents(address, turns - 1, url),
+        "pydantic-ai": lambda: integrations.run_pydantic_ai(address, turns - 1, url),
+    }
+    sums: dict[str, Counter[str]] = {name: Counter() for name in engines}
+    half = max(1, runs // 2)
+    async with build_worker(client, {"pager": agent}):
+        for name in [*engines, *reversed(engines)]:
+            block = await meter.measure(half, engines[name])
+            sums[name].update({k: v * half for k, v in block.items()})
+    await model.client.close()
+    return {
+        name: {k: round(v / (2 * half), 2) for k, v in sorted(counts.items())}
+        for name, counts in sums.items()
+    }
+
+
+def main_by_latency(args: argparse.Namespace) -> None:
+    started = time.monotonic()
+    latencies = [float(x) for x in args.latencies.split(",")]
+    turns = [int(x) for x in args.turns.split(",")]
+    results = asyncio.run(by_latency(args.runs, latencies, turns))
+    results["date"] = datetime.now(UTC).date().isoformat()
+    results["seconds"] = round(time.monotonic() - started)
+    results["command"] = (
+        f"python -m bench.actions --latencies {args.latencies} --turns {args.turns} "
+        f"--runs {args.runs}"
+    ) + (f" --out {args.out}" if args.out != RESULTS_BY_LATENCY else "")
+    for case in results["cases"]:
+        for name, row in case["engines"].items():
+            per_turn = totals(row) / case["turns"]
+            print(
+                f"{case['model_seconds']:5} s {case['turns']:3} turns {per_turn:5.2f}/turn {name}"
+            )
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
+
+
 def totals(row: dict[str, float]) -> float:
     return round(sum(row.values()), 2)
 
@@ -203,7 +293,13 @@ def totals(row: dict[str, float]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--latencies", help="model-call seconds, e.g. 0.1,6: per-turn mode")
+    parser.add_argument("--turns", default="10,3", help="turns per run (per-turn mode)")
+    parser.add_argument("--out", type=Path, default=RESULTS_BY_LATENCY, help="per-turn mode")
     args = parser.parse_args()
+    if args.latencies:
+        main_by_latency(args)
+        return
     started = time.monotonic()
     results = asyncio.run(measure(args.runs))
     results["date"] = datetime.now(UTC).date().isoformat()

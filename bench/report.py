@@ -507,6 +507,35 @@ def render_actions(results: Path) -> str:
     )
 
 
+def latency_cases(results: Path) -> list[Data]:
+    """The cases of ``actions_by_latency`` (and of its 30 s run, when committed)."""
+    cases = list(load(results, "actions_by_latency")["cases"])
+    if (results / "actions_by_latency_30s.json").exists():
+        cases += load(results, "actions_by_latency_30s")["cases"]
+    return cases
+
+
+def render_actions_by_latency(results: Path) -> str:
+    data = load(results, "actions_by_latency")
+    rows = []
+    for case in latency_cases(results):
+        turns = case["turns"]
+        for name, row in case["engines"].items():
+            beats = row.get("grpc_RecordActivityTaskHeartbeat", 0)
+            per_turn = f"{action_total(row) / turns:.2f}"
+            rows.append(
+                [seconds(case["model_seconds"]), count(turns), name, per_turn, f"{beats:g}"]
+            )
+    grid = table(["model call", "turns", "engine", "actions per turn", "heartbeats per run"], rows)
+    runs = f"{data['runs']} runs per engine and case (ABBA blocks), {data['date']}."
+    extra = ""
+    if (results / "actions_by_latency_30s.json").exists():
+        ran = load(results, "actions_by_latency_30s")["command"].strip()
+        out = " --out bench/results/actions_by_latency_30s.json"
+        extra = f"Command: `{ran}{'' if '--out' in ran else out}`."
+    return paragraphs(grid, runs, command(data), extra)
+
+
 RETENTION_DAYS = 30  # a common namespace retention; the default horizon is half of it
 HORIZON_DAYS = RETENTION_DAYS / 2
 MONTH_DAYS = 30
@@ -862,6 +891,32 @@ def render_resume(results: Path) -> str:
         f"{seconds(beats['running_turn_seconds'])} of running turn, "
         f"{beats['per_running_turn_per_minute']:.1f} a minute.",
         command(data),
+    )
+
+
+def render_kill_points(results: Path) -> str:
+    rows, commands = [], []
+    for name in ("kill_points_6s", "kill_points_30s"):
+        if not (results / f"{name}.json").exists():
+            continue
+        data = load(results, name)
+        commands.append(command(data))
+        for label, case in data["cases"].items():
+            rows.append(
+                [
+                    label,
+                    count(len(case["samples_s"])),
+                    seconds(case["median_s"], 2),
+                    seconds(case["p95_s"], 2),
+                    seconds(case["max_s"], 2),
+                ]
+            )
+    grid = table(["SIGKILL at a random point of", "kills", "median", "p95", "max"], rows)
+    return paragraphs(
+        "Kill → the model call starts again on another worker; default options "
+        "(heartbeat timeout 10 s, first retry after 1 s).",
+        grid,
+        *commands,
     )
 
 
@@ -1241,6 +1296,8 @@ RENDERERS: dict[str, Renderer] = {
     "rerun": render_rerun,
     "context_window": render_context_window,
     "actions": render_actions,
+    "actions_by_latency": render_actions_by_latency,
+    "kill_points": render_kill_points,
     "reanchor": render_reanchor,
     "capacity": render_capacity,
 }
@@ -1248,6 +1305,9 @@ RENDERED_WITHIN = {
     "followers_before": "followers",
     "overhead_sandbox_all": "overhead",
     "overhead_sandbox_none": "overhead",
+    "actions_by_latency_30s": "actions_by_latency",
+    "kill_points_6s": "kill_points",
+    "kill_points_30s": "kill_points",
 }  # files another section reads
 
 

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import BaseModel
+from temporalio import activity
 
 from ratchet.agents import (
     Agent,
@@ -178,6 +179,33 @@ def crash_agent() -> Agent:
     return ToolCallingAgent(TimedModel(model, log, release_dir), [work])
 
 
+def thinker_agent() -> Agent:
+    """One model call that takes ``seconds`` (in the prompt's plan) and answers; the
+    first attempt of a run SIGKILLs its own worker ``kill_after`` seconds into it."""
+    log = EventLog(os.environ.get("RATCHET_TEST_LOG"))
+    release = os.environ.get("RATCHET_TEST_RELEASE_DIR")
+    release_dir = Path(release) if release else None
+
+    class Thinking(ModelClient):
+        async def create(
+            self, messages: Sequence[Message], tools: Sequence[Tool], context: RunContext
+        ) -> ModelResponse:
+            plan = json.loads(messages[0].text)
+            # Did an earlier attempt's heartbeat reach the server?
+            heard = bool(activity.info().heartbeat_details)
+            log.write("model", run=context.run_id, attempt=context.attempt, heard=heard)
+            marker = release_dir / f"{context.run_id}-killed" if release_dir else None
+            if marker is not None and not marker.exists():
+                marker.touch()
+                await asyncio.sleep(plan["kill_after"])  # the call's latency so far
+                log.write("kill", run=context.run_id)
+                os.kill(os.getpid(), signal.SIGKILL)
+            await asyncio.sleep(plan["seconds"])
+            return await ScriptedModel(["thought"]).create(messages, tools, context)
+
+    return ToolCallingAgent(Thinking(), [])
+
+
 class Invoice(BaseModel):
     customer: str
     total_eur: float
@@ -267,6 +295,7 @@ AGENTS = {
     "steps": steps_agent,
     "pair": pair_agent,
     "crash": crash_agent,
+    "thinker": thinker_agent,
     "invoice": invoice_agent,
     "noter": lambda: noter(gated=False),
     "noter-v2": lambda: noter(gated=True),

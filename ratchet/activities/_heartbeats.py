@@ -5,9 +5,10 @@ Every heartbeat replaces the details the server holds, so one that reaches the
 server after a newer one erases the steps the newer one saved. The SDK's
 ``activity.heartbeat()`` is fire-and-forget and throttled (to 0.8 of the heartbeat
 timeout): one handed to it can arrive seconds after a later one of the turn's own.
-So a turn sends its heartbeats itself, through the activity's task token, one at a
-time (the next waits until the server has answered the last, even if the caller of
-the last stopped waiting), each carrying every step recorded so far:
+So a turn sends the heartbeats that must be acknowledged itself, through the
+activity's task token, one at a time (the next waits until the server has answered
+the last, even if the caller of the last stopped waiting), each carrying every step
+recorded so far:
 
 - ``write()`` returns once the server holds every step recorded before the call;
 - ``confirm()`` returns once the server has said, recently, that this attempt is
@@ -15,20 +16,22 @@ the last stopped waiting), each carrying every step recorded so far:
   replaced: ``StaleAttemptError``. A heartbeat acknowledged less than ``fresh``
   seconds ago counts: the server cannot time the attempt out within its heartbeat
   timeout of that heartbeat, and ``fresh`` is a third of it at most;
-- ``keep_alive()`` sends one whenever none has been acknowledged for ``interval``
-  (0.6 of the heartbeat timeout: 1.8 s at the default 3 s), the task's start
-  counting as the first. The answers bring cancellation (``TurnCancelled``) and
-  "not found".
+- ``keep_alive()`` keeps the attempt alive: whenever the server has heard nothing
+  from it for ``interval`` (0.8 of the heartbeat timeout: 8 s at the default 10 s),
+  the task's start counting as the first heartbeat. So a model call shorter than
+  that sends no heartbeat at all, and a longer turn one per 0.8 of the timeout:
+  each heartbeat that reaches the server is a billed action.
 
-The worker's core still needs the SDK's heartbeats: it cancels an attempt that has
-had none of them acknowledged for the heartbeat timeout plus 5 s. So once one of the
-turn's own heartbeats has been acknowledged, the SDK is handed one whenever its last
-is a heartbeat timeout old (``sdk_every``), just before one of the turn's own and
-with the same details, every step recorded by then. The core sends it at once (its
-throttle has lapsed), beside the turn's own, and no newer heartbeat starts before
-that one is answered. With no steps in between that is every other liveness
-heartbeat, 1.2 of the timeout apart (at most the timeout plus ``SDK_SLACK``): about
-50 heartbeat requests a minute at the default. The SDK's report of a failed or
+A liveness heartbeat goes through the SDK (``activity.heartbeat()``), not beside one
+of the turn's own: the worker's core needs the SDK's (it cancels an attempt that has
+had none acknowledged for the heartbeat timeout plus 5 s), and one request serves
+both. The core sends it at once (its throttle, 0.8 of the timeout, has lapsed), with
+the same details as a turn's own would carry, every step recorded by then; no newer
+heartbeat of the turn's own starts within ``SETTLE`` seconds of it, so it cannot
+overtake it. Its answer reaches the SDK: cancellation and "not found" cancel the
+activity's task (``activity.cancellation_details()``). When the turn's own
+heartbeats keep the server informed, the SDK is still handed one at the latest the
+heartbeat timeout plus ``SDK_SLACK`` after its last. The SDK's report of a failed or
 cancelled attempt carries the details it was handed last, so it is handed every
 recorded step first (``hand_over()``).
 """
@@ -49,9 +52,9 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from ratchet.errors import StaleAttemptError
 
-LIVENESS_FRACTION = 0.6
-"""A turn heartbeats when none has been acknowledged for this fraction of the
-heartbeat timeout."""
+LIVENESS_FRACTION = 0.8
+"""A turn heartbeats when the server has heard none for this fraction of the
+heartbeat timeout (the SDK's throttle: no more often than it would)."""
 DEFAULT_LIVENESS = 2.0
 """Seconds between liveness heartbeats when the turn has no heartbeat timeout."""
 MAX_FRESH = 1.0
@@ -59,6 +62,9 @@ MAX_FRESH = 1.0
 SDK_SLACK = 2.0
 """Seconds past the heartbeat timeout by which the SDK is handed its next heartbeat at
 the latest (the worker's core allows 5)."""
+SETTLE = 1.0
+"""Seconds after a liveness heartbeat handed to the SDK before one of the turn's own
+may start (the core sends the SDK's at once; it must reach the server first)."""
 
 
 def stale_message(describe: str, before: str, cause: str) -> str:
@@ -94,16 +100,16 @@ class Heartbeats:
         self.interval = timeout * LIVENESS_FRACTION if timeout else DEFAULT_LIVENESS
         self.fresh = min(MAX_FRESH, timeout / 3) if timeout else MAX_FRESH
         self.sdk_every = timeout
-        """Seconds between heartbeats handed to the SDK; ``None``: the core keeps no
-        heartbeat timer, and the SDK is handed none."""
+        """The heartbeat timeout; ``None``: the core keeps no heartbeat timer, and the
+        SDK is handed no liveness heartbeat."""
+        self.settle = min(SETTLE, timeout / 10) if timeout else SETTLE
         self._lock = asyncio.Lock()
         self._version = 0  # bumped by every recorded step
         self._acked_version = 0
         # The server handed this attempt its task just now: as good as an acknowledgement.
         self._acked_at = time.monotonic()
-        self._written = False  # none of this attempt's heartbeats acknowledged yet
+        self._heard_at = self._acked_at  # the server's last news of this attempt
         self._sdk_at = self._acked_at  # the core's timer starts with the task
-        self._sdk_handed = False
 
     def changed(self) -> None:
         """The details have new steps that the next heartbeat must carry."""
@@ -131,7 +137,7 @@ class Heartbeats:
         while True:
             await asyncio.sleep(max(0.0, self._due() - time.monotonic()))
             try:
-                await _answered(self._exclusive(lambda: time.monotonic() >= self._due()))
+                await _answered(self._exclusive(self._is_due, liveness=True))
             except RPCError as e:  # the client has retried it already
                 activity.logger.warning("%s: a heartbeat failed (%s)", self._describe, e)
                 await asyncio.sleep(self.interval)
@@ -144,14 +150,15 @@ class Heartbeats:
 
     def _due(self) -> float:
         """When the next liveness heartbeat is due (monotonic seconds). The task's
-        start counts as the first acknowledgement: a turn shorter than ``interval``
-        that records no step sends no heartbeat at all."""
-        due = self._acked_at + self.interval
-        if not self._written:
-            return due
+        start counts as the first heartbeat: a turn shorter than ``interval`` that
+        records no step sends no heartbeat at all."""
+        due = self._heard_at + self.interval
         if self.sdk_every is not None:
             due = min(due, self._sdk_at + self.sdk_every + SDK_SLACK)
         return due
+
+    def _is_due(self) -> bool:
+        return time.monotonic() >= self._due()
 
     async def _when(self, needed: Callable[[], bool], before: str = "") -> None:
         """Send a heartbeat if ``needed`` holds once none is in flight (none when it
@@ -159,21 +166,29 @@ class Heartbeats:
         if self._lock.locked() or needed():
             await _answered(self._exclusive(needed, before))
 
-    async def _exclusive(self, needed: Callable[[], bool], before: str = "") -> None:
+    async def _exclusive(
+        self, needed: Callable[[], bool], before: str = "", *, liveness: bool = False
+    ) -> None:
         async with self._lock:
-            if needed():
+            if not needed():
+                return
+            if liveness and self.sdk_every is not None:
+                await self._hand_to_sdk()
+            else:
                 await self._send(before)
+
+    async def _hand_to_sdk(self) -> None:
+        """The liveness heartbeat, through the SDK: it keeps the core's timer and the
+        server's alike with one request. Holding the lock, wait until it has surely
+        left, so that no heartbeat of the turn's own overtakes it."""
+        self._sdk_at = self._heard_at = time.monotonic()
+        activity.heartbeat(copy.copy(self._details()))
+        await asyncio.sleep(self.settle)
 
     async def _send(self, before: str) -> None:
         version = self._version
         details = copy.copy(self._details())
         started = time.monotonic()
-        if self._written and self.sdk_every is not None:
-            if started >= self._sdk_at + self.sdk_every:
-                activity.heartbeat(details)
-                self._sdk_at = started
-                self._sdk_handed = True
-                await asyncio.sleep(0)  # the SDK's task hands it to the core first
         try:
             await self._handle.heartbeat(details)
         except AsyncActivityCancelledError as e:
@@ -184,7 +199,7 @@ class Heartbeats:
             raise StaleAttemptError(stale_message(self._describe, before, e.message)) from e
         self._acked_version = version
         self._acked_at = started
-        self._written = True
+        self._heard_at = max(self._heard_at, started)
 
 
 async def _answered(send: Coroutine[Any, Any, None]) -> None:

@@ -136,13 +136,14 @@ class RunOptions(CheckedOptions):
     max_turns: int = 25
     turn_timeout: timedelta = timedelta(minutes=10)
     """Start-to-close timeout of one turn attempt (a model call and its tools)."""
-    heartbeat_timeout: timedelta = timedelta(seconds=3)
-    """A turn whose worker stops heartbeating for this long is retried elsewhere. A
-    turn sends a heartbeat whenever the server has acknowledged none for 0.6 of it
-    (one per 1.8 s at the default), and each step ``context.once`` records is
-    acknowledged by the server; every other liveness heartbeat also goes through the
-    SDK, whose worker core times the turn out itself otherwise (about 50 heartbeat
-    requests a minute at the default)."""
+    heartbeat_timeout: timedelta = timedelta(seconds=10)
+    """A turn whose worker stops heartbeating for this long is retried elsewhere: a
+    worker that dies is noticed within it (plus the retry interval). A turn sends a
+    liveness heartbeat whenever the server has heard none for 0.8 of it (none during
+    a model call shorter than 8 s at the default, then one per 8 s), and each step
+    ``context.once`` records is acknowledged by the server. Each heartbeat is a
+    billed action on Temporal Cloud: a shorter timeout notices a dead worker sooner
+    and costs more (docs/capacity.md)."""
     max_attempts: int = 10
     """Attempts per turn before the run fails (0 means unlimited)."""
     initial_retry_interval: timedelta = timedelta(seconds=1)
@@ -199,7 +200,7 @@ class RunOptions(CheckedOptions):
         found = [
             *at_least("max_turns", self.max_turns, 1),
             *positive("turn_timeout", self.turn_timeout, "timedelta(minutes=10)"),
-            *positive("heartbeat_timeout", self.heartbeat_timeout, "timedelta(seconds=3)"),
+            *positive("heartbeat_timeout", self.heartbeat_timeout, "timedelta(seconds=10)"),
             *at_least("max_attempts", self.max_attempts, 0, " (0 means unlimited)"),
             *positive("initial_retry_interval", self.initial_retry_interval, "1 second"),
             *positive("approval_timeout", self.approval_timeout, "timedelta(hours=24), or None"),

@@ -1,0 +1,80 @@
+"""Billed heartbeats of a turn with default options, counted by the dev server's own
+metering (the ``action`` metric by ``action_type``, as bench/actions.py reads it)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import urllib.request
+from collections import Counter
+from collections.abc import Sequence
+
+import pytest
+
+from ratchet.agents import ModelResponse, RunContext, ScriptedModel, Tool, ToolCallingAgent
+from ratchet.client import AgentClient
+from ratchet.devserver import DevServer, free_port
+from ratchet.types import Message
+from ratchet.worker import build_worker
+
+LINE = re.compile(r'^action\{action_type="([^"]+)",namespace="default"[^}]*\} (\S+)$')
+MODEL_SECONDS = 6.0
+
+
+def heartbeats(port: int) -> int:
+    """Heartbeat actions the server has metered so far."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    counts: Counter[str] = Counter()
+    for line in text.splitlines():
+        if match := LINE.match(line):
+            counts[match[1]] += int(float(match[2]))
+    return sum(n for kind, n in counts.items() if "heartbeat" in kind.lower())
+
+
+async def settled(port: int) -> int:
+    """The count once it stops moving (the server reports it each second)."""
+    last = heartbeats(port)
+    while True:
+        await asyncio.sleep(1.5)
+        if (now := heartbeats(port)) == last:
+            return now
+        last = now
+
+
+class SlowModel(ScriptedModel):
+    """A model call that takes ``seconds``."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(["done"])
+        self.seconds = seconds
+
+    async def create(
+        self, messages: Sequence[Message], tools: Sequence[Tool], context: RunContext
+    ) -> ModelResponse:
+        await asyncio.sleep(self.seconds)  # the call's latency, not synchronisation
+        return await super().create(messages, tools, context)
+
+
+async def billed_heartbeats(seconds: float) -> int:
+    """Heartbeats metered for one run whose one model call takes ``seconds``."""
+    port = free_port()
+    with DevServer.start(ui=False, extra_args=["--metrics-port", str(port)]) as server:
+        client = await AgentClient.connect(server.address, task_queue="billing")
+        agent = ToolCallingAgent(SlowModel(seconds), [])
+        async with build_worker(client, {"slow": agent}):
+            before = await settled(port)
+            assert (await client.run("slow", "go")).output == "done"
+            return await settled(port) - before
+
+
+@pytest.mark.slow
+async def test_a_six_second_model_call_sends_no_billed_heartbeat_with_default_options():
+    # The old default heartbeat timeout of 3 s sent 4 in those 6 s.
+    assert await billed_heartbeats(MODEL_SECONDS) == 0
+
+
+@pytest.mark.slow
+async def test_a_longer_model_call_sends_one_billed_heartbeat_per_eight_seconds():
+    # 0.8 of the default 10 s heartbeat timeout: at 8 s and 16 s of a 17 s call; the
+    # old design sent the turn's own and, every other time, the SDK's too.
+    assert 1 <= await billed_heartbeats(17.0) <= 2
