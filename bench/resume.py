@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.resume [--kills 10]
 
-Default options (3 s heartbeat timeout, 1 s initial retry interval). Worker
+Default options (10 s heartbeat timeout, 1 s initial retry interval). Worker
 processes (``python -m ratchet.worker``, ``tests.logged_agents:AGENTS``) on one dev
 server. Each sample runs the ``crash`` agent: a model call held until a second
 worker is ready, then the ``work`` tool, which SIGKILLs its own worker 0.5 s in.

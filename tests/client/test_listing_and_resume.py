@@ -12,15 +12,19 @@ from ratchet.agents import ScriptedModel, ToolCallingAgent
 from ratchet.client import AgentClient, WorkflowSummary
 from ratchet.client._listing import listing_query
 from ratchet.errors import InvalidInputError
+from ratchet.wire import identity_of, indexed_identity
 from ratchet.worker import build_worker
 
 
 def test_a_filter_value_is_escaped_not_refused():
-    """A JWT subject is an arbitrary string: a quote in it is doubled and a backslash
-    escaped, so the value filters as itself and cannot end the quoted literal."""
-    query = listing_query(where={"AgentOwner": "o'brien \\ x' OR 'a'='a"}, agent="it's")
-    assert "AgentName = 'it''s'" in query
-    assert "AgentOwner = 'o''brien \\\\ x'' OR ''a''=''a'" in query
+    """A JWT subject is an arbitrary string: a quote in a value is doubled and a
+    backslash escaped, so it cannot end the quoted literal; an owner that a query would
+    not take literally is matched as it is indexed (``indexed_identity``)."""
+    owner = "o'brien \\ x' OR 'a'='a"
+    query = listing_query(where={"AgentOwner": owner, "Team": "it's"}, agent="it's")
+    assert "AgentName = 'it''s'" in query and "Team = 'it''s'" in query
+    assert f"AgentOwner = '{indexed_identity(owner)}'" in query
+    assert indexed_identity(owner).startswith("~") and identity_of(indexed_identity(owner)) == owner
     assert query.startswith("WorkflowType IN ('AgentSession')")
     with pytest.raises(InvalidInputError, match="not a search attribute name"):
         listing_query(where={"Owner = 'x' OR Owner": "y"})

@@ -142,7 +142,7 @@ async def test_an_agui_run_whose_worker_dies_mid_reply_still_finishes(start):
                     first.kill()
                     first = None
                     await asyncio.to_thread(worker)
-    check_order(events)
+    check_order(events, body)
     retries = [e for e in events if isinstance(e, CustomEvent) and e.name == "ratchet.retry"]
     assert len(retries) == 1
     streamed = {e.message_id for e in events if isinstance(e, TextMessageContentEvent)}
