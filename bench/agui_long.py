@@ -31,11 +31,10 @@ from typing import Any
 
 import httpx2 as httpx
 
-from ratchet.devserver import DevServer, free_port
+from ratchet.devserver import DevServer
 from ratchet.process import hard_exit
-from ratchet.testing import ChildProcess, WorkerProcess
 
-from .web import ENV, ROOT, Cluster, Web, machine
+from .web import Cluster, machine
 
 RESULTS = Path(__file__).parent / "results"
 AGENTS = "tests.web_agents:AGENTS"
@@ -51,24 +50,6 @@ class Sizes:
 
 
 QUICK = Sizes(messages=(2, 500, 2000), rounds=4)
-
-
-class LongCluster(Cluster):
-    """``bench.web``'s processes, with the tests' agents (``seeder``)."""
-
-    def web(self) -> Web:
-        port = free_port()
-        argv = [sys.executable, "-m", "ratchet.cli", "web", "--port", str(port)]
-        argv += ["--agents", AGENTS, "--task-queue", self.queue]
-        process = ChildProcess(argv, self.server, env=ENV, cwd=ROOT)
-        self.started.append(process)
-        process.wait_for("ratchet web on")
-        return Web(f"http://127.0.0.1:{port}", process)
-
-    def worker(self) -> WorkerProcess:
-        process = WorkerProcess(self.server, self.queue, AGENTS, env=ENV, cwd=ROOT)
-        self.started.append(process)
-        return process.wait_ready()
 
 
 def _input(thread: str, messages: list[dict[str, Any]], text: str) -> bytes:
@@ -132,7 +113,7 @@ async def bench(sizes: Sizes) -> dict[str, Any]:
     report: dict[str, Any] = {"machine": machine(), "sizes": asdict(sizes)}
     report["command"] = " ".join(["python -m bench.agui_long", *sys.argv[1:]])
     with DevServer.start(ui=False) as server:
-        cluster = LongCluster(server, 0)
+        cluster = Cluster(server, 0, agents=AGENTS)  # the tests' agents (seeder)
         try:
             cluster.worker()
             web = cluster.web()

@@ -121,18 +121,20 @@ class Cluster:
     metrics_port: int
     queue: str = field(default_factory=lambda: f"bench-web-{uuid.uuid4().hex[:8]}")
     started: list[ChildProcess] = field(default_factory=list)
+    agents: str = AGENTS
+    """``module:ATTR`` of the agents the workers host and the web servers name."""
 
     def web(self) -> Web:
         port = free_port()
         argv = [sys.executable, "-m", "ratchet.cli", "web", "--port", str(port)]
-        argv += ["--agents", AGENTS, "--task-queue", self.queue]
+        argv += ["--agents", self.agents, "--task-queue", self.queue]
         process = ChildProcess(argv, self.server, env=ENV, cwd=ROOT)
         self.started.append(process)
         process.wait_for("ratchet web on")
         return Web(f"http://127.0.0.1:{port}", process)
 
     def worker(self) -> WorkerProcess:
-        process = WorkerProcess(self.server, self.queue, AGENTS, env=ENV, cwd=ROOT)
+        process = WorkerProcess(self.server, self.queue, self.agents, env=ENV, cwd=ROOT)
         self.started.append(process)
         return process.wait_ready()
 
