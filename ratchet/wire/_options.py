@@ -210,7 +210,9 @@ class RunOptions(CheckedOptions):
             *at_least("continue_as_new_after_turns", self.continue_as_new_after_turns, 1),
             *fairness_problems(self.fairness_key, self.fairness_weight),
         ]
-        if timedelta(0) < self.turn_timeout <= self.heartbeat_timeout:
+        chosen = "heartbeat_timeout" in self.model_fields_set  # the default yields: a
+        # turn shorter than it is noticed dead at its turn_timeout (Temporal clamps)
+        if chosen and timedelta(0) < self.turn_timeout <= self.heartbeat_timeout:
             found.append(
                 f"heartbeat_timeout={self.heartbeat_timeout!r}, but it must be shorter than "
                 f"turn_timeout={self.turn_timeout!r} (a dead worker is noticed after it)"

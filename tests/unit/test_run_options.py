@@ -1,0 +1,21 @@
+"""RunOptions' own checks, in process."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from ratchet.errors import InvalidOptionsError
+from ratchet.wire import RunOptions
+
+
+def test_a_short_turn_timeout_is_fine_with_the_default_heartbeat_timeout():
+    """The default heartbeat timeout (10 s) yields to a turn_timeout of 10 s or less:
+    the turn is noticed dead at its turn_timeout (code that set 10 s on 0.1.0, when
+    the default was 3 s, keeps working)."""
+    RunOptions(turn_timeout=timedelta(seconds=10)).check()
+    with pytest.raises(InvalidOptionsError, match="shorter than turn_timeout"):
+        RunOptions(
+            turn_timeout=timedelta(seconds=10), heartbeat_timeout=timedelta(seconds=10)
+        ).check()
