@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ratchet.web import JwtAuth, TokenAuth
 
 LOOPBACK_NAMES = ("localhost",)
+OPERATORS_ENV = "RATCHET_WEB_OPERATORS"
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -42,9 +43,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--operators",
-        default=os.environ.get("RATCHET_WEB_OPERATORS", ""),
+        default=None,
         help="identities of static tokens that are operators (see and decide everything), "
-        "comma-separated (default: $RATCHET_WEB_OPERATORS)",
+        "comma-separated (default: $RATCHET_WEB_OPERATORS; with --jwt-issuer use --operator-claim)",
     )
     parser.add_argument(
         "--no-auth", action="store_true", help="serve without tokens (loopback only; warns)"
@@ -118,6 +119,17 @@ def jwt_auth(args: argparse.Namespace) -> JwtAuth:
         )
     if args.operator_value and not args.operator_claim:
         raise ConfigurationError("--operator-value needs --operator-claim: the claim it is in.")
+    if args.operators is not None:
+        raise ConfigurationError(
+            "--operators names static tokens' identities; with --jwt-issuer the identity "
+            "provider says who is an operator: use --operator-claim (and --operator-value)."
+        )
+    if os.environ.get(OPERATORS_ENV):
+        logging.getLogger(__name__).warning(
+            "%s is ignored with --jwt-issuer: operators are the callers whose token has "
+            "--operator-claim.",
+            OPERATORS_ENV,
+        )
     return JwtAuth(
         issuer=args.jwt_issuer,
         audience=args.jwt_audience,
@@ -152,7 +164,8 @@ def auth_from(args: argparse.Namespace) -> JwtAuth | TokenAuth | None:
         )
     if args.no_auth:
         return None
-    return TokenAuth.from_env(args.tokens_env, operators=split(args.operators))
+    operators = os.environ.get(OPERATORS_ENV, "") if args.operators is None else args.operators
+    return TokenAuth.from_env(args.tokens_env, operators=split(operators))
 
 
 def is_loopback(host: str) -> bool:

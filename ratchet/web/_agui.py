@@ -103,6 +103,11 @@ async def run_agent(
     name = _agent(request, agent, body)
     after = sse.event_id(last_event_id)
     session, status = await _session(request, caller, body, name)
+    if status is None and after is not None:  # nothing to re-attach to; start nothing
+        raise SessionNotFoundError(
+            f"There is no session {body.thread_id!r}: Last-Event-ID re-attaches to a run "
+            "of a thread that exists. Send without it to start the thread."
+        )
     if body.resume and status is not None:  # an answer is a decision, as over REST
         await access_of(request).session(caller, session.id, "decide")
     threads = request.app.state.threads

@@ -417,3 +417,18 @@ async def test_a_2000_message_history_is_answered_within_1_5x_a_short_ones_time(
     # machine does weighs on both), then their median.
     ratio = statistics.median(a / b for a, b in zip(times[long], times[short], strict=True))
     assert ratio <= 1.5, f"{ratio:.2f}x: {times}"
+
+
+async def test_a_last_event_id_on_a_thread_that_does_not_exist_is_a_404_and_starts_nothing(
+    alice: httpx.AsyncClient,
+):
+    """A reload that re-attaches (Last-Event-ID) to a thread that was never started,
+    or was deleted, has no run to follow: it is told so at once, rather than kept
+    waiting on a session started for it that never gets the message."""
+    thread = f"agui-{uuid.uuid4().hex[:8]}"
+    body = run_input(thread, [user("hello")])
+    refused = await alice.post("/v1/agui/writer", json=body, headers={"Last-Event-ID": "3"})
+    assert "Send without it" in problem_of(refused, 404, "SessionNotFoundError")["detail"]
+    assert (await alice.get(f"/v1/sessions/{thread}")).status_code == 404
+    answered = await run(alice, "writer", body)  # sent again without it: the thread starts
+    assert answered[-1].type == EventType.RUN_FINISHED

@@ -481,6 +481,7 @@ JWT_FLAGS = [*ISSUER, "--jwt-audience", AUDIENCE]
         ([*JWT_FLAGS, "--jwks-refresh-cooldown", "-1"], "cooldown"),
         ([*JWT_FLAGS, "--jwks-url", "http://idp.example.com/jwks"], "https://"),
         (["--jwks-url", "https://idp.example.com/jwks"], "need --jwt-issuer"),
+        ([*JWT_FLAGS, "--operators", "alice"], "--operator-claim"),
     ],
 )
 def test_ratchet_web_refuses_jwt_flags_that_do_not_fit_before_it_connects(
