@@ -3,8 +3,10 @@
 The fetch and the cache are ours (PyJWT only parses the set, ``PyJWKSet``): a lookup
 whose key is held answers at once, never behind a fetch; lookups that need a fetch
 share the one in flight. Every fetch, failed or not, starts ``cooldown`` before the
-next (made-up key ids cannot make us hammer the provider). A set older than
-``max_age`` is fetched again in the background, and kept if that fails.
+next (made-up key ids cannot make us hammer the provider), except while no set is
+held: then nobody can sign in, and the next fetch may start ``UNAVAILABLE_RETRY``
+after the last (the 503's Retry-After). A set older than ``max_age`` is fetched
+again in the background, and kept if that fails.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ DISCOVERY = "/.well-known/openid-configuration"
 MAX_DOCUMENT = 1 << 20
 MAX_AGE = 300.0
 """Seconds a key set is used before it is fetched again (in the background)."""
+UNAVAILABLE_RETRY = 5.0
+"""Seconds between fetches while no key set is held (a provider down at start)."""
 
 
 class UnknownKey(Exception):
@@ -95,7 +99,8 @@ class IssuerKeys:
             if now - self._fetched > self.max_age and now - self._tried >= self.cooldown:
                 self._fetching()  # in the background: this request does not wait
             return self._keys[kid]
-        if self._fetch is not None or now - self._tried >= self.cooldown:
+        wait = self.cooldown if self._keys is not None else min(self.cooldown, UNAVAILABLE_RETRY)
+        if self._fetch is not None or now - self._tried >= wait:
             await asyncio.shield(self._fetching())  # a caller gone does not stop it
             if self._keys is not None and kid in self._keys:
                 return self._keys[kid]

@@ -37,6 +37,7 @@ from ratchet.devserver import DevServer, free_port
 from ratchet.errors import ConfigurationError
 from ratchet.testing import ChildProcess
 from ratchet.web import JwtAuth, TokenAuth, create_app
+from ratchet.web import _jwks as jwks
 
 from ..conftest import ROOT
 from ..web_http import problem_of
@@ -523,6 +524,27 @@ async def test_keys_out_of_reach_are_a_503_to_retry_not_a_401(
             assert answer.headers["Retry-After"] == "5"
             assert "identity provider" in unavailable["detail"] or "issuer" in unavailable["detail"]
     assert issuer.fetches == {"discovery": 1, "jwks": 0}
+
+
+async def test_a_provider_down_at_start_is_fetched_again_soon_not_after_the_cooldown(
+    agent_client: AgentClient, issuer: Issuer, signing: Key, monkeypatch: pytest.MonkeyPatch
+):
+    """With no keys held nobody can sign in, so the refetch comes after Retry-After
+    (UNAVAILABLE_RETRY, shortened here), not after the 10-minute cooldown."""
+    monkeypatch.setattr(jwks, "UNAVAILABLE_RETRY", 0.2)
+    auth = JwtAuth(issuer=issuer.url, audience=AUDIENCE, refresh_cooldown=600)
+    token = bearer(signing.sign(issuer.claims()))
+    issuer.failing = True
+    async with serve(create_app(agent_client, auth=auth)) as http:
+        problem_of(await http.get("/v1/sessions", headers=token), 503, "IssuerUnavailable")
+        assert issuer.arrived["jwks"] == 1
+        issuer.failing = False
+        deadline = time.monotonic() + 30
+        while (answer := await http.get("/v1/sessions", headers=token)).status_code == 503:
+            assert time.monotonic() < deadline, "the keys were not fetched again"
+            await asyncio.sleep(0.05)  # the retry interval is what is tested
+        assert answer.status_code == 200
+    assert issuer.fetches["jwks"] == 1
 
 
 async def test_ratchet_web_signs_callers_in_with_the_jwt_flags(
