@@ -5,6 +5,7 @@ or the run's own) and weight: a backlogged turn queue dispatches each key its sh
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 
 from ratchet.agents import RunContext, ScriptedModel, ToolCallingAgent
+from ratchet.cli._fleet_queue import set_limit
 from ratchet.client import AgentClient, RunHandle
 from ratchet.devserver import DevServer
 from ratchet.errors import InvalidOptionsError
@@ -25,6 +27,8 @@ from ..history import of_type, until
 
 FLOOD, GOLD = 24, 24
 FIRST = 20
+RATE = 10.0
+"""Turn dispatches per second the fairness-off queue is limited to."""
 """The first dispatches counted: while both owners are backlogged."""
 
 
@@ -48,9 +52,26 @@ async def fair_client(fair_server: DevServer) -> AsyncIterator[AgentClient]:
     yield await AgentClient.connect(fair_server.address)
 
 
-def recording_agent(calls: list[str]) -> ToolCallingAgent:
+@pytest.fixture(scope="module")
+def unfair_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
+    """A server without fairness (Temporal 1.32's default), one partition per queue."""
+    log_dir: Path = tmp_path_factory.mktemp("temporal-unfair")
+    with DevServer.start(
+        ui=False, log_dir=log_dir, fairness=False, extra_args=ONE_PARTITION
+    ) as server:
+        yield server
+
+
+@pytest.fixture
+async def unfair_client(unfair_server: DevServer) -> AsyncIterator[AgentClient]:
+    yield await AgentClient.connect(unfair_server.address)
+
+
+def recording_agent(calls: list[str], times: list[float] | None = None) -> ToolCallingAgent:
     def answer(messages: Sequence[Message], context: RunContext) -> str:
         calls.append(messages[-1].text.split()[0])  # the owner's name leads the prompt
+        if times is not None:
+            times.append(time.monotonic())
         return "done"
 
     return ToolCallingAgent(ScriptedModel(answer))
@@ -71,26 +92,53 @@ async def backlog(client: AgentClient, owner: str, count: int, options: RunOptio
     return runs
 
 
-async def test_a_weighted_owner_gets_its_share_of_a_backlogged_turn_queue(
-    fair_client: AgentClient,
-):
+async def flood_then_gold(
+    client: AgentClient, limit: float | None = None, times: list[float] | None = None
+) -> list[str]:
     """24 turns of owner "flood" (weight 1) wait in the queue, then 24 of owner
-    "gold" (weight 3); one worker takes one turn at a time. In FIFO order gold would
-    wait for the whole flood; with the keys it takes about 3 of every 4 dispatches."""
+    "gold" (weight 3); one worker takes one turn at a time (under the queue's rate
+    ``limit`` if given). The owners in the order their turns ran (and when, in
+    ``times``)."""
     workflows, turns = f"fair-wf-{uuid.uuid4().hex[:8]}", f"fair-turns-{uuid.uuid4().hex[:8]}"
     calls: list[str] = []
-    agents = {"echo": lambda: recording_agent(calls)}
-    runner = AgentClient(fair_client.temporal, task_queue=workflows)
+    agents = {"echo": lambda: recording_agent(calls, times)}
+    runner = AgentClient(client.temporal, task_queue=workflows)
+    if limit is not None:
+        await set_limit(client.temporal, turns, limit, "test")
     async with build_worker(runner, agents, task_queue=workflows):
         floods = await backlog(runner, "flood", FLOOD, RunOptions(task_queue=turns))
         golds = await backlog(
             runner, "gold", GOLD, RunOptions(task_queue=turns, fairness_weight=3.0)
         )
-        async with build_worker(runner, agents, task_queue=turns, max_concurrent_turns=1):
+        async with build_worker(
+            runner, agents, task_queue=turns, max_concurrent_turns=1, rate_limited=True
+        ):
             await asyncio.gather(*(run.result() for run in floods + golds))
-    first = calls[:FIRST]
     assert len(calls) == FLOOD + GOLD
+    return calls
+
+
+async def test_a_weighted_owner_gets_its_share_of_a_backlogged_turn_queue(
+    fair_client: AgentClient,
+):
+    """In FIFO order gold would wait for the whole flood; with the keys it takes
+    about 3 of every 4 dispatches."""
+    first = (await flood_then_gold(fair_client))[:FIRST]
     assert 12 <= first.count("gold") <= 18, first  # 15 expected; FIFO gives none, 1:1 10
+
+
+async def test_with_fairness_off_the_keys_are_harmless_and_a_rate_limit_still_holds(
+    unfair_client: AgentClient,
+):
+    """A server without fairness dispatches in order: every turn, keyed and weighted,
+    still runs, and the queue's rate limit still paces them."""
+    times: list[float] = []
+    calls = await flood_then_gold(unfair_client, limit=RATE, times=times)
+    assert calls[:FLOOD] == ["flood"] * FLOOD  # FIFO: the weight does not apply
+    # The server's bucket lets about a second's worth through at once, then paces.
+    burst = int(RATE)
+    steady = (len(times) - 1 - burst) / (times[-1] - times[burst])
+    assert steady <= RATE * 1.15, (steady, [round(t - times[0], 2) for t in times])
 
 
 async def turn_priority(run: RunHandle) -> tuple[str, float]:
