@@ -7,6 +7,8 @@ import argparse
 import math
 from typing import TYPE_CHECKING
 
+from ratchet.wire import FAIRNESS_WEIGHTS
+
 from ._common import add_connection_arguments, connect
 
 if TYPE_CHECKING:  # the command loads Temporal's protos only when it runs
@@ -33,8 +35,22 @@ def register(commands: argparse._SubParsersAction) -> None:
     rate = limit.add_mutually_exclusive_group(required=True)
     rate.add_argument("--rps", type=rate_value, help="turn starts (retries too) per second")
     rate.add_argument("--unset", action="store_true", help="remove the queue's limit")
+    limit.add_argument(
+        "--per-key",
+        action="store_true",
+        help="limit each fairness key (an owner, a tenant) to the rate, not the whole queue",
+    )
     limit.add_argument("--reason", default="", help="why (the server keeps it with the limit)")
     limit.set_defaults(func=limit_command)
+    weight = actions.add_parser(
+        "weight", help="pin a fairness key's weight on the queue (above what runs ask for)"
+    )
+    add_connection_arguments(weight, queue_help=QUEUE_HELP)
+    weight.add_argument("--key", required=True, help="the fairness key (an owner, a tenant, ...)")
+    pinned = weight.add_mutually_exclusive_group(required=True)
+    pinned.add_argument("--weight", type=weight_value, help="its share, 0.001 to 1000")
+    pinned.add_argument("--unset", action="store_true", help="let the runs' own weights apply")
+    weight.set_defaults(func=weight_command)
     status = actions.add_parser(
         "status", help="the queue's limit, backlog, dispatch rate and throttling"
     )
@@ -56,18 +72,49 @@ def rate_value(text: str) -> float:
     return value
 
 
+def weight_value(text: str) -> float:
+    """An argparse type: a fairness weight Temporal accepts."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    least, most = FAIRNESS_WEIGHTS
+    if not (math.isfinite(value) and least <= value <= most):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a weight: give a number from {least:g} to {most:g} "
+            "(1 is the default share)"
+        )
+    return value
+
+
 async def limit_command(args: argparse.Namespace) -> int:
     from ._fleet_queue import set_limit
 
     client = await connect(args)
-    await set_limit(client.temporal, args.task_queue, None if args.unset else args.rps, args.reason)
+    rps = None if args.unset else args.rps
+    await set_limit(client.temporal, args.task_queue, rps, args.reason, per_key=args.per_key)
+    queue, each = args.task_queue, "each fairness key: " if args.per_key else ""
     if args.unset:
-        print(f"turn queue {args.task_queue!r}: no rate limit (the server's default applies)")
+        print(f"turn queue {queue!r}: {each}no rate limit (the server's default applies)")
     else:
+        where = "per key, across every worker" if args.per_key else "across every worker"
         print(
-            f"turn queue {args.task_queue!r}: at most {args.rps:g} turn dispatches per second, "
-            "across every worker"
+            f"turn queue {queue!r}: {each}at most {args.rps:g} turn dispatches per second, {where}"
         )
+    return 0
+
+
+async def weight_command(args: argparse.Namespace) -> int:
+    from ._fleet_queue import set_weights
+
+    client = await connect(args)
+    queue, key = args.task_queue, args.key
+    if args.unset:
+        await set_weights(client.temporal, queue, {}, [key])
+        print(f"turn queue {queue!r}: key {key!r} takes the weight its runs ask for")
+    else:
+        await set_weights(client.temporal, queue, {key: args.weight}, [])
+        print(f"turn queue {queue!r}: key {key!r} has weight {args.weight:g}, whatever runs ask")
     return 0
 
 
@@ -90,6 +137,8 @@ def status_lines(queue: str, report: QueueReport) -> list[str]:
     lines = [
         f"turn queue {queue!r} (activity tasks), {report.pollers} poller(s)",
         f"  rate limit: {limit}; enforced: {report.effective:g}/s (from {report.source})",
+        "  rate limit of each fairness key: "
+        + (f"{report.key_limit:g}/s" if report.key_limit is not None else "none set"),
         f"  backlog: {report.backlog} turn(s), oldest {report.backlog_age:.1f}s",
         f"  dispatch rate: {report.dispatch_rate:.2f}/s; add rate: {report.add_rate:.2f}/s",
         f"  throttled by the rate limit now: {'yes' if report.limiting else 'no'}",

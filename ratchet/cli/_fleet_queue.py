@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from temporalio.api.enums.v1 import RateLimitSource, TaskQueueType
-from temporalio.api.taskqueue.v1 import RateLimit, TaskQueue
+from temporalio.api.taskqueue.v1 import RateLimit, RateLimitConfig, TaskQueue
 from temporalio.api.workflowservice.v1 import (
     DescribeTaskQueueRequest,
     UpdateTaskQueueConfigRequest,
@@ -36,20 +36,39 @@ class QueueReport:
     """The server is holding back tasks because of the rate limit now."""
     pollers: int
     weights: dict[str, float] = field(default_factory=dict[str, float])
+    key_limit: float | None = None
+    """The rate limit of each fairness key, if one is set."""
 
 
-async def set_limit(client: Client, queue: str, rps: float | None, reason: str) -> None:
-    """Set the queue's dispatch rate limit (``None``: remove it)."""
+async def set_limit(
+    client: Client, queue: str, rps: float | None, reason: str, *, per_key: bool = False
+) -> None:
+    """Set the queue's dispatch rate limit (``None``: remove it); ``per_key``: the
+    limit of each fairness key instead of the whole queue's."""
     update = UpdateTaskQueueConfigRequest.RateLimitUpdate(reason=reason)
     if rps is not None:
         update.rate_limit.CopyFrom(RateLimit(requests_per_second=rps))
+    which = "update_fairness_key_rate_limit_default" if per_key else "update_queue_rate_limit"
+    await _update(client, queue, **{which: update})
+
+
+async def set_weights(
+    client: Client, queue: str, weights: dict[str, float], unset: list[str]
+) -> None:
+    """Pin fairness keys' weights on the queue (above what turns ask for), or unpin them."""
+    await _update(
+        client, queue, set_fairness_weight_overrides=weights, unset_fairness_weight_overrides=unset
+    )
+
+
+async def _update(client: Client, queue: str, **change: object) -> None:
     await client.workflow_service.update_task_queue_config(
         UpdateTaskQueueConfigRequest(
             namespace=client.namespace,
             identity=IDENTITY,
             task_queue=queue,
             task_queue_type=ACTIVITIES,
-            update_queue_rate_limit=update,
+            **change,  # pyright: ignore[reportArgumentType]
         )
     )
 
@@ -81,4 +100,11 @@ async def describe(client: Client, queue: str) -> QueueReport:
         limiting=stats.rate_limiting_active,
         pollers=len(found.pollers),
         weights=dict(config.fairness_weight_overrides),
+        key_limit=_rps(config.fairness_keys_rate_limit_default)
+        if config.HasField("fairness_keys_rate_limit_default")
+        else None,
     )
+
+
+def _rps(limit: RateLimitConfig) -> float | None:
+    return limit.rate_limit.requests_per_second if limit.HasField("rate_limit") else None

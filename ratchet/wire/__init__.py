@@ -45,7 +45,14 @@ from ._names import (
     parse_session_run_id,
     session_run_id,
 )
-from ._options import CheckedOptions, InterceptorRef, RunOptions, SessionOptions, at_least
+from ._options import (
+    FAIRNESS_WEIGHTS,
+    CheckedOptions,
+    InterceptorRef,
+    RunOptions,
+    SessionOptions,
+    at_least,
+)
 from ._run_data import (
     DecisionRequest,
     DecisionVerdict,
@@ -121,6 +128,7 @@ from ._turn_data import (
 )
 
 __all__ = [
+    "FAIRNESS_WEIGHTS",
     "AGENT_COST_USD",
     "AGENT_NAME",
     "AGENT_OWNER",

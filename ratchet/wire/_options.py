@@ -103,7 +103,8 @@ def positive(name: str, value: timedelta | None, example: str) -> list[str]:
     return [f"{name}={value!r}, but it must be greater than 0 (e.g. {example})"]
 
 
-MIN_WEIGHT, MAX_WEIGHT = 0.001, 1000.0
+FAIRNESS_WEIGHTS = MIN_WEIGHT, MAX_WEIGHT = 0.001, 1000.0
+"""The fairness weights Temporal accepts, least and most."""
 """The fairness weights Temporal honours (it clamps others)."""
 
 

@@ -59,6 +59,7 @@ def test_a_limit_set_by_ratchet_fleet_holds_across_two_worker_processes(
     assert code == 0, err
     assert "rate limit: 3/s; enforced: 3/s (from api)" in out, out
     assert "fairness: not reported by the server" in out
+    assert "rate limit of each fairness key: none set" in out
     assert ratchet(capsys, "fleet", "limit", "--task-queue", task_queue, "--unset")[0] == 0
     out = ratchet(capsys, "fleet", "status", "--task-queue", task_queue)[1]
     assert "rate limit: none set; enforced:" in out and "(from api)" not in out, out
@@ -68,3 +69,9 @@ def test_fleet_limit_refuses_a_rate_that_is_not_positive(capsys: pytest.CaptureF
     with pytest.raises(SystemExit):
         main(["fleet", "limit", "--task-queue", "q", "--rps", "0"])
     assert "'0' is not a rate: give dispatches per second above 0" in capsys.readouterr().err
+
+
+def test_fleet_weight_refuses_a_weight_temporal_would_not_take(capsys: pytest.CaptureFixture[str]):
+    with pytest.raises(SystemExit):
+        main(["fleet", "weight", "--task-queue", "q", "--key", "acme", "--weight", "5000"])
+    assert "'5000' is not a weight: give a number from 0.001 to 1000" in capsys.readouterr().err

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from temporalio.api.enums.v1 import EventType
 
+from ratchet import cli
 from ratchet.agents import RunContext, ScriptedModel, ToolCallingAgent
 from ratchet.cli._fleet_queue import set_limit
 from ratchet.client import AgentClient, RunHandle
@@ -28,6 +29,7 @@ from ..history import of_type, until
 FLOOD, GOLD = 24, 24
 FIRST = 20
 RATE = 10.0
+KEY_RATE = 4.0
 """Turn dispatches per second the fairness-off queue is limited to."""
 """The first dispatches counted: while both owners are backlogged."""
 
@@ -93,18 +95,25 @@ async def backlog(client: AgentClient, owner: str, count: int, options: RunOptio
 
 
 async def flood_then_gold(
-    client: AgentClient, limit: float | None = None, times: list[float] | None = None
+    client: AgentClient,
+    limit: float | None = None,
+    times: list[float] | None = None,
+    fleet: Sequence[str] = (),
 ) -> list[str]:
     """24 turns of owner "flood" (weight 1) wait in the queue, then 24 of owner
     "gold" (weight 3); one worker takes one turn at a time (under the queue's rate
-    ``limit`` if given). The owners in the order their turns ran (and when, in
-    ``times``)."""
+    ``limit`` if given, after ``ratchet fleet FLEET... --task-queue <turns>``). The
+    owners in the order their turns ran (and when, in ``times``)."""
     workflows, turns = f"fair-wf-{uuid.uuid4().hex[:8]}", f"fair-turns-{uuid.uuid4().hex[:8]}"
     calls: list[str] = []
     agents = {"echo": lambda: recording_agent(calls, times)}
     runner = AgentClient(client.temporal, task_queue=workflows)
     if limit is not None:
         await set_limit(client.temporal, turns, limit, "test")
+    if fleet:
+        address = ["--address", client.temporal.service_client.config.target_host]
+        command = ["fleet", *fleet, *address, "--task-queue", turns]
+        assert await asyncio.to_thread(cli.main, command) == 0
     async with build_worker(runner, agents, task_queue=workflows):
         floods = await backlog(runner, "flood", FLOOD, RunOptions(task_queue=turns))
         golds = await backlog(
@@ -127,6 +136,30 @@ async def test_a_weighted_owner_gets_its_share_of_a_backlogged_turn_queue(
     assert 12 <= first.count("gold") <= 18, first  # 15 expected; FIFO gives none, 1:1 10
 
 
+async def test_an_operator_pins_a_keys_weight_above_what_its_runs_ask_for(
+    fair_client: AgentClient,
+):
+    """`ratchet fleet weight --key flood --weight 9`: flood now outweighs gold (whose
+    runs ask for 3) three to one, and takes about 15 of the first 20 dispatches."""
+    pinned = ["weight", "--key", "flood", "--weight", "9"]
+    first = (await flood_then_gold(fair_client, fleet=pinned))[:FIRST]
+    assert first.count("gold") <= 8, first  # 5 expected; 15 without the pin
+
+
+async def test_a_per_key_limit_paces_each_key_and_not_the_queue(fair_client: AgentClient):
+    """`ratchet fleet limit --per-key --rps 4`: flood's turns start at most 4 a second
+    (a key's limit is scaled by its weight: gold's, 3, is let through in bursts too
+    uneven to time here), while the two owners together go faster than that."""
+    times: list[float] = []
+    per_key = ["limit", "--per-key", "--rps", str(KEY_RATE)]
+    calls = await flood_then_gold(fair_client, times=times, fleet=per_key)
+    started = [t for t, who in zip(times, calls, strict=True) if who == "flood"]
+    rate = steady_rate(started)
+    assert rate <= KEY_RATE * 1.15, (rate, [round(t - started[0], 2) for t in started])
+    # A queue-wide 4/s would take about (48 - 4) / 4 = 11 s; flood alone takes about 5.
+    assert times[-1] - times[0] < (FLOOD + GOLD - KEY_RATE) / KEY_RATE * 0.8
+
+
 async def test_with_fairness_off_the_keys_are_harmless_and_a_rate_limit_still_holds(
     unfair_client: AgentClient,
 ):
@@ -136,9 +169,14 @@ async def test_with_fairness_off_the_keys_are_harmless_and_a_rate_limit_still_ho
     calls = await flood_then_gold(unfair_client, limit=RATE, times=times)
     assert calls[:FLOOD] == ["flood"] * FLOOD  # FIFO: the weight does not apply
     # The server's bucket lets about a second's worth through at once, then paces.
-    burst = int(RATE)
-    steady = (len(times) - 1 - burst) / (times[-1] - times[burst])
-    assert steady <= RATE * 1.15, (steady, [round(t - times[0], 2) for t in times])
+    assert steady_rate(times) <= RATE * 1.15, [round(t - times[0], 2) for t in times]
+
+
+def steady_rate(times: list[float]) -> float:
+    """Starts per second over the last third: the server's bucket first lets through
+    a burst of a second's worth or more at once."""
+    last = times[len(times) * 2 // 3 :]
+    return (len(last) - 1) / (last[-1] - last[0])
 
 
 async def turn_priority(run: RunHandle) -> tuple[str, float]:
