@@ -120,9 +120,15 @@ class Access:
         return session_id if session_id.startswith(prefix) else prefix + session_id
 
     async def session(
-        self, caller: Principal, session_id: str, action: Action, *, runs: bool = False
+        self,
+        caller: Principal,
+        session_id: str,
+        action: Action | tuple[Action, ...],
+        *,
+        runs: bool = False,
     ) -> str:
-        """The id of the session ``caller`` may ``action``: theirs by the id they
+        """The id of the session ``caller`` may ``action`` (each of several, with one
+        description of the workflow): theirs by the id they
         chose (scoped), or by its own id (one started for them, ``owner=``, by your
         backend through the Python client). ``SessionNotFoundError`` alike for one
         that does not exist, is not a session (nor, with ``runs``, a run), or is not
@@ -145,7 +151,9 @@ class Access:
             raise NotFoundError(f"There is no run {run_id!r}.")
         return run_id
 
-    async def _allows(self, caller: Principal, action: Action, target: WorkflowSummary) -> bool:
+    async def _allows(
+        self, caller: Principal, action: Action | tuple[Action, ...], target: WorkflowSummary
+    ) -> bool:
         for _ in range(PARENTS):  # a sub-agent run started before owners were carried
             if target.owner is not None or target.parent is None:
                 break
@@ -153,7 +161,8 @@ class Access:
             if parent is None:
                 break
             target = parent
-        return await self.decide(caller, action, target) is True
+        actions = action if isinstance(action, tuple) else (action,)
+        return all([await self.decide(caller, each, target) is True for each in actions])
 
     async def _find(self, workflow_id: str) -> WorkflowSummary | None:
         try:

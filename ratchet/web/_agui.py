@@ -52,6 +52,7 @@ from . import _agui_events as translate
 from . import _agui_history as agui_history
 from . import _agui_runs as agui_runs
 from . import _sse as sse
+from ._access import Action
 from ._agui_runs import WAITING, Follow, request_id
 from ._agui_steering import Steering, make_way, options, steering_of
 from ._agui_stream import Reply, Response, stream
@@ -108,8 +109,6 @@ async def run_agent(
             f"There is no session {body.thread_id!r}: Last-Event-ID re-attaches to a run "
             "of a thread that exists. Send without it to start the thread."
         )
-    if body.resume and status is not None:  # an answer is a decision, as over REST
-        await access_of(request).session(caller, session.id, "decide")
     threads = request.app.state.threads
     held = await threads.read(session) if status is not None else []
     sent = agui_history.read(body.messages, held, waiting=await _client_calls(session, status))
@@ -166,7 +165,9 @@ async def _session(
     a thread of theirs by the same name is another session."""
     access, client = access_of(request), client_of(request)
     try:
-        session = client.get_session(await access.session(caller, body.thread_id, "send"))
+        # An answer to an interrupt is a decision, as over REST.
+        actions: tuple[Action, ...] = ("send", "decide") if body.resume else ("send",)
+        session = client.get_session(await access.session(caller, body.thread_id, actions))
         status = await session.status()
     except SessionNotFoundError:
         new = access.session_id(caller, body.thread_id)
