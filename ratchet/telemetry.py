@@ -169,6 +169,36 @@ def record_turn(agent: str, usage: Usage) -> None:
     ).add(round(usage.cost_usd * 1_000_000))
 
 
+def record_attempt_start(info: activity.Info, agent: str) -> None:
+    """Observe how long a turn attempt waited for a worker (schedule-to-start: the
+    queue's backlog, its rate limit and its fairness), by fairness key."""
+    wait = info.started_time - info.current_attempt_scheduled_time
+    meter = activity.metric_meter().with_additional_attributes(_labels(info, agent))
+    meter.create_histogram_float(
+        "ratchet_turn_schedule_to_start",
+        "Seconds each turn attempt waited between being scheduled and starting.",
+        "s",
+    ).record(max(0.0, wait.total_seconds()))
+
+
+def record_throttle(info: activity.Info, agent: str) -> None:
+    """Count a turn attempt its model's provider throttled (429, 529), by fairness key."""
+    meter = activity.metric_meter().with_additional_attributes(_labels(info, agent))
+    meter.create_counter(
+        "ratchet_turn_throttles",
+        "Turn attempts the model's provider throttled (429, 529); retried after its delay.",
+    ).add(1)
+
+
+def _labels(info: activity.Info, agent: str) -> dict[str, str]:
+    # One series per fairness key: their number grows with the keys the fleet serves.
+    return {
+        "fairness_key": info.priority.fairness_key or "",
+        "agent": agent,
+        "task_queue": info.task_queue,
+    }
+
+
 def _traces_url(endpoint: str) -> str:
     # A bare collector address gets the OTLP/HTTP traces path, as the exporter does
     # for OTEL_EXPORTER_OTLP_ENDPOINT.
