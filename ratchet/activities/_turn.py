@@ -161,21 +161,11 @@ class TurnActivities:
             with contextlib.suppress(RPCError):
                 await handle.report_cancellation()
             activity.raise_complete_async()
-        except (UsageError, ThreadResolutionError) as e:
-            paused = await pause_its_schedule(e) if isinstance(e, AgentNotFoundError) else ""
-            raise ApplicationError(
-                str(e) + paused, type=type(e).__name__, non_retryable=True
-            ) from e
-        except ModelError as e:
-            raise _model_failure(e, input) from e
         except Exception as e:
-            why = limit_reached(input, activity.info())
-            if why is None or (isinstance(e, ApplicationError) and e.non_retryable):
+            failure = await _turn_failure(e, input)
+            if failure is e:
                 raise
-            kind = e.type if isinstance(e, ApplicationError) else None
-            raise ApplicationError(
-                f"{e} ({why})", type=kind or type(e).__name__, non_retryable=True
-            ) from e
+            raise failure from e
 
     async def _run_turn(self, input: TurnInput) -> TurnOutput:
         info = activity.info()
@@ -329,6 +319,24 @@ def _built(name: str, factory: Callable[[], Agent]) -> Agent:
             "not an Agent: return one (e.g. ToolCallingAgent(model, tools))."
         )
     return agent
+
+
+async def _turn_failure(error: Exception, input: TurnInput) -> Exception:
+    """What a failed attempt reports: the developer's mistakes are not retried; a
+    real failure that reaches the run's ``max_attempts`` is the turn's last."""
+    if isinstance(error, UsageError | ThreadResolutionError):
+        paused = await pause_its_schedule(error) if isinstance(error, AgentNotFoundError) else ""
+        kind = type(error).__name__
+        return ApplicationError(str(error) + paused, type=kind, non_retryable=True)
+    if isinstance(error, ModelError):
+        return _model_failure(error, input)
+    why = limit_reached(input, activity.info())
+    if why is None or (isinstance(error, ApplicationError) and error.non_retryable):
+        return error
+    kind = error.type if isinstance(error, ApplicationError) else None
+    return ApplicationError(
+        f"{error} ({why})", type=kind or type(error).__name__, non_retryable=True
+    )
 
 
 def _model_failure(error: ModelError, input: TurnInput) -> ApplicationError:

@@ -1,9 +1,13 @@
 """``ratchet fleet``: a turn queue's rate limit, set on the server, holds across two
-worker processes; ``status`` shows it and the queue's statistics."""
+worker processes; ``status`` shows it and the queue's statistics, and per fairness
+key what the workers' metrics say."""
 
 from __future__ import annotations
 
 import asyncio
+import re
+import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -11,6 +15,7 @@ import pytest
 from ratchet.cli import main
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
+from ratchet.wire import RunOptions
 
 from ..logged_agents import EventLog
 
@@ -68,3 +73,60 @@ def test_fleet_limit_refuses_a_rate_that_is_not_positive(capsys: pytest.CaptureF
     with pytest.raises(SystemExit):
         main(["fleet", "limit", "--task-queue", "q", "--rps", "0"])
     assert "'0' is not a rate: give dispatches per second above 0" in capsys.readouterr().err
+
+
+def test_fleet_status_shows_each_fairness_keys_turns_wait_and_throttles_from_worker_metrics(
+    temporal_server: DevServer,
+    agent_client: AgentClient,
+    task_queue: str,
+    worker_processes,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+):
+    monkeypatch.setenv("TEMPORAL_ADDRESS", temporal_server.address)
+    address = f"127.0.0.1:{_free_port()}"
+    worker_processes("--metrics-address", address)
+
+    async def runs() -> None:
+        acme, globex = RunOptions(fairness_key="acme"), RunOptions(fairness_key="globex")
+        handles = [await agent_client.start_run("quick", "q", options=acme) for _ in range(3)]
+        handles += [
+            await agent_client.start_run("throttled", "q", options=globex) for _ in range(2)
+        ]
+        await asyncio.gather(*(h.result() for h in handles))
+
+    asyncio.run(runs())
+    status = ["fleet", "status", "--task-queue", task_queue, "--metrics", address]
+    deadline = time.monotonic() + 30  # the runtime publishes what a turn recorded soon after
+    while True:
+        code, out, err = ratchet(capsys, *status)
+        assert code == 0, err
+        if "globex: 4 started" in out or time.monotonic() > deadline:
+            break
+    assert re.search(r"acme: 3 started; wait mean \d+\.\d\ds, p95 \d+\.\d\ds; throttled 0", out), (
+        out
+    )
+    # Each throttled turn started twice: once throttled (429), once answered.
+    assert re.search(r"globex: 4 started; .*; throttled 2", out), out
+
+
+def test_fleet_status_says_which_metrics_endpoint_it_could_not_read(
+    temporal_server: DevServer,
+    task_queue: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+):
+    monkeypatch.setenv("TEMPORAL_ADDRESS", temporal_server.address)
+    url = f"http://127.0.0.1:{_free_port()}/metrics"
+    code, out, err = ratchet(
+        capsys, "fleet", "status", "--task-queue", task_queue, "--metrics", url
+    )
+    assert code != 0
+    assert f"Could not read metrics from {url}" in err
+    assert "--metrics-address" in err
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
