@@ -145,7 +145,9 @@ class RunOptions(CheckedOptions):
     billed action on Temporal Cloud: a shorter timeout notices a dead worker sooner
     and costs more (docs/capacity.md)."""
     max_attempts: int = 10
-    """Attempts per turn before the run fails (0 means unlimited)."""
+    """Failed attempts per turn before the run fails (0 means unlimited). A provider's
+    throttling (429, 529) is no failure: it waits out ``retry-after``, for at most
+    ``turn_timeout`` in total (docs/fleet.md)."""
     initial_retry_interval: timedelta = timedelta(seconds=1)
     task_queue: str | None = None
     """Task queue for the turn activities; default: the workflow's own."""
