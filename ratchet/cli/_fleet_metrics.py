@@ -60,6 +60,11 @@ def metrics_url(text: str) -> str:
 async def scrape(urls: list[str], queue: str) -> dict[str, KeyFigures]:
     """Each fairness key's figures on ``queue``, summed over the workers at ``urls``."""
     texts = await asyncio.gather(*(asyncio.to_thread(_fetch, url) for url in urls))
+    return figures_of(texts, queue)
+
+
+def figures_of(texts: list[str], queue: str) -> dict[str, KeyFigures]:
+    """Each fairness key's figures on ``queue`` in these Prometheus texts, summed."""
     figures: defaultdict[str, KeyFigures] = defaultdict(KeyFigures)
     for text in texts:
         _add(text, queue, figures)

@@ -4,18 +4,22 @@ talk real HTTP to local servers speaking the providers' APIs."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
 
-from ratchet.agents import ToolCallingAgent
+from ratchet.agents import Agent, Result, RunContext, Thread, ToolCallingAgent
 from ratchet.agents.models import AnthropicModel, OpenAIChatModel
 from ratchet.client import AgentClient
-from ratchet.errors import RunFailedError
+from ratchet.errors import ModelError, RunFailedError
 from ratchet.testing import AnthropicServer, OpenAIServer
+from ratchet.types import Message
 from ratchet.wire import RunOptions
 from ratchet.worker import build_worker
+
+from ..history import attempts
 
 TWO = RunOptions(max_attempts=2, initial_retry_interval=timedelta(milliseconds=50))
 SLOW_DOWN = {"retry-after": "0.1"}
@@ -86,6 +90,32 @@ async def test_a_turn_throttled_longer_than_its_turn_timeout_fails_saying_so(
         with pytest.raises(RunFailedError, match="throttled turn 1 for .* turn_timeout"):
             await handle.result()
     assert len(server.requests) == 2
+
+
+class ThrottledThenStuck(Agent):
+    """Throttled at its first attempt; every later attempt hangs until it times out."""
+
+    async def run(self, messages: list[Message], thread: Thread, context: RunContext) -> Result:
+        if context.attempt == 1:
+            raise ModelError("429 slow down", retryable=True, status=429, retry_after=0.05)
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+
+async def test_attempts_that_time_out_are_real_failures_and_end_the_turn_at_max_attempts(
+    agent_client: AgentClient,
+):
+    options = RunOptions(
+        max_attempts=2,
+        turn_timeout=timedelta(seconds=2),
+        initial_retry_interval=timedelta(milliseconds=50),
+    )
+    async with build_worker(agent_client, {"stuck": ThrottledThenStuck()}):
+        handle = await agent_client.start_run("stuck", "hi", options=options)
+        with pytest.raises(RunFailedError, match=r"failed 2 attempt\(s\) \(max_attempts=2\)"):
+            await handle.result()
+    # Attempt 1 throttled, 2 and 3 timed out; 4 saw the limit reached and did not run.
+    assert await attempts(handle) == [4]
 
 
 async def test_anthropic_overload_529_is_a_throttle_too(agent_client: AgentClient):
