@@ -135,7 +135,8 @@ class RunOptions(CheckedOptions):
 
     max_turns: int = 25
     turn_timeout: timedelta = timedelta(minutes=10)
-    """Start-to-close timeout of one turn attempt (a model call and its tools)."""
+    """Start-to-close timeout of one turn attempt (a model call and its tools); also
+    the most time a turn spends throttled by its model's provider, in total."""
     heartbeat_timeout: timedelta = timedelta(seconds=10)
     """A turn whose worker stops heartbeating for this long is retried elsewhere: a
     worker that dies is noticed within it (plus the retry interval). A turn sends a
