@@ -145,7 +145,17 @@ def metrics_runtime(address: str) -> Runtime:
         raise ConfigurationError(
             f"Metrics address {address!r} must look like 'host:port', e.g. '0.0.0.0:9464'."
         )
-    return Runtime(telemetry=TelemetryConfig(metrics=PrometheusConfig(bind_address=address)))
+    config = PrometheusConfig(bind_address=address, histogram_bucket_overrides=WAIT_BUCKETS)
+    return Runtime(telemetry=TelemetryConfig(metrics=config))
+
+
+SCHEDULE_TO_START = "ratchet_turn_schedule_to_start"
+THROTTLES = "ratchet_turn_throttles"
+WAIT_BUCKETS = {
+    SCHEDULE_TO_START: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800]
+}
+"""Seconds from a queue that keeps up to one backlogged for half an hour (the runtime's
+default buckets, 50 to 10,000, are for milliseconds)."""
 
 
 def record_turn(agent: str, usage: Usage) -> None:
@@ -167,6 +177,33 @@ def record_turn(agent: str, usage: Usage) -> None:
         "Model cost of turns in millionths of a US dollar (models given a ModelPrice).",
         "microusd",
     ).add(round(usage.cost_usd * 1_000_000))
+
+
+def record_attempt_start(info: activity.Info, agent: str) -> None:
+    """Observe how long a turn attempt waited for a worker (schedule-to-start: the
+    queue's backlog, its rate limit and its fairness), by fairness key."""
+    wait = info.started_time - info.current_attempt_scheduled_time
+    meter = activity.metric_meter().with_additional_attributes(_labels(info, agent))
+    meter.create_histogram_float(
+        SCHEDULE_TO_START,
+        "Seconds each turn attempt waited between being scheduled and starting.",
+        "s",
+    ).record(max(0.0, wait.total_seconds()))
+
+
+def record_throttle(info: activity.Info, agent: str) -> None:
+    """Count a turn attempt its model's provider throttled (429, 529), by fairness key."""
+    meter = activity.metric_meter().with_additional_attributes(_labels(info, agent))
+    meter.create_counter(
+        THROTTLES,
+        "Turn attempts the model's provider throttled (429, 529); retried after its delay.",
+    ).add(1)
+
+
+def _labels(info: activity.Info, agent: str) -> dict[str, str]:
+    # The meter labels task_queue already. One series per fairness key: their number
+    # grows with the keys the fleet serves.
+    return {"fairness_key": info.priority.fairness_key or "", "agent": agent}
 
 
 def _traces_url(endpoint: str) -> str:

@@ -28,6 +28,7 @@ from ratchet.agents import (
     ToolCallingAgent,
     tool,
 )
+from ratchet.errors import ModelError
 from ratchet.types import Message
 
 
@@ -289,8 +290,20 @@ def quick_agent() -> Agent:
     return ToolCallingAgent(LoggingModel(ScriptedModel(["done"]), log))
 
 
+def throttled_agent() -> Agent:
+    """Throttled by its provider (429) at each turn's first attempt, then answers."""
+
+    def reply(messages: Sequence[Message], context: RunContext) -> str:
+        if context.attempt == 1:
+            raise ModelError("429 slow down", retryable=True, status=429, retry_after=0.05)
+        return "done"
+
+    return ToolCallingAgent(ScriptedModel(reply))
+
+
 AGENTS = {
     "chaos": chaos_agent,
+    "throttled": throttled_agent,
     "quick": quick_agent,
     "steps": steps_agent,
     "pair": pair_agent,

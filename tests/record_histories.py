@@ -29,7 +29,7 @@ from ratchet.agents import OpenAIResponsesModel, ScriptedModel, ToolCallingAgent
 from ratchet.agents._compaction import KeepLastTurns, Summarize, SummarizingAgent
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
-from ratchet.errors import RunFailedError
+from ratchet.errors import ModelError, RunFailedError
 from ratchet.evals import EvalsPlugin, export_dataset
 from ratchet.evals._batch import start_batch
 from ratchet.examples.orchestration import (
@@ -68,7 +68,8 @@ async def record() -> None:
         recorded: Recorded = []
         parts = (_runs, _people, _clients, _watched, _sessions, _rules, _approved, _reruns)
         parts = (*parts, _service)
-        for part in (*parts, _scheduled, _moved, _closed_fresh, _anchored, _owned, _fair):
+        parts = (*parts, _scheduled, _moved, _closed_fresh, _anchored, _owned, _fair)
+        for part in (*parts, _throttled):
             queue = f"record-{part.__name__.strip('_')}"
             client = await AgentClient.connect(server.address, task_queue=queue)
             recorded += await part(client)
@@ -568,6 +569,24 @@ async def _fair(client: AgentClient) -> Recorded:
         ("agent_run_with_fairness_key", run.workflow),
         ("agent_session_with_fairness_key", session.workflow),
     ]
+
+
+async def _throttled(client: AgentClient) -> Recorded:
+    """A turn throttled twice, then failed once for real, then answered (patched since
+    0.1.0: turns count their real failures, Temporal none)."""
+
+    def script(messages, context):
+        if context.attempt <= 2:
+            raise ModelError("429 slow down", retryable=True, status=429, retry_after=0.05)
+        if context.attempt == 3:
+            raise ModelError("500 oops", retryable=True, status=500)
+        return "hi"
+
+    options = RunOptions(max_attempts=2, initial_retry_interval=timedelta(milliseconds=50))
+    async with build_worker(client, {"echo": lambda: ToolCallingAgent(ScriptedModel(script))}):
+        run = await client.start_run("echo", "hello", options=options)
+        await run.result()
+    return [("agent_run_throttled_then_answered", run.workflow)]
 
 
 async def _fill_cart(context) -> None:

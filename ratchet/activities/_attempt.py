@@ -14,6 +14,7 @@ from ratchet.errors import StaleAttemptError
 from ratchet.wire import ATTEMPTS_KEY, AttemptRecord
 
 from ._heartbeats import Heartbeats, TurnCancelled
+from ._throttling import throttle_of
 
 FAILURE_CHARS = 300
 """Characters of an attempt's failure kept for the next attempt to tell."""
@@ -52,7 +53,10 @@ class Attempt:
 
     def failure_before(self) -> str | None:
         """Why the attempt before this one failed, as far as it could tell."""
-        return self.earlier[-1].get("failure") if self.earlier else None
+        if not self.earlier:
+            return None
+        last = self.earlier[-1]
+        return f"throttled ({last['throttled']})" if last.get("throttled") else last.get("failure")
 
     def checkpoint(self, recorded: dict[str, Any]) -> None:
         """Keep every recorded step in the heartbeat details, in order, while they fit
@@ -89,13 +93,19 @@ class Attempt:
             raise  # the SDK reports nothing for this attempt
         except BaseException as e:
             if not isinstance(e, asyncio.CancelledError):  # the next attempt tells why
-                self._attempts[-1]["failure"] = _failure(e)
+                self._attempts[-1].update(_outcome(e))
             beats.hand_over()  # the SDK reports this failure or cancellation
             raise
         finally:
             for t in (task, alive):
                 t.cancel()
             await asyncio.gather(task, alive, return_exceptions=True)
+
+
+def _outcome(error: BaseException) -> dict[str, str]:
+    """How the attempt ended: throttled by the provider (not a failure), or failed."""
+    throttle = throttle_of(error)
+    return {"throttled": throttle} if throttle else {"failure": _failure(error)}
 
 
 def _failure(error: BaseException) -> str:

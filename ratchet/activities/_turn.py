@@ -34,7 +34,7 @@ from ratchet.errors import (
     ThreadResolutionError,
     UsageError,
 )
-from ratchet.telemetry import record_turn
+from ratchet.telemetry import record_attempt_start, record_throttle, record_turn
 from ratchet.types import Message, new_id
 from ratchet.wire import (
     TOOL_ACTIVITY,
@@ -52,6 +52,7 @@ from ._prompt import compact, load_prompt
 from ._prompt_fit import Fitted, PromptFit
 from ._resources import WorkerResources
 from ._state_refs import StateCache, new_write_id, resolve_state
+from ._throttling import limit_reached, spent_before, throttle_of, throttled_error
 from ._turn_result import check_size, turn_output
 from ._unhosted_agent import pause_its_schedule
 
@@ -160,18 +161,18 @@ class TurnActivities:
             with contextlib.suppress(RPCError):
                 await handle.report_cancellation()
             activity.raise_complete_async()
-        except (UsageError, ThreadResolutionError) as e:
-            paused = await pause_its_schedule(e) if isinstance(e, AgentNotFoundError) else ""
-            raise ApplicationError(
-                str(e) + paused, type=type(e).__name__, non_retryable=True
-            ) from e
-        except ModelError as e:
-            delay = timedelta(seconds=e.retry_after) if e.retry_after is not None else None
-            raise ApplicationError(
-                str(e), type=type(e).__name__, non_retryable=not e.retryable, next_retry_delay=delay
-            ) from e
+        except Exception as e:
+            failure = await _turn_failure(e, input)
+            if failure is e:
+                raise
+            raise failure from e
 
     async def _run_turn(self, input: TurnInput) -> TurnOutput:
+        info = activity.info()
+        if not info.is_local:
+            record_attempt_start(info, input.agent)
+        if spent := spent_before(input, info):
+            raise ApplicationError(spent, type="TimeoutError", non_retryable=True)
         agent = self.agent(input.agent)
         _check_kind(input, agent)
         attempt = Attempt(activity.info(), _describe_turn(input))
@@ -318,6 +319,41 @@ def _built(name: str, factory: Callable[[], Agent]) -> Agent:
             "not an Agent: return one (e.g. ToolCallingAgent(model, tools))."
         )
     return agent
+
+
+async def _turn_failure(error: Exception, input: TurnInput) -> Exception:
+    """What a failed attempt reports: the developer's mistakes are not retried; a
+    real failure that reaches the run's ``max_attempts`` is the turn's last."""
+    if isinstance(error, UsageError | ThreadResolutionError):
+        paused = await pause_its_schedule(error) if isinstance(error, AgentNotFoundError) else ""
+        kind = type(error).__name__
+        return ApplicationError(str(error) + paused, type=kind, non_retryable=True)
+    if isinstance(error, ModelError):
+        return _model_failure(error, input)
+    why = limit_reached(input, activity.info())
+    if why is None or (isinstance(error, ApplicationError) and error.non_retryable):
+        return error
+    kind = error.type if isinstance(error, ApplicationError) else None
+    return ApplicationError(
+        f"{error} ({why})", type=kind or type(error).__name__, non_retryable=True
+    )
+
+
+def _model_failure(error: ModelError, input: TurnInput) -> ApplicationError:
+    """The failure a model error reports: a throttle waits out the provider's delay
+    and counts no attempt; another error counts one, and may be the last."""
+    throttle = throttle_of(error)
+    if throttle is not None:
+        record_throttle(activity.info(), input.agent)
+        return throttled_error(error, throttle, input)
+    why = limit_reached(input, activity.info()) if error.retryable else None
+    delay = timedelta(seconds=error.retry_after) if error.retry_after is not None else None
+    return ApplicationError(
+        f"{error} ({why})" if why else str(error),
+        type=type(error).__name__,
+        non_retryable=not error.retryable or why is not None,
+        next_retry_delay=delay,
+    )
 
 
 def _describe_turn(input: TurnInput) -> str:

@@ -55,6 +55,12 @@ def register(commands: argparse._SubParsersAction) -> None:
         "status", help="the queue's limit, backlog, dispatch rate and throttling"
     )
     add_connection_arguments(status, queue_help=QUEUE_HELP)
+    status.add_argument(
+        "--metrics",
+        metavar="URL[,URL]",
+        help="the workers' metrics endpoints (their --metrics-address): adds per fairness "
+        "key turns started, their mean and p95 wait to start, and throttles",
+    )
     status.set_defaults(func=status_command)
 
 
@@ -123,7 +129,13 @@ async def status_command(args: argparse.Namespace) -> int:
 
     client = await connect(args)
     report = await describe(client.temporal, args.task_queue)
-    for line in status_lines(args.task_queue, report):
+    lines = status_lines(args.task_queue, report)
+    if args.metrics:
+        from ._fleet_metrics import key_lines, metrics_url, scrape
+
+        urls = [metrics_url(u) for u in args.metrics.split(",") if u.strip()]
+        lines += key_lines(await scrape(urls, args.task_queue))
+    for line in lines:
         print(line)
     return 0
 

@@ -14,11 +14,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 from temporalio.api.enums.v1 import EventType
+from temporalio.api.failure.v1 import Failure
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import WorkflowHandle
 
 from ratchet._temporal_internals import handle_client
-from ratchet.wire import TURN_ACTIVITY, AttemptRecord, TurnInput, TurnOutput
+from ratchet.wire import THROTTLED, TURN_ACTIVITY, AttemptRecord, TurnInput, TurnOutput
 
 TurnStatus = Literal["running", "completed", "failed", "timed_out", "cancelled"]
 
@@ -47,6 +48,7 @@ class TurnRecord(BaseModel):
         return (self.closed_at - self.scheduled_at).total_seconds()
 
 
+_OUTCOME = {"failure", "throttled"}
 _CLOSED: dict[int, TurnStatus] = {
     EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED: "completed",
     EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED: "failed",
@@ -82,10 +84,7 @@ async def read_turns(handle: WorkflowHandle[Any, Any]) -> list[TurnRecord]:
                 AttemptRecord(attempt=attrs.attempt, worker=attrs.identity, started_at=_time(event))
             ]
             if attrs.attempt > 1 and attrs.HasField("last_failure"):
-                before = AttemptRecord(
-                    attempt=attrs.attempt - 1, failure=attrs.last_failure.message
-                )
-                record.attempts.insert(0, before)
+                record.attempts.insert(0, _before(attrs.attempt, attrs.last_failure))
         elif kind in _CLOSED:
             await _close(records, event, converter)
     return list(records.values())
@@ -106,7 +105,7 @@ async def _close(records: dict[int, TurnRecord], event: HistoryEvent, converter:
         if output.attempts:  # the workers of earlier attempts, from heartbeats
             known = {a.attempt: a for a in record.attempts[:-1]}  # the failure history kept
             earlier = [
-                a.model_copy(update={"failure": known[a.attempt].failure})
+                a.model_copy(update=known[a.attempt].model_dump(include=_OUTCOME))
                 if a.attempt in known
                 else a
                 for a in output.attempts
@@ -117,6 +116,15 @@ async def _close(records: dict[int, TurnRecord], event: HistoryEvent, converter:
         EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT,
     ):
         record.failure = attrs.failure.message
+
+
+def _before(attempt: int, failure: Failure) -> AttemptRecord:
+    """The attempt before ``attempt``, as its failure tells: a provider's throttling
+    (``THROTTLED``, its message ``throttled (429, retry-after 2s): ...``) or a failure."""
+    if failure.application_failure_info.type == THROTTLED:
+        said = failure.message.removeprefix("throttled (").partition("): ")[0]
+        return AttemptRecord(attempt=attempt - 1, throttled=said)
+    return AttemptRecord(attempt=attempt - 1, failure=failure.message)
 
 
 def _time(event: HistoryEvent) -> datetime:

@@ -26,6 +26,9 @@ REANCHOR_UPDATE = "ratchet.reanchor"
 """Asks a session to re-anchor its thread now (``ratchet sessions anchor``)."""
 MOVE_SIGNAL = "ratchet.move"
 """Wakes an idle session so it moves to a newly current build (``ratchet deploy promote``)."""
+THROTTLED = "ModelThrottled"
+"""Failure type of a turn attempt its model's provider throttled (429, 529): retried
+after the provider's ``retry-after``, not counted as a failed attempt."""
 THREAD_NOT_CACHED = "ThreadNotCached"
 """Failure type of a local-activity turn whose worker lacks the thread (fast mode)."""
 PAGE_BYTES = 384 * 1024

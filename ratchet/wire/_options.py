@@ -136,7 +136,8 @@ class RunOptions(CheckedOptions):
 
     max_turns: int = 25
     turn_timeout: timedelta = timedelta(minutes=10)
-    """Start-to-close timeout of one turn attempt (a model call and its tools)."""
+    """Start-to-close timeout of one turn attempt (a model call and its tools); also
+    the most time a turn spends throttled by its model's provider, in total."""
     heartbeat_timeout: timedelta = timedelta(seconds=10)
     """A turn whose worker stops heartbeating for this long is retried elsewhere: a
     worker that dies is noticed within it (plus the retry interval). A turn sends a
@@ -146,7 +147,9 @@ class RunOptions(CheckedOptions):
     billed action on Temporal Cloud: a shorter timeout notices a dead worker sooner
     and costs more (docs/capacity.md)."""
     max_attempts: int = 10
-    """Attempts per turn before the run fails (0 means unlimited)."""
+    """Failed attempts per turn before the run fails (0 means unlimited). A provider's
+    throttling (429, 529) is no failure: it waits out ``retry-after``, for at most
+    ``turn_timeout`` in total (docs/fleet.md)."""
     initial_retry_interval: timedelta = timedelta(seconds=1)
     task_queue: str | None = None
     """Task queue for the turn activities; default: the workflow's own."""

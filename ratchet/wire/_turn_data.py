@@ -121,6 +121,10 @@ class TurnInput(SparseModel):
     """The run's tool interceptor (``RunOptions.tool_interceptor``)."""
     client_tools: list[ClientTool] = Field(default_factory=list[ClientTool])
     """The run's client tools (``RunOptions.client_tools``), offered to the model."""
+    max_attempts: int | None = None
+    """The run's attempts per turn when the turn counts them itself (Temporal's retry
+    policy then has no limit): throttled attempts do not count, and the attempt that
+    reaches it fails the turn (0: unlimited). ``None``: Temporal counts every attempt."""
 
 
 class AttemptRecord(SparseModel):
@@ -131,6 +135,9 @@ class AttemptRecord(SparseModel):
     started_at: datetime | None = None
     failure: str | None = None
     """Why it did not finish the turn (known for the attempt just before the last)."""
+    throttled: str | None = None
+    """Set when the model's provider throttled it (``429, retry-after 2s``): a wait,
+    not a failure; it does not count against ``RunOptions.max_attempts``."""
 
 
 class TurnOutput(SparseModel):

@@ -45,6 +45,11 @@ RUN_LABEL_ON_TURN_EVENTS = "ratchet-turn-events-name-the-run"
 (they carried the session's id before)."""
 
 
+THROTTLES_NOT_ATTEMPTS = "ratchet-throttles-not-attempts"
+"""Patch: a turn is scheduled with unlimited attempts and counts its real failures
+against ``max_attempts`` itself, so a provider's throttling uses up none of them."""
+
+
 class TurnInputs:
     """Builds each turn's ``TurnInput`` from the ledger and the agent's state."""
 
@@ -156,6 +161,11 @@ class TurnCalls:
             return await self._activity(input.model_copy(update={"new_messages": []}), summary)
 
     async def _activity(self, input: TurnInput, summary: str) -> TurnOutput:
+        retries = retry_policy(self._options)
+        if workflow.patched(THROTTLES_NOT_ATTEMPTS):
+            # The turn counts its real failures itself: throttled attempts are not.
+            input = input.model_copy(update={"max_attempts": retries.maximum_attempts})
+            retries = retry_policy(self._options, max_attempts=0)
         return await workflow.execute_activity(
             TURN_ACTIVITY,
             input,
@@ -163,7 +173,7 @@ class TurnCalls:
             task_queue=self._options.task_queue,
             start_to_close_timeout=self._options.turn_timeout,
             heartbeat_timeout=self._options.heartbeat_timeout,
-            retry_policy=retry_policy(self._options),
+            retry_policy=retries,
             summary=summary,
             priority=turn_priority(self._options, input.agent),
         )

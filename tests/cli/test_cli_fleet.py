@@ -1,16 +1,20 @@
 """``ratchet fleet``: a turn queue's rate limit, set on the server, holds across two
-worker processes; ``status`` shows it and the queue's statistics."""
+worker processes; ``status`` shows it and the queue's statistics, and per fairness
+key what the workers' metrics say."""
 
 from __future__ import annotations
 
 import asyncio
+import re
+import time
 from pathlib import Path
 
 import pytest
 
 from ratchet.cli import main
 from ratchet.client import AgentClient
-from ratchet.devserver import DevServer
+from ratchet.devserver import DevServer, free_port
+from ratchet.wire import RunOptions
 
 from ..logged_agents import EventLog
 
@@ -75,3 +79,54 @@ def test_fleet_weight_refuses_a_weight_temporal_would_not_take(capsys: pytest.Ca
     with pytest.raises(SystemExit):
         main(["fleet", "weight", "--task-queue", "q", "--key", "acme", "--weight", "5000"])
     assert "'5000' is not a weight: give a number from 0.001 to 1000" in capsys.readouterr().err
+
+
+def test_fleet_status_shows_each_fairness_keys_turns_wait_and_throttles_from_worker_metrics(
+    temporal_server: DevServer,
+    agent_client: AgentClient,
+    task_queue: str,
+    worker_processes,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+):
+    monkeypatch.setenv("TEMPORAL_ADDRESS", temporal_server.address)
+    address = f"127.0.0.1:{free_port()}"
+    worker_processes("--metrics-address", address)
+
+    async def runs() -> None:
+        acme, globex = RunOptions(fairness_key="acme"), RunOptions(fairness_key="globex")
+        handles = [await agent_client.start_run("quick", "q", options=acme) for _ in range(3)]
+        handles += [
+            await agent_client.start_run("throttled", "q", options=globex) for _ in range(2)
+        ]
+        await asyncio.gather(*(h.result() for h in handles))
+
+    asyncio.run(runs())
+    status = ["fleet", "status", "--task-queue", task_queue, "--metrics", address]
+    deadline = time.monotonic() + 30  # the runtime publishes what a turn recorded soon after
+    while True:
+        code, out, err = ratchet(capsys, *status)
+        assert code == 0, err
+        if "globex: 4 started" in out or time.monotonic() > deadline:
+            break
+    assert re.search(r"acme: 3 started; wait mean \d+\.\d\ds, p95 \d+\.\d\ds; throttled 0", out), (
+        out
+    )
+    # Each throttled turn started twice: once throttled (429), once answered.
+    assert re.search(r"globex: 4 started; .*; throttled 2", out), out
+
+
+def test_fleet_status_says_which_metrics_endpoint_it_could_not_read(
+    temporal_server: DevServer,
+    task_queue: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+):
+    monkeypatch.setenv("TEMPORAL_ADDRESS", temporal_server.address)
+    url = f"http://127.0.0.1:{free_port()}/metrics"
+    code, out, err = ratchet(
+        capsys, "fleet", "status", "--task-queue", task_queue, "--metrics", url
+    )
+    assert code != 0
+    assert f"Could not read metrics from {url}" in err
+    assert "--metrics-address" in err
