@@ -22,6 +22,7 @@ from ratchet.agents import (
     Agent,
     ModelClient,
     ModelResponse,
+    OpenAIChatModel,
     RunContext,
     ScriptedModel,
     Tool,
@@ -289,7 +290,13 @@ def quick_agent() -> Agent:
     return ToolCallingAgent(LoggingModel(ScriptedModel(["done"]), log))
 
 
+def openai_agent() -> Agent:
+    """One call to the OpenAI-compatible server at ``OPENAI_BASE_URL`` (a stub)."""
+    return ToolCallingAgent(OpenAIChatModel("gpt-4o-mini"))
+
+
 AGENTS = {
+    "openai": openai_agent,
     "chaos": chaos_agent,
     "quick": quick_agent,
     "steps": steps_agent,

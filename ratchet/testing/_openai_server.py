@@ -388,10 +388,12 @@ class OpenAIServer:
         )
 
     @classmethod
-    def answering(cls, text: str, *, rate_limit: float | None = None) -> OpenAIServer:
+    def answering(
+        cls, text: str, *, rate_limit: float | None = None, record: bool = False
+    ) -> OpenAIServer:
         """A server that needs no script: every chat completion gets the assistant
-        text ``text`` (streamed when the request asks), counted, not recorded; for
-        benchmarks and fleets of any size."""
+        text ``text`` (streamed when the request asks); for benchmarks and fleets
+        of any size (counted, not recorded, unless ``record``)."""
 
         def answer(request: Request) -> Reply:
             body = request.body if isinstance(request.body, dict) else {}
@@ -399,7 +401,7 @@ class OpenAIServer:
             usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
             return _completion_reply(request, message, "stop", usage, bool(body.get("stream")))
 
-        return cls(answer=answer, record=False, rate_limit=rate_limit)
+        return cls(answer=answer, record=record, rate_limit=rate_limit)
 
     @classmethod
     def tool_loop(cls, steps: int, *, tool: str = "fetch", final: str = "done") -> OpenAIServer:
