@@ -27,9 +27,9 @@ own backlog, so with Temporal's default four a tenant with few turns waiting has
 none in some partitions and gets less than its share. ``limited_4_partitions``
 repeats ``limited`` on a server with four, to show it.
 
-"Backlogged": a tenant with 2 or more messages sent and not yet answered; the
-shares count the turns answered while every tenant was (at the stub, in this
-process's clock), against each one's weight / the weights' sum.
+The shares count the turns the server dispatched while every tenant had a turn
+waiting in the queue (from the sessions' histories: each turn's scheduled and
+started events), against each one's weight / the weights' sum.
 """
 
 from __future__ import annotations
@@ -48,20 +48,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from temporalio.api.enums.v1 import EventType
+
 from ratchet.agents import Agent, OpenAIChatModel, ToolCallingAgent
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer, env_with_address
 from ratchet.process import hard_exit
 from ratchet.testing import OpenAIServer, Reply, Request, WorkerProcess, json_reply
-from ratchet.wire import RunOptions, SessionOptions
+from ratchet.wire import TURN_ACTIVITY, RunOptions, SessionOptions
 
 RESULTS = Path(__file__).parent / "results"
 ROOT = Path(__file__).parent.parent
 NOISY = "noisy"
 QUIET = ["quiet-1", "quiet-2", "quiet-3", "quiet-4"]
 WEIGHTS = {NOISY: 1.0, "quiet-1": 2.0, "quiet-2": 1.0, "quiet-3": 1.0, "quiet-4": 1.0}
-BACKLOGGED = 2
-"""Messages sent and not answered: one may be in its model call, one waits."""
+SCHEDULED = EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+STARTED = EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
 
 
 def chat_agent() -> Agent:
@@ -96,12 +98,11 @@ class Stub:
 
 @dataclass
 class Load:
-    """What the client saw: each send's tenant, start and end, failures, and each
-    tenant's sends outstanding over time."""
+    """What the client saw: each send's tenant, start and end, failures; the sessions."""
 
     sends: list[tuple[str, float, float]] = field(default_factory=list[tuple[str, float, float]])
     failures: list[str] = field(default_factory=list[str])
-    outstanding: list[tuple[float, str, int]] = field(default_factory=list[tuple[float, str, int]])
+    sessions: list[str] = field(default_factory=list[str])
 
 
 def sessions_per_tenant(total: int, factor: int, tenants: list[str]) -> dict[str, int]:
@@ -110,8 +111,7 @@ def sessions_per_tenant(total: int, factor: int, tenants: list[str]) -> dict[str
 
 
 async def drive(client: AgentClient, counts: dict[str, int], messages: int) -> Load:
-    load, open_sends = Load(), Counter[str]()
-    sessions = []
+    load, sessions = Load(), []
     for tenant, n in counts.items():
         run = RunOptions(fairness_key=tenant, fairness_weight=WEIGHTS[tenant])
         for i in range(n):
@@ -119,56 +119,69 @@ async def drive(client: AgentClient, counts: dict[str, int], messages: int) -> L
                 "chat", owner=f"{tenant}-user-{i}", tenant=tenant, options=SessionOptions(run=run)
             )
             sessions.append((tenant, handle))
+            load.sessions.append(handle.id)
 
     async def one(tenant: str, handle: Any, n: int) -> None:
         for m in range(n):
             started = time.monotonic()
-            open_sends[tenant] += 1
-            load.outstanding.append((started, tenant, open_sends[tenant]))
             try:
                 await handle.send(f"{tenant} {handle.id} {m}")
             except Exception as e:  # counted, reported
                 load.failures.append(f"{type(e).__name__}: {e}"[:300])
-            ended = time.monotonic()
-            open_sends[tenant] -= 1
-            load.outstanding.append((ended, tenant, open_sends[tenant]))
-            load.sends.append((tenant, started, ended))
+            load.sends.append((tenant, started, time.monotonic()))
 
     # Each session sends its first message at once: the noisy tenant's first.
     await asyncio.gather(*(one(t, h, messages) for t, h in sessions))
     return load
 
 
-def backlogged_window(load: Load, tenants: list[str]) -> tuple[float, float] | None:
-    """From when every tenant first has BACKLOGGED sends outstanding until the first
-    moment one has fewer."""
-    now = dict.fromkeys(tenants, 0)
-    start = None
-    for at, tenant, count in sorted(load.outstanding):
-        now[tenant] = count
-        every = all(c >= BACKLOGGED for c in now.values())
-        if start is None and every:
-            start = at
-        elif start is not None and not every:
-            return start, at
-    return None
+async def turns(client: AgentClient, session_ids: list[str]) -> list[tuple[float, float, str]]:
+    """Each turn's time in the queue, from its sessions' histories: when it was
+    scheduled and when the server gave it to a worker (its last attempt), and its key."""
+    found = []
+    for session_id in session_ids:
+        async for run in client.temporal.list_workflows(f"WorkflowId = '{session_id}'"):
+            handle = client.temporal.get_workflow_handle(session_id, run_id=run.run_id)
+            scheduled = {}
+            async for event in handle.fetch_history_events():
+                if event.event_type == SCHEDULED:
+                    attributes = event.activity_task_scheduled_event_attributes
+                    if attributes.activity_type.name == TURN_ACTIVITY:
+                        key = attributes.priority.fairness_key
+                        scheduled[event.event_id] = (event.event_time.ToDatetime(), key)
+                elif event.event_type == STARTED:
+                    attributes = event.activity_task_started_event_attributes
+                    if attributes.scheduled_event_id in scheduled:
+                        at, key = scheduled[attributes.scheduled_event_id]
+                        start = event.event_time.ToDatetime()
+                        found.append((at.timestamp(), start.timestamp(), key))
+    return found
 
 
-def shares(stub: Stub, load: Load, tenants: list[str]) -> dict[str, Any]:
-    window = backlogged_window(load, tenants)
-    if window is None:
-        return {"window_s": 0}
-    turns = Counter(t for at, t in stub.answered if window[0] <= at < window[1])
-    total, weights = sum(turns.values()), sum(WEIGHTS[t] for t in tenants)
+def shares(queued: list[tuple[float, float, str]], tenants: list[str]) -> dict[str, Any]:
+    """Each tenant's share of the turns dispatched while every tenant had a turn
+    waiting in the queue (scheduled, not yet given to a worker)."""
+    changes = sorted([(s, 1, k) for s, _, k in queued] + [(d, -1, k) for _, d, k in queued])
+    waiting, spans, since = dict.fromkeys(tenants, 0), [], None
+    for at, step, key in changes:
+        waiting[key] += step
+        every = all(n > 0 for n in waiting.values())
+        if every and since is None:
+            since = at
+        elif not every and since is not None:
+            spans.append((since, at))
+            since = None
+    dispatched = Counter(k for _, d, k in queued if any(start < d <= end for start, end in spans))
+    total, weights = sum(dispatched.values()), sum(WEIGHTS[t] for t in tenants)
     return {
-        "window_s": round(window[1] - window[0], 1),
+        "window_s": round(sum(end - start for start, end in spans), 1),
         "turns": total,
         "by_tenant": {
             t: {
-                "turns": turns[t],
-                "share": round(turns[t] / total, 3),
+                "turns": dispatched[t],
+                "share": round(dispatched[t] / max(1, total), 3),
                 "weight_share": round(WEIGHTS[t] / weights, 3),
-                "ratio": round(turns[t] / total / (WEIGHTS[t] / weights), 3),
+                "ratio": round(dispatched[t] / max(1, total) / (WEIGHTS[t] / weights), 3),
             }
             for t in tenants
         },
@@ -181,7 +194,7 @@ def p95(values: list[float]) -> float:
     return statistics.quantiles(values, n=20, method="inclusive")[-1]
 
 
-def summary(stub: Stub, server: OpenAIServer, load: Load, tenants: list[str]) -> dict:
+def summary(stub: Stub, server: OpenAIServer, load: Load, queued: list, tenants: list[str]) -> dict:
     first = server.answers[0].at
     last_ok = max(at for at, _ in stub.answered)
     quiet = [end - start for t, start, end in load.sends if t != NOISY]
@@ -197,7 +210,9 @@ def summary(stub: Stub, server: OpenAIServer, load: Load, tenants: list[str]) ->
         "seconds": round(last_ok - first, 1),
         "quiet_p50_s": round(statistics.median(quiet), 2),
         "quiet_p95_s": round(p95(quiet), 2),
-        "fair_shares": shares(stub, load, tenants),
+        "queue_wait_p95_s": round(p95([d - s for s, d, _ in queued]), 2),
+        "turns_by_key": dict(Counter(k for _, _, k in queued)),
+        "fair_shares": shares(queued, tenants),
     }
 
 
@@ -236,11 +251,12 @@ async def case(server: DevServer, args: argparse.Namespace, name: str) -> dict:
             client = await AgentClient.connect(server.address, task_queue=queue)
             counts = sessions_per_tenant(args.sessions, args.factor, [NOISY, *QUIET])
             load = await drive(client, {t: counts[t] for t in tenants}, args.messages)
+            queued = await turns(client, load.sessions)
         finally:
             for worker in workers:
                 worker.stop()
         result = {"queue_limit_rps": args.limit if limited else None, "rate_limited": limited}
-        result |= summary(stub, provider, load, tenants)
+        result |= summary(stub, provider, load, queued, tenants)
     print(json.dumps({name: result}), flush=True)
     return result
 
