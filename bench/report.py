@@ -1275,6 +1275,72 @@ def render_eager_dispatch(results: Path) -> str:
     )
 
 
+FLEET_CASES = {
+    "limited": "queue limit + `--rate-limited`",
+    "unlimited": "no queue limit, default workers",
+    "quiet_only": "quiet tenants alone, limited",
+    "limited_4_partitions": "limited, Temporal's 4 partitions",
+}
+
+
+def fleet_case_row(label: str, case: Data) -> list[str]:
+    return [
+        label,
+        count(case["sends"]),
+        count(case["failed_sends"]),
+        f"{count(case['answered_429'])} ({case['share_429']:.1%})",
+        f"{case['goodput_per_s']:.1f}/s",
+        seconds(case["quiet_p50_s"], 2),
+        seconds(case["quiet_p95_s"], 2),
+    ]
+
+
+def fleet_shares(cases: Data) -> str:
+    """Each tenant's share of the turns dispatched while every tenant had one waiting,
+    against its weight's, in each case that had such a moment."""
+    shown = {n: label for n, label in FLEET_CASES.items() if n in cases and n != "quiet_only"}
+    fair = cases["limited"]["fair_shares"]
+    rows = [
+        [t, f"{s['weight_share']:.1%}"]
+        + [ratio(cases[n]["fair_shares"]["by_tenant"][t]["ratio"]) for n in shown]
+        for t, s in fair["by_tenant"].items()
+    ]
+    rows.append(
+        ["(seconds; turns)", ""]
+        + [
+            f"{cases[n]['fair_shares']['window_s']:g} s; {cases[n]['fair_shares']['turns']}"
+            for n in shown
+        ]
+    )
+    return table(["tenant", "weight's share", *shown.values()], rows)
+
+
+def render_fleet(results: Path) -> str:
+    data = load(results, "fleet")
+    cases = data["cases"]
+    rows = [fleet_case_row(label, cases[n]) for n, label in FLEET_CASES.items() if n in cases]
+    checks = [
+        [("PASS" if t["pass"] else "FAIL"), name, json.dumps(t["value"])]
+        for name, t in data["targets"].items()
+    ]
+    machine = data["machine"]
+    header = ["case", "sends", "failed", "429s (of model calls)", "goodput"]
+    return paragraphs(
+        f"Provider limited to {data['provider_rps']:g} requests/s; queue limit "
+        f"{data['queue_limit_rps']:g} turns/s; each queue in {data['partitions']} "
+        f"partition(s) unless said; sessions {json.dumps(data['sessions'])}, "
+        f"{data['messages_per_session']} messages each; weights {json.dumps(data['weights'])}.",
+        table([*header, "quiet p50", "quiet p95"], rows),
+        "Each tenant's share of the turns dispatched while every tenant had one waiting "
+        "in the queue, ÷ its weight's share (1.00× is its weight):",
+        fleet_shares(cases),
+        table(["", "target", "measured"], checks),
+        f"Machine: {machine['cpus']} cores, shared; load average (1 min) "
+        f"{machine['load_avg_1m_before']:g} before, {machine['load_avg_1m_after']:g} after.",
+        command(data),
+    )
+
+
 RENDERERS: dict[str, Renderer] = {
     "history_growth": render_history_growth,
     "overhead": render_overhead,
@@ -1300,6 +1366,7 @@ RENDERERS: dict[str, Renderer] = {
     "kill_points": render_kill_points,
     "reanchor": render_reanchor,
     "capacity": render_capacity,
+    "fleet": render_fleet,
 }
 RENDERED_WITHIN = {
     "followers_before": "followers",

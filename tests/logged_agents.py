@@ -22,6 +22,7 @@ from ratchet.agents import (
     Agent,
     ModelClient,
     ModelResponse,
+    OpenAIChatModel,
     RunContext,
     ScriptedModel,
     Tool,
@@ -301,7 +302,13 @@ def throttled_agent() -> Agent:
     return ToolCallingAgent(ScriptedModel(reply))
 
 
+def openai_agent() -> Agent:
+    """One call to the OpenAI-compatible server at ``OPENAI_BASE_URL`` (a stub)."""
+    return ToolCallingAgent(OpenAIChatModel("gpt-4o-mini"))
+
+
 AGENTS = {
+    "openai": openai_agent,
     "chaos": chaos_agent,
     "throttled": throttled_agent,
     "quick": quick_agent,

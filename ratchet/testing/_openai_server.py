@@ -8,7 +8,9 @@ over real HTTP. When the script runs out the server answers 500, so a test that
 makes more requests than it planned for fails instead of passing by accident.
 With ``context_window`` it counts each request's tokens (``BYTES_PER_TOKEN``) and
 refuses one over the window as OpenAI does (400 ``context_length_exceeded``),
-without using a scripted reply. Standard library only.
+without using a scripted reply. With ``rate_limit`` it answers 429 with
+``retry-after`` beyond that many requests a second (a token bucket,
+``ratchet.testing._rate_limit``), as a provider does. Standard library only.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from ._rate_limit import Answer, TokenBucket, retry_headers
 
 CHAT_PATH = "/v1/chat/completions"
 RESPONSES_PATH = "/v1/responses"
@@ -140,6 +144,9 @@ class OpenAIServer:
     ``record=False`` keeps counts only, not the requests (long benchmarks send
     whole conversations, megabytes each). ``context_window`` (tokens) refuses
     longer prompts with the service's own error (``refused`` counts them).
+    ``rate_limit`` (requests per second, a token bucket of one second's worth)
+    answers the requests beyond it 429 with ``retry-after``, before the script
+    or ``answer`` sees them; ``answers`` records every status with its time.
     """
 
     paths: tuple[str, ...] = (CHAT_PATH, RESPONSES_PATH)
@@ -154,6 +161,7 @@ class OpenAIServer:
         answer: Callable[[Request], Reply] | None = None,
         record: bool = True,
         context_window: int | None = None,
+        rate_limit: float | None = None,
     ) -> None:
         self.requests: list[Request] = []
         """The requests received, in order (with ``record``)."""
@@ -161,6 +169,10 @@ class OpenAIServer:
         self.refused = 0
         """Requests refused as over the context window."""
         self.request_count = 0
+        self.answers: list[Answer] = []
+        """What it answered, in order: each status with its time (kept with or
+        without ``record``)."""
+        self.limit = TokenBucket(rate_limit) if rate_limit is not None else None
         self._fallback = answer
         self._record = record
         self._response_ids = itertools.count(1)
@@ -170,6 +182,16 @@ class OpenAIServer:
         self._httpd.daemon_threads = True
         self._httpd.owner = self  # type: ignore[attr-defined]
         self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    @property
+    def ok(self) -> int:
+        """Requests answered 200."""
+        return sum(a.status == 200 for a in self.answers)
+
+    @property
+    def throttled(self) -> int:
+        """Requests answered 429 (over ``rate_limit``)."""
+        return sum(a.status == 429 for a in self.answers)
 
     @property
     def base_url(self) -> str:
@@ -331,6 +353,17 @@ class OpenAIServer:
             lambda request: _completion_reply(request, message, finish_reason, usage, stream)
         )
 
+    def rate_limited(self, wait: float) -> Reply:
+        """The answer to a request over ``rate_limit``, as OpenAI words it."""
+        message = (
+            f"Rate limit reached for requests per second (RPS): Limit {self.limit.rate:g}. "
+            if self.limit is not None
+            else "Rate limit reached. "
+        ) + f"Please try again in {wait * 1000:.0f}ms."
+        return _error_reply(
+            429, message, "requests", retry_headers(wait), code="rate_limit_exceeded"
+        )
+
     def refusal(self, request: Request) -> Reply | None:
         """The error the real service answers ``request`` with, if it refuses it
         whatever the script says (``None``: it does not)."""
@@ -353,6 +386,22 @@ class OpenAIServer:
         return _error_reply(
             400, message, "invalid_request_error", param=param, code="context_length_exceeded"
         )
+
+    @classmethod
+    def answering(
+        cls, text: str, *, rate_limit: float | None = None, record: bool = False
+    ) -> OpenAIServer:
+        """A server that needs no script: every chat completion gets the assistant
+        text ``text`` (streamed when the request asks); for benchmarks and fleets
+        of any size (counted, not recorded, unless ``record``)."""
+
+        def answer(request: Request) -> Reply:
+            body = request.body if isinstance(request.body, dict) else {}
+            message = {"role": "assistant", "content": text}
+            usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+            return _completion_reply(request, message, "stop", usage, bool(body.get("stream")))
+
+        return cls(answer=answer, record=record, rate_limit=rate_limit)
 
     @classmethod
     def tool_loop(cls, steps: int, *, tool: str = "fetch", final: str = "done") -> OpenAIServer:
@@ -385,6 +434,12 @@ class OpenAIServer:
         return cls(answer=answer, record=False)
 
     def _answer(self, request: Request) -> Reply:
+        reply = self._reply(request)
+        with self._lock:
+            self.answers.append(Answer(time.monotonic(), reply.status))
+        return reply
+
+    def _reply(self, request: Request) -> Reply:
         with self._lock:
             self.request_count += 1
             if self._record:
@@ -392,6 +447,9 @@ class OpenAIServer:
             if request.path not in self.paths:
                 served = " and ".join(self.paths)
                 return _error_reply(404, f"The test server serves {served}.", "not_found")
+            wait = self.limit.take() if self.limit is not None else 0.0
+            if wait:
+                return self.rate_limited(wait)
             refusal = self.refusal(request)
             if refusal is not None:
                 self.refused += 1
