@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,8 @@ from ratchet.devserver import DevServer
 from ratchet.process import hard_exit
 from tests.conftest import worker_process
 from tests.logged_agents import EventLog
+
+from ._results import write_result
 
 RESULTS = Path(__file__).parent / "results"
 LATENCIES = (0.0, 0.05, 0.5, 3.0)
@@ -146,9 +147,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS / "checkpoints.json")
     args = parser.parse_args()
     result = asyncio.run(measure(args))
-    result["command"] = "python -m bench.checkpoints " + " ".join(sys.argv[1:])
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps(result, indent=1))
+    write_result(result, args.out, "checkpoints")
 
 
 if __name__ == "__main__":

@@ -57,6 +57,8 @@ from ratchet.process import hard_exit
 from ratchet.testing import OpenAIServer, Reply, Request, WorkerProcess, json_reply
 from ratchet.wire import TURN_ACTIVITY, RunOptions, SessionOptions
 
+from ._results import write_result
+
 RESULTS = Path(__file__).parent / "results"
 ROOT = Path(__file__).parent.parent
 NOISY = "noisy"
@@ -332,9 +334,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS / "fleet.json")
     args = parser.parse_args()
     result = asyncio.run(measure(args))
-    result["command"] = "python -m bench.fleet " + " ".join(sys.argv[1:])
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps(result, indent=1))
+    write_result(result, args.out, "fleet")
 
 
 if __name__ == "__main__":

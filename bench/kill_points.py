@@ -20,7 +20,6 @@ import asyncio
 import json
 import random
 import statistics
-import sys
 import tempfile
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from ratchet.devserver import DevServer
 from ratchet.process import hard_exit
 from ratchet.wire import RunOptions
 
+from ._results import write_result
 from .resume import RESULTS, Bench
 
 
@@ -100,9 +100,7 @@ def main() -> None:
     args = parser.parse_args()
     args.model_seconds = [float(x) for x in args.model_seconds.split(",")]
     result = asyncio.run(measure(args))
-    result["command"] = "python -m bench.kill_points " + " ".join(sys.argv[1:])
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps(result, indent=1))
+    write_result(result, args.out, "kill_points")
 
 
 if __name__ == "__main__":

@@ -47,6 +47,8 @@ from ratchet.testing import WorkerProcess
 from tests.conftest import worker_process
 from tests.logged_agents import EventLog
 
+from ._results import write_result
+
 RESULTS = Path(__file__).parent / "results"
 ROOT = Path(__file__).resolve().parent.parent
 STALE_WARNING = "no longer knows this attempt"
@@ -172,9 +174,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS / "overload.json")
     args = parser.parse_args()
     result = asyncio.run(overload(args))
-    result["command"] = "python -m bench.overload " + " ".join(sys.argv[1:])
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps(result, indent=1))
+    write_result(result, args.out, "overload")
 
 
 if __name__ == "__main__":

@@ -30,7 +30,6 @@ import asyncio
 import json
 import re
 import statistics
-import sys
 import tempfile
 import time
 import urllib.request
@@ -43,6 +42,8 @@ from ratchet.testing import WorkerProcess
 from ratchet.wire import RunOptions
 from tests.conftest import release, worker_process
 from tests.logged_agents import EventLog
+
+from ._results import write_result
 
 RESULTS = Path(__file__).parent / "results"
 PAD = "x" * 20_000
@@ -171,9 +172,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS / "resume.json")
     args = parser.parse_args()
     result = asyncio.run(measure(args))
-    result["command"] = "python -m bench.resume " + " ".join(sys.argv[1:])
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps(result, indent=1))
+    write_result(result, args.out, "resume")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ import argparse
 import asyncio
 import dataclasses
 import json
-import sys
 import tempfile
 import uuid
 from pathlib import Path
@@ -25,6 +24,8 @@ from ratchet.devserver import DevServer
 from ratchet.process import hard_exit
 from tests.chaos import chaos_sends
 from tests.conftest import worker_process
+
+from ._results import write_result
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -64,8 +65,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS / "send_chaos.json")
     args = parser.parse_args()
     result = asyncio.run(measure(args.seeds))
-    result["command"] = "python -m bench.send_chaos " + " ".join(sys.argv[1:])
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    write_result(result, args.out, "send_chaos")
     print(json.dumps({k: v for k, v in result.items() if k != "rounds"}, indent=1))
 
 
