@@ -6,15 +6,16 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Coroutine
+from datetime import datetime
 from typing import Any
 
 from temporalio import activity
 
-from ratchet.errors import StaleAttemptError
+from ratchet.errors import ModelError, StaleAttemptError
 from ratchet.wire import ATTEMPTS_KEY, AttemptRecord
 
 from ._heartbeats import Heartbeats, TurnCancelled
-from ._throttling import throttle_of
+from ._throttling import imposed, throttle_of
 
 FAILURE_CHARS = 300
 """Characters of an attempt's failure kept for the next attempt to tell."""
@@ -30,6 +31,7 @@ class Attempt:
         progress = _earlier_progress(info.heartbeat_details)
         self.earlier: list[dict[str, Any]] = progress.pop(ATTEMPTS_KEY, [])
         """The attempts before this one, as far as their heartbeats reached the server."""
+        self._started = info.started_time
         self._attempts = [*self.earlier, _this_attempt(info)]
         progress[ATTEMPTS_KEY] = self._attempts
         self._progress = progress
@@ -93,7 +95,7 @@ class Attempt:
             raise  # the SDK reports nothing for this attempt
         except BaseException as e:
             if not isinstance(e, asyncio.CancelledError):  # the next attempt tells why
-                self._attempts[-1].update(_outcome(e))
+                self._attempts[-1].update(_outcome(e, self._started))
             beats.hand_over()  # the SDK reports this failure or cancellation
             raise
         finally:
@@ -102,10 +104,14 @@ class Attempt:
             await asyncio.gather(task, alive, return_exceptions=True)
 
 
-def _outcome(error: BaseException) -> dict[str, str]:
-    """How the attempt ended: throttled by the provider (not a failure), or failed."""
+def _outcome(error: BaseException, started: datetime) -> dict[str, Any]:
+    """How the attempt ended: throttled by the provider (not a failure; with the
+    seconds it imposed), or failed."""
     throttle = throttle_of(error)
-    return {"throttled": throttle} if throttle else {"failure": _failure(error)}
+    if throttle is None or not isinstance(error, ModelError):
+        return {"failure": _failure(error)}
+    now = datetime.now(started.tzinfo)
+    return {"throttled": throttle, "throttled_s": round(imposed(error, started, now), 3)}
 
 
 def _failure(error: BaseException) -> str:

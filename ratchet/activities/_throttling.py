@@ -1,8 +1,10 @@
 """A turn's attempts, counted as Ratchet counts them: a provider's throttling (429,
 529) is a wait, not a failure. When the workflow schedules the turn with no limit
 at Temporal's level (``TurnInput.max_attempts`` set), the turn fails itself once
-its real failures reach the run's ``max_attempts``, and gives up waiting once it has
-spent its ``turn_timeout`` throttled."""
+its real failures reach the run's ``max_attempts``, and gives up waiting once the
+provider has imposed more than its ``turn_timeout`` of throttling: the throttled
+attempts' own run time plus the waits the provider asked for (not the time a retry
+then waits in the task queue behind its rate limit)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,11 @@ from ratchet.wire import ATTEMPTS_KEY, THROTTLED, TurnInput
 
 THROTTLE_STATUSES = frozenset({429, 529})
 """Too many requests (OpenAI and others), overloaded (Anthropic)."""
+UNSAID_WAIT = 1.0
+"""Seconds a throttle without a ``retry-after`` counts as imposed (Temporal's retry
+policy sets its real delay)."""
+MESSAGE_CHARS = 500
+"""Characters of the provider's message a throttle's failure keeps."""
 
 
 def throttle_of(error: BaseException) -> str | None:
@@ -43,15 +50,17 @@ def real_failures(attempt: int, earlier: Sequence[dict[str, Any]]) -> int:
     return attempt - 1 - sum(1 for a in earlier if a.get("throttled"))
 
 
-def throttled_for(earlier: Sequence[dict[str, Any]], started: datetime, now: datetime) -> float:
-    """Seconds the turn has spent throttled: from each throttled attempt's start to
-    the next attempt's, and this attempt's (throttled too) until ``now``."""
-    starts = [*(_start(a) for a in earlier), started]
-    spent = 0.0
-    for record, begun, ended in zip(earlier, starts, starts[1:], strict=False):
-        if record.get("throttled") and begun is not None and ended is not None:
-            spent += (ended - begun).total_seconds()
-    return spent + (now - started).total_seconds()
+def imposed(error: ModelError, started: datetime, now: datetime) -> float:
+    """Seconds a throttled attempt counts: its own run time plus the wait the provider
+    asked for (``UNSAID_WAIT`` when it named none)."""
+    wait = error.retry_after if error.retry_after is not None else UNSAID_WAIT
+    return (now - started).total_seconds() + wait
+
+
+def throttled_for(earlier: Sequence[dict[str, Any]]) -> float:
+    """Seconds the provider imposed on the attempts before this one, as each throttled
+    one recorded (``throttled_s``; ``UNSAID_WAIT`` for a record without it)."""
+    return sum(float(a.get("throttled_s", UNSAID_WAIT)) for a in earlier if a.get("throttled"))
 
 
 def limit_reached(input: TurnInput, info: activity.Info) -> str | None:
@@ -85,23 +94,27 @@ def throttled_error(error: ModelError, throttle: str, input: TurnInput) -> Appli
             str(error), type=type(error).__name__, non_retryable=False, next_retry_delay=delay
         )
     bound = info.start_to_close_timeout
+    earlier = earlier_attempts(info)
     now = datetime.now(info.started_time.tzinfo)
-    spent = throttled_for(earlier_attempts(info), info.started_time, now)
-    if bound is not None and spent + (error.retry_after or 0) > bound.total_seconds():
+    spent = throttled_for(earlier) + imposed(error, info.started_time, now)
+    if bound is not None and spent > bound.total_seconds():
+        count = 1 + sum(1 for a in earlier if a.get("throttled"))
         return ApplicationError(
-            f"The model's provider throttled turn {input.turn} for {spent:.0f}s, longer "
-            f"than its turn_timeout ({bound.total_seconds():g}s); last: {error}",
+            f"The model's provider throttled turn {input.turn} of agent {input.agent!r} "
+            f"{count} time(s), for {spent:.1f}s in all (the attempts' run time and the "
+            f"waits it asked for), more than its turn_timeout ({bound.total_seconds():g}s); "
+            f"last: {_short(error)}",
             type=type(error).__name__,
             non_retryable=True,
         )
     return ApplicationError(  # benign: the SDK logs it at DEBUG, as no failure
-        f"throttled ({throttle}): {error}",
+        f"throttled ({throttle}): {_short(error)}",
         type=THROTTLED,
         next_retry_delay=delay,
         category=ApplicationErrorCategory.BENIGN,
     )
 
 
-def _start(record: dict[str, Any]) -> datetime | None:
-    text = record.get("started_at")
-    return datetime.fromisoformat(text) if isinstance(text, str) else None
+def _short(error: ModelError) -> str:
+    text = str(error)
+    return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 1] + "…"

@@ -165,6 +165,10 @@ class TurnActivities:
             failure = await _turn_failure(e, input)
             if failure is e:
                 raise
+            if isinstance(e, ModelError) and throttle_of(e):
+                # Small: the server replaces a failure over 4 KB (with the cause
+                # chain's stack traces, a throttle's is) by "Failure exceeds size limit."
+                raise failure from None
             raise failure from e
 
     async def _run_turn(self, input: TurnInput) -> TurnOutput:

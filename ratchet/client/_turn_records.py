@@ -115,12 +115,21 @@ async def _close(records: dict[int, TurnRecord], event: HistoryEvent, converter:
         EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED,
         EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT,
     ):
-        record.failure = attrs.failure.message
+        record.failure = _unwrapped(attrs.failure).message
+
+
+def _unwrapped(failure: Failure) -> Failure:
+    """The failure the worker reported: the server replaces one over its size limit
+    (4 KB) by a server failure "Failure exceeds size limit." caused by the original."""
+    if failure.HasField("server_failure_info") and failure.HasField("cause"):
+        return failure.cause
+    return failure
 
 
 def _before(attempt: int, failure: Failure) -> AttemptRecord:
     """The attempt before ``attempt``, as its failure tells: a provider's throttling
     (``THROTTLED``, its message ``throttled (429, retry-after 2s): ...``) or a failure."""
+    failure = _unwrapped(failure)
     if failure.application_failure_info.type == THROTTLED:
         said = failure.message.removeprefix("throttled (").partition("): ")[0]
         return AttemptRecord(attempt=attempt - 1, throttled=said)

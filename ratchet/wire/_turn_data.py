@@ -138,6 +138,9 @@ class AttemptRecord(SparseModel):
     throttled: str | None = None
     """Set when the model's provider throttled it (``429, retry-after 2s``): a wait,
     not a failure; it does not count against ``RunOptions.max_attempts``."""
+    throttled_s: float | None = None
+    """Seconds the throttle counts towards the turn's ``turn_timeout``: the attempt's
+    run time plus the wait the provider asked for (1s when it named none)."""
 
 
 class TurnOutput(SparseModel):

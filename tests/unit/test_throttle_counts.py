@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from ratchet.activities._throttling import real_failures, throttle_of, throttled_for
+from ratchet.activities._throttling import imposed, real_failures, throttle_of, throttled_for
 from ratchet.cli._fleet_metrics import KeyFigures, figures_of, key_lines, metrics_url
 from ratchet.errors import ModelError
 
@@ -37,17 +37,17 @@ def test_real_failures_are_the_attempts_before_minus_the_throttled_ones():
     assert real_failures(5, earlier) == 2
 
 
-def test_time_throttled_runs_from_each_throttled_attempts_start_to_the_next():
-    def at(seconds: float) -> str:
-        return (T0 + timedelta(seconds=seconds)).isoformat()
-
+def test_time_throttled_is_what_the_provider_imposed_not_the_queues_wait():
     earlier = [
-        {"attempt": 1, "started_at": at(0), "throttled": "429"},  # 0 -> 10: throttled
-        {"attempt": 2, "started_at": at(10), "failure": "500"},  # 10 -> 40: a failure
-        {"attempt": 3, "started_at": at(40), "throttled": "429"},  # 40 -> 45: throttled
+        {"attempt": 1, "throttled": "429, retry-after 0.8s", "throttled_s": 0.9},
+        {"attempt": 2, "failure": "500"},  # a failure: not counted
+        {"attempt": 3, "throttled": "429"},  # recorded by an older worker: 1s
     ]
-    now = T0 + timedelta(seconds=47)
-    assert throttled_for(earlier, T0 + timedelta(seconds=45), now) == 10 + 5 + 2
+    assert throttled_for(earlier) == pytest.approx(1.9)
+    slow = ModelError("slow", retryable=True, status=429, retry_after=0.8)
+    assert imposed(slow, T0, T0 + timedelta(seconds=0.2)) == pytest.approx(1.0)
+    unsaid = ModelError("busy", retryable=True, status=529)
+    assert imposed(unsaid, T0, T0 + timedelta(seconds=0.5)) == pytest.approx(1.5)
 
 
 def test_p95_is_interpolated_within_its_bucket_and_past_the_last_bound_is_infinite():

@@ -5,10 +5,12 @@ talk real HTTP to local servers speaking the providers' APIs."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
+from temporalio.api.enums.v1 import EventType
 
 from ratchet.agents import Agent, Result, RunContext, Thread, ToolCallingAgent
 from ratchet.agents.models import AnthropicModel, OpenAIChatModel
@@ -19,7 +21,7 @@ from ratchet.types import Message
 from ratchet.wire import RunOptions
 from ratchet.worker import build_worker
 
-from ..history import attempts
+from ..history import attempts, events, of_type
 
 TWO = RunOptions(max_attempts=2, initial_retry_interval=timedelta(milliseconds=50))
 SLOW_DOWN = {"retry-after": "0.1"}
@@ -87,7 +89,10 @@ async def test_a_turn_throttled_longer_than_its_turn_timeout_fails_saying_so(
     options = RunOptions(turn_timeout=timedelta(seconds=2), heartbeat_timeout=timedelta(seconds=1))
     async with build_worker(agent_client, {"oa": chat_agent(server)}):
         handle = await agent_client.start_run("oa", "hi", options=options)
-        with pytest.raises(RunFailedError, match="throttled turn 1 for .* turn_timeout"):
+        with pytest.raises(
+            RunFailedError,
+            match=r"throttled turn 1 of agent 'oa' 2 time\(s\), for 3.\ds in all .* \(2s\)",
+        ):
             await handle.result()
     assert len(server.requests) == 2
 
@@ -132,3 +137,53 @@ async def test_anthropic_overload_529_is_a_throttle_too(agent_client: AgentClien
             (turn,) = await handle.turns()
     assert result.output == "answer"
     assert [a.throttled for a in turn.attempts] == ["529, retry-after 0.1s"] * 2 + [None]
+
+
+async def test_a_throttled_attempts_failure_is_small_and_named_in_its_record(
+    agent_client: AgentClient, server: OpenAIServer
+):
+    """The server replaces an activity failure over its size limit (4 KB) with
+    "Failure exceeds size limit.": a throttle's failure must stay well under it."""
+    message = "Rate limit reached for requests per minute (RPM): Limit 3. " * 4
+    server.error(429, message, type="requests", headers=SLOW_DOWN)
+    server.text("answer")
+    async with build_worker(agent_client, {"oa": chat_agent(server)}):
+        handle = await agent_client.start_run("oa", "hi", options=TWO)
+        await handle.result()
+        (turn,) = await handle.turns()
+    (started,) = of_type(await events(handle), EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED)
+    failure = started.activity_task_started_event_attributes.last_failure
+    assert failure.message.startswith("throttled (429, retry-after 0.1s): ")
+    assert not failure.HasField("cause")
+    assert failure.ByteSize() < 2048
+    assert turn.attempts[0].throttled == "429, retry-after 0.1s"
+    assert turn.attempts[0].failure is None
+
+
+async def test_a_failure_over_the_servers_size_limit_is_named_in_the_turns_record(
+    agent_client: AgentClient, server: OpenAIServer
+):
+    server.error(500, "The server had an error. " * 60)
+    server.text("answer")
+    async with build_worker(agent_client, {"oa": chat_agent(server)}):
+        handle = await agent_client.start_run("oa", "hi", options=TWO)
+        await handle.result()
+        (turn,) = await handle.turns()
+    (started,) = of_type(await events(handle), EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED)
+    wrapped = started.activity_task_started_event_attributes.last_failure
+    assert wrapped.message == "Failure exceeds size limit."  # the server's, over 4 KB
+    failure = turn.attempts[0].failure or ""
+    assert failure.startswith("The model service answered 500: The server had an error.")
+
+
+async def test_openai_insufficient_quota_is_a_failure_not_a_throttle(
+    agent_client: AgentClient, server: OpenAIServer
+):
+    body = {"error": {"message": "You exceeded your current quota.", "code": "insufficient_quota"}}
+    server.raw(json.dumps(body), status=429)
+    server.text("never sent")
+    async with build_worker(agent_client, {"oa": chat_agent(server)}):
+        handle = await agent_client.start_run("oa", "hi", options=TWO)
+        with pytest.raises(RunFailedError, match="insufficient_quota: .* billing"):
+            await handle.result()
+    assert len(server.requests) == 1

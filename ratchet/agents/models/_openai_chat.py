@@ -255,6 +255,14 @@ def classify_openai_error(error: openai.OpenAIError) -> ModelError:
                 limit=limit,
                 tokens=tokens,
             )
+        if status == 429 and _code(error) == "insufficient_quota":
+            return ModelError(
+                f"The model service answered 429: {detail} (insufficient_quota: the "
+                "account's quota or credit is used up, not a rate limit; check its plan "
+                "and billing).",
+                retryable=False,
+                status=status,
+            )
         if status in RETRYABLE_STATUS or status >= 500:
             return ModelError(
                 f"The model service answered {status}: {detail}",
@@ -278,16 +286,22 @@ def classify_openai_error(error: openai.OpenAIError) -> ModelError:
     return ModelError(f"The model call failed: {type(error).__name__}: {error}", retryable=True)
 
 
-def _is_overflow(error: openai.APIStatusError, detail: str) -> bool:
-    """OpenAI says ``code: context_length_exceeded`` (Chat Completions and Responses);
-    compatible servers (vLLM, llama.cpp, ...) often say only the message."""
+def _code(error: openai.APIStatusError) -> object:
+    """The ``code`` of OpenAI's error body (``{"error": {"code": ...}}``), if any."""
     body = error.body
     if isinstance(body, dict):
         fields = cast(dict[str, object], body)
         inner = fields.get("error", fields)
         if isinstance(inner, dict):
-            if cast(dict[str, object], inner).get("code") == "context_length_exceeded":
-                return True
+            return cast(dict[str, object], inner).get("code")
+    return None
+
+
+def _is_overflow(error: openai.APIStatusError, detail: str) -> bool:
+    """OpenAI says ``code: context_length_exceeded`` (Chat Completions and Responses);
+    compatible servers (vLLM, llama.cpp, ...) often say only the message."""
+    if _code(error) == "context_length_exceeded":
+        return True
     return bool(re.search(r"maximum context length|context window|context length", detail, re.I))
 
 
