@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from typing import TYPE_CHECKING
 
-from ratchet.wire import FAIRNESS_WEIGHTS
+from ratchet.errors import ConfigurationError
+from ratchet.wire import FAIRNESS_WEIGHTS, fairness_key
 
 from ._common import add_connection_arguments, connect
 
@@ -20,7 +22,11 @@ FAIRNESS = (
     "config matching.useNewMatcher=true and matching.enableFairness=true; Temporal "
     "Cloud enables it per namespace (docs/fleet.md)."
 )
-QUEUE_HELP = "the queue the turns run on (RunOptions.task_queue; default: the workflows')"
+QUEUE_HELP = (
+    "the queue the turns run on: their RunOptions.task_queue, or the workflows' queue "
+    "when that is unset"
+)
+POLLERS = "worker(s) polled it lately (the server lists a stopped worker for a few minutes)"
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -38,9 +44,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     limit.add_argument(
         "--per-key",
         action="store_true",
-        help="limit each fairness key (an owner, a tenant) to the rate, not the whole queue",
+        help="limit each fairness key (an owner, a tenant) to the rate, not the whole "
+        "queue: a separate setting from the queue's limit, set and unset on its own",
     )
-    limit.add_argument("--reason", default="", help="why (the server keeps it with the limit)")
+    limit.add_argument("--reason", help="why (the server keeps it with the limit)")
     limit.set_defaults(func=limit_command)
     weight = actions.add_parser(
         "weight", help="pin a fairness key's weight on the queue (above what runs ask for)"
@@ -58,8 +65,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     status.add_argument(
         "--metrics",
         metavar="URL[,URL]",
+        type=metrics_urls,
         help="the workers' metrics endpoints (their --metrics-address): adds per fairness "
-        "key turns started, their mean and p95 wait to start, and throttles",
+        "key turns started, their mean and p95 wait to start, and throttles; an endpoint "
+        "that does not answer is named in a warning, and the exit status is 1 only when "
+        "none does",
     )
     status.set_defaults(func=status_command)
 
@@ -78,6 +88,19 @@ def rate_value(text: str) -> float:
     return value
 
 
+def metrics_urls(text: str) -> list[str]:
+    """An argparse type: ``URL[,URL]``, at least one."""
+    from ._fleet_metrics import metrics_url
+
+    urls = [metrics_url(u) for u in text.split(",") if u.strip()]
+    if not urls:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} names no endpoint: give each worker's metrics endpoint, its "
+            "--metrics-address (e.g. worker-1:9464,worker-2:9464)"
+        )
+    return urls
+
+
 def weight_value(text: str) -> float:
     """An argparse type: a fairness weight Temporal accepts."""
     try:
@@ -94,12 +117,13 @@ def weight_value(text: str) -> float:
 
 
 async def limit_command(args: argparse.Namespace) -> int:
-    from ._fleet_queue import set_limit
+    from ._fleet_queue import describe, set_limit
 
+    queue = queue_of(args)
     client = await connect(args)
     rps = None if args.unset else args.rps
-    await set_limit(client.temporal, args.task_queue, rps, args.reason, per_key=args.per_key)
-    queue, each = args.task_queue, "each fairness key: " if args.per_key else ""
+    await set_limit(client.temporal, queue, rps, args.reason or "", per_key=args.per_key)
+    each = "each fairness key: " if args.per_key else ""
     if args.unset:
         print(f"turn queue {queue!r}: {each}no rate limit (the server's default applies)")
     else:
@@ -107,37 +131,79 @@ async def limit_command(args: argparse.Namespace) -> int:
         print(
             f"turn queue {queue!r}: {each}at most {args.rps:g} turn dispatches per second, {where}"
         )
+    report = await describe(client.temporal, queue)
+    if rps is not None and not args.per_key and not math.isclose(report.effective, rps):
+        warn(
+            f"the server enforces {report.effective:g}/s on turn queue {queue!r} (from "
+            f"{report.source}), not the {rps:g}/s set: its own cap is lower"
+        )
+    warn_unpolled(queue, report.pollers)
     return 0
 
 
 async def weight_command(args: argparse.Namespace) -> int:
-    from ._fleet_queue import set_weights
+    from ._fleet_queue import describe, set_weights
 
+    queue = queue_of(args)
     client = await connect(args)
-    queue, key = args.task_queue, args.key
+    key = fairness_key(args.key)
+    if key != args.key:
+        print(f"key {args.key!r} is stored as {key!r}: turns shorten a key over 64 bytes so")
     if args.unset:
         await set_weights(client.temporal, queue, {}, [key])
         print(f"turn queue {queue!r}: key {key!r} takes the weight its runs ask for")
     else:
         await set_weights(client.temporal, queue, {key: args.weight}, [])
         print(f"turn queue {queue!r}: key {key!r} has weight {args.weight:g}, whatever runs ask")
+    warn_unpolled(queue, (await describe(client.temporal, queue)).pollers)
     return 0
 
 
 async def status_command(args: argparse.Namespace) -> int:
     from ._fleet_queue import describe
 
+    queue = queue_of(args)
     client = await connect(args)
-    report = await describe(client.temporal, args.task_queue)
-    lines = status_lines(args.task_queue, report)
-    if args.metrics:
-        from ._fleet_metrics import key_lines, metrics_url, scrape
+    lines = status_lines(queue, await describe(client.temporal, queue))
+    if not args.metrics:
+        print(*lines, sep="\n")
+        return 0
+    from ._fleet_metrics import figures_of, key_lines, scrape
 
-        urls = [metrics_url(u) for u in args.metrics.split(",") if u.strip()]
-        lines += key_lines(await scrape(urls, args.task_queue))
-    for line in lines:
-        print(line)
+    scraped = await scrape(args.metrics)
+    if scraped.texts:
+        lines += key_lines(figures_of(scraped.texts, queue))
+    print(*lines, sep="\n")
+    for unread in scraped.unread:
+        warn(str(unread))
+    if not scraped.texts:
+        raise ConfigurationError("No metrics endpoint answered: see the warnings above.")
     return 0
+
+
+def queue_of(args: argparse.Namespace) -> str:
+    """The ``--task-queue`` given; an empty one is refused."""
+    queue: str = args.task_queue
+    if not queue.strip():
+        raise ConfigurationError(
+            f"--task-queue {queue!r} is empty: give the queue the turns run on (their "
+            "RunOptions.task_queue, e.g. openai), or leave it out for 'ratchet'."
+        )
+    return queue
+
+
+def warn(text: str) -> None:
+    print(f"warning: {text}", file=sys.stderr)
+
+
+def warn_unpolled(queue: str, pollers: int) -> None:
+    """A setting made before any worker polls the queue holds once they do: say so,
+    in case the name is wrong."""
+    if not pollers:
+        warn(
+            f"no worker polls turn queue {queue!r} (yet): the setting holds once workers "
+            f"start on it (ratchet worker --task-queue {queue}); check the name if none will"
+        )
 
 
 def status_lines(queue: str, report: QueueReport) -> list[str]:
@@ -146,16 +212,28 @@ def status_lines(queue: str, report: QueueReport) -> list[str]:
         if report.limit is not None
         else "none set"
     )
+    key_limit = (
+        f"{report.key_limit:g}/s" + (f" ({report.key_reason})" if report.key_reason else "")
+        if report.key_limit is not None
+        else "none set"
+    )
     lines = [
-        f"turn queue {queue!r} (activity tasks), {report.pollers} poller(s)",
+        f"turn queue {queue!r} (activity tasks): {report.pollers} {POLLERS}",
         f"  rate limit: {limit}; enforced: {report.effective:g}/s (from {report.source})",
-        "  rate limit of each fairness key: "
-        + (f"{report.key_limit:g}/s" if report.key_limit is not None else "none set"),
+        f"  rate limit of each fairness key: {key_limit}",
         f"  backlog: {report.backlog} turn(s), oldest {report.backlog_age:.1f}s",
         f"  dispatch rate: {report.dispatch_rate:.2f}/s; add rate: {report.add_rate:.2f}/s",
-        f"  throttled by the rate limit now: {'yes' if report.limiting else 'no'}",
+        f"  turns held back by the rate limit now: {_held_back(report)}",
     ]
     if report.weights:
         weights = ", ".join(f"{k}={v:g}" for k, v in sorted(report.weights.items()))
         lines.append(f"  fairness weight overrides: {weights}")
     return [*lines, f"  {FAIRNESS}"]
+
+
+def _held_back(report: QueueReport) -> str:
+    """The server's ``rate_limiting_active`` stays on a while after the load ends:
+    with no backlog, nothing is held back."""
+    if not report.backlog:
+        return "no (no backlog)"
+    return "yes" if report.limiting else "no"

@@ -18,6 +18,9 @@ from ratchet.telemetry import SCHEDULE_TO_START, THROTTLES
 SAMPLE = re.compile(r"^([a-zA-Z_:][\w:]*)(?:\{(.*)\})?\s+(\S+)")
 LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 SCRAPE_TIMEOUT = 10.0
+WORKER_SERIES = ("temporal_", "ratchet_")
+"""Prefixes of the series a Ratchet worker's metrics endpoint exports (the Temporal
+SDK's and Ratchet's own): an endpoint with neither is something else."""
 
 
 @dataclass
@@ -48,6 +51,14 @@ class KeyFigures:
         return 0.0
 
 
+@dataclass
+class Scraped:
+    """What the workers' endpoints answered, and why those that did not."""
+
+    texts: list[str]
+    unread: list[ConfigurationError]
+
+
 def metrics_url(text: str) -> str:
     """A worker's metrics endpoint: ``host:port`` gets ``http://`` and ``/metrics``."""
     url = text.strip()
@@ -57,10 +68,18 @@ def metrics_url(text: str) -> str:
     return url if "/" in rest else f"{scheme}://{rest}/metrics"
 
 
-async def scrape(urls: list[str], queue: str) -> dict[str, KeyFigures]:
-    """Each fairness key's figures on ``queue``, summed over the workers at ``urls``."""
-    texts = await asyncio.gather(*(asyncio.to_thread(_fetch, url) for url in urls))
-    return figures_of(texts, queue)
+async def scrape(urls: list[str]) -> Scraped:
+    """The metrics of the workers at ``urls``, each read at once; an endpoint that
+    cannot be read, or is not a worker's, is named in ``unread``."""
+    found = await asyncio.gather(
+        *(asyncio.to_thread(_fetch, url) for url in urls), return_exceptions=True
+    )
+    texts = [f for f in found if isinstance(f, str)]
+    unread = [f for f in found if isinstance(f, ConfigurationError)]
+    for f in found:
+        if isinstance(f, BaseException) and not isinstance(f, ConfigurationError):
+            raise f
+    return Scraped(texts, unread)
 
 
 def figures_of(texts: list[str], queue: str) -> dict[str, KeyFigures]:
@@ -91,13 +110,20 @@ def key_lines(figures: dict[str, KeyFigures]) -> list[str]:
 def _fetch(url: str) -> str:
     try:
         with urllib.request.urlopen(url, timeout=SCRAPE_TIMEOUT) as response:
-            return response.read().decode()
+            text = response.read().decode(errors="replace")
     except (urllib.error.URLError, OSError, ValueError) as e:
         reason = getattr(e, "reason", e)
         raise ConfigurationError(
             f"Could not read metrics from {url}: {reason}. Give each worker's metrics "
             "endpoint (its --metrics-address, e.g. http://worker-1:9464/metrics)."
         ) from e
+    if not any(line.startswith(WORKER_SERIES) for line in text.splitlines()):
+        raise ConfigurationError(
+            f"{url} is not a worker's metrics endpoint: it answered no Temporal worker "
+            "metrics (no temporal_ series, which a worker exports once it polls). Give "
+            "each worker's --metrics-address (e.g. http://worker-1:9464/metrics)."
+        )
+    return text
 
 
 def _add(text: str, queue: str, figures: defaultdict[str, KeyFigures]) -> None:

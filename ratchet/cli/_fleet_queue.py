@@ -38,6 +38,7 @@ class QueueReport:
     weights: dict[str, float] = field(default_factory=dict[str, float])
     key_limit: float | None = None
     """The rate limit of each fairness key, if one is set."""
+    key_reason: str = ""
 
 
 async def set_limit(
@@ -103,6 +104,7 @@ async def describe(client: Client, queue: str) -> QueueReport:
         key_limit=_rps(config.fairness_keys_rate_limit_default)
         if config.HasField("fairness_keys_rate_limit_default")
         else None,
+        key_reason=config.fairness_keys_rate_limit_default.metadata.reason,
     )
 
 

@@ -20,6 +20,7 @@ Two kinds of names are exported:
 """
 
 from ._anchor_data import AnchorChunk, Anchored, AnchorRequest, Horizon
+from ._fairness import FAIRNESS_KEY_BYTES, fairness_key
 from ._names import (
     ANCHOR_ACTIVITY,
     ATTEMPTS_KEY,
@@ -129,7 +130,9 @@ from ._turn_data import (
 )
 
 __all__ = [
+    "FAIRNESS_KEY_BYTES",
     "FAIRNESS_WEIGHTS",
+    "fairness_key",
     "AGENT_COST_USD",
     "AGENT_NAME",
     "AGENT_OWNER",

@@ -4,31 +4,14 @@ starve the others (docs/fleet.md)."""
 
 from __future__ import annotations
 
-import hashlib
-
 from temporalio import workflow
 from temporalio.common import Priority
 
 with workflow.unsafe.imports_passed_through():
-    from ratchet.wire import AGENT_OWNER, AGENT_TENANT, RunOptions
+    from ratchet.wire import AGENT_OWNER, AGENT_TENANT, RunOptions, fairness_key
 
 TURN_FAIRNESS = "ratchet-turn-fairness"
 """Patch: turn activities carry a fairness key and weight (they carried none before)."""
-
-MAX_KEY_BYTES = 64
-"""Temporal's limit on a fairness key."""
-HASH_CHARS = 16
-
-
-def fairness_key(text: str) -> str:
-    """``text``, or when it is longer than Temporal allows, a readable prefix and a
-    hash of the whole (``<prefix>~<16 hex>``): distinct long ids stay distinct keys."""
-    raw = text.encode()
-    if len(raw) <= MAX_KEY_BYTES:
-        return text
-    digest = hashlib.sha256(raw).hexdigest()[:HASH_CHARS]
-    prefix = raw[: MAX_KEY_BYTES - HASH_CHARS - 1].decode(errors="ignore")
-    return f"{prefix}~{digest}"
 
 
 def turn_priority(options: RunOptions, agent: str) -> Priority:

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import re
+import threading
 import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -14,7 +17,7 @@ import pytest
 from ratchet.cli import main
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer, free_port
-from ratchet.wire import RunOptions
+from ratchet.wire import RunOptions, fairness_key
 
 from ..logged_agents import EventLog
 
@@ -130,3 +133,109 @@ def test_fleet_status_says_which_metrics_endpoint_it_could_not_read(
     assert code != 0
     assert f"Could not read metrics from {url}" in err
     assert "--metrics-address" in err
+
+
+class NotMetrics(BaseHTTPRequestHandler):
+    """An endpoint that answers, but not with a worker's metrics (a UI, say)."""
+
+    def do_GET(self) -> None:
+        body = b"<html><title>Temporal</title></html>"
+        self.send_response(200)
+        self.send_header("content-type", "text/html")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def not_metrics() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), NotMetrics)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/metrics"
+    server.shutdown()
+    server.server_close()
+
+
+def test_fleet_status_shows_what_answered_and_names_each_endpoint_that_did_not(
+    temporal_server: DevServer,
+    task_queue: str,
+    worker_processes,
+    not_metrics: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+):
+    monkeypatch.setenv("TEMPORAL_ADDRESS", temporal_server.address)
+    address = f"127.0.0.1:{free_port()}"
+    worker_processes("--metrics-address", address)
+    down = f"http://127.0.0.1:{free_port()}/metrics"
+    urls = ",".join([address, down, not_metrics])
+    code, out, err = ratchet(
+        capsys, "fleet", "status", "--task-queue", task_queue, "--metrics", urls
+    )
+    assert code == 0, err
+    assert f"turn queue {task_queue!r} (activity tasks): 1 worker(s) polled it lately" in out
+    assert "per fairness key: no turn attempts on this queue" in out
+    assert f"warning: Could not read metrics from {down}" in err
+    assert f"warning: {not_metrics} is not a worker's metrics endpoint" in err
+    assert "no temporal_ series" in err
+
+    code, out, err = ratchet(
+        capsys, "fleet", "status", "--task-queue", task_queue, "--metrics", not_metrics
+    )
+    assert code == 1
+    assert f"turn queue {task_queue!r}" in out  # the server's section still
+    assert "error: No metrics endpoint answered" in err
+
+
+def test_fleet_status_refuses_an_empty_list_of_metrics_endpoints(
+    capsys: pytest.CaptureFixture[str],
+):
+    with pytest.raises(SystemExit):
+        main(["fleet", "status", "--task-queue", "q", "--metrics", ","])
+    assert "',' names no endpoint" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("action", [["limit", "--rps", "2"], ["weight", "--key", "k", "--unset"]])
+def test_fleet_refuses_an_empty_task_queue(action: list[str], capsys: pytest.CaptureFixture[str]):
+    code, _, err = ratchet(capsys, "fleet", *action, "--task-queue", "")
+    assert code == 1
+    assert "error: --task-queue '' is empty" in err
+
+
+def test_fleet_weight_stores_a_long_key_as_turns_shorten_it_and_warns_of_no_workers(
+    temporal_server: DevServer,
+    task_queue: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+):
+    monkeypatch.setenv("TEMPORAL_ADDRESS", temporal_server.address)
+    owner = "owner-" + "x" * 94
+    weight = ["fleet", "weight", "--task-queue", task_queue, "--key", owner, "--weight", "3"]
+    code, out, err = ratchet(capsys, *weight)
+    assert code == 0, err
+    stored = fairness_key(owner)
+    assert f"is stored as {stored!r}" in out
+    assert f"warning: no worker polls turn queue {task_queue!r} (yet)" in err
+    out = ratchet(capsys, "fleet", "status", "--task-queue", task_queue)[1]
+    assert f"fairness weight overrides: {stored}=3" in out
+
+
+def test_fleet_limit_warns_when_the_server_enforces_another_rate_and_status_shows_reasons(
+    temporal_server: DevServer,
+    task_queue: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+):
+    monkeypatch.setenv("TEMPORAL_ADDRESS", temporal_server.address)
+    limit = ["fleet", "limit", "--task-queue", task_queue]
+    code, _, err = ratchet(capsys, *limit, "--rps", "1e12")
+    assert code == 0, err
+    assert re.search(r"warning: the server enforces \S+/s on turn queue .* not the 1e\+12/s", err)
+    code, _, err = ratchet(capsys, *limit, "--per-key", "--rps", "2", "--reason", "tier 1")
+    assert code == 0, err
+    out = ratchet(capsys, "fleet", "status", "--task-queue", task_queue)[1]
+    assert "rate limit of each fairness key: 2/s (tier 1)" in out, out

@@ -10,7 +10,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from ratchet.activities._throttling import imposed, real_failures, throttle_of, throttled_for
+from ratchet.cli._fleet import status_lines
 from ratchet.cli._fleet_metrics import KeyFigures, figures_of, key_lines, metrics_url
+from ratchet.cli._fleet_queue import QueueReport
 from ratchet.errors import ModelError
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -94,3 +96,17 @@ def test_figures_are_summed_per_key_over_workers_agents_and_only_for_the_queue()
 )
 def test_a_metrics_address_becomes_its_endpoint(given: str, url: str):
     assert metrics_url(given) == url
+
+
+def test_status_says_no_turn_is_held_back_without_a_backlog_whatever_the_server_flags():
+    def held(backlog: int, limiting: bool) -> str:
+        report = QueueReport(
+            limit=1.0, reason="", effective=1.0, source="api", backlog=backlog,
+            backlog_age=0.0, add_rate=0.0, dispatch_rate=0.0, limiting=limiting, pollers=1,
+        )  # fmt: skip
+        (line,) = [x for x in status_lines("q", report) if "held back" in x]
+        return line.rpartition(": ")[2]
+
+    assert held(0, limiting=True) == "no (no backlog)"  # a minute after the load ended
+    assert held(5, limiting=True) == "yes"
+    assert held(5, limiting=False) == "no"

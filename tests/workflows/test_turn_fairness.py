@@ -20,9 +20,8 @@ from ratchet.client import AgentClient, RunHandle
 from ratchet.devserver import DevServer
 from ratchet.errors import InvalidOptionsError
 from ratchet.types import Message
-from ratchet.wire import RunOptions, SessionOptions
+from ratchet.wire import FAIRNESS_KEY_BYTES, RunOptions, SessionOptions, fairness_key
 from ratchet.worker import build_worker
-from ratchet.workflows._turn_fairness import MAX_KEY_BYTES, fairness_key
 
 from ..history import of_type, until
 
@@ -204,15 +203,15 @@ async def test_a_turns_key_is_the_runs_own_else_owner_else_tenant_else_agent(
         await asyncio.gather(*(run.result() for run in runs))
         keys = [await turn_priority(run) for run in runs]
     assert keys[:4] == [("k", 0.0), ("alice", 0.0), ("acme", 0.0), ("echo", 2.5)]
-    assert keys[4][0] == fairness_key(long_owner) and len(keys[4][0]) == MAX_KEY_BYTES
+    assert keys[4][0] == fairness_key(long_owner) and len(keys[4][0]) == FAIRNESS_KEY_BYTES
 
 
 def test_a_long_key_is_hashed_within_64_bytes_and_stays_distinct():
     long_a, long_b = "tenant-é" * 20 + "a", "tenant-é" * 20 + "b"
     assert fairness_key("alice") == "alice"
-    assert fairness_key("x" * MAX_KEY_BYTES) == "x" * MAX_KEY_BYTES
+    assert fairness_key("x" * FAIRNESS_KEY_BYTES) == "x" * FAIRNESS_KEY_BYTES
     for key in (fairness_key(long_a), fairness_key(long_b)):
-        assert len(key.encode()) <= MAX_KEY_BYTES
+        assert len(key.encode()) <= FAIRNESS_KEY_BYTES
         assert key.startswith("tenant-é")  # readable in the UI and the metrics
     assert fairness_key(long_a) != fairness_key(long_b)
 
