@@ -10,11 +10,14 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from temporalio.api.enums.v1 import EventType
 
+from ratchet.agents import ToolCallingAgent
+from ratchet.agents.models import OpenAIChatModel
 from ratchet.cli import main
 from ratchet.client import AgentClient, RunHandle
 from ratchet.devserver import DevServer
@@ -150,3 +153,32 @@ async def last_attempt(client: AgentClient, session_id: str) -> int:
     history = [e async for e in handle.fetch_history_events()]
     (started,) = of_type(history, EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED)
     return started.activity_task_started_event_attributes.attempt
+
+
+async def test_a_turns_wait_behind_the_queues_limit_does_not_count_as_throttled(
+    fleet_server: DevServer, monkeypatch: pytest.MonkeyPatch
+):
+    """The provider asks for 0.1s three times; each retry then waits about 2s behind
+    the queue's limit of 0.5 turns a second. Only the provider's 0.1s (and the
+    attempts' run time) count against the turn_timeout of 2s: the turn succeeds."""
+    workflows, turns = f"fleet-wf-{uuid.uuid4().hex[:8]}", f"fleet-turns-{uuid.uuid4().hex[:8]}"
+    client = await AgentClient.connect(fleet_server.address, task_queue=workflows)
+    await fleet_limit(fleet_server, turns, "--rps", "0.5", monkeypatch=monkeypatch)
+    with OpenAIServer() as stub:
+        for _ in range(3):
+            stub.error(429, "Rate limit reached.", headers={"retry-after": "0.1"})
+        stub.text("done")
+        model = OpenAIChatModel("gpt-test", base_url=stub.base_url, api_key="k")
+        agents = {"oa": ToolCallingAgent(model, [])}
+        options = RunOptions(task_queue=turns, turn_timeout=timedelta(seconds=2))
+        async with (
+            build_worker(client, agents, task_queue=workflows),
+            build_worker(client, agents, task_queue=turns, rate_limited=True),
+        ):
+            run = await client.start_run("oa", "hi", options=options)
+            result = await run.result()
+            (turn,) = await run.turns()
+    assert result.output == "done"
+    starts = [a.started_at for a in turn.attempts if a.started_at is not None]
+    assert (starts[-1] - starts[0]).total_seconds() > 4  # the queue held the retries back
+    assert all(0.1 <= (a.throttled_s or 0) < 1 for a in turn.attempts[:3]), turn.attempts
