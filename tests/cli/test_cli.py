@@ -29,6 +29,7 @@ from ratchet.testing import ChildProcess
 from tests.chaos import as_from_a_terminal, signal_state
 
 from ..conftest import ROOT, release
+from ..logged_agents import AGENTS
 
 RATCHET = [sys.executable, "-m", "ratchet.cli"]
 
@@ -105,7 +106,7 @@ def test_run_of_an_unknown_agent_exits_non_zero_with_the_reason(
     done = ratchet("run", "nobody", "hello", "--task-queue", task_queue, server=temporal_server)
     assert done.returncode == 1
     assert 'Agent "nobody" is not registered' in done.stderr
-    assert "registered: chaos, crash, invoice, noter, noter-v2, pair, quick, steps" in done.stderr
+    assert "registered: " + ", ".join(sorted(AGENTS)) in done.stderr
 
 
 def test_an_empty_or_unknown_id_is_refused_with_what_to_do(temporal_server: DevServer):
