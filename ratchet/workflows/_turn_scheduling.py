@@ -25,6 +25,7 @@ with workflow.unsafe.imports_passed_through():
     from ._failures import cancelled, turn_failure
     from ._ledger import RunLedger
     from ._presets import retry_policy
+    from ._replayed_patches import replayed_patch
     from ._state_commits import AgentStateKeeper
     from ._turn_fairness import turn_priority
 
@@ -46,8 +47,10 @@ RUN_LABEL_ON_TURN_EVENTS = "ratchet-turn-events-name-the-run"
 
 
 THROTTLES_NOT_ATTEMPTS = "ratchet-throttles-not-attempts"
-"""Patch: a turn is scheduled with unlimited attempts and counts its real failures
-against ``max_attempts`` itself, so a provider's throttling uses up none of them."""
+"""Patch that histories recorded while it was one hold: a turn is scheduled with
+unlimited attempts and counts its real failures against ``max_attempts`` itself, so
+a provider's throttling uses up none of them. Replay does not compare a retry
+policy, so it is taken only replaying (``replayed_patch``)."""
 
 
 class TurnInputs:
@@ -161,11 +164,11 @@ class TurnCalls:
             return await self._activity(input.model_copy(update={"new_messages": []}), summary)
 
     async def _activity(self, input: TurnInput, summary: str) -> TurnOutput:
-        retries = retry_policy(self._options)
-        if workflow.patched(THROTTLES_NOT_ATTEMPTS):
-            # The turn counts its real failures itself: throttled attempts are not.
-            input = input.model_copy(update={"max_attempts": retries.maximum_attempts})
-            retries = retry_policy(self._options, max_attempts=0)
+        replayed_patch(THROTTLES_NOT_ATTEMPTS)
+        # The turn counts its real failures itself: throttled attempts are not.
+        limit = retry_policy(self._options).maximum_attempts
+        input = input.model_copy(update={"max_attempts": limit})
+        retries = retry_policy(self._options, max_attempts=0)
         return await workflow.execute_activity(
             TURN_ACTIVITY,
             input,
