@@ -61,7 +61,13 @@ with workflow.unsafe.imports_passed_through():
 
 JSON_PLAIN = {"encoding": b"json/plain"}
 FLUSH_TURNS = 10
-FLUSH_INTERVAL = timedelta(seconds=10)
+FLUSH_INTERVAL = timedelta(minutes=2)
+"""A run's counters go without a change of status at most this often: a run of a
+minute or two upserts once, as it ends (each upsert is a billed action)."""
+FLUSH_INTERVAL_BEFORE = timedelta(seconds=10)
+"""The interval before ``LONGER_FLUSH_INTERVAL``: histories recorded before it
+upserted at it."""
+LONGER_FLUSH_INTERVAL = "ratchet-longer-flush-interval"
 EVENTS_KEPT = 2000
 """Events a workflow keeps for late watchers; older ones are dropped at turn ends."""
 WAITING = (
@@ -85,11 +91,14 @@ class Index:
 
     Names and counters (turns, tokens, cost) go only along with a change of status,
     or once the counters are ``FLUSH_TURNS`` turns and ``FLUSH_INTERVAL`` behind:
-    a run upserts when it starts, when it waits or ends, and at most every ten
-    seconds between (the index is read by people), not once a turn.
+    a run upserts when it waits or ends, and at most every two minutes between (the
+    index is read by people), not once a turn.
     """
 
-    def __init__(self, enabled: bool = True) -> None:
+    def __init__(self, enabled: bool = True, *, patch_now: bool = False) -> None:
+        """``patch_now``: record the ``LONGER_FLUSH_INTERVAL`` patch now (a run's first
+        task, whose turn-fairness patch marker it joins: Temporal Cloud bills a
+        task's markers as one action), not when the intervals first disagree."""
         self.enabled = enabled
         """``False``: upsert nothing (a session's runs: the session indexes its totals)."""
         self._values: dict[str, Any] = _indexed_already()
@@ -98,6 +107,8 @@ class Index:
         self._dirty: dict[str, Any] = {}
         self._flushed_turns: int = self._values.get("turns", 0)
         self._flushed_at = workflow.now()
+        if patch_now:
+            workflow.patched(LONGER_FLUSH_INTERVAL)
 
     def update(self, *, flush: bool = False, **values: Any) -> None:
         """``flush``: send counters now (a session at rest, whose numbers an operator
@@ -128,7 +139,10 @@ class Index:
         return bool(value) or name in self._values
 
     def _stale(self) -> bool:
-        return workflow.now() - self._flushed_at >= FLUSH_INTERVAL
+        age = workflow.now() - self._flushed_at
+        if age < FLUSH_INTERVAL_BEFORE:
+            return False
+        return age >= FLUSH_INTERVAL or not workflow.patched(LONGER_FLUSH_INTERVAL)
 
 
 def _indexed_already() -> dict[str, Any]:
