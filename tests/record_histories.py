@@ -69,7 +69,7 @@ async def record() -> None:
         parts = (_runs, _people, _clients, _watched, _sessions, _rules, _approved, _reruns)
         parts = (*parts, _service)
         parts = (*parts, _scheduled, _moved, _closed_fresh, _anchored, _owned, _fair)
-        for part in (*parts, _indexed_late):
+        for part in (*parts, _indexed_late, _answered_inline):
             queue = f"record-{part.__name__.strip('_')}"
             client = await AgentClient.connect(server.address, task_queue=queue)
             recorded += await part(client)
@@ -597,6 +597,18 @@ async def _indexed_late(client: AgentClient) -> Recorded:
         run = await client.start_run("slow_pager", "Read ten pages.")
         await run.result()
     return [("agent_run_indexed_once_at_its_end", run.workflow)]
+
+
+async def _answered_inline(client: AgentClient) -> Recorded:
+    """A session whose small answer goes in the send's Update result and whose large
+    one stays in the thread only (no command changed: nothing patched)."""
+    model = ScriptedModel(["short", "x" * 6000])
+    async with build_worker(client, {"echo": lambda: ToolCallingAgent(model)}):
+        session = await client.start_session("echo")
+        for text in ("small", "large"):
+            await session.send(text)
+        await session.close()
+    return [("agent_session_answer_in_the_update", session.workflow)]
 
 
 async def _fill_cart(context) -> None:
