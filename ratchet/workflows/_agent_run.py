@@ -57,7 +57,7 @@ class AgentRunWorkflow(AgentHandlers):
         self._events = EventStream(WorkflowStream(input.stream))
         observer = RunObserver(
             self._events,
-            Index(patch_now=True),
+            Index(),
             session_id="",  # known once the runner holds the session
         )
         self._runner = AgentRunner(

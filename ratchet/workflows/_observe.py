@@ -95,10 +95,7 @@ class Index:
     index is read by people), not once a turn.
     """
 
-    def __init__(self, enabled: bool = True, *, patch_now: bool = False) -> None:
-        """``patch_now``: record the ``LONGER_FLUSH_INTERVAL`` patch now (a run's first
-        task, whose turn-fairness patch marker it joins: Temporal Cloud bills a
-        task's markers as one action), not when the intervals first disagree."""
+    def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled
         """``False``: upsert nothing (a session's runs: the session indexes its totals)."""
         self._values: dict[str, Any] = _indexed_already()
@@ -107,8 +104,6 @@ class Index:
         self._dirty: dict[str, Any] = {}
         self._flushed_turns: int = self._values.get("turns", 0)
         self._flushed_at = workflow.now()
-        if patch_now:
-            workflow.patched(LONGER_FLUSH_INTERVAL)
 
     def update(self, *, flush: bool = False, **values: Any) -> None:
         """``flush``: send counters now (a session at rest, whose numbers an operator
@@ -139,6 +134,9 @@ class Index:
         return bool(value) or name in self._values
 
     def _stale(self) -> bool:
+        """Whether the counters are ``FLUSH_INTERVAL`` behind; the patch is asked only
+        where the intervals disagree, so a run shorter than ten turns or 10 s records
+        no marker (a billed action)."""
         age = workflow.now() - self._flushed_at
         if age < FLUSH_INTERVAL_BEFORE:
             return False

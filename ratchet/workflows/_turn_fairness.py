@@ -13,7 +13,8 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.wire import AGENT_OWNER, AGENT_TENANT, RunOptions
 
 TURN_FAIRNESS = "ratchet-turn-fairness"
-"""Patch: turn activities carry a fairness key and weight (they carried none before)."""
+"""Patch that histories recorded since turns carry a fairness key may hold (their
+first task's marker); turns no longer record it (see ``turn_priority``)."""
 
 MAX_KEY_BYTES = 64
 """Temporal's limit on a fairness key."""
@@ -33,10 +34,15 @@ def fairness_key(text: str) -> str:
 
 def turn_priority(options: RunOptions, agent: str) -> Priority:
     """The priority of this run's turns: its options' key, else the owner, else the
-    tenant (search attributes the front door set), else the agent; none on a history
-    recorded before turns had one."""
-    if not workflow.patched(TURN_FAIRNESS):
-        return Priority.default
+    tenant (search attributes the front door set), else the agent.
+
+    Unpatched: replay does not compare a scheduled activity's priority (a history
+    recorded before turns had one replays), and a patch marker is a billed action
+    per workflow run (Temporal Cloud bills a task's markers as one). Replaying, the
+    call takes the marker of a history recorded while turns recorded it; live, it
+    is not made, so no marker is written."""
+    if workflow.unsafe.is_replaying():
+        workflow.patched(TURN_FAIRNESS)
     found = workflow.info().typed_search_attributes
     key = options.fairness_key or found.get(AGENT_OWNER) or found.get(AGENT_TENANT) or agent
     return Priority(fairness_key=fairness_key(key), fairness_weight=options.fairness_weight)
