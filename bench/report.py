@@ -456,7 +456,7 @@ def render_session_memory(results: Path) -> str:
 ACTION_TYPES = {
     "grpc_StartWorkflowExecution": "start",
     "command_ScheduleActivityTask": "activity",
-    "command_BatchMarkers": "local activities",
+    "command_BatchMarkers": "markers (local activities, patches)",
     "grpc_RecordActivityTaskHeartbeat": "heartbeat",
     "command_UpsertWorkflowSearchAttributes": "upsert",
     "message_UpdateWorkflowExecution_Acceptance": "update",
@@ -515,25 +515,120 @@ def latency_cases(results: Path) -> list[Data]:
     return cases
 
 
+HEARTBEAT = "grpc_RecordActivityTaskHeartbeat"
+ACTIVITY = "command_ScheduleActivityTask"
+
+
+def billed(case: Data, name: str) -> float:
+    """Actions per run as Temporal Cloud bills them: metered, less the upserts of
+    ``TemporalChangeVersion`` (exempt)."""
+    return action_total(case["engines"][name]) - case.get("change_version_upserts", {}).get(name, 0)
+
+
+def message_overhead(case: Data) -> str:
+    """What a session message costs beyond its turns' activities and heartbeats."""
+    name = "ratchet session message (defaults)"
+    row = case["engines"][name]
+    turns = row.get(ACTIVITY, 0) + row.get(HEARTBEAT, 0)
+    rest = {k: v for k, v in row.items() if k not in (ACTIVITY, HEARTBEAT)}
+    return f"{billed(case, name) - turns:g} ({action_kinds(rest)})"
+
+
 def render_actions_by_latency(results: Path) -> str:
     data = load(results, "actions_by_latency")
-    rows = []
+    rows, overheads = [], []
     for case in latency_cases(results):
         turns = case["turns"]
         for name, row in case["engines"].items():
-            beats = row.get("grpc_RecordActivityTaskHeartbeat", 0)
+            beats = row.get(HEARTBEAT, 0)
             per_turn = f"{action_total(row) / turns:.2f}"
+            cloud = f"{billed(case, name) / turns:.2f}"
             rows.append(
-                [seconds(case["model_seconds"]), count(turns), name, per_turn, f"{beats:g}"]
+                [seconds(case["model_seconds"]), count(turns), name, per_turn, cloud, f"{beats:g}"]
             )
-    grid = table(["model call", "turns", "engine", "actions per turn", "heartbeats per run"], rows)
-    runs = f"{data['runs']} runs per engine and case (ABBA blocks), {data['date']}."
+        if "ratchet session message (defaults)" in case["engines"]:
+            overheads.append([seconds(case["model_seconds"]), count(turns), message_overhead(case)])
+    header = ["model call", "turns", "engine", "actions per turn (metered)"]
+    grid = table([*header, "per turn, as Cloud bills", "heartbeats per run"], rows)
+    beyond = ""
+    if overheads:
+        beyond = "A session message's actions beyond its turns (activities and heartbeats):\n\n"
+        beyond += table(["model call", "turns", "beyond its turns"], overheads)
+    runs = (
+        f'{data["runs"]} runs per engine and case (ABBA blocks), {data["date"]}. "As Cloud '
+        'bills": the metered count less the upserts of `TemporalChangeVersion` that '
+        "`workflow.patched` makes (Temporal Cloud bills no action for them)."
+    )
     extra = ""
     if (results / "actions_by_latency_30s.json").exists():
         ran = load(results, "actions_by_latency_30s")["command"].strip()
         out = " --out bench/results/actions_by_latency_30s.json"
         extra = f"Command: `{ran}{'' if '--out' in ran else out}`."
-    return paragraphs(grid, runs, command(data), extra)
+    return paragraphs(grid, beyond, followers_and_idle(data), runs, command(data), extra)
+
+
+PRICE_PER_MILLION = 50.0
+"""Temporal Cloud's pay-as-you-go price per million actions, from $50 (the Developer
+plan's at every volume; docs.temporal.io/cloud/pricing, read 2026-11-29)."""
+
+
+def render_bill(results: Path) -> str:
+    """A million turns at Temporal Cloud's price, per model latency, from the longest
+    run of each latency in ``actions_by_latency``."""
+    longest: dict[float, Data] = {}
+    for case in latency_cases(results):
+        held = longest.get(case["model_seconds"])
+        if held is None or case["turns"] > held["turns"]:
+            longest[case["model_seconds"]] = case
+    rows = []
+    for latency, case in sorted(longest.items()):
+        for name in case["engines"]:
+            if "session message" in name:
+                continue
+            per_turn = billed(case, name) / case["turns"]
+            dollars = per_turn * PRICE_PER_MILLION
+            rows.append(
+                [
+                    seconds(latency),
+                    count(case["turns"]),
+                    name,
+                    f"{per_turn:.2f}",
+                    f"{per_turn:.2f} million",
+                    f"${dollars:,.0f}",
+                ]
+            )
+    header = ["model call", "turns per run", "engine", "actions per turn (as Cloud bills)"]
+    grid = table([*header, "for 1 million turns", f"at ${PRICE_PER_MILLION:g} per million"], rows)
+    return paragraphs(
+        grid,
+        "Computed from `results/actions_by_latency.json` (the longest run measured at each "
+        "latency), not measured: the price is Temporal Cloud's pay-as-you-go price per "
+        "million actions (docs.temporal.io/cloud/pricing, read 2026-11-29), without the "
+        "plan fee, storage, or volume discounts.",
+    )
+
+
+def followers_and_idle(data: Data) -> str:
+    """A live follower's queries per minute; an idle session's re-anchoring."""
+    parts = []
+    if "followers" in data:
+        f = data["followers"]
+        parts.append(
+            f"A live follower (`events()`): {f['queries_per_minute_running']:g} queries a minute "
+            f"while it follows a run of {seconds(f['model_seconds'], 0)} model calls "
+            f"({f['run_seconds']:g} s), {f['queries_per_minute_idle']:g} a minute while it "
+            f"follows an idle session ({f['idle_seconds']:g} s)."
+        )
+    if "idle_session" in data:
+        i = data["idle_session"]
+        parts.append(
+            f"An idle session that relies on a closed workflow run, with a horizon of "
+            f"{i['horizon_seconds']:g} s: {action_total(i['while_the_timer_fires']):g} actions "
+            f"in the {i['window_seconds']:g} s in which its re-anchoring timer fires "
+            f"({action_kinds(i['while_the_timer_fires'])}), then "
+            f"{action_total(i['after']):g} in the next {i['window_seconds']:g} s."
+        )
+    return paragraphs(*parts)
 
 
 RETENTION_DAYS = 30  # a common namespace retention; the default horizon is half of it
@@ -1363,6 +1458,7 @@ RENDERERS: dict[str, Renderer] = {
     "context_window": render_context_window,
     "actions": render_actions,
     "actions_by_latency": render_actions_by_latency,
+    "bill": render_bill,
     "kill_points": render_kill_points,
     "reanchor": render_reanchor,
     "capacity": render_capacity,

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ratchet.activities._log_cache import ThreadCache
-from ratchet.agents import OpenAIResponsesModel, ScriptedModel, ToolCallingAgent
+from ratchet.agents import OpenAIResponsesModel, ScriptedModel, ToolCallingAgent, tool
 from ratchet.agents._compaction import KeepLastTurns, Summarize, SummarizingAgent
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
@@ -69,7 +69,7 @@ async def record() -> None:
         parts = (_runs, _people, _clients, _watched, _sessions, _rules, _approved, _reruns)
         parts = (*parts, _service)
         parts = (*parts, _scheduled, _moved, _closed_fresh, _anchored, _owned, _fair)
-        for part in (*parts, _throttled):
+        for part in (*parts, _throttled, _indexed_late, _answered_inline):
             queue = f"record-{part.__name__.strip('_')}"
             client = await AgentClient.connect(server.address, task_queue=queue)
             recorded += await part(client)
@@ -587,6 +587,46 @@ async def _throttled(client: AgentClient) -> Recorded:
         run = await client.start_run("echo", "hello", options=options)
         await run.result()
     return [("agent_run_throttled_then_answered", run.workflow)]
+
+
+class _SlowScript(ScriptedModel):
+    """A scripted model whose every call takes 1.2 s (the call's latency)."""
+
+    async def create(self, messages, tools, context):
+        await asyncio.sleep(1.2)
+        return await super().create(messages, tools, context)
+
+
+@tool
+def page(n: int) -> str:
+    """Read page n."""
+    return f"page {n}"
+
+
+async def _indexed_late(client: AgentClient) -> Recorded:
+    """A run of 11 turns that outlives the old 10 s flush interval: it upserts its
+    counters once, as it ends (patched: ratchet-longer-flush-interval).
+    ``agent_run_indexed_at_the_old_interval`` is the same run recorded before the
+    patch (with a one-off script running this part on the code before it): it upserts
+    at turn 10 too."""
+    script = [*(ScriptedModel.call("page", n=i) for i in range(10)), "read"]
+    agent = ToolCallingAgent(_SlowScript(script), [page])
+    async with build_worker(client, {"slow_pager": agent}):
+        run = await client.start_run("slow_pager", "Read ten pages.")
+        await run.result()
+    return [("agent_run_indexed_once_at_its_end", run.workflow)]
+
+
+async def _answered_inline(client: AgentClient) -> Recorded:
+    """A session whose small answer goes in the send's Update result and whose large
+    one stays in the thread only (no command changed: nothing patched)."""
+    model = ScriptedModel(["short", "x" * 6000])
+    async with build_worker(client, {"echo": lambda: ToolCallingAgent(model)}):
+        session = await client.start_session("echo")
+        for text in ("small", "large"):
+            await session.send(text)
+        await session.close()
+    return [("agent_session_answer_in_the_update", session.workflow)]
 
 
 async def _fill_cart(context) -> None:

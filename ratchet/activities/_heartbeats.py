@@ -20,7 +20,9 @@ recorded so far:
   from it for ``interval`` (0.8 of the heartbeat timeout: 8 s at the default 10 s),
   the task's start counting as the first heartbeat. So a model call shorter than
   that sends no heartbeat at all, and a longer turn one per 0.8 of the timeout:
-  each heartbeat that reaches the server is a billed action.
+  each heartbeat that reaches the server is a billed action. A turn with no
+  heartbeat timeout sends none: the server would miss none, and a dead worker's
+  turn is retried after its start-to-close timeout.
 
 A liveness heartbeat goes through the SDK (``activity.heartbeat()``), not beside one
 of the turn's own: the worker's core needs the SDK's (it cancels an attempt that has
@@ -55,8 +57,6 @@ from ratchet.errors import StaleAttemptError
 LIVENESS_FRACTION = 0.8
 """A turn heartbeats when the server has heard none for this fraction of the
 heartbeat timeout (the SDK's throttle: no more often than it would)."""
-DEFAULT_LIVENESS = 2.0
-"""Seconds between liveness heartbeats when the turn has no heartbeat timeout."""
 MAX_FRESH = 1.0
 """An acknowledgement proves the attempt current for at most this many seconds."""
 SDK_SLACK = 2.0
@@ -97,7 +97,10 @@ class Heartbeats:
         self._details = details
         self._describe = describe
         timeout = heartbeat_timeout.total_seconds() if heartbeat_timeout else None
-        self.interval = timeout * LIVENESS_FRACTION if timeout else DEFAULT_LIVENESS
+        self.interval = timeout * LIVENESS_FRACTION if timeout else None
+        """Seconds of silence before a liveness heartbeat; ``None``: no heartbeat
+        timeout, so none (nothing on the server would miss it: a dead worker's turn
+        is retried after its start-to-close timeout)."""
         self.fresh = min(MAX_FRESH, timeout / 3) if timeout else MAX_FRESH
         self.sdk_every = timeout
         """The heartbeat timeout; ``None``: the core keeps no heartbeat timer, and the
@@ -134,13 +137,17 @@ class Heartbeats:
 
     async def keep_alive(self) -> None:
         """Heartbeat whenever one is due; runs until cancelled."""
+        interval = self.interval
+        if interval is None:  # each heartbeat is billed, and none is needed
+            await asyncio.Event().wait()
+            return
         while True:
-            await asyncio.sleep(max(0.0, self._due() - time.monotonic()))
+            await asyncio.sleep(max(0.0, self._due(interval) - time.monotonic()))
             try:
                 await _answered(self._exclusive(self._is_due, liveness=True))
             except RPCError as e:  # the client has retried it already
                 activity.logger.warning("%s: a heartbeat failed (%s)", self._describe, e)
-                await asyncio.sleep(self.interval)
+                await asyncio.sleep(interval)
 
     def hand_over(self) -> None:
         """Hand the SDK every step recorded so far (and why this attempt failed): its
@@ -148,17 +155,17 @@ class Heartbeats:
         handed last, and the next attempt reads them."""
         activity.heartbeat(copy.copy(self._details()))
 
-    def _due(self) -> float:
+    def _due(self, interval: float) -> float:
         """When the next liveness heartbeat is due (monotonic seconds). The task's
         start counts as the first heartbeat: a turn shorter than ``interval`` that
         records no step sends no heartbeat at all."""
-        due = self._heard_at + self.interval
+        due = self._heard_at + interval
         if self.sdk_every is not None:
             due = min(due, self._sdk_at + self.sdk_every + SDK_SLACK)
         return due
 
     def _is_due(self) -> bool:
-        return time.monotonic() >= self._due()
+        return self.interval is not None and time.monotonic() >= self._due(self.interval)
 
     async def _when(self, needed: Callable[[], bool], before: str = "") -> None:
         """Send a heartbeat if ``needed`` holds once none is in flight (none when it

@@ -98,7 +98,8 @@ async def run_demo(keep: bool, state_dir: Path) -> int:
         workers.append(first)
         await asyncio.to_thread(first.wait_ready)
         print(f"  worker A started (pid {first.process.pid})")
-        options = RunOptions(heartbeat_timeout=timedelta(seconds=2), max_turns=12)
+        beat = timedelta(seconds=2)
+        options = RunOptions(heartbeat_timeout=beat, max_turns=12)
         handle = await client.start_run("travel", DEMO_PROMPT, options=options)
         print(f"\nRun {handle.id}\n  user: {DEMO_PROMPT}")
         follower = asyncio.create_task(follow_turns(client, handle))
@@ -111,7 +112,7 @@ async def run_demo(keep: bool, state_dir: Path) -> int:
         await asyncio.to_thread(second.wait_ready)
         print(
             f"  worker B started (pid {second.process.pid}); the interrupted turn is retried "
-            f"once worker A misses its {options.heartbeat_timeout.total_seconds():.0f}s heartbeat"
+            f"once worker A misses its {beat.total_seconds():.0f}s heartbeat"
         )
         result = await handle.result()
         await follower

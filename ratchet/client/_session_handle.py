@@ -256,7 +256,8 @@ class SessionHandle(AgentHandle):
                 "thread: read it with thread()."
             )
         result = outcome.result.model_copy(update={"session_id": self.id})
-        if outcome.final_at is not None:
+        if result.final_response is None and outcome.final_at is not None:
+            # Large, older, or from a worker before answers came inline: a query.
             at = outcome.final_at
             if self._thread_id is None:  # a session's thread keeps its id for ever
                 info = await retrying(lambda: log_info(self._handle), until=until)

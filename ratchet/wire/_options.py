@@ -138,14 +138,16 @@ class RunOptions(CheckedOptions):
     turn_timeout: timedelta = timedelta(minutes=10)
     """Start-to-close timeout of one turn attempt (a model call and its tools); also
     the most time a turn spends throttled by its model's provider, in total."""
-    heartbeat_timeout: timedelta = timedelta(seconds=10)
+    heartbeat_timeout: timedelta | None = timedelta(seconds=10)
     """A turn whose worker stops heartbeating for this long is retried elsewhere: a
     worker that dies is noticed within it (plus the retry interval). A turn sends a
     liveness heartbeat whenever the server has heard none for 0.8 of it (none during
     a model call shorter than 8 s at the default, then one per 8 s), and each step
     ``context.once`` records is acknowledged by the server. Each heartbeat is a
     billed action on Temporal Cloud: a shorter timeout notices a dead worker sooner
-    and costs more (docs/capacity.md)."""
+    and costs more (docs/capacity.md). ``None``: no heartbeat timeout and no liveness
+    heartbeat (the peers' price); a turn lost with its worker is retried after
+    ``turn_timeout``, and a cancelled turn learns of it only at its next checkpoint."""
     max_attempts: int = 10
     """Failed attempts per turn before the run fails (0 means unlimited). A provider's
     throttling (429, 529) is no failure: it waits out ``retry-after``, for at most
@@ -216,7 +218,8 @@ class RunOptions(CheckedOptions):
         ]
         chosen = "heartbeat_timeout" in self.model_fields_set  # the default yields: a
         # turn shorter than it is noticed dead at its turn_timeout (Temporal clamps)
-        if chosen and timedelta(0) < self.turn_timeout <= self.heartbeat_timeout:
+        beat = self.heartbeat_timeout
+        if chosen and beat is not None and timedelta(0) < self.turn_timeout <= beat:
             found.append(
                 f"heartbeat_timeout={self.heartbeat_timeout!r}, but it must be shorter than "
                 f"turn_timeout={self.turn_timeout!r} (a dead worker is noticed after it)"

@@ -111,9 +111,9 @@ class SendOutcome(SparseModel):
     state: Literal["queued", "running", "done", "failed", "forgotten", "unknown"]
     """``forgotten``: the message ran, but the session no longer holds its result."""
     result: RunResult | None = None
-    """The run's result without its answer's text, which is in the thread once
-    (``final_at``), and without ``session_id`` and ``thread_end`` (the client knows
-    the one; the other is for a rerun's runs)."""
+    """The run's result without ``session_id`` and ``thread_end`` (the client knows
+    the one; the other is for a rerun's runs). Its answer (``final_response``) is
+    there when small and recent; else it is in the thread (``final_at``), read back."""
     final_at: int | None = None
     """Position of the final response in the session's thread."""
     error: str | None = None

@@ -61,7 +61,13 @@ with workflow.unsafe.imports_passed_through():
 
 JSON_PLAIN = {"encoding": b"json/plain"}
 FLUSH_TURNS = 10
-FLUSH_INTERVAL = timedelta(seconds=10)
+FLUSH_INTERVAL = timedelta(minutes=2)
+"""A run's counters go without a change of status at most this often: a run of a
+minute or two upserts once, as it ends (each upsert is a billed action)."""
+FLUSH_INTERVAL_BEFORE = timedelta(seconds=10)
+"""The interval before ``LONGER_FLUSH_INTERVAL``: histories recorded before it
+upserted at it."""
+LONGER_FLUSH_INTERVAL = "ratchet-longer-flush-interval"
 EVENTS_KEPT = 2000
 """Events a workflow keeps for late watchers; older ones are dropped at turn ends."""
 WAITING = (
@@ -85,8 +91,8 @@ class Index:
 
     Names and counters (turns, tokens, cost) go only along with a change of status,
     or once the counters are ``FLUSH_TURNS`` turns and ``FLUSH_INTERVAL`` behind:
-    a run upserts when it starts, when it waits or ends, and at most every ten
-    seconds between (the index is read by people), not once a turn.
+    a run upserts when it waits or ends, and at most every two minutes between (the
+    index is read by people), not once a turn.
     """
 
     def __init__(self, enabled: bool = True) -> None:
@@ -128,7 +134,13 @@ class Index:
         return bool(value) or name in self._values
 
     def _stale(self) -> bool:
-        return workflow.now() - self._flushed_at >= FLUSH_INTERVAL
+        """Whether the counters are ``FLUSH_INTERVAL`` behind; the patch is asked only
+        where the intervals disagree, so a run shorter than ten turns or 10 s records
+        no marker (a billed action)."""
+        age = workflow.now() - self._flushed_at
+        if age < FLUSH_INTERVAL_BEFORE:
+            return False
+        return age >= FLUSH_INTERVAL or not workflow.patched(LONGER_FLUSH_INTERVAL)
 
 
 def _indexed_already() -> dict[str, Any]:

@@ -42,6 +42,10 @@ RESULTS_KEPT = 500
 RESULTS_CARRIED = 50
 """Results of finished sends a client can still ask for by ticket (after a
 continue-as-new, the latest ones)."""
+ANSWERS_KEPT = 10
+"""Results that keep their (small) answer in ``result.final_response``: the latest
+ones, whose clients read them now; older ones, and those carried over a
+continue-as-new, name its place in the thread only (``final_at``)."""
 
 
 @dataclass
@@ -131,6 +135,9 @@ class SendBook:
         self._results[outcome.ticket] = outcome
         while len(self._results) > RESULTS_KEPT:
             self._results.pop(next(iter(self._results)))
+        older = self._results.get(outcome.ticket - ANSWERS_KEPT)
+        if older is not None:  # every ticket settles: each in turn loses its answer
+            self._results[older.ticket] = without_answer(older)
 
     def done(self, ticket: int) -> bool:
         return self.result(ticket).state not in ("queued", "running")
@@ -149,7 +156,8 @@ class SendBook:
 
     def carried(self) -> list[SendOutcome]:
         """The latest results, for the next workflow run."""
-        return sorted(self._results.values(), key=lambda r: r.ticket)[-RESULTS_CARRIED:]
+        latest = sorted(self._results.values(), key=lambda r: r.ticket)[-RESULTS_CARRIED:]
+        return [without_answer(r) for r in latest]
 
     def check(self, request: SendRequest, options: SessionOptions, used_tokens: int) -> None:
         """Reject (the Update's validator) a send the session cannot take, saying why.
@@ -197,3 +205,11 @@ def _now_ms() -> int:
 
 def _size(item: Queued) -> int:
     return sum(approximate_size(m) for m in item.messages) + 16
+
+
+def without_answer(outcome: SendOutcome) -> SendOutcome:
+    """The outcome with its answer left to the thread (``final_at``)."""
+    if outcome.result is None or outcome.result.final_response is None:
+        return outcome
+    result = outcome.result.model_copy(update={"final_response": None})
+    return outcome.model_copy(update={"result": result})

@@ -9,7 +9,14 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from ratchet.errors import BudgetExceededError
-    from ratchet.types import AgentStatus, Message, RunFinished, RunFinishedData, excerpt
+    from ratchet.types import (
+        AgentStatus,
+        Message,
+        RunFinished,
+        RunFinishedData,
+        approximate_size,
+        excerpt,
+    )
     from ratchet.wire import (
         LogIndex,
         Queued,
@@ -37,6 +44,11 @@ FINISHED_TEXT = 4000
 EVENT_BYTES_CARRIED = 24 * 1024
 QUEUE_BYTES_CARRIED = 24 * 1024
 """A continue-as-new waits for the queue to drain below this many bytes."""
+ANSWER_INLINE = 2 * 1024
+"""Bytes (about) of an answer that goes in its send's Update result, sparing the
+client a query (a billed action) to read it back from the thread. Its bytes are in
+history twice: at Temporal Cloud's prices 2 KiB of open history costs an action's
+price in about 24 days (docs/capacity.md)."""
 HISTORY_EVENTS = 8000
 HISTORY_BYTES = 8 * 1024 * 1024
 UPDATES_PER_RUN = 1500
@@ -135,9 +147,14 @@ class SessionRuns:
         totals.agent = result.agent  # a handoff moves the session to another agent
         final_at = position(self._runner.state.session.thread, result.final_response)
         self._finished(label, result.status, result.output, result.final_response)
-        # What the client knows or reads anyway stays out of history: the answer (read
-        # from the thread at final_at), the session's id, the thread's end.
-        short = {"final_response": None, "thread": None, "session_id": None, "thread_end": None}
+        # What the client knows or reads anyway stays out of history: the session's id,
+        # the thread's end, and an answer over ANSWER_INLINE bytes (the client reads it
+        # from the thread at final_at: a query, a billed action). A small one goes
+        # in the Update's result (its bytes land in history twice; no command changes).
+        answer = result.final_response
+        if answer is not None and approximate_size(answer) > ANSWER_INLINE:
+            answer = None
+        short = {"final_response": answer, "thread": None, "session_id": None, "thread_end": None}
         self._settle(
             SendOutcome(
                 ticket=item.ticket,

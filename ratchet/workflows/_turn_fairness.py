@@ -10,16 +10,21 @@ from temporalio.common import Priority
 with workflow.unsafe.imports_passed_through():
     from ratchet.wire import AGENT_OWNER, AGENT_TENANT, RunOptions, fairness_key
 
+    from ._replayed_patches import replayed_patch
+
 TURN_FAIRNESS = "ratchet-turn-fairness"
-"""Patch: turn activities carry a fairness key and weight (they carried none before)."""
+"""Patch that histories recorded since turns carry a fairness key may hold (their
+first task's marker); turns no longer record it (see ``turn_priority``)."""
 
 
 def turn_priority(options: RunOptions, agent: str) -> Priority:
     """The priority of this run's turns: its options' key, else the owner, else the
-    tenant (search attributes the front door set), else the agent; none on a history
-    recorded before turns had one."""
-    if not workflow.patched(TURN_FAIRNESS):
-        return Priority.default
+    tenant (search attributes the front door set), else the agent.
+
+    Unpatched: replay does not compare a scheduled activity's priority (a history
+    recorded before turns had one replays), and a patch marker is a billed action
+    per workflow run (``_replayed_patches``)."""
+    replayed_patch(TURN_FAIRNESS)
     found = workflow.info().typed_search_attributes
     key = options.fairness_key or found.get(AGENT_OWNER) or found.get(AGENT_TENANT) or agent
     return Priority(fairness_key=fairness_key(key), fairness_weight=options.fairness_weight)

@@ -19,3 +19,11 @@ def test_a_short_turn_timeout_is_fine_with_the_default_heartbeat_timeout():
         RunOptions(
             turn_timeout=timedelta(seconds=10), heartbeat_timeout=timedelta(seconds=10)
         ).check()
+
+
+def test_no_heartbeat_timeout_is_accepted_with_any_turn_timeout_and_round_trips():
+    """``None``: no heartbeat timeout (the peers' price); a dead worker's turn waits
+    for its turn_timeout, whatever it is (it was refused: not a timedelta)."""
+    options = RunOptions(heartbeat_timeout=None, turn_timeout=timedelta(seconds=5))
+    options.check()
+    assert RunOptions.model_validate_json(options.model_dump_json()).heartbeat_timeout is None

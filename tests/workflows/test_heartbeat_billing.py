@@ -8,6 +8,7 @@ import re
 import urllib.request
 from collections import Counter
 from collections.abc import Sequence
+from datetime import timedelta
 
 import pytest
 
@@ -15,6 +16,7 @@ from ratchet.agents import ModelResponse, RunContext, ScriptedModel, Tool, ToolC
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer, free_port
 from ratchet.types import Message
+from ratchet.wire import RunOptions
 from ratchet.worker import build_worker
 
 LINE = re.compile(r'^action\{action_type="([^"]+)",namespace="default"[^}]*\} (\S+)$')
@@ -55,7 +57,7 @@ class SlowModel(ScriptedModel):
         return await super().create(messages, tools, context)
 
 
-async def billed_heartbeats(seconds: float) -> int:
+async def billed_heartbeats(seconds: float, options: RunOptions | None = None) -> int:
     """Heartbeats metered for one run whose one model call takes ``seconds``."""
     port = free_port()
     with DevServer.start(ui=False, extra_args=["--metrics-port", str(port)]) as server:
@@ -63,7 +65,7 @@ async def billed_heartbeats(seconds: float) -> int:
         agent = ToolCallingAgent(SlowModel(seconds), [])
         async with build_worker(client, {"slow": agent}):
             before = await settled(port)
-            assert (await client.run("slow", "go")).output == "done"
+            assert (await client.run("slow", "go", options=options)).output == "done"
             return await settled(port) - before
 
 
@@ -78,3 +80,12 @@ async def test_a_longer_model_call_sends_one_billed_heartbeat_per_eight_seconds(
     # 0.8 of the default 10 s heartbeat timeout: at 8 s and 16 s of a 17 s call; the
     # old design sent the turn's own and, every other time, the SDK's too.
     assert 1 <= await billed_heartbeats(17.0) <= 2
+
+
+@pytest.mark.slow
+async def test_a_turn_with_no_heartbeat_timeout_sends_no_heartbeat():
+    # The peers' price: no liveness heartbeat at all (a dead worker's turn waits for
+    # turn_timeout); the option was refused before, and a turn without a timeout
+    # heartbeated every 2 s.
+    options = RunOptions(heartbeat_timeout=None, turn_timeout=timedelta(seconds=30))
+    assert await billed_heartbeats(MODEL_SECONDS, options) == 0

@@ -95,7 +95,8 @@ async def test_each_message_runs_in_the_session_and_is_written_to_history_once(
     assert state.execution is None and state.status.value == "PENDING"
     assert (status.status, status.runs) == ("PENDING", 3)
     # A send's result names the session; its history holds only what the client
-    # cannot know (no answer text, no session id, no thread end).
+    # cannot know (no session id, no thread end) and a small answer, which spares the
+    # client a billed query to read it back.
     assert all(r.session_id == session.id and r.workflow_id == session.id for r in results)
     completed = [
         e.workflow_execution_update_completed_event_attributes.outcome.success.payloads[0].data
@@ -103,14 +104,18 @@ async def test_each_message_runs_in_the_session_and_is_written_to_history_once(
         if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED
     ]
     assert len(completed) == 3
-    assert not any(b"session_id" in c or b"thread_end" in c or b"unique-" in c for c in completed)
+    assert not any(b"session_id" in c or b"thread_end" in c for c in completed)
+    assert all(output.encode() in c for output, c in zip(outputs, completed, strict=True))
     # No child workflows; each message is in the session's history once: the user's
-    # in the send Update, the answer in the result of the turn that wrote it.
+    # in the send Update, the answer in the result of the turn that wrote it (and, as
+    # it is small, in the send's result too).
     kinds = {e.event_type for e in history}
     assert EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED not in kinds
     raw = b"".join(e.SerializeToString() for e in history)
-    for text in ["unique-0-text", "unique-2-text", *outputs]:
+    for text in ["unique-0-text", "unique-2-text"]:
         assert raw.count(f'"{text}"'.encode()) == 1, text
+    for text in outputs:
+        assert raw.count(f'"{text}"'.encode()) == 2, text
     assert exported["agents"][0]["entries"]["visits"]["data"] == 3
 
 
