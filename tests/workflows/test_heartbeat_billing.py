@@ -4,9 +4,6 @@ metering (the ``action`` metric by ``action_type``, as bench/actions.py reads it
 from __future__ import annotations
 
 import asyncio
-import re
-import urllib.request
-from collections import Counter
 from collections.abc import Sequence
 from datetime import timedelta
 
@@ -19,28 +16,9 @@ from ratchet.types import Message
 from ratchet.wire import RunOptions
 from ratchet.worker import build_worker
 
-LINE = re.compile(r'^action\{action_type="([^"]+)",namespace="default"[^}]*\} (\S+)$')
+from ..metering import heartbeats, settled
+
 MODEL_SECONDS = 6.0
-
-
-def heartbeats(port: int) -> int:
-    """Heartbeat actions the server has metered so far."""
-    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
-    counts: Counter[str] = Counter()
-    for line in text.splitlines():
-        if match := LINE.match(line):
-            counts[match[1]] += int(float(match[2]))
-    return sum(n for kind, n in counts.items() if "heartbeat" in kind.lower())
-
-
-async def settled(port: int) -> int:
-    """The count once it stops moving (the server reports it each second)."""
-    last = heartbeats(port)
-    while True:
-        await asyncio.sleep(1.5)
-        if (now := heartbeats(port)) == last:
-            return now
-        last = now
 
 
 class SlowModel(ScriptedModel):
@@ -64,9 +42,9 @@ async def billed_heartbeats(seconds: float, options: RunOptions | None = None) -
         client = await AgentClient.connect(server.address, task_queue="billing")
         agent = ToolCallingAgent(SlowModel(seconds), [])
         async with build_worker(client, {"slow": agent}):
-            before = await settled(port)
+            before = heartbeats(await settled(port))
             assert (await client.run("slow", "go", options=options)).output == "done"
-            return await settled(port) - before
+            return heartbeats(await settled(port)) - before
 
 
 @pytest.mark.slow

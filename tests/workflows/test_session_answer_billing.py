@@ -3,11 +3,6 @@ is small: no query (a billed action) to read it back from the thread."""
 
 from __future__ import annotations
 
-import asyncio
-import re
-import urllib.request
-from collections import Counter
-
 import pytest
 
 from ratchet.agents import ScriptedModel, ToolCallingAgent
@@ -15,28 +10,10 @@ from ratchet.client import AgentClient
 from ratchet.devserver import DevServer, free_port
 from ratchet.worker import build_worker
 
-LINE = re.compile(r'^action\{action_type="([^"]+)",namespace="default"[^}]*\} (\S+)$')
+from ..metering import settled
+
 QUERY = "grpc_QueryWorkflow"
 LARGE = "x" * 6000
-
-
-def metered(port: int) -> Counter[str]:
-    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
-    counts: Counter[str] = Counter()
-    for line in text.splitlines():
-        if match := LINE.match(line):
-            counts[match[1]] += int(float(match[2]))
-    return counts
-
-
-async def settled(port: int) -> Counter[str]:
-    """The counts once they stop moving (the server reports them each second)."""
-    last = metered(port)
-    while True:
-        await asyncio.sleep(1.5)
-        if (now := metered(port)) == last:
-            return now
-        last = now
 
 
 @pytest.mark.slow  # a dev server of its own, for its metering
