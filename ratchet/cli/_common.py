@@ -33,8 +33,18 @@ def add_connection_arguments(
         parser.add_argument(
             "--task-queue",
             default="ratchet",
+            type=queue_name,
             help=f"{queue_help} (default: ratchet)",
         )
+
+
+def queue_name(text: str) -> str:
+    """An argparse type: a task queue's name, not blank (no worker could poll it)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is empty: give a task queue's name (e.g. ratchet, or openai)"
+        )
+    return text
 
 
 def address_of(args: argparse.Namespace) -> str:

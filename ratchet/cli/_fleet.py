@@ -132,7 +132,11 @@ async def limit_command(args: argparse.Namespace) -> int:
             f"turn queue {queue!r}: {each}at most {args.rps:g} turn dispatches per second, {where}"
         )
     report = await describe(client.temporal, queue)
-    if rps is not None and not args.per_key and not math.isclose(report.effective, rps):
+    if (
+        rps is not None
+        and not args.per_key
+        and not math.isclose(report.effective, rps, rel_tol=1e-6)
+    ):
         warn(
             f"the server enforces {report.effective:g}/s on turn queue {queue!r} (from "
             f"{report.source}), not the {rps:g}/s set: its own cap is lower"
@@ -164,7 +168,9 @@ async def status_command(args: argparse.Namespace) -> int:
 
     queue = queue_of(args)
     client = await connect(args)
-    lines = status_lines(queue, await describe(client.temporal, queue))
+    report = await describe(client.temporal, queue)
+    lines = status_lines(queue, report)
+    warn_unpolled(queue, report.pollers, setting=False)
     if not args.metrics:
         print(*lines, sep="\n")
         return 0
@@ -182,28 +188,26 @@ async def status_command(args: argparse.Namespace) -> int:
 
 
 def queue_of(args: argparse.Namespace) -> str:
-    """The ``--task-queue`` given; an empty one is refused."""
-    queue: str = args.task_queue
-    if not queue.strip():
-        raise ConfigurationError(
-            f"--task-queue {queue!r} is empty: give the queue the turns run on (their "
-            "RunOptions.task_queue, e.g. openai), or leave it out for 'ratchet'."
-        )
-    return queue
+    """The ``--task-queue`` given (argparse refuses a blank one)."""
+    return args.task_queue
 
 
 def warn(text: str) -> None:
     print(f"warning: {text}", file=sys.stderr)
 
 
-def warn_unpolled(queue: str, pollers: int) -> None:
+def warn_unpolled(queue: str, pollers: int, *, setting: bool = True) -> None:
     """A setting made before any worker polls the queue holds once they do: say so,
-    in case the name is wrong."""
-    if not pollers:
-        warn(
-            f"no worker polls turn queue {queue!r} (yet): the setting holds once workers "
-            f"start on it (ratchet worker --task-queue {queue}); check the name if none will"
-        )
+    in case the name is wrong (``setting=False``: a status, whose turns wait)."""
+    if pollers:
+        return
+    then = (
+        "the setting holds once workers start on it" if setting else "its turns wait until one does"
+    )
+    warn(
+        f"no worker polls turn queue {queue!r} (yet): {then} "
+        f"(ratchet worker --task-queue {queue}); check the name if none will"
+    )
 
 
 def status_lines(queue: str, report: QueueReport) -> list[str]:
@@ -233,7 +237,9 @@ def status_lines(queue: str, report: QueueReport) -> list[str]:
 
 def _held_back(report: QueueReport) -> str:
     """The server's ``rate_limiting_active`` stays on a while after the load ends:
-    with no backlog, nothing is held back."""
+    with no backlog, or no dispatches (no worker), nothing is held back by it."""
     if not report.backlog:
         return "no (no backlog)"
+    if not report.dispatch_rate:  # the flag lingers; nothing is taken at all
+        return "no (nothing dispatched; is any worker polling?)"
     return "yes" if report.limiting else "no"

@@ -37,6 +37,8 @@ async def show_run(run: RunHandle, last: int) -> int:
     execution = state.execution
     print(f"run: {run.id}")
     print(f"agent: {state.session.agent_id} · {state.status.value}")
+    if state.status.value == "FAILED":
+        print(f"failed: {await _failure(run)}")
     if execution is not None:
         print(f"tokens: {execution.usage.total_tokens} · turns: {execution.step_count}")
         if execution.usage.cost_usd:
@@ -47,6 +49,17 @@ async def show_run(run: RunHandle, last: int) -> int:
         print(turns_table(execution))
     print_last(await run.thread(last=last), last)  # read alone: not paged in whole
     return 0
+
+
+async def _failure(run: RunHandle) -> str:
+    """Why a failed run failed, as its result says."""
+    from ratchet.errors import RunError
+
+    try:
+        await run.result()
+    except RunError as e:
+        return str(e)
+    return "(no reason recorded)"
 
 
 async def export_run(run: RunHandle) -> int:

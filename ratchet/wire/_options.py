@@ -216,6 +216,11 @@ class RunOptions(CheckedOptions):
             *at_least("continue_as_new_after_turns", self.continue_as_new_after_turns, 1),
             *fairness_problems(self.fairness_key, self.fairness_weight),
         ]
+        if self.task_queue is not None and not self.task_queue.strip():
+            found.append(
+                f"task_queue={self.task_queue!r}, but it must name a queue (or be None: "
+                "the workflow's own); no worker would take its turns"
+            )
         chosen = "heartbeat_timeout" in self.model_fields_set  # the default yields: a
         # turn shorter than it is noticed dead at its turn_timeout (Temporal clamps)
         beat = self.heartbeat_timeout

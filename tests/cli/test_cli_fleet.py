@@ -199,11 +199,19 @@ def test_fleet_status_refuses_an_empty_list_of_metrics_endpoints(
     assert "',' names no endpoint" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("action", [["limit", "--rps", "2"], ["weight", "--key", "k", "--unset"]])
-def test_fleet_refuses_an_empty_task_queue(action: list[str], capsys: pytest.CaptureFixture[str]):
-    code, _, err = ratchet(capsys, "fleet", *action, "--task-queue", "")
-    assert code == 1
-    assert "error: --task-queue '' is empty" in err
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["fleet", "limit", "--rps", "2"],
+        ["fleet", "weight", "--key", "k", "--unset"],
+        ["worker", "--agents", "tests.logged_agents:AGENTS"],
+        ["run", "quick", "hi"],
+    ],
+)
+def test_an_empty_task_queue_is_refused(command: list[str], capsys: pytest.CaptureFixture[str]):
+    with pytest.raises(SystemExit):
+        main([*command, "--task-queue", " "])
+    assert "--task-queue: ' ' is empty: give a task queue's name" in capsys.readouterr().err
 
 
 def test_fleet_weight_stores_a_long_key_as_turns_shorten_it_and_warns_of_no_workers(
@@ -235,6 +243,8 @@ def test_fleet_limit_warns_when_the_server_enforces_another_rate_and_status_show
     code, _, err = ratchet(capsys, *limit, "--rps", "1e12")
     assert code == 0, err
     assert re.search(r"warning: the server enforces \S+/s on turn queue .* not the 1e\+12/s", err)
+    code, _, err = ratchet(capsys, *limit, "--rps", "0.7")  # float32 at the server: 0.69999..
+    assert code == 0 and "enforces" not in err, err
     code, _, err = ratchet(capsys, *limit, "--per-key", "--rps", "2", "--reason", "tier 1")
     assert code == 0, err
     out = ratchet(capsys, "fleet", "status", "--task-queue", task_queue)[1]

@@ -10,12 +10,14 @@ import os
 import signal
 import sys
 
+import pytest
 from temporalio.client import WorkflowExecutionStatus
 
 from ratchet.agents import ScriptedModel, ToolCallingAgent, tool
 from ratchet.client import AgentClient, AgentStatus
 from ratchet.client._listing import WorkflowSummary, _status, list_workflows, type_clause
 from ratchet.devserver import DevServer
+from ratchet.errors import RunError
 from ratchet.wire import RunOptions, SessionOptions
 from ratchet.worker import build_worker
 from tests.chaos import as_from_a_terminal, ended
@@ -590,3 +592,20 @@ async def test_sessions_delete_stops_a_running_session_then_deletes_it_and_its_r
         )
         assert code == 0, err
         assert f"forks that lost their earlier messages: {fork.id}" in out
+
+
+async def test_sessions_show_says_why_a_failed_run_failed(
+    temporal_server: DevServer, agent_client: AgentClient, task_queue: str
+):
+    def broken(messages, context):
+        raise ValueError("the model's reply could not be parsed")
+
+    agent = ToolCallingAgent(ScriptedModel(broken))
+    async with build_worker(agent_client, {"broken": agent}):
+        run = await agent_client.start_run("broken", "hi", options=RunOptions(max_attempts=1))
+        with pytest.raises(RunError):
+            await run.result()
+        code, out, err = await ratchet(temporal_server, task_queue, "sessions", "show", run.id)
+    assert code == 0, err
+    assert "agent: broken · FAILED" in out
+    assert "failed: " in out and "the model's reply could not be parsed" in out, out

@@ -27,3 +27,10 @@ def test_no_heartbeat_timeout_is_accepted_with_any_turn_timeout_and_round_trips(
     options = RunOptions(heartbeat_timeout=None, turn_timeout=timedelta(seconds=5))
     options.check()
     assert RunOptions.model_validate_json(options.model_dump_json()).heartbeat_timeout is None
+
+
+@pytest.mark.parametrize("queue", [" ", "\t"])
+def test_a_blank_task_queue_is_refused_where_it_is_written(queue: str):
+    """No worker polls a queue named " ": the run would wait for ever."""
+    with pytest.raises(InvalidOptionsError, match="task_queue=.*must name a queue"):
+        RunOptions(task_queue=queue)

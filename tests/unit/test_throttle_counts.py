@@ -99,10 +99,11 @@ def test_a_metrics_address_becomes_its_endpoint(given: str, url: str):
 
 
 def test_status_says_no_turn_is_held_back_without_a_backlog_whatever_the_server_flags():
-    def held(backlog: int, limiting: bool) -> str:
+    def held(backlog: int, limiting: bool, dispatching: float = 1.0) -> str:
         report = QueueReport(
             limit=1.0, reason="", effective=1.0, source="api", backlog=backlog,
-            backlog_age=0.0, add_rate=0.0, dispatch_rate=0.0, limiting=limiting, pollers=1,
+            backlog_age=0.0, add_rate=0.0, dispatch_rate=dispatching, limiting=limiting,
+            pollers=1,
         )  # fmt: skip
         (line,) = [x for x in status_lines("q", report) if "held back" in x]
         return line.rpartition(": ")[2]
@@ -110,3 +111,5 @@ def test_status_says_no_turn_is_held_back_without_a_backlog_whatever_the_server_
     assert held(0, limiting=True) == "no (no backlog)"  # a minute after the load ended
     assert held(5, limiting=True) == "yes"
     assert held(5, limiting=False) == "no"
+    # The workers stopped with turns waiting: the flag lingers, the limit holds none.
+    assert held(5, limiting=True, dispatching=0.0).startswith("no (nothing dispatched")
