@@ -116,6 +116,8 @@ async def _close(records: dict[int, TurnRecord], event: HistoryEvent, converter:
         EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT,
     ):
         record.failure = _unwrapped(attrs.failure).message
+        if record.attempts:  # the last attempt failed with the turn
+            record.attempts[-1].failure = record.failure
 
 
 def _unwrapped(failure: Failure) -> Failure:

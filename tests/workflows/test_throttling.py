@@ -94,7 +94,10 @@ async def test_a_turn_throttled_longer_than_its_turn_timeout_fails_saying_so(
             match=r"throttled turn 1 of agent 'oa' 2 time\(s\), for 3.\ds in all .* \(2s\)",
         ):
             await handle.result()
+        (turn,) = await handle.turns()
     assert len(server.requests) == 2
+    assert [a.throttled for a in turn.attempts] == ["429, retry-after 1.5s", None]
+    assert "throttled turn 1" in (turn.attempts[-1].failure or "")  # the attempt that ended it
 
 
 class ThrottledThenStuck(Agent):
