@@ -26,10 +26,9 @@ from pathlib import Path
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
 from ratchet.process import hard_exit
-from ratchet.wire import RunOptions
 
 from ._results import write_result
-from .resume import RESULTS, Bench
+from .resume import RESULTS, Bench, retry_defaults
 
 
 async def sample(bench: Bench, client: AgentClient, seconds: float, rng: random.Random) -> float:
@@ -82,10 +81,8 @@ async def measure(args: argparse.Namespace) -> dict:
     finally:
         bench.stop()
         server.stop()
-    defaults = RunOptions()
     return {
-        "heartbeat_timeout_s": defaults.heartbeat_timeout.total_seconds(),
-        "initial_retry_interval_s": defaults.initial_retry_interval.total_seconds(),
+        **retry_defaults(),
         "kills": args.kills,
         "cases": cases,
     }

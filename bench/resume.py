@@ -155,13 +155,21 @@ async def measure(args: argparse.Namespace) -> dict:
     finally:
         bench.stop()
         server.stop()
-    defaults = RunOptions()
     return {
-        "heartbeat_timeout_s": defaults.heartbeat_timeout.total_seconds(),
-        "initial_retry_interval_s": defaults.initial_retry_interval.total_seconds(),
+        **retry_defaults(),
         "turn_worker": summary(turn_worker),
         "workflow_and_turn_worker": summary(both),
         "heartbeats": heartbeats,
+    }
+
+
+def retry_defaults() -> dict[str, float]:
+    """What bounds resumption by default: the heartbeat timeout and retry interval."""
+    defaults = RunOptions()
+    beat = defaults.heartbeat_timeout
+    return {
+        "heartbeat_timeout_s": beat.total_seconds() if beat is not None else 0.0,
+        "initial_retry_interval_s": defaults.initial_retry_interval.total_seconds(),
     }
 
 

@@ -119,7 +119,7 @@ def weight_value(text: str) -> float:
 async def limit_command(args: argparse.Namespace) -> int:
     from ._fleet_queue import describe, set_limit
 
-    queue = queue_of(args)
+    queue: str = args.task_queue  # argparse refuses a blank one
     client = await connect(args)
     rps = None if args.unset else args.rps
     await set_limit(client.temporal, queue, rps, args.reason or "", per_key=args.per_key)
@@ -148,7 +148,7 @@ async def limit_command(args: argparse.Namespace) -> int:
 async def weight_command(args: argparse.Namespace) -> int:
     from ._fleet_queue import describe, set_weights
 
-    queue = queue_of(args)
+    queue: str = args.task_queue  # argparse refuses a blank one
     client = await connect(args)
     key = fairness_key(args.key)
     if key != args.key:
@@ -166,7 +166,7 @@ async def weight_command(args: argparse.Namespace) -> int:
 async def status_command(args: argparse.Namespace) -> int:
     from ._fleet_queue import describe
 
-    queue = queue_of(args)
+    queue: str = args.task_queue  # argparse refuses a blank one
     client = await connect(args)
     report = await describe(client.temporal, queue)
     lines = status_lines(queue, report)
@@ -185,11 +185,6 @@ async def status_command(args: argparse.Namespace) -> int:
     if not scraped.texts:
         raise ConfigurationError("No metrics endpoint answered: see the warnings above.")
     return 0
-
-
-def queue_of(args: argparse.Namespace) -> str:
-    """The ``--task-queue`` given (argparse refuses a blank one)."""
-    return args.task_queue
 
 
 def warn(text: str) -> None:
