@@ -13,8 +13,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from temporalio.client import Client
 
 from ratchet.cli import main
+from ratchet.cli._fleet_queue import describe
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer, free_port
 from ratchet.wire import RunOptions, fairness_key
@@ -23,6 +25,20 @@ from ..logged_agents import EventLog
 
 RPS = 3.0
 RUNS = 15
+
+
+def polled(server: DevServer, queue: str) -> None:
+    """Until the server lists a poller of the turn queue: a worker process says it is
+    ready before its first poll reaches the server."""
+
+    async def wait() -> None:
+        client = await Client.connect(server.address)
+        deadline = time.monotonic() + 30
+        while not (await describe(client, queue)).pollers:
+            assert time.monotonic() < deadline, f"no worker polled {queue!r}"
+            await asyncio.sleep(0.1)
+
+    asyncio.run(wait())
 
 
 def ratchet(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -171,6 +187,7 @@ def test_fleet_status_shows_what_answered_and_names_each_endpoint_that_did_not(
     monkeypatch.setenv("TEMPORAL_ADDRESS", temporal_server.address)
     address = f"127.0.0.1:{free_port()}"
     worker_processes("--metrics-address", address)
+    polled(temporal_server, task_queue)
     down = f"http://127.0.0.1:{free_port()}/metrics"
     urls = ",".join([address, down, not_metrics])
     code, out, err = ratchet(
