@@ -58,7 +58,12 @@ from ratchet.payloads import (
     external_storage,
     with_codec,
 )
-from ratchet.workflows import AgentRunWorkflow, AgentSessionWorkflow, ScheduledSendWorkflow
+from ratchet.workflows import (
+    AgentRun,
+    AgentRunWorkflow,
+    AgentSessionWorkflow,
+    ScheduledSendWorkflow,
+)
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -73,7 +78,12 @@ __all__ = [
 
 PASSED_THROUGH = ("ratchet", "pydantic", "openai", "opentelemetry")
 """Modules workflows share with the worker instead of re-importing per instance."""
-WORKFLOWS: tuple[type, ...] = (AgentRunWorkflow, AgentSessionWorkflow, ScheduledSendWorkflow)
+WORKFLOWS: tuple[type, ...] = (
+    AgentRun,
+    AgentRunWorkflow,
+    AgentSessionWorkflow,
+    ScheduledSendWorkflow,
+)
 
 
 @runtime_checkable

@@ -69,7 +69,7 @@ async def record() -> None:
         parts = (_runs, _people, _clients, _watched, _sessions, _rules, _approved, _reruns)
         parts = (*parts, _service)
         parts = (*parts, _scheduled, _moved, _closed_fresh, _anchored, _owned, _fair)
-        for part in (*parts, _throttled, _indexed_late, _answered_inline):
+        for part in (*parts, _throttled, _indexed_late, _answered_inline, _agent_run):
             queue = f"record-{part.__name__.strip('_')}"
             client = await AgentClient.connect(server.address, task_queue=queue)
             recorded += await part(client)
@@ -627,6 +627,47 @@ async def _answered_inline(client: AgentClient) -> Recorded:
             await session.send(text)
         await session.close()
     return [("agent_session_answer_in_the_update", session.workflow)]
+
+
+async def _agent_run(client: AgentClient) -> Recorded:
+    """The ``AgentRun`` type (0.2), born with every change since 0.1.0: approvals, an
+    owned run's sub-agent (an ``AgentRun`` too), continue-as-new; and the patch under
+    which a session's sub-agent and a rerun batch's cases start as ``AgentRun``."""
+    calls = ScriptedModel.calls(
+        ("pay", {"to": "a", "amount": 200}), ("pay", {"to": "b", "amount": 300})
+    )
+    workers = {**research_team(), "pay": payment_agent(Ledger(), [calls])}
+    async with build_worker(client, {**workers, "pager": lambda: paging_agent(6, [])}):
+        approvals = await client.start_run("pay", "pay both")
+        ids = [p.action.id for p in await approvals.wait_for_pending()]
+        await approvals.approve(ids[0])
+        await approvals.reject(ids[1], "unknown payee")
+        await approvals.result()
+        lead = await client.start_run("lead", "explain tides", owner="o'hara", tenant="acme")
+        await lead.result()
+        children = client.temporal.list_workflows(f"ParentWorkflowId = '{lead.id}'")
+        child = [info.id async for info in children][0]
+        paged = await client.start_run(
+            "pager", "Read the pages.", options=RunOptions(continue_as_new_after_turns=2)
+        )
+        await paged.result()
+    async with build_worker(client, research_team()):  # a fresh script
+        session = await client.start_session("lead")
+        await session.send("explain tides")
+        await session.close()
+    async with build_worker(client, rerun_agents, plugins=[EvalsPlugin()]):
+        batch = await start_batch(client, [await recorded_session(client)], agent="weather-v2")
+        await batch.result()
+    handle = client.temporal.get_workflow_handle
+    return [
+        ("agent_run_type_approve_reject", approvals.workflow),
+        ("agent_run_type_owned_with_sub_agent", lead.workflow),
+        ("agent_run_type_sub_agent", handle(child)),
+        ("agent_run_type_continued", handle(paged.id, run_id=paged.temporal_run_id)),
+        ("agent_run_type_started_after_continue", handle(paged.id)),
+        ("agent_session_sub_agent_as_agent_run", session.workflow),
+        ("rerun_batch_cases_as_agent_run", batch.handle),
+    ]
 
 
 async def _fill_cart(context) -> None:

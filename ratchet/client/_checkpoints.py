@@ -1,6 +1,6 @@
 """Checkpoints: a run's or session's thread and state after any of its turns.
 
-Every ``AgentRunWorkflow`` and ``AgentSession`` workflow run keeps a mark per turn
+Every ``AgentRun`` and ``AgentSession`` workflow run keeps a mark per turn
 (``workflows.marks``): the log's length and the view after the turn, its cursor
 and state, and the tool calls still open. A checkpoint asks the workflow runs
 for the mark, newest first, then pages the log in up to it: an open run by

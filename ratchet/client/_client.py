@@ -42,7 +42,7 @@ from ratchet.wire import (
     AGENT_STATUS,
     AGENT_TENANT,
     PAGE_BYTES,
-    RUN_WORKFLOW,
+    RUN_WORKFLOWS,
     SESSION_WORKFLOW,
     CheckpointAnswer,
     RunInput,
@@ -54,7 +54,7 @@ from ratchet.wire import (
     indexed_identity,
     new_messages,
 )
-from ratchet.workflows import AgentRunWorkflow, AgentSessionWorkflow, run_details
+from ratchet.workflows import AgentRun, AgentSessionWorkflow, run_details
 
 from ._checkpoints import Checkpoint, not_run, read_mark
 from ._deletion import DELETE_WAIT, FORKED_FROM, SessionDeletion, delete_session
@@ -190,7 +190,7 @@ class AgentClient:
             session = _with_state(agent, session, StateExport.load(state), options)
         with translated("run", workflow_id):
             handle = await self._start(
-                AgentRunWorkflow.run,
+                AgentRun.run,
                 RunInput(agent=agent, messages=messages, session=session, options=options),
                 id=workflow_id,
                 agent=agent,
@@ -342,7 +342,7 @@ class AgentClient:
                 "retention); fork a session or run by its id."
             ) from e
         kind = described.workflow_type
-        if kind not in (SESSION_WORKFLOW, RUN_WORKFLOW):
+        if kind != SESSION_WORKFLOW and kind not in RUN_WORKFLOWS:
             raise InvalidInputError(f"{source} is a {kind}; fork a session or an agent run.")
         running = described.status == WorkflowExecutionStatus.RUNNING
         return await read_mark(
@@ -535,7 +535,7 @@ class AgentClient:
 
     def get_run(self, workflow_id: str) -> RunHandle:
         check_id("run", workflow_id)
-        handle = self.temporal.get_workflow_handle_for(AgentRunWorkflow.run, workflow_id)
+        handle = self.temporal.get_workflow_handle_for(AgentRun.run, workflow_id)
         return RunHandle(handle, self.ui_url, self.temporal.namespace)
 
 

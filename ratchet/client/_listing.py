@@ -13,11 +13,10 @@ from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 
 from ratchet.errors import InvalidInputError
 from ratchet.types import AgentStatus
-from ratchet.wire import OWNER_KEYS, RUN_WORKFLOW, SESSION_WORKFLOW, identity_of, indexed_identity
+from ratchet.wire import OWNER_KEYS, RUN_WORKFLOWS, SESSION_WORKFLOW, identity_of, indexed_identity
 
 from ._error_mapping import check_id, translated
 
-RUN_TYPE = RUN_WORKFLOW
 STATUSES = tuple(status.value for status in AgentStatus)
 _ATTRIBUTE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -59,12 +58,12 @@ async def kind_of(temporal: Client, workflow_id: str) -> Literal["session", "run
     check_id("run or session", workflow_id)
     with translated("run or session", workflow_id):
         description = await temporal.get_workflow_handle(workflow_id).describe()
-    return "run" if description.workflow_type == RUN_TYPE else "session"
+    return "run" if description.workflow_type in RUN_WORKFLOWS else "session"
 
 
 def type_clause(runs: bool) -> str:
     """The ``WorkflowType`` clause for sessions (and single runs with ``runs``)."""
-    types = [SESSION_WORKFLOW, RUN_TYPE] if runs else [SESSION_WORKFLOW]
+    types = [SESSION_WORKFLOW, *RUN_WORKFLOWS] if runs else [SESSION_WORKFLOW]
     return f"WorkflowType IN ({', '.join(quoted(t) for t in types)})"
 
 
@@ -162,7 +161,7 @@ def summary(info: WorkflowExecution) -> WorkflowSummary:
     found = {p.key.name: p.value for p in info.typed_search_attributes}
     return WorkflowSummary(
         id=info.id,
-        kind="run" if info.workflow_type == RUN_TYPE else "session",
+        kind="run" if info.workflow_type in RUN_WORKFLOWS else "session",
         agent=_str(found.get("AgentName")),
         status=_status(info.status, found.get("AgentStatus"), found.get("BuildIds")),
         turns=_int(found.get("AgentTurns")),

@@ -12,7 +12,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from ratchet._temporal_internals import handle_client
 from ratchet.types import Message, PendingView, RunEvent, StateChanged, ThreadData
 from ratchet.wire import RunResult, StopRequest
-from ratchet.workflows import AgentRunWorkflow
+from ratchet.workflows import AgentRun
 
 from ._error_mapping import GuardedHandle, already_ended, failed_run
 from ._event_reader import run_events, start_offset
@@ -86,15 +86,15 @@ class RunHandle(AgentHandle):
         return iter_messages(handle_client(self.workflow), self._handle, after=after, page=page)
 
     async def state_changes(self) -> list[StateChanged]:
-        """The latest committed state changes (an ``AgentRunWorkflow`` keeps 100)."""
-        return await self._handle.query(AgentRunWorkflow.state_changes)
+        """The latest committed state changes (an ``AgentRun`` keeps 100)."""
+        return await self._handle.query(AgentRun.state_changes)
 
     async def stop(self, reason: str = "stopped") -> None:
         """Stop the run at its next safe point, keeping the turns it finished: it
         ends with status CANCELLED (``result()`` returns them). A run that has ended
         already is left as it ended."""
         try:
-            await self._handle.signal(AgentRunWorkflow.stop, StopRequest(reason=reason))
+            await self._handle.signal(AgentRun.stop, StopRequest(reason=reason))
         except RPCError as e:
             if not already_ended(e):
                 raise
@@ -110,7 +110,7 @@ class RunHandle(AgentHandle):
         """Wait until the run waits for someone and list what for; ``[]`` if it ends first."""
         while True:
             try:
-                found = await self._handle.execute_update(AgentRunWorkflow.wait_pending)
+                found = await self._handle.execute_update(AgentRun.wait_pending)
             except RPCError as e:
                 if e.status != RPCStatusCode.NOT_FOUND:
                     raise

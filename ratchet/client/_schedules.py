@@ -33,8 +33,8 @@ from ratchet.errors import InvalidInputError
 from ratchet.types import new_id
 from ratchet.wire import (
     AGENT_NAME,
+    AGENT_RUN_WORKFLOW,
     AGENT_STATUS,
-    RUN_WORKFLOW,
     SCHEDULED_SEND_WORKFLOW,
     RunInput,
     RunOptions,
@@ -90,7 +90,7 @@ async def create_schedule(
         options = options or RunOptions()
         options.check()
         action = ScheduleActionStartWorkflow(
-            RUN_WORKFLOW,
+            AGENT_RUN_WORKFLOW,
             RunInput(agent=agent, messages=new_messages(prompt, new_id), options=options),
             id=schedule_id,
             task_queue=client.task_queue,

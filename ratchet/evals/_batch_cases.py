@@ -12,7 +12,8 @@ from temporalio.exceptions import ChildWorkflowError, FailureError, WorkflowAlre
 
 with workflow.unsafe.imports_passed_through():
     from ratchet.types import AgentSession
-    from ratchet.wire import RUN_WORKFLOW, RunInput, RunResult
+    from ratchet.wire import RunInput, RunResult
+    from ratchet.workflows import child_run_type
 
     from ._rerun_types import (
         MAX_CASES,
@@ -43,7 +44,7 @@ async def answer_case(
     announced = False
     try:  # the same command as execute_child_workflow, with the start seen on its own
         child = await workflow.start_child_workflow(
-            RUN_WORKFLOW,
+            child_run_type(),
             RunInput(
                 agent=input.agent, messages=case.messages, session=case.session, options=options
             ),

@@ -1,7 +1,7 @@
 """RerunBatchWorkflow: a rerun of many recorded sessions, durable as a whole.
 
 It plans each source with an activity (``ratchet.evals._plan_activity``) and
-answers each case with a child ``AgentRunWorkflow``, at most ``concurrency`` at
+answers each case with a child ``AgentRun``, at most ``concurrency`` at
 once. Each case's record (the child's id, or why it failed) is in its history, so
 a worker killed mid-batch costs nothing finished: the batch replays and waits for
 the children it had started. Every ``cases_per_run`` cases it drains and

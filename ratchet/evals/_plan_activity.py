@@ -32,7 +32,7 @@ from ratchet.types import (
     approximate_size,
     new_id,
 )
-from ratchet.wire import PAGE_BYTES, RUN_WORKFLOW, SESSION_WORKFLOW, LogInfo
+from ratchet.wire import PAGE_BYTES, RUN_WORKFLOWS, SESSION_WORKFLOW, LogInfo
 
 from ._recording import Recording, case_id, recorded_calls, user_turns
 from ._rerun_types import PLAN_ACTIVITY, CasePlan, PlanRequest, RecordedSide, SourcePlan, child_id
@@ -75,7 +75,7 @@ async def _read(client: Client, request: PlanRequest) -> Read | str:
     handle = client.get_workflow_handle(source)
     description = await handle.describe()
     handle = client.get_workflow_handle(source, run_id=description.run_id)  # as described
-    if description.workflow_type not in (SESSION_WORKFLOW, RUN_WORKFLOW):
+    if description.workflow_type not in (SESSION_WORKFLOW, *RUN_WORKFLOWS):
         return (
             f"{source} is a {description.workflow_type} workflow, not an agent run or "
             "session; a batch reruns those."

@@ -28,7 +28,7 @@ from ratchet.errors import ThreadResolutionError
 from ratchet.types import Message, ThreadBase, excerpt
 from ratchet.wire import (
     EVENTS_TOPIC,
-    RUN_WORKFLOW,
+    RUN_WORKFLOWS,
     SESSION_WORKFLOW,
     CheckpointAnswer,
     CheckpointRequest,
@@ -44,6 +44,10 @@ from ._log_events import Segment, run_history, segment_of
 
 STARTED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED
 CONTINUED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
+INPUT_TYPES: dict[str, type[SessionInput] | type[RunInput]] = {
+    SESSION_WORKFLOW: SessionInput,
+    **{run_type: RunInput for run_type in RUN_WORKFLOWS},
+}
 COMPLETED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED
 SIGNALED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
 JSON_PLAIN = {"encoding": b"json/plain"}
@@ -109,7 +113,7 @@ async def closed_run_of(
     if not events or events[0].event_type != STARTED:
         return None
     kind = events[0].workflow_execution_started_event_attributes.workflow_type.name
-    input_type = {SESSION_WORKFLOW: SessionInput, RUN_WORKFLOW: RunInput}.get(kind)
+    input_type = INPUT_TYPES.get(kind)
     if input_type is None:
         return None
     payloads = events[0].workflow_execution_started_event_attributes.input.payloads
@@ -163,9 +167,7 @@ async def first_turn(client: Client, workflow_id: str) -> tuple[int, ThreadBase 
     if not events or events[0].event_type != STARTED:
         return None
     attributes = events[0].workflow_execution_started_event_attributes
-    input_type = {SESSION_WORKFLOW: SessionInput, RUN_WORKFLOW: RunInput}.get(
-        attributes.workflow_type.name
-    )
+    input_type = INPUT_TYPES.get(attributes.workflow_type.name)
     if input_type is None:
         return None
     (started,) = await client.data_converter.decode(attributes.input.payloads, [input_type])

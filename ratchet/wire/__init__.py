@@ -9,7 +9,7 @@ Two kinds of names are exported:
 
 - What a user of Ratchet passes or gets back: ``RunOptions``, ``SessionOptions``,
   ``RunResult``, ``SessionStatus``, ``SendOutcome``, and the workflow types and run
-  input for starting a run from Temporal directly (``RUN_WORKFLOW``, ``RunInput``),
+  input for starting a run from Temporal directly (``AGENT_RUN_WORKFLOW``, ``RunInput``),
   and the search attributes runs and sessions are indexed by (``AGENT_STATUS``, ...:
   ``SearchAttributeKey``s, for visibility queries and ``typed_search_attributes``).
 - The engine's protocol: the turn's and tool's inputs and outputs, the workflows'
@@ -22,6 +22,7 @@ Two kinds of names are exported:
 from ._anchor_data import AnchorChunk, Anchored, AnchorRequest, Horizon
 from ._fairness import FAIRNESS_KEY_BYTES, fairness_key
 from ._names import (
+    AGENT_RUN_WORKFLOW,
     ANCHOR_ACTIVITY,
     ATTEMPTS_KEY,
     CHECKPOINT_QUERY,
@@ -35,6 +36,7 @@ from ._names import (
     REANCHOR_UPDATE,
     RERUN_BATCH_WORKFLOW,
     RUN_WORKFLOW,
+    RUN_WORKFLOWS,
     SCHEDULED_SEND_WORKFLOW,
     SEND_UPDATE,
     SESSION_WORKFLOW,
@@ -142,6 +144,7 @@ __all__ = [
     "identity_of",
     "OWNER_KEYS",
     "indexed_identity",
+    "AGENT_RUN_WORKFLOW",
     "AGENT_TOKENS",
     "AGENT_TURNS",
     "ANCHOR_ACTIVITY",
@@ -190,6 +193,7 @@ __all__ = [
     "request_made_ms",
     "RERUN_BATCH_WORKFLOW",
     "RUN_WORKFLOW",
+    "RUN_WORKFLOWS",
     "RunInput",
     "RunOptions",
     "RunRecord",

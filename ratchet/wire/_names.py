@@ -1,7 +1,14 @@
 """Names that workers, workflows and clients must agree on: workflow and activity
 types, queries, the event stream's topic."""
 
+AGENT_RUN_WORKFLOW = "AgentRun"
+"""The workflow type of an agent run (since 0.2)."""
 RUN_WORKFLOW = "AgentRunWorkflow"
+"""The workflow type of agent runs started by Ratchet 0.1, still hosted: runs (and
+schedules) started as it keep it, and so do sub-agents of a workflow that started
+them as it. Start new runs as ``AGENT_RUN_WORKFLOW``: it records no patch markers."""
+RUN_WORKFLOWS = (AGENT_RUN_WORKFLOW, RUN_WORKFLOW)
+"""Every workflow type an agent run may have."""
 SESSION_WORKFLOW = "AgentSession"
 SCHEDULED_SEND_WORKFLOW = "ScheduledSend"
 """A schedule's firing that sends a message to a session (``AgentClient.schedule``)."""

@@ -175,7 +175,7 @@ class RunOptions(CheckedOptions):
     ``ratchet.agents._fit_window``). ``None``: send the prompt as it is, and let an
     overflow fail the run."""
     continue_as_new_after_turns: int | None = None
-    """AgentRunWorkflow continues-as-new when Temporal suggests it (history size or
+    """AgentRun continues-as-new when Temporal suggests it (history size or
     events) or, if set, after this many turns in one workflow run."""
     approval_timeout: timedelta | None = None
     """How long a run waits for approvals and answers; then every undecided call is

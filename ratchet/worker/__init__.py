@@ -75,7 +75,7 @@ def build_worker(
     rate_limited: bool = False,
     **worker_options: Any,
 ) -> Worker:
-    """A worker that hosts ``agents`` and runs ``AgentRunWorkflow`` (plus ``workflows``).
+    """A worker that hosts ``agents`` and runs ``AgentRun`` (plus ``workflows``).
 
     Pass your own workflows that call ``run_agent`` in ``workflows`` (and their own
     activities in ``activities``). The worker

@@ -1,13 +1,15 @@
 """Ratchet's workflows and the workflow-side agent loop.
 
-``AgentRunWorkflow`` runs one agent run, ``AgentSessionWorkflow`` a long-lived
-session, ``ScheduledSendWorkflow`` a schedule's message to a session; ``run_agent``
-/ ``AgentRunner`` run agents from a workflow of your own. Nothing here talks to a
-Temporal client: that is ``ratchet.client``.
+``AgentRun`` runs one agent run (``AgentRunWorkflow`` the runs started by 0.1),
+``AgentSessionWorkflow`` a long-lived session, ``ScheduledSendWorkflow`` a
+schedule's message to a session; ``run_agent`` / ``AgentRunner`` run agents from a
+workflow of your own, and ``child_run_type`` names the type to start a run as there.
+Nothing here talks to a Temporal client: that is ``ratchet.client``.
 """
 
-from ._agent_run import AgentRunWorkflow
+from ._agent_run import AgentRun, AgentRunWorkflow
 from ._decisions import AgentHandlers
+from ._patches import child_run_type
 from ._progress import run_details
 from ._runner import AgentRunner, RunHooks, run_agent
 from ._sandbox import SANDBOXED
@@ -16,8 +18,10 @@ from ._session import AgentSessionWorkflow
 
 __all__ = [
     "AgentHandlers",
+    "AgentRun",
     "AgentRunner",
     "AgentRunWorkflow",
+    "child_run_type",
     "AgentSessionWorkflow",
     "run_agent",
     "run_details",

@@ -1,4 +1,8 @@
-"""AgentRunWorkflow: one agent run, one workflow; one turn, one activity."""
+"""AgentRun: one agent run, one workflow; one turn, one activity.
+
+``AgentRunWorkflow`` is the same workflow under the type runs had in Ratchet 0.1:
+it still runs the runs and schedules started as it, and asks ``workflow.patched``
+for each change since; ``AgentRun`` was born with them (``_patches``)."""
 
 from __future__ import annotations
 
@@ -19,7 +23,9 @@ with workflow.unsafe.imports_passed_through():
         approximate_size,
     )
     from ratchet.wire import (
+        AGENT_RUN_WORKFLOW,
         CHECKPOINT_QUERY,
+        RUN_WORKFLOW,
         CheckpointAnswer,
         CheckpointRequest,
         LogInfo,
@@ -43,7 +49,7 @@ CARRY_LIMIT = 1536 * 1024
 hold 2 MB); the thread itself stays in this run, by reference."""
 
 
-@workflow.defn(name="AgentRunWorkflow", failure_exception_types=[UsageError], sandboxed=SANDBOXED)
+@workflow.defn(name=RUN_WORKFLOW, failure_exception_types=[UsageError], sandboxed=SANDBOXED)
 class AgentRunWorkflow(AgentHandlers):
     """Runs an agent until it answers. History is the checkpoint log: a crash
     resumes at the last completed turn and no completed turn runs again."""
@@ -176,6 +182,17 @@ class AgentRunWorkflow(AgentHandlers):
     @workflow.query
     def execution(self) -> ExecutionRecord | None:
         return self._runner.state.execution
+
+
+@workflow.defn(name=AGENT_RUN_WORKFLOW, failure_exception_types=[UsageError], sandboxed=SANDBOXED)
+class AgentRun(AgentRunWorkflow):
+    """An agent run, as Ratchet starts it since 0.2: ``AgentRunWorkflow`` born with
+    every change made since 0.1, so its runs record no patch marker (each a billed
+    action on Temporal Cloud)."""
+
+    @workflow.run
+    async def run(self, input: RunInput) -> RunResult:
+        return await super().run(input)
 
 
 def _as_sub_agent(session: AgentSession, input: RunInput) -> AgentSession:

@@ -36,9 +36,8 @@ with workflow.unsafe.imports_passed_through():
         Horizon,
     )
 
-ANCHOR_ASKED = "ratchet-reanchor-asked"
-"""The patch under which a session re-anchors when asked (``ratchet sessions anchor``):
-sessions started on 0.1.0 have no timer in their open run."""
+    from ._patches import ANCHOR_ASKED, patched
+
 MAX_COPY_BYTES = 24 * 1024 * 1024
 """The largest log a session copies into its history (Temporal ends a run at 50 MB
 of history): beyond it the session needs payload storage to keep its earliest
@@ -112,7 +111,7 @@ class Anchoring:
 
     async def asked(self) -> Anchored:
         """``ratchet sessions anchor``: re-anchor now."""
-        if not workflow.patched(ANCHOR_ASKED):
+        if not patched(ANCHOR_ASKED):
             return Anchored()
         return await self.reanchor()
 

@@ -58,6 +58,7 @@ with workflow.unsafe.imports_passed_through():
 
     from ._event_index import EventIndexer
     from ._ledger import ExecutionChange
+    from ._patches import LONGER_FLUSH_INTERVAL, patched
 
 JSON_PLAIN = {"encoding": b"json/plain"}
 FLUSH_TURNS = 10
@@ -67,7 +68,6 @@ minute or two upserts once, as it ends (each upsert is a billed action)."""
 FLUSH_INTERVAL_BEFORE = timedelta(seconds=10)
 """The interval before ``LONGER_FLUSH_INTERVAL``: histories recorded before it
 upserted at it."""
-LONGER_FLUSH_INTERVAL = "ratchet-longer-flush-interval"
 EVENTS_KEPT = 2000
 """Events a workflow keeps for late watchers; older ones are dropped at turn ends."""
 WAITING = (
@@ -140,7 +140,7 @@ class Index:
         age = workflow.now() - self._flushed_at
         if age < FLUSH_INTERVAL_BEFORE:
             return False
-        return age >= FLUSH_INTERVAL or not workflow.patched(LONGER_FLUSH_INTERVAL)
+        return age >= FLUSH_INTERVAL or not patched(LONGER_FLUSH_INTERVAL)
 
 
 def _indexed_already() -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """The agent loop, as a helper any workflow can call.
 
-``AgentRunWorkflow`` is this loop plus queries; a workflow of your own can call
+``AgentRun`` is this loop plus queries; a workflow of your own can call
 ``run_agent`` (or keep an ``AgentRunner``) to compose agents with other steps.
 The loop only sequences the run; its parts live beside it: the ledger of session
 and execution (``ledger``), the agent's state (``state_commits``), building and
@@ -43,6 +43,7 @@ with workflow.unsafe.imports_passed_through():
     from ._failures import run_failure
     from ._ledger import Observer, RunLedger, initial_session, workflow_message_id
     from ._log_index import LogIndexer
+    from ._patches import RESULTS_WHEN_SETTLED, patched
     from ._pending_calls import PendingWork, RunSide, SessionAudit
     from ._progress import ShowDetails, turn_summary
     from ._state_commits import AgentStateKeeper, StateHook
@@ -53,9 +54,6 @@ with workflow.unsafe.imports_passed_through():
 __all__ = ["AgentRunner", "RunHooks", "run_agent"]
 
 FAST_DETAILS_EVERY = 10
-RESULTS_WHEN_SETTLED = "ratchet-results-when-settled"
-"""Results of the work a turn left go to the run's observers once in, before the next
-turn's own events (before it, they came with that turn's completion)."""
 
 
 @dataclass(frozen=True)
@@ -69,7 +67,7 @@ class RunHooks:
     details: ShowDetails | None = None
     """Shows the run's progress (Markdown); default: the workflow's current details."""
     between_turns: Callable[[], Awaitable[None]] | None = None
-    """Awaited after each non-final turn (AgentRunWorkflow continues-as-new there)."""
+    """Awaited after each non-final turn (AgentRun continues-as-new there)."""
     live_events: bool = False
     """Turns send their live events to this workflow's event stream."""
     run_label: Callable[[], str] | None = None
@@ -278,7 +276,7 @@ class AgentRunner:
     async def _between_turns(self, turn: int, output: TurnOutput) -> list[Message]:
         """After a turn that did not end the run: settle the work it left (the results
         are the next turn's new messages, written once, in its input), take a handoff,
-        and let the host act (AgentRunWorkflow continues as new there)."""
+        and let the host act (AgentRun continues as new there)."""
         ledger, stint = self._ledger, self._stint
         pending: list[Message] = []
         if output.pending:
@@ -390,6 +388,6 @@ async def run_agent(
 
 def _settled(hooks: RunHooks, agent: str, turn: int, results: list[Message]) -> None:
     """The work a turn left is in: its results go to the hooks before ``turn`` runs."""
-    if hooks.settled and workflow.patched(RESULTS_WHEN_SETTLED):
+    if hooks.settled and patched(RESULTS_WHEN_SETTLED):
         for hook in hooks.settled:
             hook(agent, turn, results)

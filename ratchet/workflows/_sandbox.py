@@ -18,4 +18,4 @@ from __future__ import annotations
 import os
 
 SANDBOXED = os.environ.get("RATCHET_WORKFLOW_SANDBOX", "") == "1"
-"""Run AgentRunWorkflow, AgentSession and RerunBatch in the sandbox (set before import)."""
+"""Run AgentRun, AgentSession and RerunBatch in the sandbox (set before import)."""

@@ -26,6 +26,7 @@ with workflow.unsafe.imports_passed_through():
         ScheduledMessage,
     )
 
+    from ._patches import ATTEMPTS_CAPPED
     from ._sandbox import SANDBOXED
 
 SCHEDULED_BY = SearchAttributeKey.for_keyword("TemporalScheduledById")
@@ -35,8 +36,6 @@ NOT_RETRIED = ["SessionClosed", "InvalidInput"]
 DELIVERY_ATTEMPTS = 20
 """A delivery's attempts, about 15 minutes of them: one that retried for ever would keep
 its schedule (overlap SKIP) from ever firing again."""
-ATTEMPTS_CAPPED = "ratchet-delivery-attempts-capped"
-"""The patch (since 0.1.0) under which a delivery gives up after DELIVERY_ATTEMPTS."""
 
 
 @workflow.defn(name=SCHEDULED_SEND_WORKFLOW, sandboxed=SANDBOXED)

@@ -52,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
     from ._log_index import LogIndexer
     from ._marks import TurnMarks, turn_mark
     from ._observe import EventStream, Index, RunObserver
+    from ._patches import CLOSE_SHOWN_AT_ONCE
     from ._runner import AgentRunner, RunHooks
     from ._sandbox import SANDBOXED
     from ._sends import MAX_HELD, SendBook
@@ -60,11 +61,6 @@ with workflow.unsafe.imports_passed_through():
     from ._thread_query import log_info
 
 
-CLOSE_SHOWN_AT_ONCE = "ratchet-close-shown-at-once"
-"""The patch (since 0.1.0) under which ``close`` indexes the close itself. Left to
-the main loop, the upsert went before or after the Update's completion by the
-activation's job order, which a replay need not repeat (a close in a continued
-run's first workflow task, on a worker that never ran that run)."""
 STOP_WAIT = timedelta(seconds=10)
 """Longest a ``stop`` Update waits for the run to end before it answers (a durable
 tool already running finishes first)."""

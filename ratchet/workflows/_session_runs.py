@@ -32,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
     from ._failures import first_application_error
     from ._log_index import INDEX_BYTES_CARRIED
     from ._observe import RunObserver
+    from ._patches import MOVE_TO_NEW_BUILD
     from ._runner import AgentRunner
     from ._sends import SendBook
     from ._session_view import SessionDisplay, SessionTotals, position, rolled_back
@@ -55,8 +56,6 @@ UPDATES_PER_RUN = 1500
 """A workflow run continues as new past any of these (Temporal warns at 10,240
 events and 10 MB, ends runs at 51,200 events and 50 MB, and admits 2,000 Updates
 per run)."""
-MOVE_TO_NEW_BUILD = "ratchet-session-moves-to-new-build"
-"""The patch (since 0.1.0) under which a session moves to a newly current build."""
 
 
 class SessionRuns:

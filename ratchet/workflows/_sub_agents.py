@@ -1,4 +1,5 @@
-"""Sub-agents: a tool call that runs another agent as a child ``AgentRunWorkflow``."""
+"""Sub-agents: a tool call that runs another agent as a child ``AgentRun``
+(``child_run_type``)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ with workflow.unsafe.imports_passed_through():
     from ratchet.wire import (
         AGENT_OWNER,
         AGENT_TENANT,
-        RUN_WORKFLOW,
         RunInput,
         RunOptions,
         RunResult,
@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
 
     from ._failures import failure_text
     from ._ledger import RunLedger, workflow_message_id
+    from ._patches import OWNER_CARRIED, child_run_type, patched
     from ._progress import run_details
 
 
@@ -59,7 +60,7 @@ class SubAgents:
         parent = workflow.info().workflow_id
         try:
             child = await workflow.start_child_workflow(
-                RUN_WORKFLOW,
+                child_run_type(),
                 RunInput(
                     agent=action.agent,
                     messages=[Message(role="user", content=prompt, id=workflow_message_id())],
@@ -94,9 +95,6 @@ class SubAgents:
         return Message.tool(call, result.output)
 
 
-OWNER_CARRIED = "ratchet-sub-agents-carry-owner"
-
-
 def _owned() -> TypedSearchAttributes | None:
     """The owner and tenant of this run or session, for its sub-agent's run: the
     front door lets the owner reach it (and lists it as theirs) too."""
@@ -106,6 +104,6 @@ def _owned() -> TypedSearchAttributes | None:
         for key in (AGENT_OWNER, AGENT_TENANT)
         if (value := found.get(key)) is not None
     ]
-    if not pairs or not workflow.patched(OWNER_CARRIED):  # unowned: the command as before
+    if not pairs or not patched(OWNER_CARRIED):  # unowned: the command as before
         return None
     return TypedSearchAttributes(pairs)

@@ -10,11 +10,7 @@ from temporalio.common import Priority
 with workflow.unsafe.imports_passed_through():
     from ratchet.wire import AGENT_OWNER, AGENT_TENANT, RunOptions, fairness_key
 
-    from ._replayed_patches import replayed_patch
-
-TURN_FAIRNESS = "ratchet-turn-fairness"
-"""Patch that histories recorded since turns carry a fairness key may hold (their
-first task's marker); turns no longer record it (see ``turn_priority``)."""
+    from ._patches import TURN_FAIRNESS, replayed_patch
 
 
 def turn_priority(options: RunOptions, agent: str) -> Priority:
@@ -23,7 +19,7 @@ def turn_priority(options: RunOptions, agent: str) -> Priority:
 
     Unpatched: replay does not compare a scheduled activity's priority (a history
     recorded before turns had one replays), and a patch marker is a billed action
-    per workflow run (``_replayed_patches``)."""
+    per workflow run (``_patches``)."""
     replayed_patch(TURN_FAIRNESS)
     found = workflow.info().typed_search_attributes
     key = options.fairness_key or found.get(AGENT_OWNER) or found.get(AGENT_TENANT) or agent

@@ -24,8 +24,13 @@ with workflow.unsafe.imports_passed_through():
 
     from ._failures import cancelled, turn_failure
     from ._ledger import RunLedger
+    from ._patches import (
+        RUN_LABEL_ON_TURN_EVENTS,
+        THROTTLES_NOT_ATTEMPTS,
+        patched,
+        replayed_patch,
+    )
     from ._presets import retry_policy
-    from ._replayed_patches import replayed_patch
     from ._state_commits import AgentStateKeeper
     from ._turn_fairness import turn_priority
 
@@ -39,18 +44,6 @@ class TurnSetup:
     """Turns send their live events to the workflow's event stream."""
     run_label: str = ""
     """The id the run's events carry when it is not the workflow's (a session's run)."""
-
-
-RUN_LABEL_ON_TURN_EVENTS = "ratchet-turn-events-name-the-run"
-"""Patch: a session's turns are told their run's label, for the events they send
-(they carried the session's id before)."""
-
-
-THROTTLES_NOT_ATTEMPTS = "ratchet-throttles-not-attempts"
-"""Patch that histories recorded while it was one hold: a turn is scheduled with
-unlimited attempts and counts its real failures against ``max_attempts`` itself, so
-a provider's throttling uses up none of them. Replay does not compare a retry
-policy, so it is taken only replaying (``replayed_patch``)."""
 
 
 class TurnInputs:
@@ -109,7 +102,7 @@ class TurnInputs:
 
     def _run_label(self) -> str:
         label = self._setup.run_label
-        return label if label and workflow.patched(RUN_LABEL_ON_TURN_EVENTS) else ""
+        return label if label and patched(RUN_LABEL_ON_TURN_EVENTS) else ""
 
 
 class TurnCalls:

@@ -179,13 +179,13 @@ async def test_run_is_one_trace_with_model_and_tool_spans_and_no_content(
     assert {s.trace_id for s in spans} == {spans[0].trace_id}, "one trace for the whole run"
     assert {s.service for s in spans} == {"ratchet-test"}
     roots = [s for s in spans if not s.parent_id]
-    assert [r.name for r in roots] == ["StartWorkflow:AgentRunWorkflow"]
+    assert [r.name for r in roots] == ["StartWorkflow:AgentRun"]
     # Temporal's TracingInterceptor: the workflow's own spans (run, schedule an
     # activity, complete) are instants under the client's span; each activity's span
     # runs under the span that scheduled it.
-    for name in ("RunWorkflow:AgentRunWorkflow", "CompleteWorkflow:AgentRunWorkflow"):
+    for name in ("RunWorkflow:AgentRun", "CompleteWorkflow:AgentRun"):
         [workflow_span] = [s for s in spans if s.name == name]
-        assert ancestors(workflow_span) == ["StartWorkflow:AgentRunWorkflow"]
+        assert ancestors(workflow_span) == ["StartWorkflow:AgentRun"]
     assert names.count("RunActivity:ratchet.turn") == 3
     assert names.count("RunActivity:ratchet.tool") == 1
 
@@ -198,7 +198,7 @@ async def test_run_is_one_trace_with_model_and_tool_spans_and_no_content(
         assert ancestors(chat) == [
             "RunActivity:ratchet.turn",
             "StartActivity:ratchet.turn",
-            "StartWorkflow:AgentRunWorkflow",
+            "StartWorkflow:AgentRun",
         ]
         assert chat.kind == SPAN_KIND_CLIENT
         assert chat.attributes["gen_ai.operation.name"] == "chat"
@@ -234,7 +234,7 @@ async def test_run_is_one_trace_with_model_and_tool_spans_and_no_content(
     assert ancestors(durable) == [
         "RunActivity:ratchet.tool",
         "StartActivity:ratchet.tool",
-        "StartWorkflow:AgentRunWorkflow",
+        "StartWorkflow:AgentRun",
     ]
     assert durable.attributes["gen_ai.tool.call.id"] == "call_1_0"
 
@@ -387,7 +387,7 @@ async def test_worker_command_traces_from_env_and_serves_metrics(
 
     spans = otlp.spans()
     [start] = [s for s in spans if s.service == "ratchet-client"]
-    assert start.name == "StartWorkflow:AgentRunWorkflow"
+    assert start.name == "StartWorkflow:AgentRun"
     from_worker = [s for s in spans if s.service == "ratchet-worker"]
     assert {s.trace_id for s in from_worker} == {start.trace_id}
     assert [s.name for s in from_worker].count("chat scripted-travel") == 3

@@ -194,7 +194,7 @@ async def test_the_awaiting_approval_filter_lists_the_waiting_session_only(
     # The session's run is inside the session workflow: one row, the session's.
     await expect(row(page, scene.session_id)).to_be_visible()
     await expect(page.get_by_role("link", name="AgentSession", exact=True)).to_have_count(1)
-    await expect(page.get_by_role("link", name="AgentRunWorkflow")).to_have_count(0)
+    await expect(page.get_by_role("link", name="AgentRun")).to_have_count(0)
     await expect(row(page, scene.completed_id)).to_have_count(0)
     # The UI took the query from the URL: it shows it as the active filter.
     await expect(page.get_by_text('AgentStatus = "AWAITING_APPROVAL"')).to_be_visible()

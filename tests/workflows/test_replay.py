@@ -92,6 +92,13 @@ def test_histories_are_recorded():
         "rerun_case_on_a_session_log",
         "rerun_batch_free_running",
         "rerun_batch_of_snapshots",
+        "agent_run_type_approve_reject",
+        "agent_run_type_owned_with_sub_agent",
+        "agent_run_type_sub_agent",
+        "agent_run_type_continued",
+        "agent_run_type_started_after_continue",
+        "agent_session_sub_agent_as_agent_run",
+        "rerun_batch_cases_as_agent_run",
     }
 
 
@@ -143,10 +150,10 @@ def test_ratchets_workflows_replay_inside_the_sandbox_too():
     # random numbers, I/O) in their code.
     code = (
         "import sys, pytest; "
-        "from ratchet.workflows import AgentRunWorkflow, AgentSessionWorkflow; "
+        "from ratchet.workflows import AgentRun, AgentRunWorkflow, AgentSessionWorkflow; "
         "from ratchet.evals._batch_workflow import RerunBatchWorkflow; "
         "defs = [w.__temporal_workflow_definition for w in "  # type: ignore[attr-defined]
-        "(AgentRunWorkflow, AgentSessionWorkflow, RerunBatchWorkflow)]; "
+        "(AgentRun, AgentRunWorkflow, AgentSessionWorkflow, RerunBatchWorkflow)]; "
         "assert all(d.sandboxed for d in defs), 'not sandboxed'; "
         "sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', "
         "'tests/workflows/test_replay.py', '-k', 'replays_without_nondeterminism']))"

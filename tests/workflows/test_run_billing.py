@@ -1,6 +1,6 @@
 """What a run's history bills beyond its turns: one search-attribute upsert, as it
 ends, even when the run outlives the old 10 s flush interval, and no patch marker
-(each is a Temporal Cloud action; a task's markers count as one)."""
+(each is a Temporal Cloud action): an ``AgentRun`` was born with those changes."""
 
 from __future__ import annotations
 
@@ -45,11 +45,14 @@ async def test_a_run_of_eleven_turns_over_thirteen_seconds_upserts_once_as_it_en
     async with build_worker(agent_client, {"slow_pager": agent}):
         run = await agent_client.start_run("slow_pager", "Read ten pages.")
         assert (await run.result()).turns == 11
-    upserts = of_type(await events(run), EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES)
+    history = await events(run)
+    upserts = of_type(history, EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES)
     billed = billed_upserts(upserts)
     # Before: one at turn 10 (10 turns and 10 s behind) and one as it ended.
     assert len(billed) == 1
     assert {"AgentStatus", "AgentTurns"} <= billed[0]
+    # As an AgentRunWorkflow (0.1's type): the longer interval's patch marker.
+    assert of_type(history, EventType.EVENT_TYPE_MARKER_RECORDED) == []
 
 
 async def test_a_short_run_records_no_patch_marker_and_its_turns_keep_their_fairness_key(
