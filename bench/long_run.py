@@ -5,7 +5,7 @@
 The workload of bench.history_growth (a tool returning 2,000 characters, a scripted
 model that calls it N times, then answers), run as ONE execution. The working
 view of the thread is kept small by compaction (``KeepLastTurns``);
-AgentRunWorkflow continues as new whenever Temporal suggests it, carrying session
+AgentRun continues as new whenever Temporal suggests it, carrying session
 and execution (model B), its thread by reference, so the run goes on with its turn
 count, usage and thread. Reports the number of
 workflow runs in the chain, history per run and in total, and time per turn.

@@ -132,17 +132,36 @@ async def limit_command(args: argparse.Namespace) -> int:
             f"turn queue {queue!r}: {each}at most {args.rps:g} turn dispatches per second, {where}"
         )
     report = await describe(client.temporal, queue)
-    if (
-        rps is not None
-        and not args.per_key
-        and not math.isclose(report.effective, rps, rel_tol=1e-6)
-    ):
+    if rps is not None:
+        warn_read_back(queue, rps, report, per_key=args.per_key)
+    warn_unpolled(queue, report.pollers)
+    return 0
+
+
+SLOWEST_SENSIBLE = 1 / 3600
+"""A rate under one dispatch an hour all but stops the queue: ``limit`` warns."""
+
+
+def warn_read_back(queue: str, rps: float, report: QueueReport, *, per_key: bool) -> None:
+    """Warn where the limit just set is not what turns will get."""
+    if rps < SLOWEST_SENSIBLE:
+        warn(
+            f"at {rps:g}/s one turn starts every {1 / rps / 3600:,.0f} hours: turns on "
+            f"{queue!r} all but stop (--unset removes the limit)"
+        )
+    if per_key:
+        if report.key_limit is None or not math.isclose(report.key_limit, rps, rel_tol=1e-6):
+            warn(f"the server holds {report.key_limit}/s per key on {queue!r}, not {rps:g}/s")
+        elif rps > report.effective:
+            warn(
+                f"each key's {rps:g}/s is above what the whole queue gets "
+                f"({report.effective:g}/s, from {report.source}): the queue's limit binds first"
+            )
+    elif not math.isclose(report.effective, rps, rel_tol=1e-6):
         warn(
             f"the server enforces {report.effective:g}/s on turn queue {queue!r} (from "
             f"{report.source}), not the {rps:g}/s set: its own cap is lower"
         )
-    warn_unpolled(queue, report.pollers)
-    return 0
 
 
 async def weight_command(args: argparse.Namespace) -> int:

@@ -266,3 +266,21 @@ def test_fleet_limit_warns_when_the_server_enforces_another_rate_and_status_show
     assert code == 0, err
     out = ratchet(capsys, "fleet", "status", "--task-queue", task_queue)[1]
     assert "rate limit of each fairness key: 2/s (tier 1)" in out, out
+
+
+def test_fleet_limit_warns_of_a_key_limit_above_the_queues_and_of_a_rate_that_all_but_stops(
+    temporal_server: DevServer,
+    task_queue: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+):
+    monkeypatch.setenv("TEMPORAL_ADDRESS", temporal_server.address)
+    limit = ["fleet", "limit", "--task-queue", task_queue]
+    code, _, err = ratchet(capsys, *limit, "--per-key", "--rps", "1e12")
+    assert code == 0, err
+    assert re.search(r"each key's 1e\+12/s is above what the whole queue gets \(\S+/s", err), err
+    code, _, err = ratchet(capsys, *limit, "--per-key", "--rps", "3")
+    assert code == 0 and "above" not in err, err
+    code, _, err = ratchet(capsys, *limit, "--rps", "1e-9")
+    assert code == 0, err
+    assert "one turn starts every 277,778 hours" in err, err
