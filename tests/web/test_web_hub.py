@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from ratchet.client import AgentClient
+from ratchet.client import AgentClient, SessionHandle, new_request_id
 from ratchet.client._event_reader import read_events
 from ratchet.devserver import DevServer
+from ratchet.errors import AnswerUnavailableError
 from ratchet.web import _hub as hub_module
 from ratchet.web._hub import Hub
 from ratchet.worker import build_worker
@@ -177,7 +178,7 @@ async def test_a_feed_rides_out_a_temporal_restart(tmp_path: Path, task_queue: s
             server = DevServer.start(
                 port=server.port, ui=False, log_dir=tmp_path / "second", db_path=db
             )
-            await session.send("two")
+            await send_until_answered(session, "two")
             whole = await read_events(client.temporal, session.id, 0, until=1 << 30)
             await session.close()
             await asyncio.wait_for(watcher, 60)
@@ -188,3 +189,17 @@ async def test_a_feed_rides_out_a_temporal_restart(tmp_path: Path, task_queue: s
         server.stop()
     assert [event.kind for _, event in whole].count("run_finished") == 2
     assert seen == [(offset, event.kind) for offset, event in whole]
+
+
+async def send_until_answered(session: SessionHandle, prompt: str) -> None:
+    """Send as a user's client does after an outage: the worker may still be finding
+    the restarted server, so a send that timed out is sent again with its request id
+    (taken once, answered once, as the error says), three times at most."""
+    request_id = new_request_id()
+    for attempt in range(3):
+        try:
+            await session.send(prompt, request_id=request_id)
+            return
+        except AnswerUnavailableError:
+            if attempt == 2:
+                raise
