@@ -104,7 +104,8 @@ async def replay_command(args: argparse.Namespace) -> int:
     if not args.files and args.query and not report.replayed and report.ok:
         print(
             f"warning: no open run matched --query {args.query!r}; workflow types are "
-            "Temporal's names (AgentRun, AgentSession, ScheduledSend, yours).",
+            "Temporal's names: AgentRun, AgentRunWorkflow (runs started by 0.1), "
+            "AgentSession, ScheduledSend, RerunBatch, yours.",
             file=sys.stderr,
         )
     return 0 if report.ok else 1

@@ -1,5 +1,6 @@
 """What ``ratchet replay`` prints for a history that does not replay: Ratchet's line
-only, not the SDK core's own WARN line in terminal colours as well."""
+only, not the SDK core's own WARN line in terminal colours as well; and for a query
+that matches no open run, the workflow types there are."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import asyncio
 import os
 import sys
 
+import pytest
 from temporalio.api.enums.v1 import EventType
 
+from ratchet.cli import main
 from ratchet.client import AgentClient
 from ratchet.devserver import DevServer
 from ratchet.worker import build_worker
@@ -47,3 +50,19 @@ async def test_replay_prints_one_clear_line_per_failing_history_and_no_core_log(
     assert first.startswith(f"reminder-{task_queue} (run ") and "Nondeterminism error" in first
     assert summary == "1 history replayed against this code: 1 do not replay"
     assert b"WARN" not in err and b"\x1b[" not in err, err
+
+
+def test_a_query_that_matches_no_open_run_names_both_run_types(
+    temporal_server: DevServer,
+    task_queue: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+):
+    # An operator upgrading from 0.1 whose open runs are all AgentRunWorkflow, asking
+    # for the type new runs have: the warning names the type their runs do have.
+    monkeypatch.setenv("TEMPORAL_ADDRESS", temporal_server.address)
+    code = main(["replay", "--task-queue", task_queue, "--query", 'WorkflowType="AgentRun"'])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "no open run matched" in err, err
+    assert "AgentRun, AgentRunWorkflow (runs started by 0.1)" in err, err
