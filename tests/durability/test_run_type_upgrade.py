@@ -5,12 +5,14 @@ continued as new it starts them as ``AgentRun``; every run of it replays."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
 
-from ratchet.agents import ScriptedModel, ToolCallingAgent, agent_tool
+from ratchet.agents import RunContext, ScriptedModel, ToolCallingAgent, agent_tool
 from ratchet.client import AgentClient
 from ratchet.deploy import replay
 from ratchet.devserver import DevServer
@@ -24,7 +26,7 @@ CHILD = EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED
 MARKER = EventType.EVENT_TYPE_MARKER_RECORDED
 
 TEAM = """
-from ratchet.agents import ScriptedModel, ToolCallingAgent, agent_tool
+from ratchet.agents import RunContext, ScriptedModel, ToolCallingAgent, agent_tool
 
 def lead_reply(messages, context):
     if messages[-1].role == "user":
@@ -60,7 +62,7 @@ hard_exit(0)
 )
 
 
-def lead_reply(messages: list[Message], context: object) -> Message | str:
+def lead_reply(messages: Sequence[Message], context: RunContext) -> Message | str:
     if messages[-1].role == "user":
         return ScriptedModel.call("researcher", input="why?")
     return "report: " + next(m.text for m in reversed(messages) if m.role == "tool")
@@ -72,7 +74,7 @@ def team() -> dict:
     return {"lead": ToolCallingAgent(ScriptedModel(lead_reply), tools), "researcher": researcher}
 
 
-def patches(events: list) -> list[str]:
+def patches(events: Sequence[HistoryEvent]) -> list[str]:
     found = [e.marker_recorded_event_attributes.details for e in events if e.event_type == MARKER]
     return [d["patch-data"].payloads[0].data.decode() for d in found if "patch-data" in d]
 
