@@ -3,7 +3,8 @@
 ``AgentRun`` runs one agent run (``AgentRunWorkflow`` the runs started by 0.1),
 ``AgentSessionWorkflow`` a long-lived session, ``ScheduledSendWorkflow`` a
 schedule's message to a session; ``run_agent`` / ``AgentRunner`` run agents from a
-workflow of your own, and ``child_run_type`` names the type to start a run as there.
+workflow of your own; ``child_run_type`` names the type Ratchet's own workflows
+start a child run as (sub-agents, rerun cases).
 Nothing here talks to a Temporal client: that is ``ratchet.client``.
 """
 

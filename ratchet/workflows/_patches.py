@@ -90,6 +90,10 @@ def replayed_patch(patch_id: str) -> None:
 
 
 def child_run_type() -> str:
-    """The workflow type to start an agent run as, from inside a workflow: ``AgentRun``,
-    or ``AgentRunWorkflow`` where this workflow started its runs as those before."""
+    """The workflow type Ratchet's workflows start an agent run as (a sub-agent, a
+    rerun case): ``AgentRun``, or ``AgentRunWorkflow`` where this workflow run started
+    its runs as those before. It asks ``SUB_AGENTS_AS_AGENT_RUN``, which a workflow of
+    yours that hosts sub-agents records too: to move its own child runs to ``AgentRun``
+    it asks a patch of its own (docs/deploying.md), or the histories it recorded with
+    that marker would not replay."""
     return AGENT_RUN_WORKFLOW if patched(SUB_AGENTS_AS_AGENT_RUN) else RUN_WORKFLOW
