@@ -12,8 +12,7 @@ from temporalio.exceptions import ChildWorkflowError, FailureError, WorkflowAlre
 
 with workflow.unsafe.imports_passed_through():
     from ratchet.types import AgentSession
-    from ratchet.wire import RunInput, RunResult
-    from ratchet.workflows import child_run_type
+    from ratchet.wire import AGENT_RUN_WORKFLOW, RUN_WORKFLOW, RunInput, RunResult
 
     from ._rerun_types import (
         MAX_CASES,
@@ -24,6 +23,10 @@ with workflow.unsafe.imports_passed_through():
         replaying,
         short,
     )
+
+
+CASES_AS_AGENT_RUN = "ratchet-rerun-cases-as-agent-run"
+"""A case runs as an ``AgentRun``; it ran as an ``AgentRunWorkflow`` before."""
 
 
 async def answer_case(
@@ -44,7 +47,7 @@ async def answer_case(
     announced = False
     try:  # the same command as execute_child_workflow, with the start seen on its own
         child = await workflow.start_child_workflow(
-            child_run_type(),
+            AGENT_RUN_WORKFLOW if workflow.patched(CASES_AS_AGENT_RUN) else RUN_WORKFLOW,
             RunInput(
                 agent=input.agent, messages=case.messages, session=case.session, options=options
             ),

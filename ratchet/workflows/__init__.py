@@ -3,14 +3,12 @@
 ``AgentRun`` runs one agent run (``AgentRunWorkflow`` the runs started by 0.1),
 ``AgentSessionWorkflow`` a long-lived session, ``ScheduledSendWorkflow`` a
 schedule's message to a session; ``run_agent`` / ``AgentRunner`` run agents from a
-workflow of your own; ``child_run_type`` names the type Ratchet's own workflows
-start a child run as (sub-agents, rerun cases).
+workflow of your own.
 Nothing here talks to a Temporal client: that is ``ratchet.client``.
 """
 
 from ._agent_run import AgentRun, AgentRunWorkflow
 from ._decisions import AgentHandlers
-from ._patches import child_run_type
 from ._progress import run_details
 from ._runner import AgentRunner, RunHooks, run_agent
 from ._sandbox import SANDBOXED
@@ -22,7 +20,6 @@ __all__ = [
     "AgentRun",
     "AgentRunner",
     "AgentRunWorkflow",
-    "child_run_type",
     "AgentSessionWorkflow",
     "run_agent",
     "run_details",

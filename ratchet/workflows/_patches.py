@@ -36,8 +36,8 @@ RUN_LABEL_ON_TURN_EVENTS = "ratchet-turn-events-name-the-run"
 """A session's turns are told their run's label, for the events they send (they
 carried the session's id before)."""
 SUB_AGENTS_AS_AGENT_RUN = "ratchet-sub-agents-as-agent-run"
-"""A sub-agent (or an evaluation's rerun case) runs as an ``AgentRun``; it ran as an
-``AgentRunWorkflow`` before."""
+"""A sub-agent runs as an ``AgentRun``; it ran as an ``AgentRunWorkflow`` before (a
+rerun batch's cases have their own patch: ``ratchet.evals._batch_cases``)."""
 TURN_FAIRNESS = "ratchet-turn-fairness"
 """Replayed only: each turn carries a fairness key (its activity's priority)."""
 THROTTLES_NOT_ATTEMPTS = "ratchet-throttles-not-attempts"
@@ -89,11 +89,9 @@ def replayed_patch(patch_id: str) -> None:
         workflow.patched(patch_id)
 
 
-def child_run_type() -> str:
-    """The workflow type Ratchet's workflows start an agent run as (a sub-agent, a
-    rerun case): ``AgentRun``, or ``AgentRunWorkflow`` where this workflow run started
-    its runs as those before. It asks ``SUB_AGENTS_AS_AGENT_RUN``, which a workflow of
-    yours that hosts sub-agents records too: to move its own child runs to ``AgentRun``
-    it asks a patch of its own (docs/deploying.md), or the histories it recorded with
-    that marker would not replay."""
+def sub_agent_type() -> str:
+    """The workflow type a sub-agent runs as: ``AgentRun``, or ``AgentRunWorkflow``
+    where this workflow run started its sub-agents as those before. Not for a
+    workflow's other child runs: a change asks a patch of its own (docs/deploying.md),
+    as one asked together with this one would not replay histories recorded between."""
     return AGENT_RUN_WORKFLOW if patched(SUB_AGENTS_AS_AGENT_RUN) else RUN_WORKFLOW

@@ -1,5 +1,5 @@
 """Sub-agents: a tool call that runs another agent as a child ``AgentRun``
-(``child_run_type``)."""
+(``sub_agent_type``)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ with workflow.unsafe.imports_passed_through():
 
     from ._failures import failure_text
     from ._ledger import RunLedger, workflow_message_id
-    from ._patches import OWNER_CARRIED, child_run_type, patched
+    from ._patches import OWNER_CARRIED, patched, sub_agent_type
     from ._progress import run_details
 
 
@@ -60,7 +60,7 @@ class SubAgents:
         parent = workflow.info().workflow_id
         try:
             child = await workflow.start_child_workflow(
-                child_run_type(),
+                sub_agent_type(),
                 RunInput(
                     agent=action.agent,
                     messages=[Message(role="user", content=prompt, id=workflow_message_id())],

@@ -12,6 +12,7 @@ from ratchet.client import AgentClient
 from ratchet.types import Message
 from ratchet.wire import AGENT_RUN_WORKFLOW, RUN_WORKFLOW, RunInput, RunResult
 from ratchet.worker import build_worker
+from ratchet.workflows._patches import BORN_WITH
 
 from ..history import events, of_type
 from .test_multi_agent import research_team
@@ -58,3 +59,20 @@ async def test_a_run_started_as_the_0_1_type_still_runs_and_is_shown_as_a_run(
     attributes = child.start_child_workflow_execution_initiated_event_attributes
     assert attributes.workflow_type.name == AGENT_RUN_WORKFLOW
     assert len(of_type(await events(run), MARKER)) == 1
+
+
+def test_agent_run_was_born_with_these_changes_and_takes_no_later_one_unasked():
+    # A change made after AgentRun's first release is asked for with workflow.patched
+    # in it too: taken unasked, histories recorded before it would not replay.
+    assert BORN_WITH == {
+        AGENT_RUN_WORKFLOW: {
+            "ratchet-results-when-settled",
+            "ratchet-sub-agents-carry-owner",
+            "ratchet-reanchor-asked",
+            "ratchet-longer-flush-interval",
+            "ratchet-turn-events-name-the-run",
+            "ratchet-sub-agents-as-agent-run",
+            "ratchet-turn-fairness",
+            "ratchet-throttles-not-attempts",
+        }
+    }
