@@ -87,7 +87,7 @@ class AgentHandle:
         """``record()``, by its 0.1.0 name (until 0.3): "state" is now only the agents'
         key-value state (``agent_state()``)."""
         warnings.warn(
-            "handle.record() is handle.record() since 0.2 (the old name works until 0.3).",
+            "handle.state() is handle.record() since 0.2 (the old name works until 0.3).",
             DeprecationWarning,
             stacklevel=2,
         )

@@ -6,6 +6,7 @@ import asyncio
 import time
 from collections.abc import Sequence
 
+import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowExecution
@@ -101,7 +102,9 @@ async def test_a_visibility_query_is_built_from_the_public_search_attribute_keys
     async with build_worker(agent_client, {"weather": weather_agent()}):
         handle = await agent_client.start_run("weather", "weather in Oslo?")
         result = await handle.result()
-        state = await handle.state()
+        with pytest.warns(DeprecationWarning, match=r"handle\.state\(\) is handle\.record\(\)"):
+            assert await handle.state() == await handle.record()  # 0.1.0's name, until 0.3
+        state = await handle.record()
     completed = AgentStatus.COMPLETED.value
     query = (
         f'{AGENT_NAME.name} = "weather" AND {AGENT_STATUS.name} = "{completed}" '
