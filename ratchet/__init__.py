@@ -42,7 +42,8 @@ if TYPE_CHECKING:
     from ratchet.wire import RunOptions, RunResult, SessionOptions
     from ratchet.worker import build_worker
 
-__version__ = "0.1.0"
+__version__ = "0.2.0.dev0"
+"""The next release, 0.2, in development (CHANGELOG: Unreleased); 0.1.0 is the last released."""
 
 _WHERE = {
     "Agent": "ratchet.agents",

@@ -13,6 +13,8 @@ import inspect
 import os
 import sys
 
+from ratchet import __version__
+
 COMMANDS = (
     "server",
     "worker",
@@ -43,6 +45,7 @@ def entry(argv: list[str] | None = None) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ratchet", description="Durable agents on Temporal.")
+    parser.add_argument("--version", action="version", version=f"ratchet {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
         importlib.import_module(f"ratchet.cli._{name}").register(commands)

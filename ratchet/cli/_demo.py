@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -16,4 +18,13 @@ def register(commands: argparse._SubParsersAction) -> None:
 async def run(args: argparse.Namespace) -> int:
     from ._demo_run import run_demo
 
-    return await run_demo(args.keep, Path(tempfile.mkdtemp(prefix="ratchet-demo-")))
+    state_dir = Path(tempfile.mkdtemp(prefix="ratchet-demo-"))
+    code = 1
+    try:
+        code = await run_demo(args.keep, state_dir)
+        return code
+    finally:
+        if code == 0:
+            shutil.rmtree(state_dir, ignore_errors=True)
+        else:  # what went wrong is in the server's log
+            print(f"The dev server's log is kept in {state_dir}", file=sys.stderr)

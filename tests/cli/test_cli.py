@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+import tomllib
 import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor, TimeoutError
@@ -19,6 +20,7 @@ from typing import IO
 
 import pytest
 
+import ratchet as ratchet_package
 import ratchet.cli as cli
 from ratchet import devserver
 from ratchet.cli import build_parser
@@ -35,9 +37,11 @@ RATCHET = [sys.executable, "-m", "ratchet.cli"]
 
 
 def ratchet(
-    *args: str, server: DevServer | None = None, timeout: float = 120
+    *args: str, server: DevServer | None = None, timeout: float = 120, tmp: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    if tmp is not None:
+        env["TMPDIR"] = str(tmp)
     if server is not None:
         env["TEMPORAL_ADDRESS"] = server.address
     return subprocess.run(
@@ -52,9 +56,10 @@ def ratchet(
 
 
 @pytest.mark.slow
-def test_demo_kills_a_worker_and_the_run_resumes():
-    done = ratchet("demo", timeout=300)
+def test_demo_kills_a_worker_and_the_run_resumes(tmp_path: Path):
+    done = ratchet("demo", timeout=300, tmp=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
+    assert list(tmp_path.iterdir()) == []  # its server's log went with it
     out = done.stdout
     assert "worker A killed with SIGKILL in the middle of a turn" in out
     assert "✓ turn 2 checkpointed (attempt 2" in out
@@ -535,3 +540,12 @@ def test_web_refuses_a_namespace_without_the_owner_attributes_naming_ratchet_set
 
 
 TOKENS = "alice:" + "a" * 24
+
+
+@pytest.mark.slow  # a child process
+def test_version_names_the_package_version():
+    done = ratchet("--version")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"ratchet {ratchet_package.__version__}"
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        assert tomllib.load(f)["project"]["version"] == ratchet_package.__version__
