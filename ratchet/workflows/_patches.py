@@ -75,18 +75,18 @@ asked for with ``workflow.patched`` in every type, and must not be added here.""
 def patched(patch_id: str) -> bool:
     """``workflow.patched(patch_id)``, except in a workflow type born with the change,
     where it is how every run of the type goes and nothing is recorded."""
-    if patch_id in BORN_WITH.get(workflow.info().workflow_type, ()):
-        return True
-    return workflow.patched(patch_id)
+    return _born_with(patch_id) or workflow.patched(patch_id)
 
 
 def replayed_patch(patch_id: str) -> None:
     """Take ``patch_id``'s marker where the history being replayed holds one; record
     no marker live. Call it where the change used to ask ``workflow.patched``."""
-    if patch_id in BORN_WITH.get(workflow.info().workflow_type, ()):
-        return
-    if workflow.unsafe.is_replaying():
+    if not _born_with(patch_id) and workflow.unsafe.is_replaying():
         workflow.patched(patch_id)
+
+
+def _born_with(patch_id: str) -> bool:
+    return patch_id in BORN_WITH.get(workflow.info().workflow_type, ())
 
 
 def sub_agent_type() -> str:
