@@ -143,6 +143,7 @@ class ServerUnreachableError(ConfigurationError):
             "AgentClient.connect(address), TEMPORAL_ADDRESS or a TEMPORAL_PROFILE."
         )
         self.address = address
+        self.reason = reason
 
 
 class AgentBuildError(ConfigurationError):

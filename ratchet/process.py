@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 
 from ratchet.errors import RatchetError
 
-__all__ = ["DEFAULT_GRACE_PERIOD", "hard_exit", "run_main"]
+__all__ = ["DEFAULT_GRACE_PERIOD", "DEFAULT_SERVER_WAIT", "hard_exit", "run_main"]
 
 DEFAULT_GRACE_PERIOD = 20.0
 """Seconds a stopping worker gives its turns in flight (``build_worker``'s default
@@ -29,6 +29,10 @@ and ``ratchet worker --grace-period``'s; a plain number here, so the CLI names i
 Kubernetes (``terminationGracePeriodSeconds``) kill a container 30 s after SIGTERM by
 default; the last 10 s are for cancelling what is still running, reporting it,
 closing resources and flushing traces."""
+DEFAULT_SERVER_WAIT = 10.0
+"""Seconds a starting worker keeps trying to reach its server (``ratchet worker
+--server-wait``): one started beside it (compose, a pod, a loaded machine) may ask
+first."""
 
 
 def hard_exit(code: int) -> NoReturn:

@@ -99,7 +99,7 @@ def _report(error: Exception, args: argparse.Namespace) -> int:
     from ._common import is_connection_failure, no_server
 
     if is_connection_failure(error):
-        return no_server(args)
+        return no_server(args, error)
     if isinstance(error, RatchetError):
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -74,9 +74,11 @@ def is_connection_failure(error: BaseException) -> bool:
     )
 
 
-def no_server(args: argparse.Namespace) -> int:
+def no_server(args: argparse.Namespace, error: BaseException | None = None) -> int:
+    reason = getattr(error, "reason", None) or (str(error).split("\n", 1)[0] if error else "")
+    reason = f" ({reason[:200]})" if reason else ""
     print(
-        f"error: no Temporal server answers at {address_of(args)}. Start one with "
+        f"error: no Temporal server answers at {address_of(args)}{reason}. Start one with "
         "`ratchet server` (a local dev server), or point --address / TEMPORAL_ADDRESS "
         "at yours.",
         file=sys.stderr,

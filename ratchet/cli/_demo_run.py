@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -33,6 +34,16 @@ def worker_process(name: str, server: DevServer) -> WorkerProcess:
             print(f"      {name}: {line.split('] ', 1)[-1]}")
 
     return WorkerProcess(server, TASK_QUEUE, "ratchet.examples:AGENTS", on_line=on_line)
+
+
+async def started(worker: WorkerProcess, name: str) -> bool:
+    """Wait for the worker's ready line; say why it never came (its own output)."""
+    try:
+        await asyncio.to_thread(worker.wait_ready)
+    except AssertionError:
+        print(f"error: {name} did not start:\n{worker.output}", file=sys.stderr)
+        return False
+    return True
 
 
 def tool_calls(worker: WorkerProcess) -> list[str]:
@@ -96,7 +107,8 @@ async def run_demo(keep: bool, state_dir: Path) -> int:
         )
         first = worker_process("worker A", server)
         workers.append(first)
-        await asyncio.to_thread(first.wait_ready)
+        if not await started(first, "worker A"):
+            return 1
         print(f"  worker A started (pid {first.process.pid})")
         beat = timedelta(seconds=2)
         options = RunOptions(heartbeat_timeout=beat, max_turns=12)
@@ -109,7 +121,8 @@ async def run_demo(keep: bool, state_dir: Path) -> int:
         print(f"  ✗ worker A killed with SIGKILL in the middle of a turn (pid {first.process.pid})")
         second = worker_process("worker B", server)
         workers.append(second)
-        await asyncio.to_thread(second.wait_ready)
+        if not await started(second, "worker B"):
+            return 1
         print(
             f"  worker B started (pid {second.process.pid}); the interrupted turn is retried "
             f"once worker A misses its {beat.total_seconds():.0f}s heartbeat"

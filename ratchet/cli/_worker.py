@@ -10,7 +10,7 @@ import os
 import sys
 from datetime import timedelta
 
-from ratchet.process import DEFAULT_GRACE_PERIOD
+from ratchet.process import DEFAULT_GRACE_PERIOD, DEFAULT_SERVER_WAIT
 
 AGENTS_ENV = "RATCHET_AGENTS"
 DEPLOYMENT_ENV = "RATCHET_DEPLOYMENT"
@@ -73,6 +73,14 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
         default=os.environ.get(BUILD_ID_ENV),
         help=f"this worker's build, e.g. a git commit (default: ${BUILD_ID_ENV}); "
         "make it current with `ratchet deploy promote`",
+    )
+    parser.add_argument(
+        "--server-wait",
+        type=seconds,
+        default=DEFAULT_SERVER_WAIT,
+        metavar="SECONDS",
+        help="when no Temporal server answers at start, keep trying this long before "
+        f"exiting (default: {DEFAULT_SERVER_WAIT:g}; 0: exit at once)",
     )
     parser.add_argument(
         "--metrics-address",
@@ -166,11 +174,12 @@ def run_worker(args: argparse.Namespace) -> int:
                 plugins=[EvalsPlugin()],  # reruns of recorded runs and sessions
                 deployment=deployment,
                 workflows=workflows,
+                server_wait=timedelta(seconds=args.server_wait),
             )
         )
     except (ConfigurationError, RuntimeError) as e:
         if is_connection_failure(e):
-            return no_server(args)
+            return no_server(args, e)
         if not isinstance(e, ConfigurationError):
             raise
         print(f"error: {e}", file=sys.stderr)

@@ -19,6 +19,7 @@ import importlib
 import os
 import signal
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
@@ -37,9 +38,9 @@ from ratchet.activities import (
 )
 from ratchet.agents import InterceptorFactory
 from ratchet.client import DEFAULT_TASK_QUEUE, AgentClient, ensure_search_attributes
-from ratchet.errors import ConfigurationError
+from ratchet.errors import ConfigurationError, ServerUnreachableError
 from ratchet.plugin import RatchetPlugin, check_agents, passed_through
-from ratchet.process import DEFAULT_GRACE_PERIOD, hard_exit
+from ratchet.process import DEFAULT_GRACE_PERIOD, DEFAULT_SERVER_WAIT, hard_exit
 
 from ._routing import routing_note
 
@@ -54,6 +55,7 @@ __all__ = [
 ]
 
 GRACE_PERIOD = timedelta(seconds=DEFAULT_GRACE_PERIOD)
+SERVER_WAIT = timedelta(seconds=DEFAULT_SERVER_WAIT)
 """How long a stopping worker lets its turns in flight finish before it cancels them."""
 
 
@@ -266,6 +268,28 @@ def load_workflows(spec: str) -> list[type]:
     return found
 
 
+async def connect_when_up(wait: timedelta, *args: Any, **kwargs: Any) -> AgentClient:
+    """``AgentClient.connect``, tried again with backoff for ``wait`` while no server
+    answers; says once that it waits."""
+    deadline = time.monotonic() + wait.total_seconds()
+    delay = 0.2
+    while True:
+        try:
+            return await AgentClient.connect(*args, **kwargs)
+        except ServerUnreachableError as e:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise
+            if delay == 0.2:
+                print(
+                    f"no Temporal server answers at {e.address} yet ({e.reason}); "
+                    f"trying again for {wait.total_seconds():g} s",
+                    flush=True,
+                )
+            await asyncio.sleep(min(delay, left))
+            delay = min(delay * 2, 2.0)
+
+
 async def serve(
     agents: Mapping[str, AgentFactory],
     *,
@@ -280,6 +304,7 @@ async def serve(
     plugins: Sequence[Plugin] = (),
     deployment: WorkerDeploymentConfig | None = None,
     workflows: Sequence[type] = (),
+    server_wait: timedelta = SERVER_WAIT,
 ) -> None:
     """Run a worker until SIGTERM or SIGINT, then drain it and return. ``plugins``
     are the worker's besides Ratchet's (``ratchet worker`` adds ``EvalsPlugin``).
@@ -295,13 +320,14 @@ async def serve(
     Traces go to ``OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT`` when it is set; Prometheus
     metrics are served on ``metrics_address`` (or ``RATCHET_METRICS_ADDRESS``) when given.
     ``deployment`` (``versioned(...)``) serves one build of a worker deployment;
-    ``workflows`` are your own, run beside Ratchet's.
+    ``workflows`` are your own, run beside Ratchet's. When no server answers yet,
+    the worker tries again for ``server_wait``, then raises ``ServerUnreachableError``.
     """
     options: dict[str, Any] = {}
     if address := telemetry.metrics_address(metrics_address):
         options["runtime"] = telemetry.metrics_runtime(address)
-    client = await AgentClient.connect(
-        target, namespace=namespace, task_queue=task_queue, **options
+    client = await connect_when_up(
+        server_wait, target, namespace=namespace, task_queue=task_queue, **options
     )
     # Runs upsert Ratchet's search attributes: a namespace without them would fail
     # every workflow task, so register them now or refuse to start, saying how.

@@ -270,6 +270,23 @@ def test_without_a_server_a_command_prints_one_line_naming_the_address(command: 
     assert "`ratchet server`" in done.stderr
 
 
+@pytest.mark.slow  # a child process and a dev server
+def test_a_worker_started_before_its_server_waits_for_it_then_serves(
+    tmp_path: Path, task_queue: str
+):
+    port = free_port()
+    not_yet = DevServer(port=port, ui_port=None, log_path=tmp_path / "unused.log")
+    argv = [*RATCHET, "worker", "--agents", "ratchet.examples:AGENTS", "--task-queue", task_queue]
+    worker = ChildProcess([*argv, "--server-wait", "120"], not_yet)
+    try:
+        worker.wait_for(f"no Temporal server answers at 127.0.0.1:{port} yet")
+        with DevServer.start(port=port, ui=False, log_dir=tmp_path):
+            worker.wait_for("worker ready", timeout=120)
+            assert worker.count("trying again") == 1, worker.output  # said once, not per try
+    finally:
+        worker.stop()
+
+
 def test_worker_imports_agents_from_the_directory_it_runs_in(
     temporal_server: DevServer, task_queue: str, tmp_path: Path
 ):
