@@ -41,8 +41,9 @@ def print_last(thread: ThreadData, last: int) -> None:
 
 
 def turns_table(execution: ExecutionRecord) -> str:
-    """A run's turns: when, how long, tokens, cost and what each did."""
-    rows = [["turn", "started", "took", "tokens", "cost", "did"]]
+    """A run's turns: when each was scheduled, how long it took from there (queueing and
+    retries included, as ``TurnRecord.duration``), tokens, cost and what each did."""
+    rows = [["turn", "scheduled", "took", "tokens", "cost", "did"]]
     for step in execution.step_results:
         took = (step.completed_at - step.started_at).total_seconds()
         did = "final answer" if step.final else ", ".join(step.tool_calls) or "(no tools)"

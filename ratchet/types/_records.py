@@ -43,6 +43,9 @@ class StepResult(SparseModel):
 
     turn: int
     started_at: datetime
+    """When the run scheduled the turn (``TurnRecord.scheduled_at``), not when its last
+    attempt started: queueing and retries lie between it and ``completed_at``. Each
+    attempt's start is in ``handle.turns()``."""
     completed_at: datetime
     message_ids: list[str] = Field(default_factory=list)
     tool_calls: list[str] = Field(default_factory=list)

@@ -53,7 +53,7 @@ async def test_sessions_show_prints_the_runs_turns_as_a_table_and_list_filters_b
         await session.close()
     assert code == 0, err
     header = next(line for line in out.splitlines() if line.startswith("turn "))
-    assert header.split() == ["turn", "started", "took", "tokens", "cost", "did"]
+    assert header.split() == ["turn", "scheduled", "took", "tokens", "cost", "did"]
     rows = out.split(header)[1].splitlines()[2:4]
     assert rows[0].split()[0] == "1" and "weather(" in rows[0]
     assert rows[1].split()[0] == "2" and rows[1].endswith("final answer")
