@@ -137,9 +137,14 @@ class ServerUnreachableError(ConfigurationError):
     """No Temporal server answers at the address a client connects to."""
 
     def __init__(self, address: str, reason: str) -> None:
+        advice = (
+            "Check the host's name, or point the client at another"
+            if "dns error" in reason  # a name that does not resolve: no server to start
+            else "Start one with `ratchet server` (a local dev server), or point the "
+            "client at yours"
+        )
         super().__init__(
-            f"No Temporal server answers at {address} ({reason}). Start one with "
-            "`ratchet server` (a local dev server), or point the client at yours: "
+            f"No Temporal server answers at {address} ({reason}). {advice}: "
             "AgentClient.connect(address), TEMPORAL_ADDRESS or a TEMPORAL_PROFILE."
         )
         self.address = address

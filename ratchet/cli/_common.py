@@ -76,11 +76,15 @@ def is_connection_failure(error: BaseException) -> bool:
 
 def no_server(args: argparse.Namespace, error: BaseException | None = None) -> int:
     reason = getattr(error, "reason", None) or (str(error).split("\n", 1)[0] if error else "")
+    advice = (
+        "Check the host's name in --address / TEMPORAL_ADDRESS."
+        if "dns error" in reason  # a name that does not resolve: no server to start
+        else "Start one with `ratchet server` (a local dev server), or point --address / "
+        "TEMPORAL_ADDRESS at yours."
+    )
     reason = f" ({reason[:200]})" if reason else ""
     print(
-        f"error: no Temporal server answers at {address_of(args)}{reason}. Start one with "
-        "`ratchet server` (a local dev server), or point --address / TEMPORAL_ADDRESS "
-        "at yours.",
+        f"error: no Temporal server answers at {address_of(args)}{reason}. {advice}",
         file=sys.stderr,
     )
     return 1

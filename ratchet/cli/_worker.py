@@ -8,6 +8,7 @@ import logging
 import math
 import os
 import sys
+from collections.abc import Callable
 from datetime import timedelta
 
 from ratchet.process import DEFAULT_GRACE_PERIOD, DEFAULT_SERVER_WAIT
@@ -51,7 +52,7 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--grace-period",
-        type=seconds,
+        type=seconds("e.g. 20; 0 cancels turns at once"),
         default=DEFAULT_GRACE_PERIOD,
         metavar="SECONDS",
         help="on SIGTERM or SIGINT, how long turns in flight get to finish before they are "
@@ -76,7 +77,7 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--server-wait",
-        type=seconds,
+        type=seconds("e.g. 30; 0 exits at once when no server answers"),
         default=DEFAULT_SERVER_WAIT,
         metavar="SECONDS",
         help="when no Temporal server answers at start, keep trying this long before "
@@ -115,16 +116,21 @@ def add_log_level(parser: argparse.ArgumentParser, shows: str = "") -> None:
     )
 
 
-def seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0 <= value <= MAX_SECONDS:  # NaN fails too
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a finite number of seconds >= 0 (e.g. 20; 0 cancels turns at once)"
-        )
-    return value
+def seconds(example: str) -> Callable[[str], float]:
+    """An argparse type: a finite number of seconds >= 0; ``example`` ends the error."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not 0 <= value <= MAX_SECONDS:  # NaN fails too
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a finite number of seconds >= 0 ({example})"
+            )
+        return value
+
+    return parse
 
 
 def run_worker(args: argparse.Namespace) -> int:

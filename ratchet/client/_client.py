@@ -540,10 +540,14 @@ class AgentClient:
 
 
 def _connect_reason(error: RuntimeError) -> str:
-    """``Connection refused`` out of the SDK's ``Failed client connect: ...`` text."""
+    """``Connection refused`` (or ``dns error: failed to lookup address information:
+    ...``) out of the SDK's ``Failed client connect: ...`` text."""
     text = str(error)
-    found = re.search(r'message: "([^"]+)"', text)
-    return found.group(1) if found else text.removeprefix("Failed client connect: ")
+    if found := re.search(r'message: "([^"]+)"', text):
+        return found.group(1)
+    if found := re.search(r'ConnectError\("([^"]+)".*?error: "([^"]+)"', text):
+        return f"{found.group(1)}: {found.group(2)}"
+    return text.removeprefix("Failed client connect: ")
 
 
 def _with_state(

@@ -287,6 +287,19 @@ def test_a_worker_started_before_its_server_waits_for_it_then_serves(
         worker.stop()
 
 
+def test_a_host_name_that_does_not_resolve_is_named_as_such(capsys: pytest.CaptureFixture[str]):
+    # The reason was the SDK's raw tonic text, cut at 200 characters, and the advice
+    # was to start a server.
+    code = cli.main(["sessions", "list", "--address", "nosuchhost.invalid:7233"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err.startswith(
+        "error: no Temporal server answers at nosuchhost.invalid:7233 (dns error: "
+    )
+    assert err.endswith("). Check the host's name in --address / TEMPORAL_ADDRESS.\n")
+    assert err.count("\n") == 1 and "tonic" not in err and "`ratchet server`" not in err
+
+
 def test_worker_imports_agents_from_the_directory_it_runs_in(
     temporal_server: DevServer, task_queue: str, tmp_path: Path
 ):
@@ -508,6 +521,10 @@ def test_numbers_out_of_range_are_refused_naming_the_flag(capsys: pytest.Capture
         ("sessions", "show", "s", "--messages", "-1"): "--messages: '-1' is not a whole",
         ("sessions", "fork", "s", "--at-turn", "-1"): "--at-turn: '-1' is not a whole",
         ("eval", "rerun", "s", "--agent", "a", "--concurrency", "51"): "'51' is more than 50",
+        ("worker", "--grace-period", "-5"): "--grace-period: '-5' is not a finite number "
+        "of seconds >= 0 (e.g. 20; 0 cancels turns at once)",
+        ("worker", "--server-wait", "abc"): "--server-wait: 'abc' is not a finite number "
+        "of seconds >= 0 (e.g. 30; 0 exits at once when no server answers)",
     }
     for args, said in cases.items():
         with pytest.raises(SystemExit) as exited:
