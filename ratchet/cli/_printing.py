@@ -40,16 +40,18 @@ def print_last(thread: ThreadData, last: int) -> None:
         print(f"{message.role}: {text}")
 
 
-def turns_table(execution: ExecutionRecord) -> str:
+def turns_table(execution: ExecutionRecord, before: int = 0) -> str:
     """A run's turns: when each was scheduled, how long it took from there (queueing and
-    retries included, as ``TurnRecord.duration``), tokens, cost and what each did."""
+    retries included, as ``TurnRecord.duration``), tokens, cost and what each did.
+    ``before``: the turns earlier runs of its session took, so turns are numbered as
+    the session counts them (``sessions fork --at-turn``)."""
     rows = [["turn", "scheduled", "took", "tokens", "cost", "did"]]
     for step in execution.step_results:
         took = (step.completed_at - step.started_at).total_seconds()
         did = "final answer" if step.final else ", ".join(step.tool_calls) or "(no tools)"
         rows.append(
             [
-                str(step.turn),
+                str(before + step.turn),
                 step.started_at.strftime("%H:%M:%S"),
                 f"{took:.1f}s",
                 str(step.usage.total_tokens),

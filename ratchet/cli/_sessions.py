@@ -433,8 +433,13 @@ async def show(session: SessionHandle, last: int) -> int:
         maybe = cast(type, ExecutionRecord | None)  # the query answers null between runs
         execution = await session.workflow.query("execution", result_type=maybe)
         if execution is not None and execution.step_results:
-            print(f"\nturns of run {status.runs} of {session.id} ({execution.status.value}):")
-            print(turns_table(execution))
+            # Numbered as the session counts its turns (`sessions fork --at-turn N`).
+            before = max(turns - execution.step_results[-1].turn, 0)
+            print(
+                f"\nturns of run {status.runs} of {session.id} ({execution.status.value}), "
+                f"numbered in the session:"
+            )
+            print(turns_table(execution, before))
     print_last(await session.thread(last=last), last)  # read alone: not paged in whole
     return 0
 

@@ -88,7 +88,10 @@ async def test_sessions_show_export_fork_and_decide(
         code, out, err = await ratchet(temporal_server, task_queue, "sessions", "show", two.id)
         assert code == 0, err
         assert "agent: two · PENDING · 2 runs" in out and "assistant: beta: turn 4" in out
-        assert f"turns of run 2 of {two.id} (COMPLETED):" in out
+        assert f"turns of run 2 of {two.id} (COMPLETED), numbered in the session:" in out
+        # Numbered as `sessions fork --at-turn` counts them: run 2's turns are 3 and 4.
+        table = out.split("numbered in the session:\n")[1].splitlines()[2:4]
+        assert [row.split()[0] for row in table] == ["3", "4"], out
         # A run of the session, as events and `ratchet watch` name it, stands for it.
         code, by_run, err = await ratchet(
             temporal_server, task_queue, "sessions", "show", f"{two.id}-run-2"
