@@ -13,6 +13,7 @@ from the client through the workflow into the activities; inside a turn
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -138,15 +139,55 @@ def metrics_address(address: str | None = None) -> str | None:
 def metrics_runtime(address: str) -> Runtime:
     """A Temporal runtime serving Prometheus metrics on ``address`` (``host:port``,
     path ``/metrics``). Give it to the client: ``AgentClient.connect(runtime=...)``."""
-    from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
+    return worker_runtime(address)
 
-    host, _, port = address.rpartition(":")
-    if not host or not port.isdigit():
-        raise ConfigurationError(
-            f"Metrics address {address!r} must look like 'host:port', e.g. '0.0.0.0:9464'."
+
+CORE_LOGGER = "temporalio.core"
+_EXPIRED_QUERY = "Query not found when attempting to respond"
+
+
+def worker_runtime(metrics_address: str | None = None) -> Runtime:
+    """A worker's Temporal runtime: the SDK core's warnings go to Python's logging
+    (logger ``temporalio.core``, in the worker's format, where they went to stderr in
+    colour), and Prometheus metrics are served on ``metrics_address`` if given."""
+    from temporalio.runtime import (
+        LogForwardingConfig,
+        LoggingConfig,
+        PrometheusConfig,
+        Runtime,
+        TelemetryConfig,
+        TelemetryFilter,
+    )
+
+    metrics = None
+    if metrics_address is not None:
+        host, _, port = metrics_address.rpartition(":")
+        if not host or not port.isdigit():
+            raise ConfigurationError(
+                f"Metrics address {metrics_address!r} must look like 'host:port', "
+                "e.g. '0.0.0.0:9464'."
+            )
+        metrics = PrometheusConfig(
+            bind_address=metrics_address, histogram_bucket_overrides=WAIT_BUCKETS
         )
-    config = PrometheusConfig(bind_address=address, histogram_bucket_overrides=WAIT_BUCKETS)
-    return Runtime(telemetry=TelemetryConfig(metrics=config))
+    logger = logging.getLogger(CORE_LOGGER)
+    if not any(isinstance(f, _ExpiredQueries) for f in logger.filters):
+        logger.addFilter(_ExpiredQueries())
+    forwarding = LogForwardingConfig(logger=logger, append_target_to_name=False)
+    filter = TelemetryFilter(core_level="WARN", other_level="ERROR")
+    logs = LoggingConfig(filter=filter, forwarding=forwarding)
+    return Runtime(telemetry=TelemetryConfig(logging=logs, metrics=metrics))
+
+
+class _ExpiredQueries(logging.Filter):
+    """The core warns when it answers a query the server no longer holds (its caller
+    timed out or went away: the caller was told). Nothing for an operator to do, so it
+    is shown at INFO."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if _EXPIRED_QUERY in record.getMessage() and record.levelno > logging.INFO:
+            return logging.getLogger(CORE_LOGGER).isEnabledFor(logging.INFO)
+        return True
 
 
 SCHEDULE_TO_START = "ratchet_turn_schedule_to_start"

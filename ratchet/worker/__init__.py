@@ -323,9 +323,9 @@ async def serve(
     ``workflows`` are your own, run beside Ratchet's. When no server answers yet,
     the worker tries again for ``server_wait``, then raises ``ServerUnreachableError``.
     """
-    options: dict[str, Any] = {}
-    if address := telemetry.metrics_address(metrics_address):
-        options["runtime"] = telemetry.metrics_runtime(address)
+    options: dict[str, Any] = {
+        "runtime": telemetry.worker_runtime(telemetry.metrics_address(metrics_address))
+    }
     client = await connect_when_up(
         server_wait, target, namespace=namespace, task_queue=task_queue, **options
     )
