@@ -46,6 +46,7 @@ from ._routing import routing_note
 
 __all__ = [
     "GRACE_PERIOD",
+    "SERVER_WAIT",
     "build_worker",
     "load_agents",
     "load_workflows",
@@ -55,8 +56,9 @@ __all__ = [
 ]
 
 GRACE_PERIOD = timedelta(seconds=DEFAULT_GRACE_PERIOD)
-SERVER_WAIT = timedelta(seconds=DEFAULT_SERVER_WAIT)
 """How long a stopping worker lets its turns in flight finish before it cancels them."""
+SERVER_WAIT = timedelta(seconds=DEFAULT_SERVER_WAIT)
+"""How long a starting worker keeps trying to reach a server that does not answer."""
 
 
 def build_worker(
@@ -268,7 +270,7 @@ def load_workflows(spec: str) -> list[type]:
     return found
 
 
-async def connect_when_up(wait: timedelta, *args: Any, **kwargs: Any) -> AgentClient:
+async def _connect_when_up(wait: timedelta, *args: Any, **kwargs: Any) -> AgentClient:
     """``AgentClient.connect``, tried again with backoff for ``wait`` while no server
     answers; says once that it waits."""
     deadline = time.monotonic() + wait.total_seconds()
@@ -326,7 +328,7 @@ async def serve(
     options: dict[str, Any] = {
         "runtime": telemetry.worker_runtime(telemetry.metrics_address(metrics_address))
     }
-    client = await connect_when_up(
+    client = await _connect_when_up(
         server_wait, target, namespace=namespace, task_queue=task_queue, **options
     )
     # Runs upsert Ratchet's search attributes: a namespace without them would fail
