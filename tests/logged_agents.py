@@ -183,7 +183,9 @@ def crash_agent() -> Agent:
 
 def thinker_agent() -> Agent:
     """One model call that takes ``seconds`` (in the prompt's plan) and answers; the
-    first attempt of a run SIGKILLs its own worker ``kill_after`` seconds into it."""
+    first attempt of a run SIGKILLs its own worker ``kill_after`` seconds into it. The
+    retry's call takes ``retry_seconds`` when the plan gives it (a CI test need not
+    wait out a second long call), else ``seconds``."""
     log = EventLog(os.environ.get("RATCHET_TEST_LOG"))
     release = os.environ.get("RATCHET_TEST_RELEASE_DIR")
     release_dir = Path(release) if release else None
@@ -202,7 +204,8 @@ def thinker_agent() -> Agent:
                 await asyncio.sleep(plan["kill_after"])  # the call's latency so far
                 log.write("kill", run=context.run_id)
                 os.kill(os.getpid(), signal.SIGKILL)
-            await asyncio.sleep(plan["seconds"])
+            retry = context.attempt > 1 and "retry_seconds" in plan
+            await asyncio.sleep(plan["retry_seconds"] if retry else plan["seconds"])
             return await ScriptedModel(["thought"]).create(messages, tools, context)
 
     return ToolCallingAgent(Thinking(), [])

@@ -1,6 +1,6 @@
 """A worker SIGKILLed during a long model call, with default options: the turn
-resumes elsewhere once its heartbeat times out, and the call sent no heartbeat.
-With no heartbeat timeout, it resumes once its turn_timeout runs out."""
+resumes elsewhere once its heartbeat times out (a 6 s call sent no heartbeat; a 30 s
+one did). With no heartbeat timeout, it resumes once its turn_timeout runs out."""
 
 from __future__ import annotations
 
@@ -44,6 +44,31 @@ async def test_a_worker_killed_during_a_six_second_model_call_resumes_elsewhere_
     # The killed attempt sent no heartbeat in the 3 s it ran (the old default of 3 s
     # sent one every 1.8 s): the retry got no details of it.
     assert retried["heard"] is False
+
+
+async def test_a_worker_killed_during_a_thirty_second_model_call_resumes_elsewhere_in_time(
+    agent_client: AgentClient, worker_processes, event_log: Path
+):
+    # bench/kill_points.py kills at 20 random points of a 30 s call; CI kills at one,
+    # 17 s in: past the heartbeats at 8 s and 16 s (one per 0.8 x the 10 s timeout).
+    log = EventLog(event_log)
+    first = worker_processes()
+    plan = json.dumps({"seconds": 30, "kill_after": 17, "retry_seconds": 1})
+    handle = await agent_client.start_run("thinker", plan)
+    await wait_for_event(log, lambda r: r["kind"] == "model" and r["pid"] == first.pid)
+    second = worker_processes()
+    killed = await wait_for_event(log, lambda r: r["kind"] == "kill")
+    retried = await wait_for_event(log, lambda r: r["kind"] == "model" and r["pid"] == second.pid)
+
+    assert (await handle.result()).output == "thought"
+    assert retried["attempt"] == 2
+    assert retried["time"] - killed["time"] <= RESUMED_WITHIN
+    (started,) = of_type(await events(handle), EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED)
+    failure = started.activity_task_started_event_attributes.last_failure
+    assert failure.timeout_failure_info.timeout_type == TimeoutType.TIMEOUT_TYPE_HEARTBEAT
+    # The long call heartbeat while it ran: the retry got the last one's details
+    # (how many the server bills is tests/workflows/test_heartbeat_billing.py's).
+    assert retried["heard"] is True
 
 
 async def test_a_turn_with_no_heartbeat_timeout_resumes_after_its_turn_timeout(
