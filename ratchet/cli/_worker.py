@@ -86,7 +86,7 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--metrics-address",
         help="serve Prometheus metrics on HOST:PORT at /metrics "
-        "(default: RATCHET_METRICS_ADDRESS; none: off)",
+        "(default: $RATCHET_METRICS_ADDRESS; none: off)",
     )
     add_log_level(
         parser,
