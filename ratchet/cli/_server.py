@@ -57,7 +57,9 @@ def serve(args: argparse.Namespace) -> int:
         fairness = "off (--no-fairness)" if args.no_fairness else "on (docs/fleet.md)"
         print(f"Temporal dev server on {args.ip}:{server.port}{ui}; fairness {fairness}")
         if server.port != 7233:
-            print(f"Clients and workers find it with TEMPORAL_ADDRESS=localhost:{server.port}.")
+            host = {"0.0.0.0": "127.0.0.1", "::": "[::1]"}.get(args.ip, args.ip)  # as bound
+            host = f"[{host}]" if ":" in host and not host.startswith("[") else host
+            print(f"Clients and workers find it with TEMPORAL_ADDRESS={host}:{server.port}.")
         if args.ui_port != 8233 and not args.headless:
             print(f"Runs find this UI with RATCHET_UI_URL={server.ui_url} (or --ui-url).")
         print(f"log: {server.log_path}. Press Ctrl-C to stop.", flush=True)

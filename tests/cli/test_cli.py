@@ -390,7 +390,7 @@ def start_server_command() -> tuple[subprocess.Popen[str], int, Path]:
         error = server.stderr.read()
         assert "in use" in error, error
     assert "(headless); fairness on" in banner and "Press Ctrl-C to stop" in banner, banner
-    assert "with TEMPORAL_ADDRESS=localhost:" in banner, banner
+    assert "with TEMPORAL_ADDRESS=127.0.0.1:" in banner, banner  # the host it binds
     log = Path(banner.split("log: ", 1)[1].split(". Press", 1)[0])
     (child,) = server_children(server.pid)
     return server, child, log.parent
