@@ -55,7 +55,7 @@ from .web_agents import CONFIRM, confirmer
 from .workflows.test_agent_state import plan_agents
 from .workflows.test_multi_agent import research_team
 from .workflows.test_orchestration import team
-from .workflows.test_sessions import Echo
+from .workflows.test_sessions import Echo, again
 from .workflows.test_user_workflow import agents
 
 HISTORIES = Path(__file__).parent / "histories"
@@ -69,7 +69,8 @@ async def record() -> None:
         parts = (_runs, _people, _clients, _watched, _sessions, _rules, _approved, _reruns)
         parts = (*parts, _service)
         parts = (*parts, _scheduled, _moved, _closed_fresh, _anchored, _owned, _fair)
-        for part in (*parts, _throttled, _indexed_late, _answered_inline, _agent_run):
+        parts = (*parts, _throttled, _indexed_late, _answered_inline, _agent_run)
+        for part in (*parts, _failed_spend):
             queue = f"record-{part.__name__.strip('_')}"
             client = await AgentClient.connect(server.address, task_queue=queue)
             recorded += await part(client)
@@ -627,6 +628,25 @@ async def _answered_inline(client: AgentClient) -> Recorded:
             await session.send(text)
         await session.close()
     return [("agent_session_answer_in_the_update", session.workflow)]
+
+
+async def _failed_spend(client: AgentClient) -> Recorded:
+    """A session whose failed runs count what they spent (patched:
+    ratchet-failed-runs-spend-budget): two runs that never answer fail at max_turns,
+    and the third send finds the budget spent."""
+    looping = ToolCallingAgent(
+        ScriptedModel(lambda messages, context: ScriptedModel.call("again")), [again]
+    )
+    options = SessionOptions(token_budget=28, run=RunOptions(max_turns=3))
+    async with build_worker(client, {"loop": looping}):
+        session = await client.start_session("loop", options=options)
+        for _ in range(3):
+            try:
+                await session.send("go")
+            except RunFailedError:
+                pass
+        await session.close()
+    return [("agent_session_failed_runs_spend_budget", session.workflow)]
 
 
 async def _agent_run(client: AgentClient) -> Recorded:

@@ -57,7 +57,7 @@ def serve(args: argparse.Namespace) -> int:
         fairness = "off (--no-fairness)" if args.no_fairness else "on (docs/fleet.md)"
         print(f"Temporal dev server on {args.ip}:{server.port}{ui}; fairness {fairness}")
         if server.port != 7233:
-            host = {"0.0.0.0": "127.0.0.1", "::": "[::1]"}.get(args.ip, args.ip)  # as bound
+            host: str = {"0.0.0.0": "127.0.0.1", "::": "[::1]"}.get(args.ip) or args.ip
             host = f"[{host}]" if ":" in host and not host.startswith("[") else host
             print(f"Clients and workers find it with TEMPORAL_ADDRESS={host}:{server.port}.")
         if args.ui_port != 8233 and not args.headless:

@@ -408,6 +408,10 @@ async def delete(client: AgentClient, session_id: str, *, force: bool) -> int:
     return 0
 
 
+COUNTED = {"COMPLETED", "CANCELLED", "INTERRUPTED"}
+"""How a session's run ends when its turns join the session's count."""
+
+
 async def show(session: SessionHandle, last: int) -> int:
     status = await session.status()
     budget = f" of {status.token_budget}" if status.token_budget is not None else ""
@@ -433,8 +437,13 @@ async def show(session: SessionHandle, last: int) -> int:
         maybe = cast(type, ExecutionRecord | None)  # the query answers null between runs
         execution = await session.workflow.query("execution", result_type=maybe)
         if execution is not None and execution.step_results:
-            # Numbered as the session counts its turns (`sessions fork --at-turn N`).
-            before = max(turns - execution.step_results[-1].turn, 0)
+            # Numbered as the session's marks count turns (`sessions fork --at-turn N`):
+            # after the turns of its earlier runs. A run that ended with an answer
+            # (stopped ones too) is counted in status.turns already; a run in
+            # progress is not yet, and one that failed is rolled back: never.
+            before = status.turns
+            if execution.status in COUNTED:
+                before = max(before - execution.step_results[-1].turn, 0)
             print(
                 f"\nturns of run {status.runs} of {session.id} ({execution.status.value}), "
                 f"numbered in the session:"

@@ -140,7 +140,9 @@ def find_mark(
         return settled(marks[-1], messages, offset), False
     if turn < first:
         return None, True
-    found = next((m for m in marks if m.turn == turn), None)
+    # The latest with that number: a failed run of a session is rolled back, and the
+    # next run's turns take its numbers (marks count the session's turns).
+    found = next((m for m in reversed(marks) if m.turn == turn), None)
     return settled(found, messages, offset), False
 
 

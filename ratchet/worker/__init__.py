@@ -270,9 +270,14 @@ def load_workflows(spec: str) -> list[type]:
     return found
 
 
+_PASSING = ("refused", "dns error", "timed out", "timeout", "reset", "unavailable")
+"""Reasons a server may stop giving by itself (not yet listening, not yet in DNS, busy):
+worth trying again. A TLS or credentials mismatch is not."""
+
+
 async def _connect_when_up(wait: timedelta, *args: Any, **kwargs: Any) -> AgentClient:
     """``AgentClient.connect``, tried again with backoff for ``wait`` while no server
-    answers; says once that it waits."""
+    answers for a reason that may pass (``_PASSING``); says once that it waits."""
     deadline = time.monotonic() + wait.total_seconds()
     delay = 0.2
     while True:
@@ -280,7 +285,7 @@ async def _connect_when_up(wait: timedelta, *args: Any, **kwargs: Any) -> AgentC
             return await AgentClient.connect(*args, **kwargs)
         except ServerUnreachableError as e:
             left = deadline - time.monotonic()
-            if left <= 0:
+            if left <= 0 or not any(word in e.reason.lower() for word in _PASSING):
                 raise
             if delay == 0.2:
                 print(

@@ -51,6 +51,10 @@ CLOSE_SHOWN_AT_ONCE = "ratchet-close-shown-at-once"
 upsert went before or after the Update's completion by the activation's job order,
 which a replay need not repeat (a close in a continued run's first workflow task, on
 a worker that never ran that run)."""
+FAILED_RUNS_SPEND = "ratchet-failed-runs-spend-budget"
+"""A session's failed run adds the tokens and cost of the turns it finished to the
+session's (its ``token_budget`` too); before, only runs that answered did, so runs that
+failed could spend the budget again and again (sessions only)."""
 ATTEMPTS_CAPPED = "ratchet-delivery-attempts-capped"
 """A scheduled message's delivery gives up after ``DELIVERY_ATTEMPTS`` (``ScheduledSend``)."""
 

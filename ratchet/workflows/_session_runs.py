@@ -32,7 +32,7 @@ with workflow.unsafe.imports_passed_through():
     from ._failures import first_application_error
     from ._log_index import INDEX_BYTES_CARRIED
     from ._observe import RunObserver
-    from ._patches import MOVE_TO_NEW_BUILD
+    from ._patches import FAILED_RUNS_SPEND, MOVE_TO_NEW_BUILD, patched
     from ._runner import AgentRunner
     from ._sends import SendBook
     from ._session_view import SessionDisplay, SessionTotals, position, rolled_back
@@ -133,6 +133,11 @@ class SessionRuns:
         self._finished(label, AgentStatus.FAILED, text)
         message = f"Run {label} of session {workflow.info().workflow_id} failed: {text}"
         budget = self._options.token_budget
+        spent = self._runner.state.execution
+        if spent is not None and spent.usage.total_tokens + spent.usage.cost_usd > 0:
+            if patched(FAILED_RUNS_SPEND):  # what its finished turns spent is spent
+                self._totals.used_tokens += spent.usage.total_tokens
+                self._totals.cost_usd += spent.usage.cost_usd
         if kind == "BudgetExceededError" and budget is not None:
             self._totals.used_tokens = budget
             message = f"The session has spent its token_budget of {budget}. {message}"

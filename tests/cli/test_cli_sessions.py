@@ -13,11 +13,12 @@ import sys
 import pytest
 from temporalio.client import WorkflowExecutionStatus
 
-from ratchet.agents import ScriptedModel, ToolCallingAgent, tool
+from ratchet.agents import Result, RunContext, ScriptedModel, Thread, ToolCallingAgent, tool
 from ratchet.client import AgentClient, AgentStatus
 from ratchet.client._listing import WorkflowSummary, _status, list_workflows, type_clause
 from ratchet.devserver import DevServer
 from ratchet.errors import RunError
+from ratchet.types import Message
 from ratchet.wire import RunOptions, SessionOptions
 from ratchet.worker import build_worker
 from tests.chaos import as_from_a_terminal, ended
@@ -74,6 +75,46 @@ async def test_chat_asks_at_the_terminal_before_a_payment_runs(
     assert "declined at the terminal" in out
     assert ledger.payments == [("acme", 500, 1)]
     assert "closed" in out
+
+
+class Looper(TwoStep):
+    """TwoStep, but a run for "loop" never answers: it fails at its max_turns."""
+
+    async def run(self, messages: list[Message], thread: Thread, context: RunContext) -> Result:
+        looping = bool(thread.messages) and thread.messages[-1].text == "looping"
+        if looping or (messages and messages[-1].text == "loop"):
+            await thread.on_new_messages([*messages, Message.assistant("looping")])
+            return Result()
+        return await super().run(messages, thread, context)
+
+
+async def test_sessions_show_numbers_a_failed_or_later_runs_turns_as_fork_counts_them(
+    temporal_server: DevServer, agent_client: AgentClient, task_queue: str
+):
+    async def table(session_id: str) -> tuple[str, list[str]]:
+        """``sessions show``'s output, and the turn numbers of its table."""
+        code, out, err = await ratchet(temporal_server, task_queue, "sessions", "show", session_id)
+        assert code == 0, err
+        lines = out.split("numbered in the session:\n")[1].splitlines()[2:]
+        return out, [first for row in lines if (first := row.split()[0]).isdigit()]
+
+    options = SessionOptions(run=RunOptions(max_turns=3))
+    async with build_worker(agent_client, {"looper": Looper}):
+        session = await agent_client.start_session("looper", options=options)
+        await session.send("alpha")  # turns 1 and 2
+        with pytest.raises(RunError):
+            await session.send("loop")  # three turns, then it fails: rolled back
+        out, rows = await table(session.id)
+        assert "(FAILED), numbered in the session:" in out, out
+        assert rows == ["3", "4", "5"], out  # before: 1, 2, 3 (the first run's numbers)
+        # Row 3 is where fork --at-turn 3 forks: after the failed run's first turn.
+        fork = await agent_client.fork(session.id, at_turn=3)
+        assert [m.text for m in (await fork.thread()).messages][-2:] == ["loop", "looping"]
+        await session.send("beta")  # the failed run's turns were not the session's
+        out, rows = await table(session.id)
+        assert rows == ["3", "4"], out
+        fork = await agent_client.fork(session.id, at_turn=4)
+        assert [m.text for m in (await fork.thread()).messages][-1] == "beta: turn 4"
 
 
 async def test_sessions_show_export_fork_and_decide(

@@ -1,7 +1,10 @@
 """One case of bench/actions.py's latency sweep, in CI: a 3-turn tool run whose model
-calls take 6 s each (a provider stub over HTTP), metered by the dev server as Temporal
+calls take 0.1 s each (a provider stub over HTTP), metered by the dev server as Temporal
 Cloud bills it, costs at most the cheapest peer's actions plus one, as committed in
-bench/results/actions_by_latency.json (the peers are not installed here)."""
+bench/results/actions_by_latency.json (the peers are not installed here). The 6 s
+case differs by liveness heartbeats only, and those are
+tests/workflows/test_heartbeat_billing.py's: a loaded machine can stretch a 6 s turn
+past the 8 s at which one is due, which would make a count exact to one flaky here."""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from ratchet.client import AgentClient
 from ratchet.devserver import DevServer, free_port
 from ratchet.worker import build_worker
 
-MODEL_SECONDS, TURNS = 6.0, 3
+MODEL_SECONDS, TURNS = 0.1, 3
 PEERS = ("temporalio-openai-agents", "pydantic-ai")
 
 
@@ -29,7 +32,7 @@ def committed_case() -> dict[str, float]:
 
 
 @pytest.mark.slow  # its own dev server, with metering
-async def test_a_three_turn_run_with_six_second_calls_costs_the_cheapest_peers_actions_plus_one():
+async def test_a_three_turn_tool_run_costs_the_cheapest_peers_actions_plus_one():
     committed = committed_case()
     cheapest_peer = min(committed[name] for name in PEERS)
     port = free_port()

@@ -58,6 +58,7 @@ def test_histories_are_recorded():
         "agent_run_indexed_at_the_old_interval",
         "agent_run_indexed_once_at_its_end",
         "agent_session_answer_in_the_update",
+        "agent_session_failed_runs_spend_budget",
         "agent_run_rule_change_decides_a_waiting_call",
         "agent_run_on_a_service_thread",
         "agent_session_two_sends_then_closed",

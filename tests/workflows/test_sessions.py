@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from temporalio.api.enums.v1 import EventType
 
-from ratchet.agents import Agent, Result, RunContext, ScriptedModel, Thread
+from ratchet.agents import Agent, Result, RunContext, ScriptedModel, Thread, ToolCallingAgent, tool
 from ratchet.client import AgentClient, AgentStatus
 from ratchet.errors import (
     DecisionError,
@@ -285,6 +285,40 @@ async def test_a_session_budget_ends_runs_once_it_is_spent(agent_client: AgentCl
     assert e.value.error_type == "BudgetExceededError"
     assert "token_budget of 40" in str(e.value)
     assert sum(spent) <= 40 and status.used_tokens >= 40
+
+
+@tool
+def again() -> str:
+    """Go on."""
+    return "more to do"
+
+
+async def test_a_failed_runs_tokens_count_against_the_session_budget(agent_client: AgentClient):
+    # A run that never answers fails at its max_turns after three model calls. Before,
+    # only runs that answered counted: failing runs spent the budget again and again.
+    looping = ToolCallingAgent(
+        ScriptedModel(lambda messages, context: ScriptedModel.call("again")), [again]
+    )
+    options = SessionOptions(token_budget=1_000_000, run=RunOptions(max_turns=3))
+    async with build_worker(agent_client, {"loop": looping}):
+        session = await agent_client.start_session("loop", options=options)
+        with pytest.raises(RunFailedError):
+            await session.send("go")
+        once = await session.status()
+        with pytest.raises(RunFailedError):
+            await session.send("go")  # the same prompt: the failed run left the view
+        twice = await session.status()
+        # A budget of what two failed runs spend leaves nothing for a third.
+        tight = SessionOptions(token_budget=twice.used_tokens, run=RunOptions(max_turns=3))
+        budgeted = await agent_client.start_session("loop", options=tight)
+        for _ in range(2):
+            with pytest.raises(RunFailedError):
+                await budgeted.send("go")
+        with pytest.raises(RunFailedError) as refused:
+            await budgeted.send("go")
+    assert once.used_tokens > 0 and once.turns == 0  # its turns were rolled back, not its spend
+    assert twice.used_tokens == 2 * once.used_tokens
+    assert refused.value.error_type == "BudgetExceededError"
 
 
 async def test_interrupting_a_run_that_waits_for_approval_rejects_the_call(
