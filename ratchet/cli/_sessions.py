@@ -15,7 +15,8 @@ from ._terminal import Prompt, decide, read_line
 
 if TYPE_CHECKING:
     from ratchet.client import AgentClient, SessionHandle
-    from ratchet.types import PendingView
+    from ratchet.types import ExecutionRecord, PendingView
+    from ratchet.wire import SessionStatus
 
 
 def agent_status(text: str) -> str:
@@ -412,6 +413,28 @@ COUNTED = {"COMPLETED", "CANCELLED", "INTERRUPTED"}
 """How a session's run ends when its turns join the session's count."""
 
 
+async def last_run(
+    session: SessionHandle, status: SessionStatus
+) -> tuple[ExecutionRecord | None, SessionStatus]:
+    """The last run's execution, and a status that agrees with it: a run that ends
+    between the two reads changes how its turns are numbered, so the status is read
+    again after it, until it holds still (a run cannot end twice in a row that fast)."""
+    from ratchet.types import ExecutionRecord
+
+    maybe = cast(type, ExecutionRecord | None)  # the query answers null between runs
+    for _ in range(3):
+        execution = await session.workflow.query("execution", result_type=maybe)
+        again = await session.status()
+        if (again.runs, again.turns, again.run_status) == (
+            status.runs,
+            status.turns,
+            status.run_status,
+        ):
+            break
+        status = again
+    return execution, status
+
+
 async def show(session: SessionHandle, last: int) -> int:
     status = await session.status()
     budget = f" of {status.token_budget}" if status.token_budget is not None else ""
@@ -432,10 +455,7 @@ async def show(session: SessionHandle, last: int) -> int:
         return 0
     print_pending(await session.pending())
     if status.runs:
-        from ratchet.types import ExecutionRecord
-
-        maybe = cast(type, ExecutionRecord | None)  # the query answers null between runs
-        execution = await session.workflow.query("execution", result_type=maybe)
+        execution, status = await last_run(session, status)
         if execution is not None and execution.step_results:
             # Numbered as the session's marks count turns (`sessions fork --at-turn N`):
             # after the turns of its earlier runs. A run that ended with an answer
