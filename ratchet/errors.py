@@ -137,9 +137,12 @@ class ServerUnreachableError(ConfigurationError):
     """No Temporal server answers at the address a client connects to."""
 
     def __init__(self, address: str, reason: str) -> None:
+        self.address = address
+        self.reason = reason
+        self.unresolved = "dns error" in reason  # the host's name: no server to start there
         advice = (
             "Check the host's name, or point the client at another"
-            if "dns error" in reason  # a name that does not resolve: no server to start
+            if self.unresolved
             else "Start one with `ratchet server` (a local dev server), or point the "
             "client at yours"
         )
@@ -147,8 +150,6 @@ class ServerUnreachableError(ConfigurationError):
             f"No Temporal server answers at {address} ({reason}). {advice}: "
             "AgentClient.connect(address), TEMPORAL_ADDRESS or a TEMPORAL_PROFILE."
         )
-        self.address = address
-        self.reason = reason
 
 
 class AgentBuildError(ConfigurationError):

@@ -78,7 +78,7 @@ def no_server(args: argparse.Namespace, error: BaseException | None = None) -> i
     reason = getattr(error, "reason", None) or (str(error).split("\n", 1)[0] if error else "")
     advice = (
         "Check the host's name in --address / TEMPORAL_ADDRESS."
-        if "dns error" in reason  # a name that does not resolve: no server to start
+        if getattr(error, "unresolved", False)  # ServerUnreachableError's
         else "Start one with `ratchet server` (a local dev server), or point --address / "
         "TEMPORAL_ADDRESS at yours."
     )

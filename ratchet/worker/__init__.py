@@ -280,6 +280,7 @@ async def _connect_when_up(wait: timedelta, *args: Any, **kwargs: Any) -> AgentC
     answers for a reason that may pass (``_PASSING``); says once that it waits."""
     deadline = time.monotonic() + wait.total_seconds()
     delay = 0.2
+    said = False
     while True:
         try:
             return await AgentClient.connect(*args, **kwargs)
@@ -287,12 +288,13 @@ async def _connect_when_up(wait: timedelta, *args: Any, **kwargs: Any) -> AgentC
             left = deadline - time.monotonic()
             if left <= 0 or not any(word in e.reason.lower() for word in _PASSING):
                 raise
-            if delay == 0.2:
+            if not said:
                 print(
                     f"no Temporal server answers at {e.address} yet ({e.reason}); "
                     f"trying again for {wait.total_seconds():g} s",
                     flush=True,
                 )
+                said = True
             await asyncio.sleep(min(delay, left))
             delay = min(delay * 2, 2.0)
 
@@ -330,11 +332,9 @@ async def serve(
     ``workflows`` are your own, run beside Ratchet's. When no server answers yet,
     the worker tries again for ``server_wait``, then raises ``ServerUnreachableError``.
     """
-    options: dict[str, Any] = {
-        "runtime": telemetry.worker_runtime(telemetry.metrics_address(metrics_address))
-    }
+    runtime = telemetry.worker_runtime(telemetry.metrics_address(metrics_address))
     client = await _connect_when_up(
-        server_wait, target, namespace=namespace, task_queue=task_queue, **options
+        server_wait, target, namespace=namespace, task_queue=task_queue, runtime=runtime
     )
     # Runs upsert Ratchet's search attributes: a namespace without them would fail
     # every workflow task, so register them now or refuse to start, saying how.

@@ -14,6 +14,7 @@ with workflow.unsafe.imports_passed_through():
         Message,
         RunFinished,
         RunFinishedData,
+        Usage,
         approximate_size,
         excerpt,
     )
@@ -134,10 +135,11 @@ class SessionRuns:
         message = f"Run {label} of session {workflow.info().workflow_id} failed: {text}"
         budget = self._options.token_budget
         spent = self._runner.state.execution
-        if spent is not None and spent.usage.total_tokens + spent.usage.cost_usd > 0:
-            if patched(FAILED_RUNS_SPEND):  # what its finished turns spent is spent
-                self._totals.used_tokens += spent.usage.total_tokens
-                self._totals.cost_usd += spent.usage.cost_usd
+        usage = spent.usage if spent is not None else Usage()
+        # What its finished turns spent is spent (asked only where they spent something).
+        if (usage.total_tokens or usage.cost_usd) and patched(FAILED_RUNS_SPEND):
+            self._totals.used_tokens += usage.total_tokens
+            self._totals.cost_usd += usage.cost_usd
         if kind == "BudgetExceededError" and budget is not None:
             self._totals.used_tokens = budget
             message = f"The session has spent its token_budget of {budget}. {message}"
